@@ -1,0 +1,200 @@
+"""Orchestration: load -> lower -> passes -> emit -> verify -> files. The CLI calls only this.
+
+Example:
+    >>> result = convert(module, example_inputs=(x,), to="keras-jax", out="out/")
+    >>> result.model, result.report["verification"]["passed"], result.files
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+os.environ.setdefault("KERAS_BACKEND", "jax")
+
+import numpy as np  # noqa: E402
+
+from . import ops  # noqa: E402,F401  (registers every op)
+from .errors import BadInput, UnsupportedOps, VerificationFailed  # noqa: E402
+from .ir import validate  # noqa: E402
+from .outputs import staged_output  # noqa: E402
+from .passes.pipeline import run_passes  # noqa: E402
+from .verify import DEFAULT_ATOL, DEFAULT_RTOL, compare, first_divergence, make_inputs, run_reference  # noqa: E402
+
+__all__ = ["convert", "load", "inspect", "ConversionResult", "TARGETS", "missing_emit_rules"]
+
+TARGETS = ("keras-jax",)
+
+
+@dataclass
+class ConversionResult:
+    """What ``convert`` returns: the live emitted model, the report dict and the written files."""
+
+    model: object
+    report: dict
+    files: dict
+    graph: object = None
+    out: Path | None = None
+    ok: bool = True
+    stage_times: dict = field(default_factory=dict)
+
+
+class _Stages:
+    """Times named stages and reports each through ``progress(name, seconds)``."""
+
+    def __init__(self, progress):
+        self.times, self.progress = {}, progress
+
+    def run(self, name, fn, *args, **kwargs):
+        start = time.perf_counter()
+        result = fn(*args, **kwargs)
+        self.times[name] = round(time.perf_counter() - start, 4)
+        if self.progress:
+            self.progress(name, self.times[name])
+        return result
+
+
+def load(source, *, example_inputs=None, inputs=(), trust_pickle=False):
+    """Open a source (path or live model) as a frontend object with ``program`` and ``run``."""
+    from .frontends.torch_files import from_module, load_torch_source
+
+    if isinstance(source, (str, os.PathLike)):
+        return load_torch_source(source, inputs, trust_pickle)
+    return from_module(source, example_inputs)
+
+
+def _lower(src):
+    from .frontends.torch import lower_exported
+
+    return lower_exported(src.program, name="model")
+
+
+def missing_emit_rules(graph, target) -> list:
+    """(op, scopes, reason) for every op that has no emit rule for ``target``."""
+    found = {}
+    for node in graph.nodes:
+        if target not in node.op.emit_rules:
+            found.setdefault(node.op.name, []).append(node.scope)
+    return [(op, scopes, f"no {target} emitter") for op, scopes in found.items()]
+
+
+def inventory(graph) -> dict:
+    """op -> {"count": n, "scopes": [first scopes]} in first-seen order."""
+    table = {}
+    for node in graph.nodes:
+        row = table.setdefault(node.op.name, {"count": 0, "scopes": []})
+        row["count"] += 1
+        if len(row["scopes"]) < 5 and node.scope not in row["scopes"]:
+            row["scopes"].append(node.scope)
+    return table
+
+
+def inspect(source, *, example_inputs=None, inputs=(), trust_pickle=False) -> dict:
+    """Op inventory of a source without converting: {"ops": {...}, "inputs": [...], "outputs": [...]}."""
+    graph = _lower(load(source, example_inputs=example_inputs, inputs=inputs, trust_pickle=trust_pickle))
+    return {"ops": inventory(graph), "nodes": len(graph.nodes), "weight_bytes": graph.weight_bytes(),
+            "inputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs],
+            "outputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.outputs]}
+
+
+def _source_outputs(src, arrays) -> list:
+    import torch
+
+    tensors = [torch.from_numpy(np.ascontiguousarray(a)) for a in arrays]
+    with torch.no_grad():
+        out = src.run(*tensors)
+    flat = list(out) if isinstance(out, (list, tuple)) else [out]
+    return [t.detach().float().numpy() if t.dtype == torch.bfloat16 else t.detach().numpy() for t in flat]
+
+
+def _verify(src, graph, model, layer_of, seed, atol, rtol) -> dict:
+    arrays = make_inputs(graph, seed)
+    expected = _source_outputs(src, arrays)
+    got = [np.asarray(o) for o in _as_list(model(arrays if len(arrays) > 1 else arrays[0]))]
+    result = compare(expected, got, [v.name for v in graph.outputs], atol, rtol)
+    result.update({"seed": seed, "inputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs]})
+    if not result["passed"]:
+        result["first_divergence"] = _localize(graph, model, layer_of, arrays, atol, rtol)
+    return result
+
+
+def _as_list(out):
+    return list(out) if isinstance(out, (list, tuple)) else [out]
+
+
+def _localize(graph, model, layer_of, arrays, atol, rtol):
+    import keras
+
+    reference = run_reference(graph, arrays)
+    names = sorted(set(layer_of.values()))
+    probe = keras.Model(model.inputs, [model.get_layer(n).output for n in names])
+    values = dict(zip(names, _as_list(probe(arrays if len(arrays) > 1 else arrays[0]))))
+    observed = {v: np.asarray(values[n]) for v, n in layer_of.items() if n in values}
+    found = first_divergence(graph, reference, observed, atol, rtol)
+    if found is None:
+        return {"scope": None, "op": None,
+                "problem": "no named layer diverges; look at the keras.ops expressions between layers"}
+    return found
+
+
+def _emit(graph, folder, target):
+    from .emitters.keras_jax import emit_keras
+
+    return emit_keras(graph, folder)
+
+
+def _load_emitted(folder):
+    from .emitters.keras_jax import import_emitted
+
+    return import_emitted(Path(folder) / "model.py").load_model()
+
+
+def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(), verify=True,
+            atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, seed=0, trust_pickle=False, force=False,
+            progress=None) -> ConversionResult:
+    """Convert ``source`` (a path or a live nn.Module) for target ``to`` into folder ``out``.
+
+    Raises BadInput (2), UnsupportedOps (3) or VerificationFailed (1, files still written).
+    Example: ``convert("model.pt2", to="keras-jax", out="out/")``.
+    """
+    if to not in TARGETS:
+        raise BadInput(f"--to {to}: unknown target", hint=f"choose one of {', '.join(TARGETS)}")
+    out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="portx-")) / "out"
+    stages = _Stages(progress)
+    with staged_output(out, force) as tmp:
+        src = stages.run("load", load, source, example_inputs=example_inputs, inputs=inputs,
+                         trust_pickle=trust_pickle)
+        graph = stages.run("lower", _lower, src)
+        graph = stages.run("passes", run_passes, graph, to)
+        missing = missing_emit_rules(graph, to)
+        if missing:
+            raise UnsupportedOps(missing)
+        emitted = stages.run("emit", _emit, graph, tmp, to)
+        model = stages.run("load-emitted", _load_emitted, tmp)
+        report = {"source": str(src.label), "target": to, "portx_ir_nodes": len(graph.nodes),
+                  "weight_bytes": graph.weight_bytes(), "ops": inventory(graph),
+                  "inputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs],
+                  "outputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.outputs],
+                  "layout": {"inputs": "same as source", "outputs": "same as source"}}
+        if verify:
+            report["verification"] = stages.run("verify", _verify, src, graph, model, emitted["layer_of"], seed,
+                                                atol, rtol)
+        else:
+            report["verification"] = {"passed": None, "skipped": True}
+        report["stages"] = stages.times
+        (tmp / "report.json").write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+    files = {"code": out / "model.py", "weights": out / "model.weights.h5", "report": out / "report.json"}
+    result = ConversionResult(model, report, files, graph, out, report["verification"].get("passed") is not False,
+                              stages.times)
+    if not result.ok:
+        rows = [r for r in report["verification"]["outputs"] if not r["passed"]]
+        where = report["verification"].get("first_divergence") or {}
+        raise VerificationFailed(
+            f"{out}: output {rows[0]['name'] if rows else '?'} differs from the source "
+            f"({rows[0]['problem'] if rows else report['verification'].get('problem')}); first diverging node: "
+            f"{where.get('scope') or '?'} ({where.get('op') or '?'})",
+            hint="see report.json; rerun with --atol/--rtol if the tolerance is too tight") from None
+    return result

@@ -1,0 +1,119 @@
+"""The ``portx`` command line. Argument handling and printing only; the work is in ``api``.
+
+Exit codes: 0 converted and verified; 1 verification failed (artifacts written); 2 bad input or
+usage; 3 unsupported ops; 4 not TPU-legal under --strict-tpu.
+
+Example:
+    $ portx convert model.pt2 --to keras-jax -o out/
+"""
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+
+import click
+
+__all__ = ["main"]
+
+
+def _fail(exc, debug):
+    from .errors import PortxError
+
+    if debug:
+        traceback.print_exc()
+    if isinstance(exc, PortxError):
+        click.echo(f"portx: {exc}", err=True)
+        return exc.exit_code
+    click.echo(f"portx: internal error ({type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}). "
+               "This is a bug: please report it with the output of --debug.", err=True)
+    return 70
+
+
+def _progress(quiet):
+    if quiet:
+        return None
+    return lambda name, seconds: click.echo(f"  {name:<13}{seconds:8.2f}s", err=True)
+
+
+def _run(debug, fn):
+    try:
+        return fn()
+    except KeyboardInterrupt:
+        click.echo("portx: interrupted; nothing was written", err=True)
+        sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - every failure becomes one line and an exit code
+        sys.exit(_fail(exc, debug))
+
+
+@click.group()
+@click.version_option(package_name="portx")
+def main():
+    """portx: convert PyTorch models to Keras 3 (JAX), verified and TPU-ready."""
+
+
+@main.command()
+@click.argument("src", type=click.Path(path_type=str))
+@click.option("--to", "target", default="keras-jax", show_default=True, help="target: keras-jax")
+@click.option("-o", "--out", default=None, help="output folder (default: SRC name + _keras)")
+@click.option("--input", "inputs", multiple=True, help="NAME:SHAPE[:DTYPE], e.g. x:1x3x224x224:float32")
+@click.option("--no-verify", is_flag=True, help="skip numerical verification")
+@click.option("--atol", type=float, default=None, help="absolute tolerance (default 1e-5)")
+@click.option("--rtol", type=float, default=None, help="tolerance relative to the output's scale (default 1e-4)")
+@click.option("--trust-pickle", is_flag=True, help="allow loading a full pickle (runs code from the file)")
+@click.option("--force", is_flag=True, help="replace OUT if it exists")
+@click.option("--json", "as_json", is_flag=True, help="print the report as JSON on stdout")
+@click.option("--debug", is_flag=True, help="show tracebacks")
+def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, force, as_json, debug):
+    """Convert SRC (.pt2, .pt) into OUT/model.py + weights, and verify it."""
+    from . import api
+    from .verify import DEFAULT_ATOL, DEFAULT_RTOL
+
+    out = out or f"{src.rstrip('/').rsplit('.', 1)[0]}_{target.split('-')[0]}"
+
+    def work():
+        return api.convert(src, to=target, out=out, inputs=inputs, verify=not no_verify,
+                           atol=DEFAULT_ATOL if atol is None else atol, rtol=DEFAULT_RTOL if rtol is None else rtol,
+                           trust_pickle=trust_pickle, force=force, progress=_progress(as_json))
+
+    result = _run(debug, work)
+    if as_json:
+        click.echo(json.dumps(result.report, indent=2, default=str))
+        return
+    ver = result.report["verification"]
+    if ver.get("skipped"):
+        click.echo(f"wrote {result.out} (verification skipped)")
+        return
+    for row in ver["outputs"]:
+        click.echo(f"  output {row['name']}: max abs {row['max_abs']:.3g}, max rel {row['max_rel']:.3g} "
+                   f"(atol {row['atol']:g}, rtol {row['rtol']:g})")
+    click.echo(f"verified: {result.out}/model.py matches {result.report['source']}")
+
+
+@main.command()
+@click.argument("src", type=click.Path(path_type=str))
+@click.option("--input", "inputs", multiple=True, help="NAME:SHAPE[:DTYPE] for formats without shapes")
+@click.option("--trust-pickle", is_flag=True, help="allow loading a full pickle (runs code from the file)")
+@click.option("--json", "as_json", is_flag=True, help="print JSON")
+@click.option("--debug", is_flag=True, help="show tracebacks")
+def inspect(src, inputs, trust_pickle, as_json, debug):
+    """List SRC's ops (as portx IR) with counts and source scopes."""
+    from . import api
+
+    info = _run(debug, lambda: api.inspect(src, inputs=inputs, trust_pickle=trust_pickle))
+    if as_json:
+        click.echo(json.dumps(info, indent=2))
+        return
+    click.echo(f"{src}: {info['nodes']} nodes, {info['weight_bytes'] / 1e6:.2f} MB of weights")
+    for name, shape, dtype in info["inputs"]:
+        click.echo(f"  input  {name}: {dtype}{shape}")
+    for name, shape, dtype in info["outputs"]:
+        click.echo(f"  output {name}: {dtype}{shape}")
+    width = max((len(k) for k in info["ops"]), default=4)
+    for op, row in sorted(info["ops"].items(), key=lambda kv: -kv[1]["count"]):
+        scopes = ", ".join(s or "<top>" for s in row["scopes"][:3])
+        click.echo(f"  {op:<{width}}  {row['count']:>5}  {scopes}")
+
+
+if __name__ == "__main__":
+    main()

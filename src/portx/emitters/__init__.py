@@ -1,0 +1,1 @@
+"""Emitters: assemble target source text and weights files from the IR."""

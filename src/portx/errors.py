@@ -1,0 +1,65 @@
+"""The portx exception family. Each maps to one documented exit code.
+
+Messages have three parts: where (file, or ``node SCOPE (OP)``), what happened against what was
+expected, and what to do.
+
+Example:
+    >>> raise BadInput("model.pt: holds a state_dict, not a model", hint="pass the nn.Module ...")
+"""
+from __future__ import annotations
+
+__all__ = ["PortxError", "BadInput", "UnsupportedOps", "NotTpuLegal", "VerificationFailed", "Unsupported",
+           "EXIT_CODES"]
+
+
+class PortxError(Exception):
+    """Base of every expected failure; ``exit_code`` is what the CLI returns."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, hint: str = ""):
+        self.message, self.hint = message, hint
+        super().__init__(f"{message}. {hint}" if hint else message)
+
+
+class VerificationFailed(PortxError):
+    """Emitted model does not match the source within tolerance (artifacts are still written)."""
+
+    exit_code = 1
+
+
+class BadInput(PortxError):
+    """Unreadable, wrong-kind or unsafe input, or bad usage."""
+
+    exit_code = 2
+
+
+class UnsupportedOps(PortxError):
+    """One or more source ops have no IR mapping; ``items`` lists (op, scopes, reason) for all of them."""
+
+    exit_code = 3
+
+    def __init__(self, items: list, where: str = ""):
+        self.items = items
+        parts = []
+        for op, scopes, reason in items:
+            shown = ", ".join(s or "<top>" for s in scopes[:3])
+            count = f" (x{len(scopes)})" if len(scopes) > 1 else ""
+            parts.append(f"{op} at {shown}{count}" + (f" [{reason}]" if reason else ""))
+        prefix = f"{where}: " if where else ""
+        super().__init__(f"{prefix}{len(items)} unsupported op{'s' if len(items) != 1 else ''}: "
+                         + "; ".join(parts), "See 'portx ops' for what is supported")
+
+
+class NotTpuLegal(PortxError):
+    """The model cannot run well on a TPU and ``--strict-tpu`` was given."""
+
+    exit_code = 4
+
+
+class Unsupported(Exception):
+    """Raised by an import rule for an op variant it cannot express; collected by the frontend."""
+
+
+EXIT_CODES = {0: "converted and verified", 1: "verification failed (artifacts written)",
+              2: "bad input or usage", 3: "unsupported ops", 4: "not TPU-legal under --strict-tpu"}

@@ -1,0 +1,314 @@
+"""PyTorch frontend: ExportedProgram -> IR.
+
+Note [torch lowering]: the program is first brought to inference IR with
+``run_decompositions({})`` (functional; dropout gone; batch norm as
+``_native_batch_norm_legit_no_training``) which keeps conv, linear, layer_norm, gelu, upsample and
+``scaled_dot_product_attention`` whole. Only ops that portx has no import rule for are then
+decomposed, with torch's own decomposition entries, so the IR sees high-level ops where it
+understands them and small core-ATen pieces elsewhere. Anything that does not depend on a user
+input (arange, full, a transposed weight) is folded by running torch itself, so constant
+semantics are torch's by construction.
+
+Example:
+    >>> graph = lower_exported(torch.export.export(model.eval(), (x,)))
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+import torch
+
+from ..errors import BadInput, Unsupported, UnsupportedOps
+from ..ir import IMPORT_RULES, Graph, Node, TensorType, Value, infer_outputs, param_value
+from ..ir.validate import IRError
+
+__all__ = ["lower_exported", "export_module", "torch_dtype_name", "TorchCall", "rule_for"]
+
+_SKIP = {"aten::_assert_tensor_metadata", "aten::_assert_scalar", "aten::sym_constrain_range_for_size",
+         "aten::_assert_async", "aten::sym_constrain_range"}
+
+
+def torch_dtype_name(dtype) -> str:
+    """``torch.float32`` -> ``"float32"``."""
+    return str(dtype).replace("torch.", "")
+
+
+def _op_name(target) -> str:
+    if isinstance(target, torch._ops.OpOverload):
+        return target._schema.name  # "aten::conv2d"
+    return getattr(target, "__name__", str(target))
+
+
+def rule_for(target):
+    """The (OpDef, rule) pair for an fx call target, or None."""
+    return IMPORT_RULES.get("torch", {}).get(_op_name(target))
+
+
+def export_module(module, example_inputs):
+    """``torch.export`` a module in eval mode, with a BadInput that says how to fix failures."""
+    module.eval()
+    try:
+        with torch.no_grad():
+            return torch.export.export(module, tuple(example_inputs), strict=False)
+    except Exception as exc:  # torch raises many kinds here; all mean "cannot trace"
+        first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+        raise BadInput(f"torch.export could not trace {type(module).__name__}: {first}",
+                       hint="make forward() traceable (no data-dependent Python control flow, "
+                            "static shapes) or pass a .pt2 saved with torch.export.save") from exc
+
+
+class TorchCall:
+    """What an import rule sees for one fx node: bound arguments and a way to emit IR nodes.
+
+    ``arg(name)`` gives an IR Value for tensor arguments (lists of Values for Tensor[]), and plain
+    Python data otherwise. ``emit`` appends a node and returns its output Value (or list).
+    """
+
+    def __init__(self, lowering, node):
+        self._low, self.node = lowering, node
+        self.scope = lowering.scope_of(node)
+        self.args = lowering.bind(node)
+
+    def arg(self, name, default=None):
+        """A bound argument by schema name (``default`` when absent or None)."""
+        value = self.args.get(name)
+        return default if value is None else value
+
+    def out_type(self, index=0) -> TensorType:
+        """The type torch recorded for output ``index``."""
+        return self._low.meta_types(self.node)[index]
+
+    def const(self, array, hint="const") -> Value:
+        """A new stored constant (e.g. an index table computed by the rule)."""
+        return self._low.new_param(f"{self.node.name}.{hint}", np.asarray(array))
+
+    def emit(self, op, inputs, attrs=None):
+        """Append ``op(inputs) {attrs}``; returns the output Value, or a list for several."""
+        return self._low.emit(op, list(inputs), dict(attrs or {}), self.scope, self.node.name)
+
+    def unsupported(self, reason: str):
+        """Stop this rule: the op variant cannot be expressed (collected, reported with exit 3)."""
+        raise Unsupported(reason)
+
+
+class _Lowering:
+    """Walks one ExportedProgram; holds the value environment and the nodes emitted so far."""
+
+    def __init__(self, ep):
+        self.ep = ep
+        self.env = {}  # fx node -> IR Value (or list of them)
+        self.consts = {}  # fx node -> torch.Tensor / list, for nodes that do not depend on user inputs
+        self.const_names = {}  # fx node -> preferred parameter name (state_dict key)
+        self.nodes, self.params, self.param_values, self.taken = [], {}, {}, set()
+        self.failures = {}  # (op, reason) -> scopes
+
+    # -- environment --------------------------------------------------------------------
+    def scope_of(self, node) -> str:
+        stack = node.meta.get("nn_module_stack") or {}
+        if not stack:
+            return ""
+        path = list(stack.values())[-1][0]
+        return path.replace("L['self'].", "").replace("L__self__.", "")
+
+    def meta_types(self, node) -> list:
+        val = node.meta.get("val")
+        vals = val if isinstance(val, (list, tuple)) else [val]
+        return [self.tensor_type(v, node) if isinstance(v, torch.Tensor) else None for v in vals]
+
+    def tensor_type(self, tensor, node) -> TensorType:
+        shape = []
+        for d in tensor.shape:
+            if not isinstance(d, int):
+                try:
+                    d = int(d)
+                except Exception:
+                    raise BadInput(f"node {self.scope_of(node) or node.name}: dimension {d} is dynamic",
+                                   hint="TPUs need static shapes: export with concrete input sizes "
+                                        "(no torch.export.Dim) or pass --input with the size to use") from None
+            shape.append(d)
+        return TensorType(tuple(shape), torch_dtype_name(tensor.dtype))
+
+    def fresh(self, hint) -> str:
+        name, n = hint, 1
+        while name in self.taken:
+            name, n = f"{hint}_{n}", n + 1
+        self.taken.add(name)
+        return name
+
+    def new_param(self, hint, array) -> Value:
+        array = np.ascontiguousarray(array)
+        name = self.fresh(hint)
+        self.params[name] = array
+        self.param_values[name] = value = param_value(name, array)
+        return value
+
+    def value_of(self, fx):
+        """IR value for an fx argument node, materialising folded constants as parameters."""
+        if fx in self.env:
+            return self.env[fx]
+        const = self.consts[fx]
+        if isinstance(const, (list, tuple)):
+            raise Unsupported("a constant list of tensors is used as a value")
+        array = const.detach().cpu().contiguous().numpy() if const.dtype != torch.bfloat16 else \
+            const.detach().float().numpy()
+        self.env[fx] = self.new_param(self.const_names.get(fx, fx.name), array)
+        return self.env[fx]
+
+    def bind(self, node) -> dict:
+        schema = node.target._schema
+        bound = {}
+        for i, arg in enumerate(schema.arguments):
+            if i < len(node.args):
+                raw = node.args[i]
+            elif arg.name in node.kwargs:
+                raw = node.kwargs[arg.name]
+            else:
+                raw = arg.default_value if arg.has_default_value() else None
+            bound[arg.name] = self.convert(raw)
+        return bound
+
+    def convert(self, raw):
+        if isinstance(raw, torch.fx.Node):
+            return self.value_of(raw)
+        if isinstance(raw, (list, tuple)):
+            return [self.convert(r) for r in raw]
+        if isinstance(raw, torch.dtype):
+            return torch_dtype_name(raw)
+        if isinstance(raw, (torch.device, torch.layout, torch.memory_format)):
+            return None
+        return raw
+
+    # -- emission -----------------------------------------------------------------------
+    def emit(self, op, inputs, attrs, scope, hint):
+        where = f"node {scope or hint} ({op.name})"
+        attrs = op.normalize_attrs(attrs, where)
+        try:
+            types = infer_outputs(op, [v.type if v is not None else None for v in inputs], attrs)
+        except (ValueError, TypeError, IndexError) as exc:
+            raise IRError(f"{where}: shape rule failed: {exc}") from exc
+        outs = tuple(Value(self.fresh(hint), t) for t in types)
+        self.nodes.append(Node(op, tuple(inputs), outs, attrs, scope))
+        return outs[0] if len(outs) == 1 else list(outs)
+
+    # -- walking ------------------------------------------------------------------------
+    def placeholder(self, node, user_inputs, state):
+        if node.name in user_inputs:
+            types = self.meta_types(node)
+            if types[0] is None:
+                raise BadInput(f"input {node.name}: only tensor inputs are supported",
+                               hint="wrap non-tensor arguments in the module or bake them in as constants")
+            value = Value(self.fresh(node.name), types[0])
+            self.env[node] = value
+            return value
+        target = state[node.name]
+        self.consts[node] = target[1]
+        self.const_names[node] = target[0]
+        return None
+
+    def fold(self, node) -> bool:
+        """Evaluate ``node`` with torch when all of its inputs are constants; True when done."""
+        if not all(n in self.consts for n in node.all_input_nodes):
+            return False
+        args = torch.fx.node.map_arg(node.args, lambda n: self.consts[n])
+        kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: self.consts[n])
+        try:
+            with torch.no_grad():
+                self.consts[node] = node.target(*args, **kwargs)
+        except Exception:  # not foldable on the host (e.g. needs a device); lower it instead
+            return False
+        return True
+
+    def call(self, node):
+        name = _op_name(node.target)
+        if node.target is operator.getitem:
+            source, index = node.args
+            table = self.consts if source in self.consts else self.env
+            table[node] = table[source][index]
+            return
+        if name in _SKIP or self.fold(node):
+            return
+        found = rule_for(node.target)
+        try:
+            if found is None:
+                raise Unsupported("")
+            result = found[1](TorchCall(self, node))
+            self.check_result(node, result)
+            self.env[node] = result
+        except Unsupported as exc:
+            self.failures.setdefault((name, str(exc)), []).append(self.scope_of(node))
+            self.env[node] = self.stand_in(node)
+
+    def stand_in(self, node):
+        """Values of the recorded types, so the walk goes on and every failure is collected."""
+        vals = [Value(self.fresh(node.name), t or TensorType((), "float32")) for t in self.meta_types(node)]
+        return vals[0] if not isinstance(node.meta.get("val"), (list, tuple)) else vals
+
+    def check_result(self, node, result):
+        got = result if isinstance(result, (list, tuple)) else [result]
+        want = self.meta_types(node)
+        for value, expected in zip(got, want):
+            if expected is not None and value.type != expected:
+                raise IRError(f"node {self.scope_of(node) or node.name} ({_op_name(node.target)}): import rule "
+                              f"gave {value.type}, torch computed {expected}")
+
+
+def _prepare(ep):
+    """Inference IR, then decompose only the ops no import rule knows (Note [torch lowering])."""
+    ep = ep.run_decompositions({})
+    table = dict(torch.export.default_decompositions().items())
+    for _ in range(4):
+        unknown = {n.target for n in ep.graph.nodes
+                   if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)
+                   and rule_for(n.target) is None and _op_name(n.target) not in _SKIP and n.target in table}
+        if not unknown:
+            break
+        ep = ep.run_decompositions({t: table[t] for t in unknown})
+    return ep
+
+
+def _state_of(ep) -> dict:
+    """Placeholder name -> (state_dict key, tensor) for parameters, buffers and constants."""
+    sig, state, consts = ep.graph_signature, ep.state_dict, ep.constants
+    result = {}
+    for spec in sig.input_specs:
+        if spec.target is None:
+            continue
+        tensor = state.get(spec.target) if spec.target in state else consts.get(spec.target)
+        if tensor is not None:
+            result[spec.arg.name] = (spec.target, tensor)
+    return result
+
+
+def lower_exported(ep, name="model") -> Graph:
+    """Lower an ExportedProgram to a validated-by-construction IR Graph.
+
+    Raises UnsupportedOps listing every op without an import rule, with scopes and counts.
+    """
+    ep = _prepare(ep)
+    low = _Lowering(ep)
+    state = _state_of(ep)
+    user_inputs = set(ep.graph_signature.user_inputs)
+    inputs = []
+    for node in ep.graph.nodes:
+        if node.op == "placeholder":
+            value = low.placeholder(node, user_inputs, state)
+            if value is not None:
+                inputs.append(value)
+        elif node.op == "call_function":
+            low.call(node)
+        elif node.op == "output":
+            outputs = node.args[0]
+    if low.failures:
+        items = [(op, scopes, reason) for (op, reason), scopes in low.failures.items()]
+        raise UnsupportedOps(items)
+    outs = []
+    for fx in outputs:
+        if not isinstance(fx, torch.fx.Node):
+            raise BadInput(f"output {fx!r}: only tensor outputs are supported",
+                           hint="return tensors (or a tuple of tensors) from forward()")
+        outs.append(low.value_of(fx))
+    used = {v.name for n in low.nodes for v in n.inputs if v is not None} | {v.name for v in outs}
+    params = {k: a for k, a in low.params.items() if k in used}
+    values = {k: v for k, v in low.param_values.items() if k in used}
+    return Graph(tuple(inputs), tuple(outs), tuple(low.nodes), params, values, name)

@@ -1,0 +1,160 @@
+"""Reading PyTorch sources safely: live modules, .pt2, TorchScript .pt, pickles (opt-in only).
+
+Note [safe loading]: nothing is unpickled by default. ``.pt`` files are opened with
+``torch.load(weights_only=True)``, which refuses arbitrary objects; a full pickle of an
+``nn.Module`` is loaded only with ``trust_pickle=True`` (``--trust-pickle``), because unpickling
+runs code chosen by whoever wrote the file.
+
+Example:
+    >>> src = load_torch_source("model.pt2")
+    >>> src.program, src.example_inputs
+"""
+from __future__ import annotations
+
+import pickle
+import re
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..errors import BadInput
+from .torch import export_module
+
+__all__ = ["TorchSource", "load_torch_source", "from_module", "parse_input_spec"]
+
+_SPEC = re.compile(r"^(?P<name>[A-Za-z_][\w.]*)?:?(?P<shape>\d+(x\d+)*|scalar)(:(?P<dtype>\w+))?$")
+_DTYPES = {"float32", "float16", "bfloat16", "float64", "int64", "int32", "bool", "uint8", "int8"}
+
+
+@dataclass
+class TorchSource:
+    """A loaded PyTorch model: its ExportedProgram, example inputs and a callable for verification."""
+
+    program: object
+    example_inputs: tuple
+    run: object  # callable(*torch tensors) -> tensor or tuple
+    label: str
+
+
+def parse_input_spec(spec: str):
+    """``"x:1x3x32x32:float32"`` -> ("x", (1, 3, 32, 32), "float32"); BadInput when malformed."""
+    m = _SPEC.match(spec.strip())
+    if not m or (m.group("dtype") and m.group("dtype") not in _DTYPES):
+        raise BadInput(f"--input {spec!r}: expected NAME:SHAPE[:DTYPE] such as x:1x3x224x224:float32",
+                       hint=f"dtype is one of {sorted(_DTYPES)}")
+    shape = () if m.group("shape") == "scalar" else tuple(int(d) for d in m.group("shape").split("x"))
+    return m.group("name") or "", shape, m.group("dtype") or "float32"
+
+
+def _example_from_specs(specs, path) -> tuple:
+    if not specs:
+        raise BadInput(f"{path}: this format does not record input shapes",
+                       hint="pass --input NAME:SHAPE[:DTYPE] for every input, e.g. --input x:1x3x224x224")
+    gen = torch.Generator().manual_seed(0)
+    tensors = []
+    for spec in specs:
+        _, shape, dtype = parse_input_spec(spec)
+        if dtype.startswith(("int", "uint")):
+            tensors.append(torch.randint(0, 2, shape, generator=gen).to(getattr(torch, dtype)))
+        elif dtype == "bool":
+            tensors.append(torch.zeros(shape, dtype=torch.bool))
+        else:
+            tensors.append(torch.randn(shape, generator=gen).to(getattr(torch, dtype)))
+    return tuple(tensors)
+
+
+def from_module(module, example_inputs, label=None) -> TorchSource:
+    """Wrap a live ``nn.Module`` with example inputs (tensors or NumPy arrays)."""
+    if not isinstance(module, torch.nn.Module):
+        raise BadInput(f"{type(module).__name__} is not a torch.nn.Module", hint="pass an nn.Module or a file path")
+    if example_inputs is None:
+        raise BadInput(f"{type(module).__name__}: example_inputs are required for a live module",
+                       hint="pass example_inputs=(tensor, ...) with the shapes to convert for")
+    inputs = tuple(torch.as_tensor(np.asarray(x)) if not isinstance(x, torch.Tensor) else x for x in example_inputs)
+    module.eval()
+    return TorchSource(export_module(module, inputs), inputs, module, label or type(module).__name__)
+
+
+def _load_pt2(path) -> TorchSource:
+    try:
+        ep = torch.export.load(str(path))
+    except Exception as exc:
+        raise BadInput(f"{path}: not a readable torch.export archive ({type(exc).__name__})",
+                       hint="the file may be truncated; re-save it with torch.export.save") from None
+    args = ep.example_inputs[0] if getattr(ep, "example_inputs", None) else None
+    if args is None:
+        args = tuple(torch.zeros([int(d) for d in n.meta["val"].shape], dtype=n.meta["val"].dtype)
+                     for n in ep.graph.nodes if n.op == "placeholder" and n.name in ep.graph_signature.user_inputs)
+    return TorchSource(ep, tuple(args), ep.module(), path.name)
+
+
+def _is_torchscript(path) -> bool:
+    try:
+        with zipfile.ZipFile(path) as z:
+            return any(n.endswith("constants.pkl") or "/code/" in n for n in z.namelist())
+    except zipfile.BadZipFile:
+        return False
+
+
+def _load_torchscript(path, specs) -> TorchSource:
+    try:
+        scripted = torch.jit.load(str(path), map_location="cpu")
+    except Exception as exc:
+        raise BadInput(f"{path}: not a readable TorchScript archive ({type(exc).__name__})",
+                       hint="the file may be truncated; re-save it with torch.jit.save") from None
+    inputs = _example_from_specs(specs, path)
+    from torch._export.converter import TS2EPConverter  # private API; pinned by tests/frontends
+
+    try:
+        ep = TS2EPConverter(scripted, inputs).convert()
+    except Exception as exc:
+        raise BadInput(f"{path}: TorchScript could not be converted to torch.export ({type(exc).__name__}: "
+                       f"{str(exc).splitlines()[0][:200] if str(exc) else ''})",
+                       hint="export the original nn.Module with torch.export.save and convert the .pt2") from None
+    return TorchSource(ep, inputs, scripted, path.name)
+
+
+def _load_pickle(path, specs, trust_pickle) -> TorchSource:
+    try:
+        obj = torch.load(str(path), map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        if not trust_pickle:
+            raise BadInput(f"{path}: a full pickle; loading it would run code stored in the file",
+                           hint="pass --trust-pickle only if you trust its author, or save the model "
+                                "with torch.export.save and convert the .pt2") from None
+        obj = torch.load(str(path), map_location="cpu", weights_only=False)
+    except Exception as exc:
+        raise BadInput(f"{path}: not a readable PyTorch file ({type(exc).__name__})",
+                       hint="the file may be truncated or of another kind") from None
+    if isinstance(obj, torch.nn.Module):
+        return from_module(obj, _example_from_specs(specs, path), path.name)
+    if isinstance(obj, dict) and obj and all(isinstance(v, torch.Tensor) for v in obj.values()):
+        raise BadInput(f"{path}: holds a state_dict ({len(obj)} tensors) but no architecture",
+                       hint="pass the model instead: torch.export.save(model.eval(), 'model.pt2', ...) "
+                            "or portx.convert(model, example_inputs=...) after load_state_dict")
+    raise BadInput(f"{path}: holds a {type(obj).__name__}, not a model",
+                   hint="save the model with torch.export.save (.pt2) or torch.jit.save (.pt)")
+
+
+def load_torch_source(path, input_specs=(), trust_pickle=False) -> TorchSource:
+    """Open a .pt2 / .pt / .pth file (see Note [safe loading])."""
+    path = Path(path)
+    if not path.exists():
+        raise BadInput(f"{path}: no such file", hint="check the path")
+    if path.is_dir():
+        raise BadInput(f"{path}: is a directory, expected a model file", hint="pass the model file inside it")
+    if path.stat().st_size == 0:
+        raise BadInput(f"{path}: is empty", hint="re-save the model")
+    suffix = path.suffix.lower()
+    if suffix == ".pt2":
+        return _load_pt2(path)
+    if suffix in (".pt", ".pth", ".bin"):
+        if _is_torchscript(path):
+            return _load_torchscript(path, input_specs)
+        return _load_pickle(path, input_specs, trust_pickle)
+    raise BadInput(f"{path}: unknown model format {suffix or '(no extension)'}",
+                   hint="portx reads .pt2 (torch.export), .pt (TorchScript, or a pickled module "
+                        "with --trust-pickle)")

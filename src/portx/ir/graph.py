@@ -1,0 +1,88 @@
+"""Graph and Node: the whole IR container, frozen and topologically ordered.
+
+Example:
+    >>> g = Graph(inputs=(x,), outputs=(y,), nodes=(node,), params={})
+    >>> [n.op.name for n in g.nodes]
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from .types import TensorType, Value
+
+__all__ = ["Node", "Graph"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Node:
+    """One op application. ``inputs`` may hold None for an absent optional input.
+
+    Example: ``Node(RELU, (x,), (y,), {}, "layer1.relu")``.
+    """
+
+    op: object  # an OpDef; typed loosely to keep ir/ free of import cycles
+    inputs: tuple
+    outputs: tuple
+    attrs: dict = field(default_factory=dict)
+    scope: str = ""
+
+    def replace(self, **changes) -> "Node":
+        """A copy with some fields changed: ``node.replace(scope="head")``."""
+        return replace(self, **changes)
+
+    @property
+    def output(self) -> Value:
+        """The single output of a one-output node."""
+        return self.outputs[0]
+
+    def where(self) -> str:
+        """How messages name this node: ``node layer1.conv (conv)``."""
+        return f"node {self.scope or self.outputs[0].name} ({self.op.name})"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Graph:
+    """Inputs, outputs, nodes in topological order, and parameters keyed by value name.
+
+    ``params`` maps a value name to its NumPy array; ``param_values`` maps it to the Value.
+    Example: ``graph.params["conv.weight"].shape``.
+    """
+
+    inputs: tuple
+    outputs: tuple
+    nodes: tuple
+    params: dict = field(default_factory=dict)
+    param_values: dict = field(default_factory=dict)
+    name: str = "model"
+
+    def replace(self, **changes) -> "Graph":
+        """A copy with some fields changed."""
+        return replace(self, **changes)
+
+    def is_param(self, value) -> bool:
+        """True when ``value`` is a stored parameter or constant."""
+        return value is not None and self.param_values.get(value.name) is value
+
+    def producers(self) -> dict:
+        """Map from Value to the node that produces it."""
+        return {out: node for node in self.nodes for out in node.outputs}
+
+    def users(self) -> dict:
+        """Map from Value to the list of nodes reading it."""
+        result = {}
+        for node in self.nodes:
+            for value in node.inputs:
+                if value is not None:
+                    result.setdefault(value, []).append(node)
+        return result
+
+    def weight_bytes(self) -> int:
+        """Total bytes of all parameters."""
+        return sum(int(a.nbytes) for a in self.params.values())
+
+
+def param_value(name: str, array: np.ndarray) -> Value:
+    """The Value that stands for a stored array: ``param_value("fc.weight", w)``."""
+    return Value(name, TensorType(array.shape, str(array.dtype)))

@@ -1,0 +1,110 @@
+"""OpDef: each IR op is declared once, and every rule is attached to that object.
+
+Example:
+    >>> RELU = OpDef("relu", inputs=("x",), family="activation")
+    >>> @RELU.infer
+    ... def _relu_type(x): return x
+"""
+from __future__ import annotations
+
+__all__ = ["OpDef", "REQUIRED", "REGISTRY", "IMPORT_RULES", "lookup"]
+
+
+class _Required:
+    def __repr__(self):
+        return "REQUIRED"
+
+
+REQUIRED = _Required()
+
+#: op name -> OpDef, filled as the ``ops`` families are imported.
+REGISTRY: dict = {}
+#: frontend -> source op name (e.g. "aten::conv2d") -> (OpDef, rule)
+IMPORT_RULES: dict = {}
+
+
+class OpDef:
+    """Declaration of one IR op: inputs, attributes with defaults, and attached rules.
+
+    ``inputs`` names the positional inputs; a name ending in ``?`` is optional and a name
+    starting with ``*`` takes any number of values (only as the last input).
+    ``attrs`` maps attribute names to defaults (``REQUIRED`` when there is none).
+    Example: ``OpDef("softmax", inputs=("x",), attrs={"axis": REQUIRED})``.
+    """
+
+    def __init__(self, name, inputs, attrs=None, *, outputs=1, family="", doc=""):
+        if name in REGISTRY:
+            raise ValueError(f"op {name!r} is declared twice")
+        self.name = name
+        self.input_names = tuple(inputs)
+        self.attr_defaults = dict(attrs or {})
+        self.outputs = outputs  # an int, or "variadic" (count given by the node)
+        self.family = family
+        self.doc = doc
+        self.infer_rule = None
+        self.reference_rule = None
+        self.emit_rules = {}
+        self.import_names = {}
+        REGISTRY[name] = self
+
+    def __repr__(self):
+        return f"OpDef({self.name!r})"
+
+    @property
+    def variadic(self) -> bool:
+        """True when the last input takes any number of values (``*xs``)."""
+        return bool(self.input_names) and self.input_names[-1].startswith("*")
+
+    def min_inputs(self) -> int:
+        """Number of inputs that must be present."""
+        return sum(1 for n in self.input_names if not n.endswith("?") and not n.startswith("*"))
+
+    def normalize_attrs(self, attrs: dict, where: str = "") -> dict:
+        """Fill defaults and reject unknown or missing attributes."""
+        unknown = set(attrs) - set(self.attr_defaults)
+        if unknown:
+            raise ValueError(f"{where}: op {self.name} has no attribute(s) {sorted(unknown)}; "
+                             f"known: {sorted(self.attr_defaults)}")
+        full = {**self.attr_defaults, **attrs}
+        missing = [k for k, v in full.items() if v is REQUIRED]
+        if missing:
+            raise ValueError(f"{where}: op {self.name} needs attribute(s) {missing}")
+        return full
+
+    # -- rule attachment (decorators) ---------------------------------------------------
+    def infer(self, fn):
+        """Attach the shape/dtype rule: ``fn(*input_types, **attrs) -> TensorType | list``."""
+        self.infer_rule = fn
+        return fn
+
+    def reference(self, fn):
+        """Attach the NumPy meaning: ``fn(*arrays, **attrs) -> ndarray | list``."""
+        self.reference_rule = fn
+        return fn
+
+    def emits(self, target):
+        """Attach an emit rule for a target such as ``"keras-jax"``."""
+        def register(fn):
+            self.emit_rules[target] = fn
+            return fn
+        return register
+
+    def imports(self, frontend, *names):
+        """Attach an import rule for source op names, e.g. ``imports("torch", "aten::relu")``."""
+        def register(fn):
+            table = IMPORT_RULES.setdefault(frontend, {})
+            for name in names:
+                if name in table:
+                    raise ValueError(f"{frontend} op {name!r} has two import rules")
+                table[name] = (self, fn)
+            self.import_names.setdefault(frontend, []).extend(names)
+            return fn
+        return register
+
+
+def lookup(name: str) -> OpDef:
+    """The OpDef registered under ``name``; KeyError names the known ops when missing."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown IR op {name!r}; {len(REGISTRY)} ops are registered") from None

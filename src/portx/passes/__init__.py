@@ -1,0 +1,1 @@
+"""IR -> IR passes, each small and testable alone; ``pipeline`` orders them per target."""

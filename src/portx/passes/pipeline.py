@@ -1,0 +1,28 @@
+"""The ordered pass list, and a runner that names the pass at fault.
+
+Example:
+    >>> graph = run_passes(graph, "keras-jax")
+"""
+from __future__ import annotations
+
+from ..ir import IRError, validate
+from .fold import remove_dead_nodes
+
+__all__ = ["PIPELINES", "run_passes"]
+
+#: target -> ordered passes (Graph -> Graph)
+PIPELINES = {
+    "keras-jax": (remove_dead_nodes,),
+}
+
+
+def run_passes(graph, target, check=True):
+    """Apply the target's passes in order, validating after each when ``check``."""
+    for fn in PIPELINES[target]:
+        try:
+            graph = fn(graph)
+            if check:
+                validate(graph)
+        except IRError as exc:
+            raise IRError(f"pass {fn.__name__}: {exc}") from exc
+    return graph

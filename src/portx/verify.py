@@ -1,0 +1,117 @@
+"""Numerical verification: seeded inputs, per-output errors, and first-divergence localization.
+
+Tolerances (float32 outputs): pass when ``max_abs <= atol + rtol * scale``, where ``scale`` is the
+largest magnitude of the source output (defaults atol=1e-5, rtol=1e-4). NaN and Inf must appear
+at the same places on both sides; they never make a comparison pass by themselves.
+
+Example:
+    >>> inputs = make_inputs(graph, seed=0)
+    >>> result = compare(source_outputs, emitted_outputs, names)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["DEFAULT_ATOL", "DEFAULT_RTOL", "make_inputs", "compare_arrays", "compare", "run_reference",
+           "first_divergence", "index_limit"]
+
+DEFAULT_ATOL = 1e-5
+DEFAULT_RTOL = 1e-4
+
+
+def index_limit(graph, value):
+    """Exclusive upper bound for integer input ``value`` when it indexes a table (e.g. embedding)."""
+    limits = []
+    for node in graph.nodes:
+        for i, v in enumerate(node.inputs):
+            if v is value and node.op.name in ("embedding", "gather", "index_select"):
+                table = node.inputs[0]
+                axis = node.attrs.get("axis", 0)
+                if table is not value:
+                    limits.append(table.type.shape[axis])
+    return min(limits) if limits else 2
+
+
+def make_inputs(graph, seed=0) -> list:
+    """Seeded inputs valid by construction: normal floats; integer ids inside the tables they index."""
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for value in graph.inputs:
+        shape, dtype = value.type.shape, value.type.dtype
+        if dtype == "bool":
+            arrays.append(rng.integers(0, 2, shape).astype(bool))
+        elif dtype.startswith(("int", "uint")):
+            arrays.append(rng.integers(0, index_limit(graph, value), shape).astype(dtype))
+        else:
+            arrays.append(rng.standard_normal(shape).astype("float32" if dtype == "bfloat16" else dtype))
+    return arrays
+
+
+def compare_arrays(expected, got, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> dict:
+    """Errors of ``got`` against ``expected``; ``passed`` is False on shape, NaN or Inf mismatch."""
+    expected, got = np.asarray(expected), np.asarray(got)
+    row = {"shape": list(expected.shape), "atol": atol, "rtol": rtol}
+    if expected.shape != got.shape:
+        return {**row, "passed": False, "max_abs": None, "max_rel": None,
+                "problem": f"shape {tuple(got.shape)}, expected {tuple(expected.shape)}"}
+    if expected.dtype == bool or got.dtype == bool:
+        mismatches = int(np.sum(expected.astype(bool) != got.astype(bool)))
+        return {**row, "passed": mismatches == 0, "max_abs": float(mismatches > 0), "max_rel": float(mismatches > 0),
+                "problem": f"{mismatches} boolean mismatches" if mismatches else ""}
+    e, g = expected.astype(np.float64), got.astype(np.float64)
+    nan_e, nan_g = np.isnan(e), np.isnan(g)
+    inf_same = np.array_equal(np.isposinf(e), np.isposinf(g)) and np.array_equal(np.isneginf(e), np.isneginf(g))
+    finite = np.isfinite(e) & np.isfinite(g)
+    diff = np.abs(e[finite] - g[finite])
+    max_abs = float(diff.max()) if diff.size else 0.0
+    scale = float(np.abs(e[finite]).max()) if diff.size else 0.0
+    max_rel = max_abs / scale if scale > 0 else max_abs
+    problem = ""
+    if not np.array_equal(nan_e, nan_g):
+        problem = f"NaN at {int(np.sum(nan_e != nan_g))} positions on one side only"
+    elif not inf_same:
+        problem = "Inf at different positions"
+    elif max_abs > atol + rtol * scale:
+        problem = f"max abs error {max_abs:.3g} > atol + rtol * scale = {atol + rtol * scale:.3g}"
+    if nan_e.all() and e.size:
+        problem = problem or "all outputs are NaN: the comparison would be vacuous"
+    return {**row, "passed": not problem, "max_abs": max_abs, "max_rel": max_rel, "problem": problem}
+
+
+def compare(expected: list, got: list, names: list, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> dict:
+    """Per-output comparison rows and an overall verdict."""
+    if len(expected) != len(got):
+        return {"passed": False, "outputs": [], "problem": f"{len(got)} outputs, expected {len(expected)}"}
+    rows = [{"name": n, **compare_arrays(e, g, atol, rtol)} for n, e, g in zip(names, expected, got)]
+    return {"passed": all(r["passed"] for r in rows), "outputs": rows}
+
+
+def run_reference(graph, inputs) -> dict:
+    """Evaluate the IR with each op's NumPy reference; returns {Value: array} for every value."""
+    env = {v: np.asarray(a) for v, a in zip(graph.inputs, inputs)}
+    env.update({graph.param_values[n]: a for n, a in graph.params.items()})
+    for node in graph.nodes:
+        args = [None if v is None else env[v] for v in node.inputs]
+        while args and args[-1] is None and not node.op.variadic:
+            args.pop()
+        result = node.op.reference_rule(*args, **node.attrs)
+        results = result if isinstance(result, (list, tuple)) else [result]
+        for value, array in zip(node.outputs, results):
+            env[value] = np.asarray(array)
+    return env
+
+
+def first_divergence(graph, reference: dict, observed: dict, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL):
+    """The first node (in graph order) whose observed output differs from the reference, or None.
+
+    ``observed`` maps IR Values to arrays for the nodes that can be observed (named layers).
+    Tolerances are loosened 10x: intermediate values carry more rounding than outputs.
+    """
+    for node in graph.nodes:
+        for value in node.outputs:
+            if value in observed and value in reference:
+                row = compare_arrays(reference[value], observed[value], atol * 10, rtol * 10)
+                if not row["passed"]:
+                    return {"scope": node.scope, "op": node.op.name, "value": value.name,
+                            "max_abs": row["max_abs"], "problem": row["problem"]}
+    return None
