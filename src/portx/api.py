@@ -24,7 +24,7 @@ from .outputs import staged_output  # noqa: E402
 from .passes.pipeline import run_passes  # noqa: E402
 from .verify import DEFAULT_ATOL, DEFAULT_RTOL, compare, first_divergence, make_inputs, run_reference  # noqa: E402
 
-__all__ = ["convert", "load", "inspect", "ConversionResult", "TARGETS", "missing_emit_rules"]
+__all__ = ["convert", "load", "inspect", "op_table", "ConversionResult", "TARGETS", "missing_emit_rules"]
 
 TARGETS = ("keras-jax",)
 
@@ -90,6 +90,14 @@ def inventory(graph) -> dict:
         if len(row["scopes"]) < 5 and node.scope not in row["scopes"]:
             row["scopes"].append(node.scope)
     return table
+
+
+def op_table(target="keras-jax") -> list:
+    """One row per IR op: name, family, torch names, whether ``target`` can emit it."""
+    from .ir import REGISTRY
+
+    return [{"op": op.name, "family": op.family, "torch": sorted(op.import_names.get("torch", [])),
+             "emits": target in op.emit_rules} for op in sorted(REGISTRY.values(), key=lambda o: (o.family, o.name))]
 
 
 def inspect(source, *, example_inputs=None, inputs=(), trust_pickle=False) -> dict:

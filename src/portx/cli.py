@@ -115,5 +115,21 @@ def inspect(src, inputs, trust_pickle, as_json, debug):
         click.echo(f"  {op:<{width}}  {row['count']:>5}  {scopes}")
 
 
+@main.command()
+@click.option("--target", default="keras-jax", show_default=True, help="target to report emit support for")
+@click.option("--json", "as_json", is_flag=True, help="print JSON")
+def ops(target, as_json):
+    """List the IR ops, the PyTorch ops each one imports, and target support."""
+    from . import api
+
+    rows = api.op_table(target)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for row in rows:
+        mark = "yes" if row["emits"] else "no"
+        click.echo(f"{row['family']:<12} {row['op']:<22} {target}:{mark:<4} {', '.join(row['torch'])}")
+
+
 if __name__ == "__main__":
     main()

@@ -67,25 +67,51 @@ def keras_same_pads(size, k, s, d):
     return (total // 2, total - total // 2)
 
 
+def _operands(node):
+    return (list(node.inputs) + [None])[:3]
+
+
+def _stored(k, w, b):
+    """True when weight and bias are stored arrays, so a Keras layer can own them."""
+    return k.is_param(w) and (b is None or k.is_param(b))
+
+
+def _layer_friendly(attrs):
+    """Keras conv layers reject strides > 1 together with dilation_rate > 1; torch allows it."""
+    return max(attrs["stride"]) == 1 or max(attrs["dilation"]) == 1
+
+
+def _keras_padding(x, ks, attrs) -> str:
+    """"same" when Keras would pad exactly like the IR pads, else "valid" (pad first)."""
+    pads = [tuple(p) for p in attrs["pads"]]
+    same = all(p == keras_same_pads(size, kk, s, d)
+               for p, size, kk, s, d in zip(pads, x.type.shape[2:], ks, attrs["stride"], attrs["dilation"]))
+    return "same" if same and any(p != (0, 0) for p in pads) else "valid"
+
+
+def _bias_expr(k, expr, b, rank):
+    if b is None:
+        return expr
+    return f"ops.add({expr}, ops.reshape({k.ref(b)}, {k.lit((1, -1) + (1,) * rank)}))"
+
+
 @CONV.emits("keras-jax")
 def _conv_to_keras(node, k):
-    x, w, b = (list(node.inputs) + [None])[:3]
+    x, w, b = _operands(node)
     a = node.attrs
-    rank = len(a["stride"])
-    if rank not in (1, 2, 3) or not k.is_param(w) or (b is not None and not k.is_param(b)):
-        raise NotImplementedError(f"{node.where()}: conv needs constant weights and 1-3 spatial dims")
+    if not _stored(k, w, b) or not _layer_friendly(a):
+        _conv_as_ops(node, k)
+        return
     weight = k.param(w)
-    o, cg, *ks = weight.shape
+    rank, (o, cg, *ks) = len(a["stride"]), weight.shape
     cin = cg * a["groups"]
-    same = all(tuple(p) == keras_same_pads(size, kk, s, d)
-               for p, size, kk, s, d in zip(a["pads"], x.type.shape[2:], ks, a["stride"], a["dilation"]))
-    padding = "same" if same and any(p != (0, 0) for p in map(tuple, a["pads"])) else "valid"
+    padding = _keras_padding(x, ks, a)
     src = x
+    if padding == "valid" and any(tuple(p) != (0, 0) for p in a["pads"]):
+        src = k.pad_value(node, x, a["pads"])
     common = {"kernel_size": tuple(ks), "strides": tuple(a["stride"]), "padding": padding,
               "dilation_rate": tuple(a["dilation"]), "use_bias": b is not None,
               "data_format": "channels_first"}
-    if padding == "valid" and any(p != (0, 0) for p in map(tuple, a["pads"])):
-        src = k.pad_value(node, x, a["pads"])
     bias = [k.param(b)] if b is not None else []
     spatial_axes = tuple(range(2, 2 + rank))
     if a["groups"] == cin and cin > 1 and rank in (1, 2):
@@ -96,6 +122,21 @@ def _conv_to_keras(node, k):
         kernel = weight.transpose(spatial_axes + (1, 0))
         groups = {"groups": a["groups"]} if a["groups"] != 1 else {}
         k.layer(node, f"Conv{rank}D", {"filters": o, **common, **groups}, [src], [kernel] + bias)
+
+
+def _conv_as_ops(node, k):
+    """``ops.conv`` with the kernel transposed in the graph: computed weights, stride with dilation.
+
+    ``ops.conv`` infers the group count from the kernel's input channels, so groups need nothing.
+    """
+    x, w, b = _operands(node)
+    a = node.attrs
+    rank = len(a["stride"])
+    src = k.pad_value(node, x, a["pads"]) if any(tuple(p) != (0, 0) for p in a["pads"]) else x
+    kernel = f"ops.transpose({k.ref(w)}, {k.lit(tuple(range(2, 2 + rank)) + (1, 0))})"
+    expr = (f"ops.conv({k.ref(src)}, {kernel}, strides={k.lit(tuple(a['stride']))}, padding=\"valid\", "
+            f"data_format=\"channels_first\", dilation_rate={k.lit(tuple(a['dilation']))})")
+    k.assign(node, _bias_expr(k, expr, b, rank))
 
 
 def _spatial(value, rank):

@@ -1,0 +1,97 @@
+"""The command line: convert the bundled sample, inspect, ops, and exit codes for bad input."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from portx.cli import main
+
+SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "tiny_cnn.pt2"
+
+
+def _run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def test_convert_sample_prints_verification_and_stage_times(tmp_path):
+    run = _run("convert", SAMPLE, "--to", "keras-jax", "-o", tmp_path / "out")
+    assert run.exit_code == 0, run.output
+    assert "verified:" in run.output and "max abs" in run.output
+    for stage in ("load", "lower", "passes", "emit", "verify"):
+        assert stage in run.output
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["model.py", "model.weights.h5", "report.json"]
+
+
+def test_convert_json(tmp_path):
+    run = CliRunner().invoke(main, ["convert", str(SAMPLE), "-o", str(tmp_path / "o"), "--json"])
+    assert run.exit_code == 0
+    report = json.loads(run.stdout)
+    assert report["verification"]["passed"] is True
+    assert report["ops"]["conv"]["count"] == 5
+
+
+def test_inspect_lists_ops_with_counts_and_scopes():
+    run = _run("inspect", SAMPLE)
+    assert run.exit_code == 0, run.output
+    assert "conv" in run.output and "stem.0" in run.output
+    info = json.loads(_run("inspect", SAMPLE, "--json").output)
+    assert info["ops"]["batch_norm"]["count"] == 2
+
+
+def test_ops_command_lists_registered_ops():
+    run = _run("ops")
+    assert run.exit_code == 0 and "aten::conv2d" in run.output
+
+
+def test_existing_out_needs_force(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    run = _run("convert", SAMPLE, "-o", out)
+    assert run.exit_code == 2 and "--force" in run.output
+    assert (out / "keep.txt").read_text() == "mine"
+    assert _run("convert", SAMPLE, "-o", out, "--force", "--no-verify").exit_code == 0
+    assert not (out / "keep.txt").exists()
+
+
+@pytest.mark.parametrize("make,expect", [
+    (lambda d: d / "missing.pt2", "no such file"),
+    (lambda d: d, "is a directory"),
+    (lambda d: (d / "empty.pt2").write_bytes(b"") or d / "empty.pt2", "is empty"),
+    (lambda d: (d / "m.onnx2").write_bytes(b"x") or d / "m.onnx2", "unknown model format"),
+])
+def test_bad_inputs_exit_2_and_leave_no_out(tmp_path, make, expect):
+    out = tmp_path / "out"
+    run = _run("convert", make(tmp_path), "-o", out)
+    assert run.exit_code == 2, run.output
+    assert expect in run.output and "Traceback" not in run.output
+    assert not out.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.portx-")]
+
+
+def test_unsupported_ops_exit_3(tmp_path):
+    class Cum(torch.nn.Module):
+        def forward(self, x):
+            return torch.cumsum(x, 1)
+
+    torch.export.save(torch.export.export(Cum(), (torch.randn(2, 3),)), tmp_path / "c.pt2")
+    run = _run("convert", tmp_path / "c.pt2", "-o", tmp_path / "out")
+    assert run.exit_code == 3 and "aten::cumsum" in run.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_unknown_target_is_usage_error(tmp_path):
+    run = _run("convert", SAMPLE, "--to", "tf-lite", "-o", tmp_path / "out")
+    assert run.exit_code == 2 and "unknown target" in run.output
+
+
+def test_console_script_runs_in_a_real_process(tmp_path):
+    portx_bin = Path(sys.executable).with_name("portx")
+    done = subprocess.run([str(portx_bin), "convert", str(SAMPLE), "-o", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "verified" in done.stdout
