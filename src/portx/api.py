@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -18,9 +19,9 @@ os.environ.setdefault("KERAS_BACKEND", "jax")
 import numpy as np  # noqa: E402
 
 from . import ops  # noqa: E402,F401  (registers every op)
-from .errors import BadInput, UnsupportedOps, VerificationFailed  # noqa: E402
-from .ir import validate  # noqa: E402
+from .errors import BadInput, NotTpuLegal, UnsupportedOps, VerificationFailed  # noqa: E402
 from .outputs import staged_output  # noqa: E402
+from .passes.legalize import PortxWarning  # noqa: E402
 from .passes.pipeline import run_passes  # noqa: E402
 from .verify import DEFAULT_ATOL, DEFAULT_RTOL, compare, first_divergence, make_inputs, run_reference  # noqa: E402
 
@@ -111,21 +112,23 @@ def inspect(source, *, example_inputs=None, inputs=(), trust_pickle=False) -> di
 def _source_outputs(src, arrays) -> list:
     import torch
 
-    tensors = [torch.from_numpy(np.ascontiguousarray(a)) for a in arrays]
+    # the source gets its own input dtypes back (e.g. int64 ids the IR narrowed to int32)
+    tensors = [torch.from_numpy(np.ascontiguousarray(a)).to(ex.dtype) if isinstance(ex, torch.Tensor)
+               else torch.from_numpy(np.ascontiguousarray(a)) for a, ex in zip(arrays, src.example_inputs)]
     with torch.no_grad():
         out = src.run(*tensors)
     flat = list(out) if isinstance(out, (list, tuple)) else [out]
     return [t.detach().float().numpy() if t.dtype == torch.bfloat16 else t.detach().numpy() for t in flat]
 
 
-def _verify(src, graph, model, layer_of, seed, atol, rtol) -> dict:
+def _verify(src, graph, model, emitted, seed, atol, rtol) -> dict:
     arrays = make_inputs(graph, seed)
     expected = _source_outputs(src, arrays)
     got = [np.asarray(o) for o in _as_list(model(arrays if len(arrays) > 1 else arrays[0]))]
     result = compare(expected, got, [v.name for v in graph.outputs], atol, rtol)
     result.update({"seed": seed, "inputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs]})
     if not result["passed"]:
-        result["first_divergence"] = _localize(graph, model, layer_of, arrays, atol, rtol)
+        result["first_divergence"] = _localize(graph, emitted, arrays, atol, rtol)
     return result
 
 
@@ -133,19 +136,22 @@ def _as_list(out):
     return list(out) if isinstance(out, (list, tuple)) else [out]
 
 
-def _localize(graph, model, layer_of, arrays, atol, rtol):
+def _localize(graph, emitted, arrays, atol, rtol):
+    """Compare every intermediate value of the emitted model with the IR's NumPy reference."""
     import keras
 
-    reference = run_reference(graph, arrays)
-    names = sorted(set(layer_of.values()))
-    probe = keras.Model(model.inputs, [model.get_layer(n).output for n in names])
-    values = dict(zip(names, _as_list(probe(arrays if len(arrays) > 1 else arrays[0]))))
-    observed = {v: np.asarray(values[n]) for v, n in layer_of.items() if n in values}
-    found = first_divergence(graph, reference, observed, atol, rtol)
-    if found is None:
-        return {"scope": None, "op": None,
-                "problem": "no named layer diverges; look at the keras.ops expressions between layers"}
-    return found
+    from .emitters.keras_jax import build_with_locals, import_emitted
+
+    model, tensors = build_with_locals(import_emitted(emitted["code"]))
+    model.load_weights(emitted["weights"])
+    watched = [(v, tensors[var]) for v, var in emitted["var_of"].items()
+               if var in tensors and v not in graph.inputs and not graph.is_param(v)]
+    probe = keras.Model(model.inputs, [t for _, t in watched])
+    values = _as_list(probe(arrays if len(arrays) > 1 else arrays[0]))
+    observed = {v: np.asarray(a) for (v, _), a in zip(watched, values)}
+    found = first_divergence(graph, run_reference(graph, arrays), observed, atol, rtol)
+    return found or {"scope": None, "op": None, "problem": "every intermediate matches the IR reference: "
+                     "the IR itself differs from the source (a frontend import rule)"}
 
 
 def _emit(graph, folder, target):
@@ -160,9 +166,19 @@ def _load_emitted(folder):
     return import_emitted(Path(folder) / "model.py").load_model()
 
 
+def _tpu_proof(model, graph, strict):
+    from .tpu import prove_tpu_lowering
+
+    proof = prove_tpu_lowering(model, graph)
+    if strict and proof["verdict"] != "ok":
+        raise NotTpuLegal(f"model does not lower cleanly for TPU: {'; '.join(proof['problems'])}",
+                          hint="drop --strict-tpu to convert anyway, or replace the listed constructs")
+    return proof
+
+
 def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(), verify=True,
             atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, seed=0, trust_pickle=False, force=False,
-            progress=None) -> ConversionResult:
+            strict_tpu=False, export_tpu=False, progress=None) -> ConversionResult:
     """Convert ``source`` (a path or a live nn.Module) for target ``to`` into folder ``out``.
 
     Raises BadInput (2), UnsupportedOps (3) or VerificationFailed (1, files still written).
@@ -176,7 +192,10 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
         src = stages.run("load", load, source, example_inputs=example_inputs, inputs=inputs,
                          trust_pickle=trust_pickle)
         graph = stages.run("lower", _lower, src)
-        graph = stages.run("passes", run_passes, graph, to)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", PortxWarning)
+            graph = stages.run("passes", run_passes, graph, to)
+        notes = [str(w.message) for w in caught if issubclass(w.category, PortxWarning)]
         missing = missing_emit_rules(graph, to)
         if missing:
             raise UnsupportedOps(missing)
@@ -186,15 +205,23 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
                   "weight_bytes": graph.weight_bytes(), "ops": inventory(graph),
                   "inputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs],
                   "outputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.outputs],
-                  "layout": {"inputs": "same as source", "outputs": "same as source"}}
+                  "layout": {"inputs": "same as source", "outputs": "same as source"}, "warnings": notes}
         if verify:
-            report["verification"] = stages.run("verify", _verify, src, graph, model, emitted["layer_of"], seed,
-                                                atol, rtol)
+            report["verification"] = stages.run("verify", _verify, src, graph, model, emitted, seed, atol, rtol)
         else:
             report["verification"] = {"passed": None, "skipped": True}
+        report["tpu"] = stages.run("tpu-lower", _tpu_proof, model, graph, strict_tpu)
+        if export_tpu:
+            from .tpu import export_artifact
+
+            report["tpu"]["artifact"] = stages.run("tpu-export", export_artifact, model, graph,
+                                                   tmp / "model.tpu.jaxexport")
         report["stages"] = stages.times
         (tmp / "report.json").write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
     files = {"code": out / "model.py", "weights": out / "model.weights.h5", "report": out / "report.json"}
+    if export_tpu:
+        files["tpu_artifact"] = out / "model.tpu.jaxexport"
+        files["tpu_weights"] = out / "model.tpu.jaxexport.weights.npz"
     result = ConversionResult(model, report, files, graph, out, report["verification"].get("passed") is not False,
                               stages.times)
     if not result.ok:

@@ -62,9 +62,12 @@ def main():
 @click.option("--rtol", type=float, default=None, help="tolerance relative to the output's scale (default 1e-4)")
 @click.option("--trust-pickle", is_flag=True, help="allow loading a full pickle (runs code from the file)")
 @click.option("--force", is_flag=True, help="replace OUT if it exists")
+@click.option("--strict-tpu", is_flag=True, help="fail (exit 4) unless the model lowers cleanly for TPU")
+@click.option("--export-tpu", is_flag=True, help="also write OUT/model.tpu.jaxexport (jax.export, tpu+cpu)")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON on stdout")
 @click.option("--debug", is_flag=True, help="show tracebacks")
-def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, force, as_json, debug):
+def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, force, strict_tpu, export_tpu, as_json,
+            debug):
     """Convert SRC (.pt2, .pt) into OUT/model.py + weights, and verify it."""
     from . import api
     from .verify import DEFAULT_ATOL, DEFAULT_RTOL
@@ -74,13 +77,16 @@ def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, force
     def work():
         return api.convert(src, to=target, out=out, inputs=inputs, verify=not no_verify,
                            atol=DEFAULT_ATOL if atol is None else atol, rtol=DEFAULT_RTOL if rtol is None else rtol,
-                           trust_pickle=trust_pickle, force=force, progress=_progress(as_json))
+                           trust_pickle=trust_pickle, force=force, strict_tpu=strict_tpu, export_tpu=export_tpu,
+                           progress=_progress(as_json))
 
     result = _run(debug, work)
     if as_json:
         click.echo(json.dumps(result.report, indent=2, default=str))
         return
-    ver = result.report["verification"]
+    ver, tpu = result.report["verification"], result.report.get("tpu", {})
+    if tpu:
+        click.echo(f"  TPU lowering: {tpu['verdict']}" + (f" ({'; '.join(tpu['problems'])})" if tpu["problems"] else ""))
     if ver.get("skipped"):
         click.echo(f"wrote {result.out} (verification skipped)")
         return

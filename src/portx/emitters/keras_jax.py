@@ -18,7 +18,7 @@ import numpy as np
 
 from .codegen import LineWriter, Namespace, literal
 
-__all__ = ["TARGET", "KerasEmitter", "emit_keras", "import_emitted"]
+__all__ = ["TARGET", "KerasEmitter", "emit_keras", "import_emitted", "build_with_locals"]
 
 TARGET = "keras-jax"
 WEIGHTS_FILE = "model.weights.h5"
@@ -78,15 +78,25 @@ class KerasEmitter:
             return self.names[value]
         if not self.is_param(value):
             raise KeyError(f"value %{value.name} is used before it is defined")
-        array = self.param(value)
+        self.names[value] = name = self._stored(self.param(value), value.name)
+        return name
+
+    def const(self, node, array, hint="const") -> str:
+        """An expression for an array an emit rule computed (e.g. interpolation matrix ``rows``).
+
+        Small arrays are written inline; larger ones become a Constant layer named
+        ``<node scope>_<hint>``, so the generated code says what the table is.
+        """
+        return self._stored(np.asarray(array), f"{node.scope or node.outputs[0].name}_{hint}")
+
+    def _stored(self, array, raw_name) -> str:
         if array.size <= _INLINE_MAX:
             return self.inline(array)
-        name = self.ns.name(value.name, "const")
+        name = self.ns.name(raw_name, "const")
         self.uses_constant_layer = True
         self.weights[name] = [array]
         self.body.line(f"{name} = Constant({literal(tuple(array.shape))}, {literal(str(array.dtype))}, "
                        f"name={literal(name)})({self._anchor})")
-        self.names[value] = name
         return name
 
     def inline(self, array) -> str:
@@ -203,8 +213,11 @@ class KerasEmitter:
         text += "\n\ndef build_model():\n"
         text += '    """The architecture, with freshly initialised weights."""\n'
         text += body
-        text += f"    return keras.Model(inputs=[{', '.join(self.names[v] for v in self.graph.inputs)}], "
-        text += f"outputs=[{outs}], name={literal(self.ns.name(self.graph.name, 'model'))})\n"
+        ins = [self.names[v] for v in self.graph.inputs]
+        ins_text = ins[0] if len(ins) == 1 else "[" + ", ".join(ins) + "]"
+        outs_text = outs if len(self.graph.outputs) == 1 else f"[{outs}]"
+        text += f"    return keras.Model(inputs={ins_text}, outputs={outs_text}, "
+        text += f"name={literal(self.ns.name(self.graph.name, 'model'))})\n"
         text += _LOAD_MODEL
         return text
 
@@ -258,4 +271,25 @@ def emit_keras(graph, out_dir) -> dict:
         layer.set_weights(arrays)
     weights_path = out_dir / WEIGHTS_FILE
     model.save_weights(weights_path)
-    return {"code": code_path, "weights": weights_path, "layer_of": emitter.layer_of, "model": model}
+    return {"code": code_path, "weights": weights_path, "layer_of": emitter.layer_of, "var_of": dict(emitter.names),
+            "model": model}
+
+
+def build_with_locals(module):
+    """Call ``module.build_model()`` and capture its local variables (the intermediate KerasTensors).
+
+    Used to observe every intermediate value of the emitted model when localizing a divergence.
+    """
+    captured = {}
+    code = module.build_model.__code__
+
+    def watch(frame, event, arg):
+        if event == "return" and frame.f_code is code:
+            captured.update(frame.f_locals)
+
+    sys.setprofile(watch)
+    try:
+        model = module.build_model()
+    finally:
+        sys.setprofile(None)
+    return model, captured

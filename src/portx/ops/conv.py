@@ -3,7 +3,9 @@
 Padding is stored as explicit (begin, end) pairs per spatial axis, so "same" and asymmetric
 paddings have one form. The Keras rule picks ``padding="same"`` only where Keras would pad
 exactly the same amounts; elsewhere it writes ZeroPadding + ``valid`` (Keras pads "same" with
-stride 2 asymmetrically, PyTorch never does).
+stride 2 asymmetrically, PyTorch never does). Where no Keras layer has torch's meaning (computed
+weights, stride together with dilation, grouped transposed convolution) the rules write
+``ops.conv`` / ``ops.conv_transpose`` on a kernel transposed in the graph.
 
 Example IR:
     %y: float32[1x8x8x8] = conv(%x, %conv.weight, %conv.bias) {stride=(1, 1), pads=((1, 1), (1, 1)),
@@ -127,15 +129,28 @@ def _conv_to_keras(node, k):
 def _conv_as_ops(node, k):
     """``ops.conv`` with the kernel transposed in the graph: computed weights, stride with dilation.
 
-    ``ops.conv`` infers the group count from the kernel's input channels, so groups need nothing.
+    Symbolic ``ops.conv`` rejects grouped kernels, so depthwise convolutions use
+    ``ops.depthwise_conv`` and other groups are split, convolved and concatenated.
     """
     x, w, b = _operands(node)
     a = node.attrs
-    rank = len(a["stride"])
+    rank, groups, (o, cg, *ks) = len(a["stride"]), a["groups"], w.type.shape
     src = k.pad_value(node, x, a["pads"]) if any(tuple(p) != (0, 0) for p in a["pads"]) else x
-    kernel = f"ops.transpose({k.ref(w)}, {k.lit(tuple(range(2, 2 + rank)) + (1, 0))})"
-    expr = (f"ops.conv({k.ref(src)}, {kernel}, strides={k.lit(tuple(a['stride']))}, padding=\"valid\", "
-            f"data_format=\"channels_first\", dilation_rate={k.lit(tuple(a['dilation']))})")
+    perm = k.lit(tuple(range(2, 2 + rank)) + (1, 0))
+    options = (f"strides={k.lit(tuple(a['stride']))}, padding=\"valid\", data_format=\"channels_first\", "
+               f"dilation_rate={k.lit(tuple(a['dilation']))}")
+    weight = k.ref(w)
+    if groups == 1:
+        expr = f"ops.conv({k.ref(src)}, ops.transpose({weight}, {perm}), {options})"
+    elif cg == 1:
+        depthwise_perm = k.lit(tuple(range(2, 2 + rank)) + (0, 1))
+        kernel = f"ops.transpose(ops.reshape({weight}, {k.lit((groups, o // groups, *ks))}), {depthwise_perm})"
+        expr = f"ops.depthwise_conv({k.ref(src)}, {kernel}, {options})"
+    else:
+        parts, og = k.temp(node, f"ops.split({k.ref(src)}, {groups}, axis=1)", "groups"), o // groups
+        expr = "ops.concatenate([" + ", ".join(
+            f"ops.conv({parts}[{g}], ops.transpose({weight}[{g * og}:{(g + 1) * og}], {perm}), {options})"
+            for g in range(groups)) + "], axis=1)"
     k.assign(node, _bias_expr(k, expr, b, rank))
 
 
@@ -205,17 +220,22 @@ def _conv_transpose_numpy(x, weight, bias=None, *, stride, padding, output_paddi
 
 @CONV_TRANSPOSE.emits("keras-jax")
 def _conv_transpose_to_keras(node, k):
-    x, w, b = (list(node.inputs) + [None])[:3]
+    """A ConvNDTranspose layer with explicit output_padding, then a crop for torch's padding.
+
+    Keras (JAX) pads the dilated input by (k - 1, k - 1 + output_padding): torch's full output
+    before cropping, but only when output_padding is given; its default differs for stride > kernel.
+    """
+    x, w, b = _operands(node)
     a = node.attrs
-    rank = len(a["stride"])
-    weight = k.param(w)
-    ks = weight.shape[2:]
+    if not (_stored(k, w, b) and _layer_friendly(a) and a["groups"] == 1
+            and all(op < s for op, s in zip(a["output_padding"], a["stride"]))):
+        _conv_transpose_as_ops(node, k)
+        return
+    rank, weight = len(a["stride"]), k.param(w)
     kernel = weight.transpose(tuple(range(2, 2 + rank)) + (1, 0))
-    kwargs = {"filters": int(weight.shape[1]), "kernel_size": tuple(ks), "strides": tuple(a["stride"]),
-              "padding": "valid", "dilation_rate": tuple(a["dilation"]), "use_bias": b is not None,
-              "data_format": "channels_first"}
-    if any(a["output_padding"]):
-        kwargs["output_padding"] = tuple(a["output_padding"])
+    kwargs = {"filters": int(weight.shape[1]), "kernel_size": tuple(weight.shape[2:]),
+              "strides": tuple(a["stride"]), "padding": "valid", "output_padding": tuple(a["output_padding"]),
+              "dilation_rate": tuple(a["dilation"]), "use_bias": b is not None, "data_format": "channels_first"}
     bias = [k.param(b)] if b is not None else []
     if not any(a["padding"]):
         k.layer(node, f"Conv{rank}DTranspose", kwargs, [x], [kernel] + bias)
@@ -224,14 +244,36 @@ def _conv_transpose_to_keras(node, k):
     k.crop(node, full, a["padding"])
 
 
+def _conv_transpose_as_ops(node, k):
+    """``ops.conv_transpose`` per group (it has no groups), concatenated, then cropped."""
+    x, w, b = _operands(node)
+    a = node.attrs
+    rank, groups = len(a["stride"]), a["groups"]
+    perm, cg = k.lit(tuple(range(2, 2 + rank)) + (1, 0)), x.type.shape[1] // groups
+    options = (f"strides={k.lit(tuple(a['stride']))}, padding=\"valid\", "
+               f"output_padding={k.lit(tuple(a['output_padding']))}, data_format=\"channels_first\", "
+               f"dilation_rate={k.lit(tuple(a['dilation']))}")
+    weight = k.ref(w)
+    if groups == 1:
+        expr = f"ops.conv_transpose({k.ref(x)}, ops.transpose({weight}, {perm}), {options})"
+    else:
+        parts = k.temp(node, f"ops.split({k.ref(x)}, {groups}, axis=1)", "groups")
+        outs = [f"ops.conv_transpose({parts}[{g}], ops.transpose({weight}[{g * cg}:{(g + 1) * cg}], {perm}), "
+                f"{options})" for g in range(groups)]
+        expr = "ops.concatenate([" + ", ".join(outs) + "], axis=1)"
+    expr = _bias_expr(k, expr, b, rank)
+    if any(a["padding"]):
+        k.crop(node, k.temp(node, expr, "full"), a["padding"])
+    else:
+        k.assign(node, expr)
+
+
 def _conv_transpose_from_aten(call):
     x, w, b = call.arg("input"), call.arg("weight"), call.arg("bias")
     rank = w.type.rank - 2
-    if call.arg("groups", 1) != 1:
-        call.unsupported("grouped transposed convolution")
     attrs = {"stride": _spatial(call.arg("stride", 1), rank), "padding": _spatial(call.arg("padding", 0), rank),
              "output_padding": _spatial(call.arg("output_padding", 0), rank),
-             "dilation": _spatial(call.arg("dilation", 1), rank), "groups": 1}
+             "dilation": _spatial(call.arg("dilation", 1), rank), "groups": call.arg("groups", 1)}
     return call.emit(CONV_TRANSPOSE, [x, w, b], attrs)
 
 

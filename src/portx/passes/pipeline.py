@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from ..ir import IRError, validate
 from .fold import remove_dead_nodes
+from .legalize import cast_float64_to_float32, narrow_int64_to_int32
 
 __all__ = ["PIPELINES", "run_passes"]
 
 #: target -> ordered passes (Graph -> Graph)
 PIPELINES = {
-    "keras-jax": (remove_dead_nodes,),
+    "keras-jax": (remove_dead_nodes, cast_float64_to_float32, narrow_int64_to_int32),
 }
 
 
