@@ -146,7 +146,7 @@ def _localize(graph, emitted, arrays, atol, rtol):
     model.load_weights(emitted["weights"])
     watched = [(v, tensors[var]) for v, var in emitted["var_of"].items()
                if var in tensors and v not in graph.inputs and not graph.is_param(v)]
-    probe = keras.Model(model.inputs, [t for _, t in watched])
+    probe = keras.Model(model.inputs if len(model.inputs) > 1 else model.inputs[0], [t for _, t in watched])
     values = _as_list(probe(arrays if len(arrays) > 1 else arrays[0]))
     observed = {v: np.asarray(a) for (v, _), a in zip(watched, values)}
     found = first_divergence(graph, run_reference(graph, arrays), observed, atol, rtol)
@@ -164,6 +164,17 @@ def _load_emitted(folder):
     from .emitters.keras_jax import import_emitted
 
     return import_emitted(Path(folder) / "model.py").load_model()
+
+
+def _nonfinite_params(graph) -> list:
+    """A warning per parameter holding NaN or Inf (verification then checks they propagate alike)."""
+    notes = []
+    for name, array in graph.params.items():
+        if array.dtype.kind == "f":
+            nan, inf = int(np.isnan(array).sum()), int(np.isinf(array).sum())
+            if nan or inf:
+                notes.append(f"parameter {name}: {nan} NaN and {inf} Inf values")
+    return notes
 
 
 def _tpu_proof(model, graph, strict):
@@ -195,7 +206,7 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", PortxWarning)
             graph = stages.run("passes", run_passes, graph, to)
-        notes = [str(w.message) for w in caught if issubclass(w.category, PortxWarning)]
+        notes = [str(w.message) for w in caught if issubclass(w.category, PortxWarning)] + _nonfinite_params(graph)
         missing = missing_emit_rules(graph, to)
         if missing:
             raise UnsupportedOps(missing)

@@ -84,6 +84,8 @@ def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, force
     if as_json:
         click.echo(json.dumps(result.report, indent=2, default=str))
         return
+    for note in result.report.get("warnings", []):
+        click.echo(f"  warning: {note}", err=True)
     ver, tpu = result.report["verification"], result.report.get("tpu", {})
     if tpu:
         click.echo(f"  TPU lowering: {tpu['verdict']}" + (f" ({'; '.join(tpu['problems'])})" if tpu["problems"] else ""))

@@ -13,7 +13,8 @@ from torch import nn
 from harness import check_torch_op
 from portx.emitters.keras_jax import emit_keras
 from portx.frontends.torch import export_module, lower_exported
-from portx.ops.conv import CONV, CONV_TRANSPOSE, conv_numpy, keras_same_pads
+from portx.ops.conv import CONV, conv_numpy, keras_same_pads
+from portx.ops.conv_transpose import CONV_TRANSPOSE, conv_transpose_numpy, transposed_as_conv_pads
 
 TOL = {"atol": 1e-5, "rtol": 1e-4}
 
@@ -87,6 +88,14 @@ CASES = [
     pytest.param(lambda: nn.ConvTranspose3d(2, 3, 2, stride=2), [(1, 2, 2, 3, 3)], "conv_transpose", id="deconv3d"),
     pytest.param(_functional(lambda x, w: F.conv_transpose2d(x, w + 1.0, stride=2, padding=1)),
                  [(1, 3, 4, 4), (3, 2, 3, 3)], "conv_transpose", id="deconv2d-computed-weight"),
+    pytest.param(_functional(lambda x, w, b: F.conv_transpose1d(x, w * 2.0, b * 2.0, 2, 0, 1, 2)),
+                 [(1, 4, 5), (4, 3, 3), (6,)], "conv_transpose", id="deconv1d-computed-weight-groups"),
+    pytest.param(_functional(lambda x, w: F.conv2d(x, w * 2.0, stride=2, groups=4)), [(1, 4, 7, 7), (8, 1, 3, 3)],
+                 "conv", id="conv2d-computed-depthwise"),
+    pytest.param(_functional(lambda x, w: torch.ops.aten.convolution(x, w, None, [2], [1], [1], False, [0], 1)),
+                 [(1, 3, 8), (4, 3, 3)], "conv", id="aten-convolution"),
+    pytest.param(_functional(lambda x, w: torch.ops.aten.convolution(x, w, None, [2], [1], [1], True, [1], 1)),
+                 [(1, 3, 5), (3, 4, 3)], "conv_transpose", id="aten-convolution-transposed"),
 ]
 
 
@@ -118,6 +127,21 @@ def test_depthwise_and_grouped_pick_their_layers():
     torch.manual_seed(0)
     assert "DepthwiseConv2D" in _keras_layers(nn.Conv2d(4, 8, 3, groups=4), torch.randn(1, 4, 6, 6))
     assert _keras_layers(nn.Conv2d(4, 6, 3, groups=2), torch.randn(1, 4, 6, 6))["Conv2D"]["groups"] == 2
+
+
+@pytest.mark.parametrize("module, layer", [
+    (nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1), "Conv2DTranspose"),
+    (nn.ConvTranspose2d(4, 6, 3, stride=2, groups=2), "Conv2D"),
+    (nn.ConvTranspose2d(3, 4, 3, stride=2, dilation=2), "Conv2D"),
+])
+def test_transposed_conv_layer_choice(module, layer):
+    # Note [transposed conv as conv]: groups and stride-with-dilation become a forward Conv2D.
+    assert layer in _keras_layers(module, torch.randn(1, module.in_channels, 4, 4))
+
+
+def test_transposed_as_conv_pads_example():
+    assert transposed_as_conv_pads((3,), (2,), (1,), (1,), (1,)) == ((1, 1),)
+    assert transposed_as_conv_pads((1,), (3,), (1,), (0,), (1,)) == ((-1, -3),)
 
 
 @pytest.mark.parametrize("size, k, s, d", [(8, 3, 2, 1), (7, 3, 2, 1), (9, 4, 1, 2), (5, 1, 3, 1), (6, 5, 3, 2)])
@@ -168,7 +192,7 @@ def test_conv_transpose_numpy_matches_torch(rank, attrs, seed):
     b = rng.standard_normal(mult * groups).astype(np.float32) if bias else None
     attrs = {"stride": (stride,) * rank, "padding": (pad,) * rank, "output_padding": (out_pad,) * rank,
              "dilation": (dilation,) * rank, "groups": groups}
-    got = CONV_TRANSPOSE.reference_rule(x, w, b, **attrs)
+    got = conv_transpose_numpy(x, w, b, **attrs)
     fn = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[rank - 1]
     want = fn(torch.from_numpy(x), torch.from_numpy(w), None if b is None else torch.from_numpy(b),
               stride, pad, out_pad, groups, dilation).numpy()

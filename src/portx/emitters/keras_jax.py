@@ -24,7 +24,8 @@ TARGET = "keras-jax"
 WEIGHTS_FILE = "model.weights.h5"
 _RESERVED = {"keras", "layers", "ops", "np", "os", "build_model", "load_model", "WEIGHTS", "Constant",
              "MATMUL_PRECISION", "model", "inputs", "outputs", "jax"}
-_INLINE_MAX = 16  # constants with at most this many elements are written into the code
+_INLINE_MAX = 16
+_DEEP_GRAPH = 300  # Note [deep graphs]: Keras' functional graph walk recurses per layer  # constants with at most this many elements are written into the code
 
 _CONSTANT_LAYER = '''
 class Constant(layers.Layer):
@@ -198,6 +199,9 @@ class KerasEmitter:
         w.line(f"{WEIGHTS_FILE} beside this file. Inputs and outputs keep the source model's layout.")
         w.line('"""')
         w.line("import os")
+        deep = len(self.graph.nodes) > _DEEP_GRAPH
+        if deep:
+            w.line("import sys")
         w.line("")
         if self.uses_numpy:
             w.line("import numpy as np")
@@ -208,6 +212,9 @@ class KerasEmitter:
         w.line('# Verified at this matmul precision; on TPU pass load_model(precision="highest") to match it.')
         w.line('MATMUL_PRECISION = "highest"')
         text = w.text()
+        if deep:  # Note [deep graphs]
+            text += ("\n# Keras builds functional graphs recursively, a few frames per layer; this model is deep.\n"
+                     f"sys.setrecursionlimit(max(sys.getrecursionlimit(), {20 * len(self.graph.nodes) + 1000}))\n")
         if self.uses_constant_layer:
             text += _CONSTANT_LAYER
         text += "\n\ndef build_model():\n"

@@ -198,6 +198,9 @@ class _Lowering:
             if types[0] is None:
                 raise BadInput(f"input {node.name}: only tensor inputs are supported",
                                hint="wrap non-tensor arguments in the module or bake them in as constants")
+            if 0 in types[0].shape:
+                raise BadInput(f"input {node.name}: zero-size dimension in shape {types[0].shape}",
+                               hint="convert with a non-empty example input (e.g. batch size 1)")
             value = Value(self.fresh(node.name), types[0])
             self.env[node] = value
             return value
@@ -264,14 +267,21 @@ class _Lowering:
                               f"gave {value.type}, torch computed {expected}")
 
 
+def _unknown_targets(ep, table) -> set:
+    """ATen targets without an import rule (limited to those ``table`` can decompose, if given)."""
+    return {n.target for n in ep.graph.nodes
+            if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)
+            and rule_for(n.target) is None and _op_name(n.target) not in _SKIP
+            and (table is None or n.target in table)}
+
+
 def _prepare(ep):
     """Inference IR, then decompose only the ops no import rule knows (Note [torch lowering])."""
-    ep = ep.run_decompositions({})
+    if _unknown_targets(ep, None):  # re-tracing costs seconds per thousand nodes: only when needed
+        ep = ep.run_decompositions({})
     table = dict(torch.export.default_decompositions().items())
     for _ in range(4):
-        unknown = {n.target for n in ep.graph.nodes
-                   if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)
-                   and rule_for(n.target) is None and _op_name(n.target) not in _SKIP and n.target in table}
+        unknown = _unknown_targets(ep, table)
         if not unknown:
             break
         ep = ep.run_decompositions({t: table[t] for t in unknown})

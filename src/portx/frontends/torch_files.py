@@ -120,12 +120,17 @@ def _load_torchscript(path, specs) -> TorchSource:
 def _load_pickle(path, specs, trust_pickle) -> TorchSource:
     try:
         obj = torch.load(str(path), map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError:
+    except pickle.UnpicklingError as exc:
+        named = re.search(r"GLOBAL ([\w.]+)", str(exc))
+        if not named:
+            raise BadInput(f"{path}: not a readable PyTorch file (not a torch.save archive)",
+                           hint="the file may be truncated or of another kind") from None
         if not trust_pickle:
-            raise BadInput(f"{path}: a full pickle; loading it would run code stored in the file",
+            raise BadInput(f"{path}: a full pickle that references {named.group(1)}; loading it would run "
+                           "code stored in the file",
                            hint="pass --trust-pickle only if you trust its author, or save the model "
                                 "with torch.export.save and convert the .pt2") from None
-        obj = torch.load(str(path), map_location="cpu", weights_only=False)
+        obj = _trusted_load(path)
     except Exception as exc:
         raise BadInput(f"{path}: not a readable PyTorch file ({type(exc).__name__})",
                        hint="the file may be truncated or of another kind") from None
@@ -137,6 +142,14 @@ def _load_pickle(path, specs, trust_pickle) -> TorchSource:
                             "or portx.convert(model, example_inputs=...) after load_state_dict")
     raise BadInput(f"{path}: holds a {type(obj).__name__}, not a model",
                    hint="save the model with torch.export.save (.pt2) or torch.jit.save (.pt)")
+
+
+def _trusted_load(path):
+    try:
+        return torch.load(str(path), map_location="cpu", weights_only=False)
+    except Exception as exc:  # the pickle may need classes that are not importable here
+        raise BadInput(f"{path}: could not unpickle ({type(exc).__name__}: {str(exc)[:200]})",
+                       hint="import the module that defines the model class first, or use torch.export.save") from None
 
 
 def load_torch_source(path, input_specs=(), trust_pickle=False) -> TorchSource:

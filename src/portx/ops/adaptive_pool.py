@@ -109,6 +109,8 @@ def _adaptive_max_pool_to_keras(node, k):
         n_in = shape[axis]
         if n_in == n_out:
             continue
+        if expr != k.ref(x):  # one line per axis keeps the generated code readable
+            expr = k.temp(node, expr, f"max_axis{axis - 1}")
         starts, ends = adaptive_bins(n_in, n_out)
         width = int(max(ends - starts))
         table = np.minimum(starts[:, None] + np.arange(width), ends[:, None] - 1)  # repeats keep the max

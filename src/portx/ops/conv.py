@@ -18,7 +18,8 @@ import numpy as np
 from ..ir import REQUIRED, OpDef
 from ._util import promote
 
-__all__ = ["CONV", "CONV_TRANSPOSE", "conv_numpy", "keras_same_pads"]
+__all__ = ["CONV", "conv_numpy", "keras_same_pads", "conv_from_aten", "per_axis", "ops_conv_expr",
+           "conv_options", "bias_expr", "operands", "stored", "layer_friendly"]
 
 CONV = OpDef("conv", ("x", "weight", "bias?"),
              {"stride": REQUIRED, "pads": REQUIRED, "dilation": REQUIRED, "groups": 1}, family="conv")
@@ -69,29 +70,31 @@ def keras_same_pads(size, k, s, d):
     return (total // 2, total - total // 2)
 
 
-def _operands(node):
+def operands(node):
+    """(x, weight, bias) of a conv node; bias is None when absent."""
     return (list(node.inputs) + [None])[:3]
 
 
-def _stored(k, w, b):
+def stored(k, w, b):
     """True when weight and bias are stored arrays, so a Keras layer can own them."""
     return k.is_param(w) and (b is None or k.is_param(b))
 
 
-def _layer_friendly(attrs):
+def layer_friendly(attrs):
     """Keras conv layers reject strides > 1 together with dilation_rate > 1; torch allows it."""
     return max(attrs["stride"]) == 1 or max(attrs["dilation"]) == 1
 
 
 def _keras_padding(x, ks, attrs) -> str:
-    """"same" when Keras would pad exactly like the IR pads, else "valid" (pad first)."""
+    """The Keras padding mode: "same" where Keras pads exactly like the IR, else "valid" (pad first)."""
     pads = [tuple(p) for p in attrs["pads"]]
     same = all(p == keras_same_pads(size, kk, s, d)
                for p, size, kk, s, d in zip(pads, x.type.shape[2:], ks, attrs["stride"], attrs["dilation"]))
     return "same" if same and any(p != (0, 0) for p in pads) else "valid"
 
 
-def _bias_expr(k, expr, b, rank):
+def bias_expr(k, expr, b, rank):
+    """``expr`` plus a per-channel bias (channels first), or ``expr`` when there is none."""
     if b is None:
         return expr
     return f"ops.add({expr}, ops.reshape({k.ref(b)}, {k.lit((1, -1) + (1,) * rank)}))"
@@ -99,9 +102,9 @@ def _bias_expr(k, expr, b, rank):
 
 @CONV.emits("keras-jax")
 def _conv_to_keras(node, k):
-    x, w, b = _operands(node)
+    x, w, b = operands(node)
     a = node.attrs
-    if not _stored(k, w, b) or not _layer_friendly(a):
+    if not stored(k, w, b) or not layer_friendly(a):
         _conv_as_ops(node, k)
         return
     weight = k.param(w)
@@ -126,46 +129,55 @@ def _conv_to_keras(node, k):
         k.layer(node, f"Conv{rank}D", {"filters": o, **common, **groups}, [src], [kernel] + bias)
 
 
-def _conv_as_ops(node, k):
-    """``ops.conv`` with the kernel transposed in the graph: computed weights, stride with dilation.
+def conv_options(k, stride, dilation) -> str:
+    """Keyword arguments shared by the ``ops.conv*`` calls, for inputs padded beforehand."""
+    return (f"strides={k.lit(tuple(stride))}, padding=\"valid\", data_format=\"channels_first\", "
+            f"dilation_rate={k.lit(tuple(dilation))}")
 
-    Symbolic ``ops.conv`` rejects grouped kernels, so depthwise convolutions use
-    ``ops.depthwise_conv`` and other groups are split, convolved and concatenated.
+
+def ops_conv_expr(k, node, src: str, weight: str, groups: int, options: str) -> str:
+    """``ops.conv`` of ``src`` with a torch-layout (out, in/groups, *k) kernel expression.
+
+    Symbolic ``ops.conv`` rejects grouped kernels, so groups are split, convolved and concatenated.
     """
-    x, w, b = _operands(node)
+    rank = node.outputs[0].type.rank - 2
+    perm = k.lit(tuple(range(2, 2 + rank)) + (1, 0))
+    if groups == 1:
+        return f"ops.conv({src}, ops.transpose({weight}, {perm}), {options})"
+    parts = k.temp(node, f"ops.split({src}, {groups}, axis=1)", "groups")
+    kernels = k.temp(node, f"ops.split({weight}, {groups}, axis=0)", "kernels")
+    return "ops.concatenate([" + ", ".join(f"ops.conv({parts}[{g}], ops.transpose({kernels}[{g}], {perm}), "
+                                           f"{options})" for g in range(groups)) + "], axis=1)"
+
+
+def _conv_as_ops(node, k):
+    """``ops.conv`` on a kernel transposed in the graph: computed weights, stride with dilation."""
+    x, w, b = operands(node)
     a = node.attrs
     rank, groups, (o, cg, *ks) = len(a["stride"]), a["groups"], w.type.shape
     src = k.pad_value(node, x, a["pads"]) if any(tuple(p) != (0, 0) for p in a["pads"]) else x
-    perm = k.lit(tuple(range(2, 2 + rank)) + (1, 0))
-    options = (f"strides={k.lit(tuple(a['stride']))}, padding=\"valid\", data_format=\"channels_first\", "
-               f"dilation_rate={k.lit(tuple(a['dilation']))}")
-    weight = k.ref(w)
-    if groups == 1:
-        expr = f"ops.conv({k.ref(src)}, ops.transpose({weight}, {perm}), {options})"
-    elif cg == 1:
-        depthwise_perm = k.lit(tuple(range(2, 2 + rank)) + (0, 1))
-        kernel = f"ops.transpose(ops.reshape({weight}, {k.lit((groups, o // groups, *ks))}), {depthwise_perm})"
+    options = conv_options(k, a["stride"], a["dilation"])
+    if groups > 1 and cg == 1:  # depthwise: one op instead of one per channel
+        perm = k.lit(tuple(range(2, 2 + rank)) + (0, 1))
+        kernel = f"ops.transpose(ops.reshape({k.ref(w)}, {k.lit((groups, o // groups, *ks))}), {perm})"
         expr = f"ops.depthwise_conv({k.ref(src)}, {kernel}, {options})"
     else:
-        parts, og = k.temp(node, f"ops.split({k.ref(src)}, {groups}, axis=1)", "groups"), o // groups
-        expr = "ops.concatenate([" + ", ".join(
-            f"ops.conv({parts}[{g}], ops.transpose({weight}[{g * og}:{(g + 1) * og}], {perm}), {options})"
-            for g in range(groups)) + "], axis=1)"
-    k.assign(node, _bias_expr(k, expr, b, rank))
+        expr = ops_conv_expr(k, node, k.ref(src), k.ref(w), groups, options)
+    k.assign(node, bias_expr(k, expr, b, rank))
 
 
-def _spatial(value, rank):
+def per_axis(value, rank):
+    """One int per spatial axis from an int or a list: ``per_axis(2, 2) == (2, 2)``."""
     value = list(value) if isinstance(value, (list, tuple)) else [value]
     return tuple(value * rank if len(value) == 1 else value)
 
 
-@CONV.imports("torch", "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::convolution")
-def _conv_from_aten(call):
+@CONV.imports("torch", "aten::conv1d", "aten::conv2d", "aten::conv3d")
+def conv_from_aten(call):
+    """conv1d/2d/3d (and untransposed aten::convolution): int or "same"/"valid" padding."""
     x, w, b = call.arg("input"), call.arg("weight"), call.arg("bias")
     rank = w.type.rank - 2
-    if call.arg("transposed", False):
-        return _conv_transpose_from_aten(call)
-    stride, dilation = _spatial(call.arg("stride", 1), rank), _spatial(call.arg("dilation", 1), rank)
+    stride, dilation = per_axis(call.arg("stride", 1), rank), per_axis(call.arg("dilation", 1), rank)
     padding = call.arg("padding", 0)
     if padding == "same":
         pads = tuple(((d * (k - 1)) // 2, d * (k - 1) - (d * (k - 1)) // 2)
@@ -173,109 +185,6 @@ def _conv_from_aten(call):
     elif padding == "valid":
         pads = ((0, 0),) * rank
     else:
-        pads = tuple((p, p) for p in _spatial(padding, rank))
+        pads = tuple((p, p) for p in per_axis(padding, rank))
     return call.emit(CONV, [x, w, b], {"stride": stride, "pads": pads, "dilation": dilation,
                                        "groups": call.arg("groups", 1)})
-
-
-CONV_TRANSPOSE = OpDef("conv_transpose", ("x", "weight", "bias?"),
-                       {"stride": REQUIRED, "padding": REQUIRED, "output_padding": REQUIRED,
-                        "dilation": REQUIRED, "groups": 1}, family="conv",
-                       doc="torch ConvTranspose semantics; weight is (in, out/groups, *kernel).")
-
-
-@CONV_TRANSPOSE.infer
-def _conv_transpose_type(x, weight, bias=None, *, stride, padding, output_padding, dilation, groups):
-    n, c, *spatial = x.shape
-    if c != weight.shape[0]:
-        raise ValueError(f"conv_transpose: {c} channels do not match weight {weight.shape}")
-    out = [(size - 1) * s - 2 * p + d * (k - 1) + op + 1 for size, k, s, p, op, d in
-           zip(spatial, weight.shape[2:], stride, padding, output_padding, dilation)]
-    return x.with_shape((n, weight.shape[1] * groups, *out)).with_dtype(promote(x, weight))
-
-
-@CONV_TRANSPOSE.reference
-def _conv_transpose_numpy(x, weight, bias=None, *, stride, padding, output_padding, dilation, groups):
-    n, c, *spatial = x.shape
-    ks = weight.shape[2:]
-    full = [(size - 1) * s + d * (k - 1) + 1 + op for size, k, s, op, d in
-            zip(spatial, ks, stride, output_padding, dilation)]
-    og = weight.shape[1]
-    cg = c // groups
-    y = np.zeros((n, og * groups, *full))
-    for g in range(groups):
-        xs = x[:, g * cg:(g + 1) * cg].astype(np.float64)
-        ws = weight[g * cg:(g + 1) * cg].astype(np.float64)
-        for idx in np.ndindex(*ks):
-            sl = tuple(slice(idx[i] * dilation[i], idx[i] * dilation[i] + stride[i] * (spatial[i] - 1) + 1,
-                             stride[i]) for i in range(len(ks)))
-            y[(slice(None), slice(g * og, (g + 1) * og)) + sl] += np.einsum(
-                "nc...,co->no...", xs, ws[(slice(None), slice(None)) + idx])
-    crop = tuple(slice(p, f - p) for p, f in zip(padding, full))
-    y = y[(slice(None), slice(None)) + crop]
-    if bias is not None:
-        y += bias.reshape((1, -1) + (1,) * len(ks))
-    return y.astype(x.dtype)
-
-
-@CONV_TRANSPOSE.emits("keras-jax")
-def _conv_transpose_to_keras(node, k):
-    """A ConvNDTranspose layer with explicit output_padding, then a crop for torch's padding.
-
-    Keras (JAX) pads the dilated input by (k - 1, k - 1 + output_padding): torch's full output
-    before cropping, but only when output_padding is given; its default differs for stride > kernel.
-    """
-    x, w, b = _operands(node)
-    a = node.attrs
-    if not (_stored(k, w, b) and _layer_friendly(a) and a["groups"] == 1
-            and all(op < s for op, s in zip(a["output_padding"], a["stride"]))):
-        _conv_transpose_as_ops(node, k)
-        return
-    rank, weight = len(a["stride"]), k.param(w)
-    kernel = weight.transpose(tuple(range(2, 2 + rank)) + (1, 0))
-    kwargs = {"filters": int(weight.shape[1]), "kernel_size": tuple(weight.shape[2:]),
-              "strides": tuple(a["stride"]), "padding": "valid", "output_padding": tuple(a["output_padding"]),
-              "dilation_rate": tuple(a["dilation"]), "use_bias": b is not None, "data_format": "channels_first"}
-    bias = [k.param(b)] if b is not None else []
-    if not any(a["padding"]):
-        k.layer(node, f"Conv{rank}DTranspose", kwargs, [x], [kernel] + bias)
-        return
-    full = k.sublayer(node, f"Conv{rank}DTranspose", kwargs, [x], [kernel] + bias)
-    k.crop(node, full, a["padding"])
-
-
-def _conv_transpose_as_ops(node, k):
-    """``ops.conv_transpose`` per group (it has no groups), concatenated, then cropped."""
-    x, w, b = _operands(node)
-    a = node.attrs
-    rank, groups = len(a["stride"]), a["groups"]
-    perm, cg = k.lit(tuple(range(2, 2 + rank)) + (1, 0)), x.type.shape[1] // groups
-    options = (f"strides={k.lit(tuple(a['stride']))}, padding=\"valid\", "
-               f"output_padding={k.lit(tuple(a['output_padding']))}, data_format=\"channels_first\", "
-               f"dilation_rate={k.lit(tuple(a['dilation']))}")
-    weight = k.ref(w)
-    if groups == 1:
-        expr = f"ops.conv_transpose({k.ref(x)}, ops.transpose({weight}, {perm}), {options})"
-    else:
-        parts = k.temp(node, f"ops.split({k.ref(x)}, {groups}, axis=1)", "groups")
-        outs = [f"ops.conv_transpose({parts}[{g}], ops.transpose({weight}[{g * cg}:{(g + 1) * cg}], {perm}), "
-                f"{options})" for g in range(groups)]
-        expr = "ops.concatenate([" + ", ".join(outs) + "], axis=1)"
-    expr = _bias_expr(k, expr, b, rank)
-    if any(a["padding"]):
-        k.crop(node, k.temp(node, expr, "full"), a["padding"])
-    else:
-        k.assign(node, expr)
-
-
-def _conv_transpose_from_aten(call):
-    x, w, b = call.arg("input"), call.arg("weight"), call.arg("bias")
-    rank = w.type.rank - 2
-    attrs = {"stride": _spatial(call.arg("stride", 1), rank), "padding": _spatial(call.arg("padding", 0), rank),
-             "output_padding": _spatial(call.arg("output_padding", 0), rank),
-             "dilation": _spatial(call.arg("dilation", 1), rank), "groups": call.arg("groups", 1)}
-    return call.emit(CONV_TRANSPOSE, [x, w, b], attrs)
-
-
-CONV_TRANSPOSE.imports("torch", "aten::conv_transpose1d", "aten::conv_transpose2d",
-                       "aten::conv_transpose3d")(_conv_transpose_from_aten)

@@ -18,7 +18,7 @@ from ..errors import Unsupported
 from ..ir import OpDef, TensorType
 from ._util import broadcast_shapes, promote, same_type
 
-__all__ = ["UNARY", "BINARY", "WHERE", "CAST", "erf_np"]
+__all__ = ["UNARY", "BINARY", "WHERE", "CAST", "erf_np", "scalar_const"]
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..ir import OpDef, TensorType
 from ._util import broadcast_shapes, promote
+from .elementwise import BINARY, scalar_const
 
 __all__ = ["LINEAR", "MATMUL"]
 
@@ -47,12 +48,20 @@ def _linear_from_aten(call):
 
 @LINEAR.imports("torch", "aten::addmm")
 def _addmm_from_aten(call):
-    """addmm(bias, x, W.T) is what linear decomposes to; other forms become matmul + add."""
-    from .elementwise import BINARY  # same layer; imported here to keep families independent at load
-    if call.arg("beta", 1) != 1 or call.arg("alpha", 1) != 1:
-        call.unsupported("addmm with alpha/beta other than 1")
+    """beta * self + alpha * (mat1 @ mat2), as matmul and elementwise ops.
+
+    As in torch, beta == 0 ignores ``self`` entirely (its NaN and Inf do not propagate).
+    """
     y = call.emit(MATMUL, [call.arg("mat1"), call.arg("mat2")])
-    return call.emit(BINARY["add"], [y, call.arg("self")])
+    alpha, beta = call.arg("alpha", 1), call.arg("beta", 1)
+    if alpha != 1:
+        y = call.emit(BINARY["mul"], [y, scalar_const(call, alpha, y)])
+    if beta == 0:
+        return y
+    bias = call.arg("self")
+    if beta != 1:
+        bias = call.emit(BINARY["mul"], [bias, scalar_const(call, beta, bias)])
+    return call.emit(BINARY["add"], [y, bias])
 
 
 MATMUL = OpDef("matmul", ("a", "b"), family="linear", doc="NumPy matmul semantics (batched, broadcast).")

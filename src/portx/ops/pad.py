@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import REQUIRED, OpDef
+from .shape_index import subscript_text
 
 __all__ = ["PAD", "torch_pads"]
 
@@ -40,8 +41,8 @@ def _pad_type(x, *, pads, mode, value):
     shape = []
     for size, (c0, c1), (g0, g1) in zip(x.shape, crop, grow):
         kept = size - c0 - c1
-        limit = {"constant": None, "reflect": kept - 1, "edge": None if kept else -1, "wrap": kept}[mode]
-        if kept < 0 or (limit is not None and max(g0, g1) > limit):
+        limit = {"constant": None, "reflect": kept - 1, "edge": None if kept else 0, "wrap": kept}[mode]
+        if kept < 0 or (max(g0, g1) and limit is not None and max(g0, g1) > limit):
             raise ValueError(f"{mode} padding by {(g0, g1)} does not fit an axis of {kept} after cropping")
         shape.append(kept + g0 + g1)
     return x.with_shape(tuple(shape))
@@ -62,7 +63,7 @@ def _crop_text(k, node, crop) -> str:
     if not any(c0 or c1 for c0, c1 in crop):
         return k.ref(x)
     items = [f"{c0 or ''}:{x.type.shape[i] - c1 if c1 else ''}" for i, (c0, c1) in enumerate(crop)]
-    return k.temp(node, f"{k.ref(x)}[{', '.join(items)}]", "cropped")
+    return k.temp(node, k.ref(x) + subscript_text(items), "cropped")
 
 
 def _zero_padding_layer(node, grow) -> str | None:
@@ -86,10 +87,10 @@ def _pad_to_keras(node, k):
         padding = grow[2] if len(grow) == 3 else grow[2:]
         k.layer(node, layer, {"padding": padding, "data_format": "channels_first"}, [source])
         return
-    mode = node.attrs["mode"]
-    value = node.attrs["value"]
-    extra = f", constant_values={k.lit(float(value))}" if mode == "constant" and value else ""
-    k.assign(node, f"ops.pad({source}, {k.lit(grow)}, mode={k.lit(mode)}{extra})")
+    mode, value = node.attrs["mode"], node.attrs["value"]
+    extra = f", mode={k.lit(mode)}" if mode != "constant" else ""
+    extra += f", constant_values={k.lit(float(value))}" if mode == "constant" and value else ""
+    k.assign(node, f"ops.pad({source}, {k.lit(grow)}{extra})")
 
 
 def torch_pads(flat, rank) -> tuple:

@@ -161,7 +161,8 @@ def _dilated_max_to_keras(node, k, padded):
     """Keras pools have no dilation: the max of one strided slice per kernel tap."""
     a, out = node.attrs, node.outputs[0].type.shape[2:]
     names = "ijl"[:len(out)]
-    parts = ", ".join(f"{v}:{v} + {s * (o - 1) + 1}:{s}" for v, s, o in zip(names, a["stride"], out))
+    parts = ", ".join(f"{v}:{v} + {s * (o - 1) + 1}" + (f":{s}" if s > 1 else "")
+                      for v, s, o in zip(names, a["stride"], out))
     loops = " ".join(f"for {v} in {k.lit(tuple(range(0, d * kk, d)))}"
                      for v, kk, d in zip(names, a["kernel"], a["dilation"]))
     k.assign(node, f"ops.max(ops.stack([{padded}[:, :, {parts}] {loops}]), axis=0)")

@@ -16,16 +16,26 @@ from ..ir import REQUIRED, OpDef
 from ._util import kind, norm_axis, same_type
 from .shape import RESHAPE
 
-__all__ = ["SLICE", "SELECT", "INDEX_SELECT", "GATHER", "TILE", "FLIP", "ROLL", "index_text", "torch_slice_bounds"]
+__all__ = ["SLICE", "SELECT", "INDEX_SELECT", "GATHER", "TILE", "FLIP", "ROLL", "index_text", "subscript_text",
+           "torch_slice_bounds"]
 
 
-def index_text(rank: int, axis: int, item: str) -> str:
-    """Subscript text that applies ``item`` on ``axis`` only: ``index_text(3, 1, "2")`` -> ``"[:, 2]"``."""
-    return "[" + ", ".join([":"] * axis + [item]) + "]"
+def index_text(axis: int, item: str) -> str:
+    """Subscript text that applies ``item`` on ``axis`` only: ``index_text(1, "2")`` -> ``"[:, 2]"``."""
+    return subscript_text([":"] * axis + [item])
+
+
+def subscript_text(items) -> str:
+    """``[a, b]`` from item texts; a lone slice gets ``, ...`` since KerasTensors only take tuple keys."""
+    items = list(items) + (["..."] if len(items) == 1 and ":" in items[0] else [])
+    return "[" + ", ".join(items) + "]"
 
 
 def torch_slice_bounds(size: int, start, end) -> tuple:
-    """Clamp torch slice bounds into ``0 <= start <= end <= size`` (Note [torch slice bounds])."""
+    """Clamp torch slice bounds into ``0 <= start <= end <= size`` (Note [torch slice bounds]).
+
+    Example: ``torch_slice_bounds(5, -10, 100)`` -> ``(0, 5)``; ``torch_slice_bounds(5, 4, 2)`` -> ``(4, 4)``.
+    """
     start = 0 if start is None else start
     end = size if end is None else end
     start = start + size if start < 0 else start
@@ -56,7 +66,7 @@ def _slice_to_keras(node, k):
     x, a = node.inputs[0], node.attrs
     item = f"{a['start'] or ''}:{a['end'] if a['end'] != x.type.shape[a['axis']] else ''}"
     item += f":{a['step']}" if a["step"] != 1 else ""
-    k.assign(node, k.ref(x) + index_text(x.type.rank, a["axis"], item))
+    k.assign(node, k.ref(x) + index_text(a["axis"], item))
 
 
 def emit_slice(call, x, axis, start, end, step=1):
@@ -106,7 +116,7 @@ def _select_numpy(x, *, axis, index):
 @SELECT.emits("keras-jax")
 def _select_to_keras(node, k):
     x, a = node.inputs[0], node.attrs
-    k.assign(node, k.ref(x) + index_text(x.type.rank, a["axis"], str(a["index"])))
+    k.assign(node, k.ref(x) + index_text(a["axis"], str(a["index"])))
 
 
 @SELECT.imports("torch", "aten::select")
