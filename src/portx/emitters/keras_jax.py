@@ -167,8 +167,11 @@ class KerasEmitter:
 
     def _bind(self, node, expr, name):
         hint = name or node.scope or node.outputs[0].name
-        targets = [self.ns.name(hint if len(node.outputs) == 1 else f"{hint}_{i}", node.op.name)
-                   for i, _ in enumerate(node.outputs)]
+        if name and len(node.outputs) == 1:
+            targets = [name]  # a layer's variable carries the layer's (already unique) name
+        else:
+            targets = [self.ns.name(hint if len(node.outputs) == 1 else f"{hint}_{i}", node.op.name)
+                       for i, _ in enumerate(node.outputs)]
         for value, var in zip(node.outputs, targets):
             self.names[value] = var
         lhs = targets[0] if len(targets) == 1 else ", ".join(targets)

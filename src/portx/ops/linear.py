@@ -33,7 +33,8 @@ def _linear_numpy(x, weight, bias=None):
 @LINEAR.emits("keras-jax")
 def _linear_to_keras(node, k):
     x, w, b = (list(node.inputs) + [None])[:3]
-    if not k.is_param(w) or (b is not None and not k.is_param(b)):
+    # Dense needs stored arrays and an input of rank >= 2; anything else is a plain matmul.
+    if not k.is_param(w) or (b is not None and not k.is_param(b)) or x.type.rank < 2:
         expr = f"ops.matmul({k.ref(x)}, ops.transpose({k.ref(w)}))"
         k.assign(node, expr if b is None else f"ops.add({expr}, {k.ref(b)})")
         return

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import REQUIRED, OpDef
+from .reduce import REDUCE, VAR
 
 __all__ = ["BATCH_NORM", "LAYER_NORM", "GROUP_NORM", "RMS_NORM"]
 
@@ -90,6 +91,19 @@ def _batch_norm_from_aten(call):
     y = call.emit(BATCH_NORM, [call.arg("input"), call.arg("weight"), call.arg("bias"),
                                call.arg("running_mean"), call.arg("running_var")], {"eps": float(call.arg("eps"))})
     return [y, None, None]
+
+
+@BATCH_NORM.imports("torch", "aten::_native_batch_norm_legit")
+def _batch_norm_batch_stats_from_aten(call):
+    """Batch statistics (eval with track_running_stats=False): batch_norm fed by mean and biased var."""
+    x, eps = call.arg("input"), float(call.arg("eps"))
+    weight, bias = call.arg("weight"), call.arg("bias")
+    if call.node.target._schema.overload_name != "no_stats" and not call.arg("training"):
+        stats = [call.arg("running_mean"), call.arg("running_var")]
+    else:
+        axes = {"axes": (0,) + tuple(range(2, x.type.rank)), "keepdims": False}
+        stats = [call.emit(REDUCE["mean"], [x], axes), call.emit(VAR, [x], {**axes, "correction": 0.0})]
+    return [call.emit(BATCH_NORM, [x, weight, bias, *stats], {"eps": eps}), None, None]
 
 
 # -- layer_norm and rms_norm ---------------------------------------------------------------------
