@@ -45,6 +45,11 @@ def _ts(path):
     return path
 
 
+def _write(path, data):
+    path.write_bytes(data)
+    return path
+
+
 def _truncate(path):
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2])
@@ -70,8 +75,8 @@ def _list_pickle(path):
 CASES = [  # (id, make(tmp) -> path, extra args, exit code, message regex)
     ("missing", lambda d: d / "nope.pt2", [], 2, "no such file"),
     ("directory", lambda d: d, [], 2, "is a directory"),
-    ("empty-pt2", lambda d: (d / "e.pt2").write_bytes(b"") or d / "e.pt2", [], 2, "is empty"),
-    ("empty-pt", lambda d: (d / "e.pt").write_bytes(b"") or d / "e.pt", [], 2, "is empty"),
+    ("empty-pt2", lambda d: _write(d / "e.pt2", b""), [], 2, "is empty"),
+    ("empty-pt", lambda d: _write(d / "e.pt", b""), [], 2, "is empty"),
     ("truncated-pt2", lambda d: _truncate(_pt2(d / "m.pt2")), [], 2, "not a readable torch.export"),
     ("truncated-torchscript", lambda d: _truncate(_ts(d / "m.pt")), ["--input", "x:2x4"], 2, "m.pt"),
     ("truncated-state-dict", lambda d: _truncate(torch.save(Small().state_dict(), d / "s.pt") or d / "s.pt"),

@@ -13,6 +13,11 @@ from portx.cli import main
 SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "tiny_cnn.pt2"
 
 
+def _write(path, data):
+    path.write_bytes(data)
+    return path
+
+
 def _run(*args):
     return CliRunner().invoke(main, [str(a) for a in args])
 
@@ -31,7 +36,7 @@ def test_convert_json(tmp_path):
     assert run.exit_code == 0
     report = json.loads(run.stdout)
     assert report["verification"]["passed"] is True
-    assert report["ops"]["conv"]["count"] == 5
+    assert report["ops"]["conv"]["count"] == 3
 
 
 def test_inspect_lists_ops_with_counts_and_scopes():
@@ -61,8 +66,8 @@ def test_existing_out_needs_force(tmp_path):
 @pytest.mark.parametrize("make,expect", [
     (lambda d: d / "missing.pt2", "no such file"),
     (lambda d: d, "is a directory"),
-    (lambda d: (d / "empty.pt2").write_bytes(b"") or d / "empty.pt2", "is empty"),
-    (lambda d: (d / "m.onnx2").write_bytes(b"x") or d / "m.onnx2", "unknown model format"),
+    (lambda d: _write(d / "empty.pt2", b""), "is empty"),
+    (lambda d: _write(d / "m.onnx2", b"x"), "unknown model format"),
 ])
 def test_bad_inputs_exit_2_and_leave_no_out(tmp_path, make, expect):
     out = tmp_path / "out"

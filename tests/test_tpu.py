@@ -32,7 +32,7 @@ def test_conversion_reports_tpu_lowering_and_exports_artifact(tmp_path):
     result = portx.convert(str(SAMPLE), out=tmp_path / "out", export_tpu=True)
     tpu = result.report["tpu"]
     assert tpu["verdict"] == "ok", tpu
-    assert tpu["ops"]["convolution"] == 5
+    assert tpu["ops"]["convolution"] == 3
     artifact = result.files["tpu_artifact"]
     exported = jax.export.deserialize(bytearray(artifact.read_bytes()))
     assert set(exported.platforms) == {"tpu", "cpu"}

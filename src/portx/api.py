@@ -93,18 +93,33 @@ def inventory(graph) -> dict:
     return table
 
 
-def op_table(target="keras-jax") -> list:
-    """One row per IR op: name, family, torch names, whether ``target`` can emit it."""
+def op_table(target=None) -> list:
+    """One row per IR op: name, family, torch names, keras-jax support, and the table's TPU status."""
     from .ir import REGISTRY
+    from .optables import load_table
 
-    return [{"op": op.name, "family": op.family, "torch": sorted(op.import_names.get("torch", [])),
-             "emits": target in op.emit_rules} for op in sorted(REGISTRY.values(), key=lambda o: (o.family, o.name))]
+    table = load_table(target) if target else {}
+    rows = [{"op": op.name, "family": op.family, "torch": sorted(op.import_names.get("torch", [])),
+             "emits": sorted(op.emit_rules), **table.get("op", {}).get(op.name, {})}
+            for op in sorted(REGISTRY.values(), key=lambda o: (o.family, o.name))]
+    rows += [{"op": f"dtype {k}", "family": "dtype", "torch": [], "emits": [], **v}
+             for k, v in table.get("dtype", {}).items()]
+    return rows
 
 
-def inspect(source, *, example_inputs=None, inputs=(), trust_pickle=False) -> dict:
-    """Op inventory of a source without converting: {"ops": {...}, "inputs": [...], "outputs": [...]}."""
+def inspect(source, *, example_inputs=None, inputs=(), trust_pickle=False, target=None) -> dict:
+    """Op inventory of a source without converting: {"ops": {...}, "inputs": [...], "outputs": [...]}.
+
+    With ``target="tpu"`` each op row also carries its status, reason and source from the op table.
+    """
     graph = _lower(load(source, example_inputs=example_inputs, inputs=inputs, trust_pickle=trust_pickle))
-    return {"ops": inventory(graph), "nodes": len(graph.nodes), "weight_bytes": graph.weight_bytes(),
+    ops_rows = inventory(graph)
+    if target:
+        from .optables import status_of
+
+        for op, row in ops_rows.items():
+            row.update(status_of(target, op))
+    return {"ops": ops_rows, "nodes": len(graph.nodes), "weight_bytes": graph.weight_bytes(),
             "inputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs],
             "outputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.outputs]}
 

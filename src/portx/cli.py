@@ -102,13 +102,14 @@ def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, force
 @click.argument("src", type=click.Path(path_type=str))
 @click.option("--input", "inputs", multiple=True, help="NAME:SHAPE[:DTYPE] for formats without shapes")
 @click.option("--trust-pickle", is_flag=True, help="allow loading a full pickle (runs code from the file)")
+@click.option("--target", type=click.Choice(["tpu"]), default=None, help="add each op's TPU status")
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 @click.option("--debug", is_flag=True, help="show tracebacks")
-def inspect(src, inputs, trust_pickle, as_json, debug):
+def inspect(src, inputs, trust_pickle, target, as_json, debug):
     """List SRC's ops (as portx IR) with counts and source scopes."""
     from . import api
 
-    info = _run(debug, lambda: api.inspect(src, inputs=inputs, trust_pickle=trust_pickle))
+    info = _run(debug, lambda: api.inspect(src, inputs=inputs, trust_pickle=trust_pickle, target=target))
     if as_json:
         click.echo(json.dumps(info, indent=2))
         return
@@ -120,14 +121,15 @@ def inspect(src, inputs, trust_pickle, as_json, debug):
     width = max((len(k) for k in info["ops"]), default=4)
     for op, row in sorted(info["ops"].items(), key=lambda kv: -kv[1]["count"]):
         scopes = ", ".join(s or "<top>" for s in row["scopes"][:3])
-        click.echo(f"  {op:<{width}}  {row['count']:>5}  {scopes}")
+        status = f"  [{row['status']}]" if "status" in row else ""
+        click.echo(f"  {op:<{width}}  {row['count']:>5}  {scopes}{status}")
 
 
 @main.command()
-@click.option("--target", default="keras-jax", show_default=True, help="target to report emit support for")
+@click.option("--target", type=click.Choice(["tpu"]), default=None, help="show the op table's TPU status")
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 def ops(target, as_json):
-    """List the IR ops, the PyTorch ops each one imports, and target support."""
+    """List the IR ops and the PyTorch ops each imports; with --target, each op's status, reason and source."""
     from . import api
 
     rows = api.op_table(target)
@@ -135,8 +137,11 @@ def ops(target, as_json):
         click.echo(json.dumps(rows, indent=2))
         return
     for row in rows:
-        mark = "yes" if row["emits"] else "no"
-        click.echo(f"{row['family']:<12} {row['op']:<22} {target}:{mark:<4} {', '.join(row['torch'])}")
+        if target:
+            click.echo(f"{row['op']:<22} {row.get('status', 'unsupported'):<34} {row.get('why', '')}")
+            click.echo(f"{'':<22} source: {row.get('source', '')}")
+        else:
+            click.echo(f"{row['family']:<12} {row['op']:<20} {', '.join(row['torch'])}")
 
 
 if __name__ == "__main__":

@@ -119,8 +119,6 @@ def test_split_outputs_follow_sizes():
     assert a.shape == (2, 2) and b.shape == (2, 3)
 
 
-@pytest.mark.xfail(reason="ir/text.py _DECL takes the ',' after a type into it, so multi-output nodes "
-                          "(and multi-input headers) do not parse", strict=True)
 def test_split_text_ir_round_trips():
     text = format_graph(_split_graph())
     assert format_graph(validate(parse_graph(text))) == text

@@ -54,7 +54,7 @@ def window(graph: Graph, node: Node, radius: int = 1) -> str:
 
 
 _TYPE = re.compile(r"^(\w+)\[([^\]]*)\]$")
-_DECL = re.compile(r"%([^\s:,()]+):\s*(\S+)")
+_DECL = re.compile(r"%([^\s:,()]+):\s*([^\s,]+)")
 _NODE = re.compile(r"^(?P<outs>.*?)\s=\s(?P<op>\w+)\((?P<ins>[^)]*)\)\s*(?P<attrs>\{.*\})?\s*(#\s*(?P<scope>.*))?$")
 
 

@@ -1,6 +1,6 @@
 """Op families. Importing this package registers every OpDef and its rules (one line per family)."""
 from . import conv, conv_transpose  # noqa: F401  (registration)
-from . import elementwise  # noqa: F401
+from . import elementwise, unary  # noqa: F401
 from . import linear  # noqa: F401
 from . import norm  # noqa: F401
 from . import reduce  # noqa: F401

@@ -1,9 +1,10 @@
 """Normalization (NC... layout): batch_norm with running statistics, layer_norm, group_norm, rms_norm.
 
 Instance norm has no op of its own: with batch statistics it is group_norm with one group per
-channel, and with running statistics it is batch_norm. Each op maps to the Keras layer with the
-same arithmetic (``x * rsqrt(var + eps) * gamma + beta``, biased variance); weights that are
-computed rather than stored fall back to ``keras.ops`` expressions.
+channel, and with running statistics it is batch_norm. Batch norm without running statistics
+(track_running_stats=False) is batch_norm fed by mean and var nodes. Each op maps to the Keras
+layer with the same arithmetic (``x * rsqrt(var + eps) * gamma + beta``, biased variance);
+weights or statistics that are computed rather than stored fall back to ``keras.ops``.
 
 Example IR:
     %y: float32[1x8x4x4] = batch_norm(%x, %bn.weight, %bn.bias, %bn.running_mean, %bn.running_var)
@@ -95,15 +96,16 @@ def _batch_norm_from_aten(call):
 
 @BATCH_NORM.imports("torch", "aten::_native_batch_norm_legit")
 def _batch_norm_batch_stats_from_aten(call):
-    """Batch statistics (eval with track_running_stats=False): batch_norm fed by mean and biased var."""
-    x, eps = call.arg("input"), float(call.arg("eps"))
-    weight, bias = call.arg("weight"), call.arg("bias")
-    if call.node.target._schema.overload_name != "no_stats" and not call.arg("training"):
-        stats = [call.arg("running_mean"), call.arg("running_var")]
-    else:
-        axes = {"axes": (0,) + tuple(range(2, x.type.rank)), "keepdims": False}
-        stats = [call.emit(REDUCE["mean"], [x], axes), call.emit(VAR, [x], {**axes, "correction": 0.0})]
-    return [call.emit(BATCH_NORM, [x, weight, bias, *stats], {"eps": eps}), None, None]
+    """Batch statistics (track_running_stats=False): batch_norm fed by the batch mean and biased var.
+
+    Torch only reaches this op when it normalizes with batch statistics; with stored ones in eval
+    mode it calls ``_native_batch_norm_legit_no_training`` instead.
+    """
+    x = call.arg("input")
+    axes = {"axes": (0,) + tuple(range(2, x.type.rank)), "keepdims": False}
+    stats = [call.emit(REDUCE["mean"], [x], axes), call.emit(VAR, [x], {**axes, "correction": 0.0})]
+    y = call.emit(BATCH_NORM, [x, call.arg("weight"), call.arg("bias"), *stats], {"eps": float(call.arg("eps"))})
+    return [y, None, None]
 
 
 # -- layer_norm and rms_norm ---------------------------------------------------------------------

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..ir import Graph, Value, infer_outputs, param_value
 
-__all__ = ["PortxWarning", "retype", "cast_float64_to_float32", "narrow_int64_to_int32"]
+__all__ = ["PortxWarning", "RULES", "retype", "cast_float64_to_float32", "narrow_int64_to_int32"]
 
 
 class PortxWarning(UserWarning):
@@ -90,3 +90,7 @@ def narrow_int64_to_int32(graph: Graph) -> Graph:
         warnings.warn(PortxWarning(f"inputs {', '.join(int_inputs)}: int64 -> int32 (JAX without x64 and "
                                    "TPUs use 32-bit integers; ids must be below 2**31)"))
     return retype(graph, {"int64": "int32"}, changed)
+
+
+#: rewrite rules that op_tables may name (``status = "rewrite:<name>"``)
+RULES = {fn.__name__: fn for fn in (cast_float64_to_float32, narrow_int64_to_int32)}
