@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from harness import check_torch_op
+from portx.errors import UnsupportedOps
 from portx.ops.attention import ATTENTION
 
 TOL = {"atol": 1e-5, "rtol": 1e-4}
@@ -85,48 +86,62 @@ def test_attention_case(fn, specs):
     check_torch_op(module, *[_make(s) for s in specs], expect_ops=["attention"], **TOL)
 
 
+class MHA(nn.Module):
+    """nn.MultiheadAttention called as self-attention (or cross-attention on a second input)."""
+
+    def __init__(self, *, causal=False, padding=False, call=None, **kwargs):
+        super().__init__()
+        self.mha = nn.MultiheadAttention(8, 2, **kwargs)
+        self.causal, self.padding, self.call = causal, padding, dict(call or {})
+
+    def forward(self, x, other=None):
+        kv = (x, x) if other is None else (other[..., :6], other[..., 6:])
+        extra = dict(self.call)
+        if self.causal:
+            extra["attn_mask"] = nn.Transformer.generate_square_subsequent_mask(x.shape[1])
+        if self.padding:
+            extra["key_padding_mask"] = x[..., 0] > 1.0
+        out, weights = self.mha(x, *kv, **extra)
+        return out if weights is None else (out, weights)
+
+
 def _encoder(norm_first, activation):
     return lambda: nn.TransformerEncoderLayer(8, 2, 16, dropout=0.1, activation=activation,
                                               batch_first=True, norm_first=norm_first)
 
 
-# Whole modules: they also need view/permute/select/transpose from ops/shape.py.
+_FULL_LIKE = pytest.mark.xfail(reason="key_padding_mask needs aten::full_like (input-shaped fill), which no "
+                                      "family covers yet", strict=True, raises=UnsupportedOps)
+BATCH_FIRST, SEQ_FIRST = [(2, 5, 8)], [(5, 2, 8)]
+
+# Whole modules (module factory, input shapes): they also need view/permute/select from ops/shape.py.
 MODULES = [
-    pytest.param(lambda: nn.MultiheadAttention(8, 2, batch_first=True), "self", {}, id="mha-batch-first"),
-    pytest.param(lambda: nn.MultiheadAttention(8, 2), "self", {}, id="mha-seq-first"),
-    pytest.param(lambda: nn.MultiheadAttention(8, 2, batch_first=True), "self", {"need_weights": False},
-                 id="mha-no-weights"),
-    pytest.param(lambda: nn.MultiheadAttention(8, 2, batch_first=True, kdim=6, vdim=5), "cross",
-                 {"need_weights": False}, id="mha-cross-kdim-vdim"),
-    pytest.param(_encoder(False, "relu"), "encoder", {}, id="encoder-post-norm-relu"),
-    pytest.param(_encoder(True, "relu"), "encoder", {}, id="encoder-pre-norm-relu"),
-    pytest.param(_encoder(False, "gelu"), "encoder", {}, id="encoder-post-norm-gelu"),
-    pytest.param(_encoder(True, "gelu"), "encoder", {}, id="encoder-pre-norm-gelu"),
+    pytest.param(lambda: MHA(batch_first=True), BATCH_FIRST, id="mha-batch-first"),
+    pytest.param(lambda: MHA(), SEQ_FIRST, id="mha-seq-first"),
+    pytest.param(lambda: MHA(batch_first=True, call={"need_weights": False}), BATCH_FIRST, id="mha-no-weights"),
+    pytest.param(lambda: MHA(call={"need_weights": False}), SEQ_FIRST, id="mha-seq-first-no-weights"),
+    pytest.param(lambda: MHA(batch_first=True, kdim=6, vdim=5, call={"need_weights": False}),
+                 BATCH_FIRST + [(2, 7, 11)], id="mha-cross-kdim-vdim"),
+    pytest.param(lambda: MHA(batch_first=True, causal=True), BATCH_FIRST, id="mha-causal-float-mask"),
+    pytest.param(lambda: MHA(batch_first=True, causal=True, call={"need_weights": False}), BATCH_FIRST,
+                 id="mha-causal-float-mask-no-weights"),
+    pytest.param(lambda: MHA(batch_first=True, padding=True, call={"need_weights": False}), BATCH_FIRST,
+                 id="mha-key-padding-mask", marks=_FULL_LIKE),
+    pytest.param(_encoder(False, "relu"), BATCH_FIRST, id="encoder-post-norm-relu"),
+    pytest.param(_encoder(True, "relu"), BATCH_FIRST, id="encoder-pre-norm-relu"),
+    pytest.param(_encoder(False, "gelu"), BATCH_FIRST, id="encoder-post-norm-gelu"),
+    pytest.param(_encoder(True, "gelu"), BATCH_FIRST, id="encoder-pre-norm-gelu"),
+    pytest.param(lambda: nn.TransformerEncoder(_encoder(False, "relu")(), 2, enable_nested_tensor=False),
+                 BATCH_FIRST, id="encoder-stack"),
+    pytest.param(lambda: nn.TransformerDecoderLayer(8, 2, 16, batch_first=True), BATCH_FIRST + [(2, 6, 8)],
+                 id="decoder-layer"),
 ]
 
 
-class _Call(nn.Module):
-    """Calls ``inner`` on its inputs with fixed keyword arguments (MHA takes q, k, v)."""
-
-    def __init__(self, inner, kind, kwargs):
-        super().__init__()
-        self.inner, self.kind, self.kwargs = inner, kind, kwargs
-
-    def forward(self, x, y=None):
-        if self.kind == "encoder":
-            return self.inner(x)
-        out, weights = self.inner(x, x, x, **self.kwargs) if y is None else \
-            self.inner(x, y[..., :6], y[..., 6:], **self.kwargs)
-        return (out, weights) if weights is not None else out
-
-
-@pytest.mark.parametrize("make, kind, kwargs", MODULES)
-def test_attention_module(make, kind, kwargs):
+@pytest.mark.parametrize("make, shapes", MODULES)
+def test_attention_module(make, shapes):
     torch.manual_seed(0)
-    inputs = [torch.randn(2, 5, 8)] + ([torch.randn(2, 7, 11)] if kind == "cross" else [])
-    if kind == "self" and not make().batch_first:
-        inputs = [torch.randn(5, 2, 8)]
-    check_torch_op(_Call(make(), kind, kwargs), *inputs, **TOL)
+    check_torch_op(make(), *[torch.randn(s) for s in shapes], **TOL)
 
 
 @given(st.integers(1, 2), st.integers(1, 3), st.integers(1, 4), st.integers(1, 4), st.integers(1, 3),

@@ -77,6 +77,9 @@ UNARY_CASES = [
     case(torch.sin, "f", ops=["sin"], id="sin"),
     case(torch.cos, "f", ops=["cos"], id="cos"),
     case(torch.floor, "f", ops=["floor"], id="floor"),
+    case(lambda x: torch.floor(x) * 2, "i", ops=["mul"], id="floor-int-is-identity"),
+    case(torch.exp, "i", ops=["cast", "exp"], id="exp-int-computes-in-float"),
+    case(lambda x: torch.clamp(x, min=0.5), "i", ops=["cast", "clamp"], id="clamp-int-float-bound"),
     case(torch.ceil, "f", ops=["ceil"], id="ceil"),
     case(torch.sign, "f", ops=["sign"], id="sign"),
     case(torch.sign, "i", ops=["sign"], id="sign-int"),
@@ -160,10 +163,13 @@ def test_every_elementwise_op_has_a_case():
 shapes = st.lists(st.integers(1, 3), min_size=0, max_size=3)
 
 
-def _broadcast_pair(draw_shape, drop, ones):
-    """A second shape that broadcasts with ``draw_shape``: drop leading axes, set some to 1."""
-    shape = list(draw_shape[drop:])
-    return tuple(1 if one else d for d, one in zip(shape, ones + [False] * len(shape)))
+def _broadcast_pair(shape, drop, ones):
+    """A second shape that broadcasts with ``shape``: drop leading axes (keeping one), set some to 1.
+
+    Both stay rank >= 1: the emitted model's inputs carry a batch axis.
+    """
+    kept = list(shape[min(drop, len(shape) - 1):])
+    return tuple(1 if one else d for d, one in zip(kept, ones + [False] * len(kept)))
 
 
 BINARY_FNS = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "maximum": torch.maximum,
@@ -171,7 +177,8 @@ BINARY_FNS = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "maximum": t
               "where": lambda a, b: torch.where(a > b, a, b)}
 
 
-@given(shapes, st.integers(0, 3), st.lists(st.booleans(), max_size=3), st.sampled_from(sorted(BINARY_FNS)),
+@given(st.lists(st.integers(1, 3), min_size=1, max_size=3), st.integers(0, 3), st.lists(st.booleans(), max_size=3),
+       st.sampled_from(sorted(BINARY_FNS)),
        st.booleans(), st.integers(0, 2**16))
 def test_binary_broadcast_property(shape, drop, ones, name, swap, seed):
     other = _broadcast_pair(shape, drop, ones)

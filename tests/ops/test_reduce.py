@@ -37,6 +37,7 @@ CASES = [
     pytest.param(lambda x: x.max(1), [(2, 3, 4)], ["amax", "argmax"], id="max-dim-values-indices"),
     pytest.param(lambda x: x.min(-1, keepdim=True), [(2, 3, 4)], ["amin", "argmin"], id="min-dim-keepdim"),
     pytest.param(lambda x: x.max(1)[1], [_ints(4, 6)], ["argmax"], id="max-dim-indices-only-int"),
+    pytest.param(lambda x: x.max(1)[0], [(4, 6)], ["amax"], id="max-dim-values-only"),
     pytest.param(lambda x, y: torch.max(x, y), [(2, 3), (2, 3)], ["maximum"], id="max-other"),
     pytest.param(lambda x, y: torch.min(x, y), [(2, 3), (3,)], ["minimum"], id="min-other-broadcast"),
     pytest.param(lambda x: x.argmax(1), [(2, 3, 4)], ["argmax"], id="argmax-dim"),
@@ -72,6 +73,11 @@ CASES = [
     pytest.param(lambda x: torch.softmax(x, 0, dtype=torch.float32), [_ints(3, 4)], ["cast", "softmax"],
                  id="softmax-dtype-casts"),
 ]
+
+
+def test_max_dim_emits_argmax_only_when_indices_are_read():
+    graph = check_torch_op(lambda x: x.max(1)[0] * 2, torch.randn(3, 4), **TOL)
+    assert "argmax" not in {n.op.name for n in graph.nodes}
 
 
 def _make(spec):

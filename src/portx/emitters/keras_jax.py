@@ -18,7 +18,7 @@ import numpy as np
 
 from .codegen import LineWriter, Namespace, literal
 
-__all__ = ["TARGET", "KerasEmitter", "emit_keras", "import_emitted", "build_with_locals"]
+__all__ = ["TARGET", "KerasEmitter", "emit_keras", "import_emitted", "build_with_locals", "run_jitted"]
 
 TARGET = "keras-jax"
 WEIGHTS_FILE = "model.weights.h5"
@@ -283,6 +283,23 @@ def emit_keras(graph, out_dir) -> dict:
     model.save_weights(weights_path)
     return {"code": code_path, "weights": weights_path, "layer_of": emitter.layer_of, "var_of": dict(emitter.names),
             "model": model}
+
+
+def run_jitted(model, arrays) -> list:
+    """Run a Keras model once under ``jax.jit`` (weights as arguments, not baked-in constants).
+
+    One XLA compile of the whole graph is several times faster than eager op-by-op dispatch,
+    and it is how the model will run in production.
+    """
+    import jax
+
+    def forward(trainable, non_trainable, *inputs):
+        out, _ = model.stateless_call(trainable, non_trainable, list(inputs) if len(inputs) > 1 else inputs[0])
+        return out
+
+    out = jax.jit(forward)([v.value for v in model.trainable_variables],
+                           [v.value for v in model.non_trainable_variables], *arrays)
+    return [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
 
 
 def build_with_locals(module):

@@ -79,6 +79,11 @@ class TorchCall:
         """The type torch recorded for output ``index``."""
         return self._low.meta_types(self.node)[index]
 
+    def output_read(self, index) -> bool:
+        """True when a user reads output ``index`` of this multi-output node (Note [unused outputs])."""
+        return any(u.target is not operator.getitem or (u.args[1] == index and len(u.users) > 0)
+                   for u in self.node.users)
+
     def const(self, array, hint="const") -> Value:
         """A new stored constant (e.g. an index table computed by the rule)."""
         return self._low.new_param(f"{self.node.name}.{hint}", np.asarray(array))
@@ -228,7 +233,7 @@ class _Lowering:
             source, index = node.args
             table = self.consts if source in self.consts else self.env
             picked = table[source][index]
-            if picked is None:  # Note [unused outputs]
+            if picked is None and node.users:  # Note [unused outputs]
                 self.failures.setdefault((_op_name(source.target), f"output {index} is not supported"),
                                          []).append(self.scope_of(node))
                 picked = self.stand_in(node)

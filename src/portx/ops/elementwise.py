@@ -99,32 +99,44 @@ def _div_to_keras(node, k, a, b):
     return f"ops.divide({a}, {b})"
 
 
-def _make_binary(name, ref, fn, aten, boolean):
-    attrs = {"rounding_mode": None} if name == "div" else {}
-    op = OpDef(name, ("a", "b"), attrs, family="elementwise")
-    infer = op.infer(_binary_type(name, boolean))
+def _named(rule, name, suffix):
+    """Name a generated rule after its op (``_add_to_keras``) so tracebacks and listings read well."""
+    rule.__name__ = rule.__qualname__ = f"_{name}_{suffix}"
+    return rule
 
+
+def _binary_reference(name, ref, infer):
     def reference(a, b, **kw):
         want = infer(TensorType(np.shape(a), str(a.dtype)), TensorType(np.shape(b), str(b.dtype)), **kw)
         return np.asarray(ref(a, b, **kw)).astype(want.dtype)
+    return _named(reference, name, "numpy")
 
+
+def _binary_emit(name, fn):
     def emit(node, k):
         a, b = (k.ref(v) for v in node.inputs)
         k.assign(node, _div_to_keras(node, k, a, b) if name == "div" else f"{fn}({a}, {b})")
+    return _named(emit, name, "to_keras")
 
+
+def _binary_import(op):
     def import_torch(call):
         a, b = _binary_operands(call)
-        extra = {"rounding_mode": call.arg("rounding_mode")} if name == "div" else {}
+        extra = {"rounding_mode": call.arg("rounding_mode")} if op.name == "div" else {}
         out = call.emit(op, [a, b], extra)
         if out.type.dtype != call.out_type().dtype:
             out = call.emit(CAST, [out], {"dtype": call.out_type().dtype})
         return out
+    return _named(import_torch, op.name, "from_aten")
 
-    for rule, suffix in ((reference, "numpy"), (emit, "to_keras"), (import_torch, "from_aten")):
-        rule.__name__ = rule.__qualname__ = f"_{name}_{suffix}"
-    op.reference(reference)
-    op.emits("keras-jax")(emit)
-    op.imports("torch", *aten)(import_torch)
+
+def _make_binary(name, ref, fn, aten, boolean):
+    attrs = {"rounding_mode": None} if name == "div" else {}
+    op = OpDef(name, ("a", "b"), attrs, family="elementwise")
+    infer = op.infer(_named(_binary_type(name, boolean), name, "type"))
+    op.reference(_binary_reference(name, ref, infer))
+    op.emits("keras-jax")(_binary_emit(name, fn))
+    op.imports("torch", *aten)(_binary_import(op))
     return op
 
 

@@ -110,7 +110,7 @@ def _avg_pool_numpy(x, *, kernel, stride, pads, ceil_mode, count_include_pad):
 
 
 def _keras_padding(in_shape, out, kernel, stride, pads):
-    """"valid" or "same" when a Keras pool with that padding has torch's windows, else None."""
+    """The Keras padding ("valid" or "same") whose windows are torch's, or None when neither is."""
     from .conv import keras_same_pads  # same layer; conv owns Keras's "same" rule
     if all(tuple(p) == (0, 0) for p in pads) and list(out) == [(n - k) // s + 1 for n, k, s in
                                                                zip(in_shape, kernel, stride)]:
@@ -218,12 +218,12 @@ def pool_rank(call) -> int:
 
 
 def values_only(call, value):
-    """For ops returning (values, indices): refuse when the indices are read, else ``[values]``."""
+    """For ops returning (values, indices): refuse when the indices are read, else ``[values, None]``."""
     if len(call.node.target._schema.returns) == 1:
         return value
-    if any(user.args[1:2] != (0,) for user in call.node.users):  # users are getitem(node, i)
+    if call.output_read(1):
         call.unsupported("the indices output of max pooling is used (only the values are supported)")
-    return [value]
+    return [value, None]  # Note [unused outputs] in frontends/torch.py
 
 
 @MAX_POOL.imports("torch", "aten::max_pool1d", "aten::max_pool2d", "aten::max_pool1d_with_indices",

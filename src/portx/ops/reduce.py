@@ -20,9 +20,8 @@ __all__ = ["REDUCE", "VAR", "STD", "ARGMAX", "ARGMIN", "VECTOR_NORM", "SOFTMAX",
 
 
 def _reduced_shape(shape, axes, keepdims):
-    if keepdims:
-        return tuple(1 if i in axes else d for i, d in enumerate(shape))
-    return tuple(d for i, d in enumerate(shape) if i not in axes)
+    """``shape`` with ``axes`` removed, or set to 1 when ``keepdims``."""
+    return tuple(1 if i in axes else d for i, d in enumerate(shape) if keepdims or i not in axes)
 
 
 def _keras_axis(axes, rank):
@@ -155,9 +154,10 @@ def _max_min_from_aten(call):
     if overload != "dim":
         return call.emit(REDUCE["amax" if is_max else "amin"], [x], {"axes": tuple(range(x.type.rank))})
     keepdims = bool(call.arg("keepdim", False))
-    values = call.emit(REDUCE["amax" if is_max else "amin"], [x], {"axes": _axes_of(call, x), "keepdims": keepdims})
     axis = norm_axis(call.arg("dim"), x.type.rank) if x.type.rank else None
-    indices = call.emit(ARGMAX if is_max else ARGMIN, [x], {"axis": axis, "keepdims": keepdims})
+    values = call.emit(REDUCE["amax" if is_max else "amin"], [x], {"axes": _axes_of(call, x), "keepdims": keepdims})
+    indices = call.emit(ARGMAX if is_max else ARGMIN, [x], {"axis": axis, "keepdims": keepdims}) \
+        if call.output_read(1) else None  # only what is read (Note [unused outputs])
     return [values, indices]
 
 

@@ -19,7 +19,7 @@ from ..ir import OpDef
 from ._util import kind, same_type
 from .elementwise import BINARY, CAST, scalar_const
 
-__all__ = ["UNARY", "erf_np"]
+__all__ = ["UNARY", "erf_np"]  # _UNARY_TABLE is read by the tests
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
@@ -94,10 +94,9 @@ _BOOL_OUT = {"logical_not"}
 _INT_IDENTITY = {"floor", "ceil"}
 
 
-def _unary_type(name):
-    if name in _BOOL_OUT:
-        return lambda x, **_: x.with_dtype("bool")
-    return same_type
+def _bool_type(x, **_attrs):
+    """Shape rule for predicates such as logical_not: same shape, bool."""
+    return x.with_dtype("bool")
 
 
 def _unary_attrs(call, attr_spec) -> dict:
@@ -116,15 +115,28 @@ def _unary_input(call, name):
     return x if name in _BOOL_OUT or x.type.dtype == dtype else call.emit(CAST, [x], {"dtype": dtype})
 
 
-def _make_unary(name, ref, template, aten, attr_spec):
-    op = OpDef(name, ("x",), {k: d for k, (d, _) in attr_spec.items()}, family="elementwise")
-    op.infer(_unary_type(name))
-    op.reference(lambda x, **attrs: np.asarray(ref(x, **attrs)))
+def _named(rule, name, suffix):
+    """Name a generated rule after its op (``_relu_to_keras``) so tracebacks and listings read well."""
+    rule.__name__ = rule.__qualname__ = f"_{name}_{suffix}"
+    return rule
 
+
+def _unary_reference(name, ref):
+    def reference(x, **attrs):
+        return np.asarray(ref(x, **attrs))
+    return _named(reference, name, "numpy")
+
+
+def _unary_emit(name, template):
     def emit(node, k):
         fields = {a: k.lit(v) for a, v in node.attrs.items()}
         fields["approximate_bool"] = k.lit(node.attrs.get("approximate") == "tanh")
         k.assign(node, template.format(x=k.ref(node.inputs[0]), **fields))
+    return _named(emit, name, "to_keras")
+
+
+def _unary_import(op, attr_spec):
+    name = op.name
 
     def import_torch(call):
         attrs, x = _unary_attrs(call, attr_spec), _unary_input(call, name)
@@ -135,11 +147,15 @@ def _make_unary(name, ref, template, aten, attr_spec):
         if name == "clamp" and any(hasattr(v, "type") for v in attrs.values()):
             return _clamp_by_tensors(call, x, attrs["min"], attrs["max"])
         return call.emit(op, [x], attrs)
+    return _named(import_torch, name, "from_aten")
 
-    emit.__name__ = emit.__qualname__ = f"_{name}_to_keras"
-    import_torch.__name__ = import_torch.__qualname__ = f"_{name}_from_aten"
-    op.emits("keras-jax")(emit)
-    op.imports("torch", *aten)(import_torch)
+
+def _make_unary(name, ref, template, aten, attr_spec):
+    op = OpDef(name, ("x",), {k: d for k, (d, _) in attr_spec.items()}, family="elementwise")
+    op.infer(_bool_type if name in _BOOL_OUT else same_type)
+    op.reference(_unary_reference(name, ref))
+    op.emits("keras-jax")(_unary_emit(name, template))
+    op.imports("torch", *aten)(_unary_import(op, attr_spec))
     return op
 
 
