@@ -8,7 +8,7 @@ from torch import nn
 
 import portx
 from portx.errors import VerificationFailed
-from portx.ops.elementwise import UNARY
+from portx.ops.unary import UNARY
 from portx.verify import compare_arrays, make_inputs
 
 

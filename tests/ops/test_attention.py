@@ -8,7 +8,6 @@ from hypothesis import strategies as st
 from torch import nn
 
 from harness import check_torch_op
-from portx.errors import UnsupportedOps
 from portx.ops.attention import ATTENTION
 
 TOL = {"atol": 1e-5, "rtol": 1e-4}
@@ -110,8 +109,6 @@ def _encoder(norm_first, activation):
                                               batch_first=True, norm_first=norm_first)
 
 
-_FULL_LIKE = pytest.mark.xfail(reason="key_padding_mask needs aten::full_like (input-shaped fill), which no "
-                                      "family covers yet", strict=True, raises=UnsupportedOps)
 BATCH_FIRST, SEQ_FIRST = [(2, 5, 8)], [(5, 2, 8)]
 
 # Whole modules (module factory, input shapes): they also need view/permute/select from ops/shape.py.
@@ -126,7 +123,7 @@ MODULES = [
     pytest.param(lambda: MHA(batch_first=True, causal=True, call={"need_weights": False}), BATCH_FIRST,
                  id="mha-causal-float-mask-no-weights"),
     pytest.param(lambda: MHA(batch_first=True, padding=True, call={"need_weights": False}), BATCH_FIRST,
-                 id="mha-key-padding-mask", marks=_FULL_LIKE),
+                 id="mha-key-padding-mask"),
     pytest.param(_encoder(False, "relu"), BATCH_FIRST, id="encoder-post-norm-relu"),
     pytest.param(_encoder(True, "relu"), BATCH_FIRST, id="encoder-pre-norm-relu"),
     pytest.param(_encoder(False, "gelu"), BATCH_FIRST, id="encoder-post-norm-gelu"),

@@ -29,6 +29,11 @@ _SKIP = {"aten::_assert_tensor_metadata", "aten::_assert_scalar", "aten::sym_con
          "aten::_assert_async", "aten::sym_constrain_range"}
 
 
+# Ops whose result depends on their tensor inputs only through the (static) shape and dtype.
+_SHAPE_ONLY = {"aten::zeros_like", "aten::ones_like", "aten::full_like", "aten::empty_like", "aten::new_zeros",
+               "aten::new_ones", "aten::new_full", "aten::new_empty", "aten::scalar_tensor"}
+
+
 def torch_dtype_name(dtype) -> str:
     """``torch.float32`` -> ``"float32"``."""
     return str(dtype).replace("torch.", "")
@@ -216,10 +221,18 @@ class _Lowering:
 
     def fold(self, node) -> bool:
         """Evaluate ``node`` with torch when all of its inputs are constants; True when done."""
-        if not all(n in self.consts for n in node.all_input_nodes):
+        shape_only = _op_name(node.target) in _SHAPE_ONLY
+        if not shape_only and not all(n in self.consts for n in node.all_input_nodes):
             return False
-        args = torch.fx.node.map_arg(node.args, lambda n: self.consts[n])
-        kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: self.consts[n])
+
+        def const_of(n):  # ops in _SHAPE_ONLY read only the static shape of their inputs
+            if n in self.consts:
+                return self.consts[n]
+            val = n.meta["val"]
+            return torch.zeros(tuple(int(d) for d in val.shape), dtype=val.dtype)
+
+        args = torch.fx.node.map_arg(node.args, const_of)
+        kwargs = torch.fx.node.map_arg(node.kwargs, const_of)
         try:
             with torch.no_grad():
                 self.consts[node] = node.target(*args, **kwargs)

@@ -26,11 +26,23 @@ def _type_text(t: TensorType) -> str:
     return str(t)
 
 
+def _attr_text(value) -> str:
+    """``repr`` that ``ast.literal_eval`` reads back, infinities included (written as 1e999)."""
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        return "1e999" if value > 0 else "-1e999"
+    if isinstance(value, tuple):
+        inner = ", ".join(_attr_text(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, list):
+        return "[" + ", ".join(_attr_text(v) for v in value) + "]"
+    return repr(value)
+
+
 def format_node(node: Node) -> str:
     """One line: ``%y: float32[1x2] = relu(%x) {}  # scope``."""
     outs = ", ".join(f"%{v.name}: {_type_text(v.type)}" for v in node.outputs)
     ins = ", ".join("_" if v is None else f"%{v.name}" for v in node.inputs)
-    attrs = "{" + ", ".join(f"{k}={v!r}" for k, v in sorted(node.attrs.items())) + "}"
+    attrs = "{" + ", ".join(f"{k}={_attr_text(v)}" for k, v in sorted(node.attrs.items())) + "}"
     scope = f"  # {node.scope}" if node.scope else ""
     return f"{outs} = {node.op.name}({ins}) {attrs}{scope}"
 

@@ -9,4 +9,5 @@ from . import embedding  # noqa: F401
 from . import pad, shape, shape_index  # noqa: F401
 from . import adaptive_pool, pool, resize  # noqa: F401
 
-__all__ = ["conv", "elementwise", "linear", "norm", "reduce", "attention", "embedding"]
+__all__ = ["adaptive_pool", "attention", "conv", "conv_transpose", "elementwise", "embedding", "linear", "norm",
+           "pad", "pool", "reduce", "resize", "shape", "shape_index"]
