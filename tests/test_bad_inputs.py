@@ -134,10 +134,17 @@ def test_out_exists_without_force(tmp_path):
     assert run.exit_code == 2 and "already exists" in run.output
 
 
+def test_missing_parents_are_created_and_removed_again_on_failure(tmp_path):
+    run = CliRunner().invoke(main, ["convert", str(_random(tmp_path / "r.pt2")), "-o", str(tmp_path / "a" / "b" / "out")])
+    assert run.exit_code == 2 and not (tmp_path / "a").exists()
+    run = CliRunner().invoke(main, ["convert", str(_pt2(tmp_path / "m.pt2")), "-o", str(tmp_path / "a" / "b" / "out")])
+    assert run.exit_code == 0 and (tmp_path / "a" / "b" / "out" / "model.py").exists()
+
+
 def test_out_parent_not_a_folder(tmp_path):
     (tmp_path / "file").write_text("x")
     run = CliRunner().invoke(main, ["convert", str(_pt2(tmp_path / "m.pt2")), "-o", str(tmp_path / "file" / "out")])
-    assert run.exit_code == 2 and "does not exist" in run.output
+    assert run.exit_code == 2 and "is not a folder" in run.output
 
 
 def test_unsupported_ops_are_all_listed_exit_3(tmp_path):

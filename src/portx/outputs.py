@@ -26,8 +26,13 @@ def check_output(out, force: bool) -> Path:
     if out.exists() and not out.is_dir():
         raise BadInput(f"{out}: exists and is not a folder", hint="choose another -o")
     parent = out.resolve().parent
+    existing = next((p for p in (parent, *parent.parents) if p.exists()), None)
+    if existing is None or not existing.is_dir():
+        raise BadInput(f"{existing}: is not a folder, so {out} cannot be created", hint="choose another -o")
+    if not os.access(existing, os.W_OK):
+        raise BadInput(f"{existing}: is not writable", hint="choose an -o in a folder you can write")
     if not parent.is_dir():
-        raise BadInput(f"{parent}: output's parent folder does not exist", hint="create it first")
+        return out
     if not os.access(parent, os.W_OK):
         raise BadInput(f"{parent}: is not writable", hint="choose an -o in a folder you can write")
     return out
@@ -37,11 +42,17 @@ def check_output(out, force: bool) -> Path:
 def staged_output(out, force: bool):
     """Yield a temporary folder beside ``out``; rename it to ``out`` when the block succeeds."""
     out = check_output(out, force)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.portx-", dir=out.resolve().parent))
+    parent = out.resolve().parent
+    created = [p for p in (parent, *parent.parents) if not p.exists()]
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.portx-", dir=parent))
     try:
         yield tmp
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        for folder in created:  # innermost first: only the folders this run made, if still empty
+            with contextlib.suppress(OSError):
+                folder.rmdir()
         raise
     if out.exists():
         shutil.rmtree(out)

@@ -185,8 +185,7 @@ class KerasEmitter:
         for value in self.graph.inputs:
             var = self.ns.name(value.name, "input")
             self.names[value] = var
-            shape, batch = value.type.shape[1:], value.type.shape[0] if value.type.shape else None
-            head.line(f"{var} = keras.Input(shape={literal(tuple(shape))}, batch_size={literal(batch)}, "
+            head.line(f"{var} = keras.Input(batch_shape={literal(tuple(value.type.shape))}, "
                       f"dtype={literal(value.type.dtype)}, name={literal(var)})")
         self._anchor = self.names[self.graph.inputs[0]] if self.graph.inputs else "None"
         for node in self.graph.nodes:
