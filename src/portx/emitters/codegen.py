@@ -32,6 +32,10 @@ class Namespace:
     def __init__(self, reserved=()):
         self._taken = set(reserved) | set(dir(builtins)) | set(keyword.kwlist) | set(keyword.softkwlist)
 
+    def release(self, name: str) -> None:
+        """Give back a name handed out but not used."""
+        self._taken.discard(name)
+
     def name(self, raw: str, fallback: str = "v") -> str:
         """A fresh identifier derived from ``raw`` (see Note [untrusted names])."""
         base = _NOT_IDENT.sub("_", str(raw)).strip("_")[:_MAX_LEN].strip("_").lower() or fallback

@@ -9,7 +9,9 @@ Example:
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
+import re
 import sys
 import uuid
 from pathlib import Path
@@ -38,6 +40,24 @@ class Constant(layers.Layer):
     def call(self, anchor):
         return ops.convert_to_tensor(self.value)
 '''
+
+
+@functools.lru_cache(maxsize=1)
+def _keras_auto_names() -> frozenset:
+    """Snake-case names Keras derives from operation and layer classes (see Note [layer names])."""
+    import keras
+    from keras.src.ops.operation import Operation
+    from keras.src.utils.naming import to_snake_case
+
+    del keras  # imported for its side effect of registering every op class
+    seen, todo = set(), [Operation]
+    while todo:
+        cls = todo.pop()
+        for sub in cls.__subclasses__():
+            if sub not in seen:
+                seen.add(sub)
+                todo.append(sub)
+    return frozenset(to_snake_case(c.__name__) for c in seen)
 
 
 class KerasEmitter:
@@ -93,7 +113,7 @@ class KerasEmitter:
     def _stored(self, array, raw_name) -> str:
         if array.size <= _INLINE_MAX:
             return self.inline(array)
-        name = self.ns.name(raw_name, "const")
+        name = self.layer_ident(raw_name, "const")
         self.uses_constant_layer = True
         self.weights[name] = [array]
         self.body.line(f"{name} = Constant({literal(tuple(array.shape))}, {literal(str(array.dtype))}, "
@@ -113,9 +133,26 @@ class KerasEmitter:
         return literal(value)
 
     # -- writing ----------------------------------------------------------------------------
+    def layer_ident(self, raw: str, fallback: str) -> str:
+        """A unique name for a Keras layer (and its variable), never one Keras gives an op itself.
+
+        Note [layer names]: ``keras.ops`` calls in a functional model are auto-named after their
+        class (``softmax``, ``softmax_1``, ...); an explicit layer name equal to one of those makes
+        Keras refuse the model, so such names get a ``_layer`` suffix.
+        """
+        base = self.ns.name(raw, fallback)
+        if re.sub(r"_\d+$", "", base) in _keras_auto_names():
+            self.ns.release(base)
+            base = self.ns.name(f"{base}_layer", fallback)
+        return base
+
     def layer_name(self, node) -> str:
         """A unique layer name for ``node``, derived from its source scope."""
-        return self.ns.name(node.scope or node.outputs[0].name, node.op.name)
+        raw = node.scope or node.outputs[0].name
+        weights = [v.name for v in node.inputs if v is not None and self.is_param(v)]
+        if weights and weights[0].endswith((".weight", "_weight")):  # "attn.in_proj_weight" -> attn_in_proj
+            raw = weights[0][: -len("weight") - 1]
+        return self.layer_ident(raw, node.op.name)
 
     def layer(self, node, cls: str, kwargs: dict, inputs, weights=None, *, module="layers") -> str:
         """Write ``out = layers.CLS(**kwargs, name=...)(inputs)`` and record its weights."""
@@ -132,7 +169,7 @@ class KerasEmitter:
 
     def sublayer(self, node, cls: str, kwargs: dict, inputs, weights=None, *, module="layers") -> str:
         """Like ``layer`` but into a temporary variable, for multi-step rules; returns its name."""
-        name = self.ns.name(f"{node.scope or node.outputs[0].name}_{cls}", node.op.name)
+        name = self.layer_ident(f"{node.scope or node.outputs[0].name}_{cls}", node.op.name)
         args = "".join(f"{k}={literal(v)}, " for k, v in kwargs.items())
         ins = [self.ref(v) for v in inputs]
         arg = ins[0] if len(ins) == 1 else "[" + ", ".join(ins) + "]"
@@ -226,7 +263,7 @@ class KerasEmitter:
         ins_text = ins[0] if len(ins) == 1 else "[" + ", ".join(ins) + "]"
         outs_text = outs if len(self.graph.outputs) == 1 else f"[{outs}]"
         text += f"    return keras.Model(inputs={ins_text}, outputs={outs_text}, "
-        text += f"name={literal(self.ns.name(self.graph.name, 'model'))})\n"
+        text += f"name={literal(re.sub(r'[^0-9A-Za-z_]', '_', self.graph.name) or 'model')})\n"
         text += _LOAD_MODEL
         return text
 

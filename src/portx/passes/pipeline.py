@@ -6,14 +6,14 @@ Example:
 from __future__ import annotations
 
 from ..ir import IRError, validate
-from .fold import remove_dead_nodes
+from .fold import merge_reshapes_and_permutes, remove_dead_nodes
 from .legalize import cast_float64_to_float32, narrow_int64_to_int32
 
 __all__ = ["PIPELINES", "run_passes"]
 
 #: target -> ordered passes (Graph -> Graph)
 PIPELINES = {
-    "keras-jax": (remove_dead_nodes, cast_float64_to_float32, narrow_int64_to_int32),
+    "keras-jax": (remove_dead_nodes, merge_reshapes_and_permutes, cast_float64_to_float32, narrow_int64_to_int32),
 }
 
 

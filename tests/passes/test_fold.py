@@ -1,0 +1,51 @@
+"""Clean-up passes as before/after pairs in text IR."""
+import numpy as np
+
+import portx  # noqa: F401
+from portx.ir import format_graph, parse_graph, validate
+from portx.passes.fold import merge_reshapes_and_permutes, remove_dead_nodes
+from portx.verify import run_reference
+
+CHAIN = """
+graph model(%x: float32[2x3x4]) {
+  %a: float32[6x4] = reshape(%x) {shape=(6, 4)}
+  %b: float32[2x12] = reshape(%a) {shape=(2, 12)}
+  %c: float32[12x2] = permute(%b) {perm=(1, 0)}
+  %d: float32[2x12] = permute(%c) {perm=(1, 0)}
+  %e: float32[2x12] = relu(%d) {}
+  %dead: float32[2x12] = neg(%e) {}
+  return %e
+}
+"""
+
+MERGED = """
+graph model(%x: float32[2x3x4]) {
+  %b: float32[2x12] = reshape(%x) {shape=(2, 12)}
+  %e: float32[2x12] = relu(%b) {}
+  return %e
+}
+"""
+
+
+def test_chains_collapse_and_identities_vanish():
+    before = validate(parse_graph(CHAIN))
+    after = validate(merge_reshapes_and_permutes(before))
+    assert format_graph(after) == format_graph(parse_graph(MERGED))
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    np.testing.assert_array_equal(run_reference(before, [x])[before.outputs[0]], run_reference(after, [x])[after.outputs[0]])
+
+
+def test_permute_composition():
+    graph = validate(parse_graph("""
+graph model(%x: float32[2x3x4]) {
+  %a: float32[3x4x2] = permute(%x) {perm=(1, 2, 0)}
+  %b: float32[4x2x3] = permute(%a) {perm=(1, 2, 0)}
+  return %b
+}"""))
+    after = validate(merge_reshapes_and_permutes(graph))
+    assert [n.attrs["perm"] for n in after.nodes] == [(2, 0, 1)]
+
+
+def test_dead_nodes_are_removed():
+    graph = validate(parse_graph(CHAIN))
+    assert "dead" not in {o.name for n in remove_dead_nodes(graph).nodes for o in n.outputs}
