@@ -25,7 +25,7 @@ from .passes.legalize import PortxWarning  # noqa: E402
 from .passes.pipeline import run_passes  # noqa: E402
 from .verify import DEFAULT_ATOL, DEFAULT_RTOL, compare, first_divergence, make_inputs, run_reference  # noqa: E402
 
-__all__ = ["convert", "load", "inspect", "op_table", "ConversionResult", "TARGETS", "missing_emit_rules"]
+__all__ = ["convert", "load", "inspect", "op_table", "ConversionResult", "TARGETS", "missing_emit_rules", "verify"]
 
 TARGETS = ("keras-jax",)
 
@@ -149,26 +149,11 @@ def _verify(src, graph, model, emitted, seed, atol, rtol) -> dict:
     return result
 
 
-def _as_list(out):
-    return list(out) if isinstance(out, (list, tuple)) else [out]
-
-
 def _localize(graph, emitted, arrays, atol, rtol):
     """Compare every intermediate value of the emitted model with the IR's NumPy reference."""
-    import keras
+    from .recheck import localize
 
-    from .emitters.keras_jax import build_with_locals, import_emitted
-
-    model, tensors = build_with_locals(import_emitted(emitted["code"]))
-    model.load_weights(emitted["weights"])
-    watched = [(v, tensors[var]) for v, var in emitted["var_of"].items()
-               if var in tensors and v not in graph.inputs and not graph.is_param(v)]
-    probe = keras.Model(model.inputs if len(model.inputs) > 1 else model.inputs[0], [t for _, t in watched])
-    values = _as_list(probe(arrays if len(arrays) > 1 else arrays[0]))
-    observed = {v: np.asarray(a) for (v, _), a in zip(watched, values)}
-    found = first_divergence(graph, run_reference(graph, arrays), observed, atol, rtol)
-    return found or {"scope": None, "op": None, "problem": "every intermediate matches the IR reference: "
-                     "the IR itself differs from the source (a frontend import rule)"}
+    return localize(graph, emitted["code"], emitted["var_of"], arrays, atol, rtol)
 
 
 def _emit(graph, folder, target):
@@ -261,3 +246,18 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
             f"{where.get('scope') or '?'} ({where.get('op') or '?'})",
             hint="see report.json; rerun with --atol/--rtol if the tolerance is too tight") from None
     return result
+
+
+def verify(source, out, *, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, inputs=(), trust_pickle=False,
+           trace=False, check=True) -> dict:
+    """Re-check a converted folder ``out`` against ``source`` on seeded batches (seeds seed..seed+samples-1).
+
+    Only out/model.py and its weights are run; report.json is not read. Returns the report dict
+    (``passed``, per-output ``outputs``, per-seed ``samples``, ``first_divergence``, ``trace`` rows).
+    Raises BadInput (2), or VerificationFailed (1) when ``check`` and the outputs differ.
+    Example: ``verify("model.pt2", "out/", samples=3)["outputs"][0]["max_abs"]``.
+    """
+    from .recheck import verify_converted
+
+    return verify_converted(source, out, samples=samples, seed=seed, atol=atol, rtol=rtol, inputs=inputs,
+                            trust_pickle=trust_pickle, trace=trace, check=check)

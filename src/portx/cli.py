@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 import traceback
+import warnings
 
 import click
 
@@ -50,6 +51,9 @@ def _run(debug, fn):
 @click.version_option(package_name="portx")
 def main():
     """portx: convert PyTorch models to Keras 3 (JAX), verified and TPU-ready."""
+    # torch and keras deprecation notices are about their internals, not the user's model
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
 
 
 @main.command()
