@@ -10,9 +10,9 @@ import os
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
 
-from .api import ConversionResult, convert, inspect, load  # noqa: E402
+from .api import ConversionResult, convert, inspect, load, verify  # noqa: E402
 from .errors import BadInput, NotTpuLegal, PortxError, UnsupportedOps, VerificationFailed  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["convert", "inspect", "load", "ConversionResult", "PortxError", "BadInput", "UnsupportedOps",
+__all__ = ["convert", "inspect", "load", "verify", "ConversionResult", "PortxError", "BadInput", "UnsupportedOps",
            "NotTpuLegal", "VerificationFailed", "__version__"]

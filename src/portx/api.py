@@ -23,7 +23,7 @@ from .errors import BadInput, NotTpuLegal, UnsupportedOps, VerificationFailed  #
 from .outputs import staged_output  # noqa: E402
 from .passes.legalize import PortxWarning  # noqa: E402
 from .passes.pipeline import run_passes  # noqa: E402
-from .verify import DEFAULT_ATOL, DEFAULT_RTOL, compare, first_divergence, make_inputs, run_reference  # noqa: E402
+from .verify import DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs  # noqa: E402
 
 __all__ = ["convert", "load", "inspect", "op_table", "ConversionResult", "TARGETS", "missing_emit_rules", "verify"]
 
@@ -67,10 +67,10 @@ def load(source, *, example_inputs=None, inputs=(), trust_pickle=False):
     return from_module(source, example_inputs)
 
 
-def _lower(src):
+def _lower(src, strict_tpu=False):
     from .frontends.torch import lower_exported
 
-    return lower_exported(src.program, name="model")
+    return lower_exported(src.program, name="model", strict_tpu=strict_tpu)
 
 
 def missing_emit_rules(graph, target) -> list:
@@ -102,8 +102,8 @@ def op_table(target=None) -> list:
     rows = [{"op": op.name, "family": op.family, "torch": sorted(op.import_names.get("torch", [])),
              "emits": sorted(op.emit_rules), **table.get("op", {}).get(op.name, {})}
             for op in sorted(REGISTRY.values(), key=lambda o: (o.family, o.name))]
-    rows += [{"op": f"dtype {k}", "family": "dtype", "torch": [], "emits": [], **v}
-             for k, v in table.get("dtype", {}).items()]
+    rows += [{"op": f"{kind} {k}", "family": kind, "torch": [], "emits": [], **v}
+             for kind in ("dtype", "pattern") for k, v in table.get(kind, {}).items()]
     return rows
 
 
@@ -191,7 +191,7 @@ def _tpu_proof(model, graph, strict):
 
 def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(), verify=True,
             atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, seed=0, trust_pickle=False, force=False,
-            strict_tpu=False, export_tpu=False, progress=None) -> ConversionResult:
+            strict_tpu=False, export_tpu=False, fold_bn=True, progress=None) -> ConversionResult:
     """Convert ``source`` (a path or a live nn.Module) for target ``to`` into folder ``out``.
 
     Raises BadInput (2), UnsupportedOps (3) or VerificationFailed (1, files still written).
@@ -204,10 +204,10 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
     with staged_output(out, force) as tmp:
         src = stages.run("load", load, source, example_inputs=example_inputs, inputs=inputs,
                          trust_pickle=trust_pickle)
-        graph = stages.run("lower", _lower, src)
+        graph = stages.run("lower", _lower, src, strict_tpu)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", PortxWarning)
-            graph = stages.run("passes", run_passes, graph, to)
+            graph = stages.run("passes", run_passes, graph, to, skip=() if fold_bn else ("fold_batch_norm",))
         notes = [str(w.message) for w in caught if issubclass(w.category, PortxWarning)] + _nonfinite_params(graph)
         missing = missing_emit_rules(graph, to)
         if missing:

@@ -67,11 +67,12 @@ def main():
 @click.option("--trust-pickle", is_flag=True, help="allow loading a full pickle (runs code from the file)")
 @click.option("--force", is_flag=True, help="replace OUT if it exists")
 @click.option("--strict-tpu", is_flag=True, help="fail (exit 4) unless the model lowers cleanly for TPU")
+@click.option("--no-fold-bn", is_flag=True, help="keep batch norms as layers (default: folded into convolutions)")
 @click.option("--export-tpu", is_flag=True, help="also write OUT/model.tpu.jaxexport (jax.export, tpu+cpu)")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON on stdout")
 @click.option("--debug", is_flag=True, help="show tracebacks")
-def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, force, strict_tpu, export_tpu, as_json,
-            debug):
+def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, force, strict_tpu, no_fold_bn, export_tpu,
+            as_json, debug):
     """Convert SRC (.pt2, .pt) into OUT/model.py + weights, and verify it."""
     from . import api
     from .verify import DEFAULT_ATOL, DEFAULT_RTOL
@@ -82,6 +83,7 @@ def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, force
         return api.convert(src, to=target, out=out, inputs=inputs, verify=not no_verify,
                            atol=DEFAULT_ATOL if atol is None else atol, rtol=DEFAULT_RTOL if rtol is None else rtol,
                            trust_pickle=trust_pickle, force=force, strict_tpu=strict_tpu, export_tpu=export_tpu,
+                           fold_bn=not no_fold_bn,
                            progress=_progress(as_json))
 
     result = _run(debug, work)
@@ -104,9 +106,64 @@ def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, force
 
 @main.command()
 @click.argument("src", type=click.Path(path_type=str))
+@click.argument("out", type=click.Path(path_type=str))
+@click.option("--samples", type=click.IntRange(min=1), default=1, show_default=True, help="seeded input batches")
+@click.option("--seed", type=int, default=0, show_default=True, help="first seed (batches use SEED..SEED+N-1)")
+@click.option("--input", "inputs", multiple=True, help="NAME:SHAPE[:DTYPE] for formats without shapes")
+@click.option("--atol", type=float, default=None, help="absolute tolerance (default 1e-5)")
+@click.option("--rtol", type=float, default=None, help="tolerance relative to the output's scale (default 1e-4)")
+@click.option("--trust-pickle", is_flag=True, help="allow loading a full pickle (runs code from the file)")
+@click.option("--trace", is_flag=True, help="print each layer's error, up to the first diverging one")
+@click.option("--json", "as_json", is_flag=True, help="print the verification report as JSON on stdout")
+@click.option("--debug", is_flag=True, help="show tracebacks")
+def verify(src, out, samples, seed, inputs, atol, rtol, trust_pickle, trace, as_json, debug):
+    """Re-check OUT (written by 'portx convert') against SRC on seeded inputs; exit 1 when they differ."""
+    from . import api
+    from .verify import DEFAULT_ATOL, DEFAULT_RTOL
+
+    report = _run(debug, lambda: api.verify(
+        src, out, samples=samples, seed=seed, inputs=inputs, trust_pickle=trust_pickle, trace=trace, check=False,
+        atol=DEFAULT_ATOL if atol is None else atol, rtol=DEFAULT_RTOL if rtol is None else rtol))
+    if as_json:
+        click.echo(json.dumps(report, indent=2, default=str))
+    else:
+        _print_verification(report)
+    if not report["passed"]:
+        from .errors import VerificationFailed
+
+        sys.exit(_fail(VerificationFailed(report["problem"], hint="" if trace else "rerun with --trace to see "
+                                          "every layer's error"), False))
+    if not as_json:
+        click.echo(f"verified: {out} matches {report['source']} on {len(report['samples'])} sample(s) "
+                   f"(seeds {seed}..{seed + len(report['samples']) - 1})")
+
+
+def _print_verification(report):
+    for row in report["outputs"]:
+        click.echo(f"  output {row['name']}: max abs {_num(row['max_abs'])}, max rel {_num(row['max_rel'])} "
+                   f"(atol {row['atol']:g}, rtol {row['rtol']:g})" + ("" if row["passed"] else "  DIFFERS"))
+    if report.get("note"):
+        click.echo(f"  note: {report['note']}", err=True)
+    if "trace" in report:
+        click.echo(f"  trace (seed {report['trace_seed']}): each layer vs the IR reference | vs the source")
+    for row in report.get("trace", []):
+        theirs = row["source"]
+        vs_source = f" | {_num(theirs['max_abs'])} / {_num(theirs['max_rel'])}" if theirs else ""
+        mark = "" if row["passed"] else "   <- first divergence"
+        click.echo(f"    {(row['scope'] or '<top>') + ' (' + row['op'] + ')':<32} %{row['value']:<20} "
+                   f"max abs {_num(row['max_abs'])}, max rel {_num(row['max_rel'])}{vs_source}{mark}")
+
+
+def _num(x):
+    return "n/a" if x is None else f"{x:.3g}"
+
+
+@main.command()
+@click.argument("src", type=click.Path(path_type=str))
 @click.option("--input", "inputs", multiple=True, help="NAME:SHAPE[:DTYPE] for formats without shapes")
 @click.option("--trust-pickle", is_flag=True, help="allow loading a full pickle (runs code from the file)")
-@click.option("--target", type=click.Choice(["tpu"]), default=None, help="add each op's TPU status")
+@click.option("--target", type=click.Choice(["tpu", "torch_xla"]), default=None,
+              help="add each op's TPU status from that op table (tpu: keras-jax; torch_xla: PyTorch/XLA)")
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 @click.option("--debug", is_flag=True, help="show tracebacks")
 def inspect(src, inputs, trust_pickle, target, as_json, debug):
@@ -130,7 +187,8 @@ def inspect(src, inputs, trust_pickle, target, as_json, debug):
 
 
 @main.command()
-@click.option("--target", type=click.Choice(["tpu"]), default=None, help="show the op table's TPU status")
+@click.option("--target", type=click.Choice(["tpu", "torch_xla"]), default=None,
+              help="show that op table's TPU status (tpu: keras-jax; torch_xla: PyTorch/XLA or torchax)")
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 def ops(target, as_json):
     """List the IR ops and the PyTorch ops each imports; with --target, each op's status, reason and source."""

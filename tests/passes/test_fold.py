@@ -3,7 +3,7 @@ import numpy as np
 
 import portx  # noqa: F401
 from portx.ir import format_graph, parse_graph, validate
-from portx.passes.fold import merge_reshapes_and_permutes, remove_dead_nodes
+from portx.passes.fold import fold_batch_norm, merge_reshapes_and_permutes, remove_dead_nodes
 from portx.verify import run_reference
 
 CHAIN = """
@@ -49,3 +49,35 @@ graph model(%x: float32[2x3x4]) {
 def test_dead_nodes_are_removed():
     graph = validate(parse_graph(CHAIN))
     assert "dead" not in {o.name for n in remove_dead_nodes(graph).nodes for o in n.outputs}
+
+
+CONV_BN = """
+graph model(%x: float32[1x3x6x6]) {
+  param %w: float32[4x3x3x3]
+  param %b: float32[4]
+  param %g: float32[4]
+  param %beta: float32[4]
+  param %m: float32[4]
+  param %v: float32[4]
+  %c: float32[1x4x4x4] = conv(%x, %w, %b) {dilation=(1, 1), groups=1, pads=((0, 0), (0, 0)), stride=(1, 1)}  # c
+  %y: float32[1x4x4x4] = batch_norm(%c, %g, %beta, %m, %v) {eps=1e-05}  # bn
+  return %y
+}
+"""
+
+
+def test_batch_norm_folds_into_conv():
+    rng = np.random.default_rng(0)
+    params = {"v": rng.uniform(0.5, 1.5, 4).astype(np.float32)}
+    before = validate(parse_graph(CONV_BN, params))
+    after = validate(fold_batch_norm(before))
+    assert [n.op.name for n in after.nodes] == ["conv"] and after.nodes[0].scope == "c"
+    x = rng.standard_normal((1, 3, 6, 6)).astype(np.float32)
+    want = run_reference(before, [x])[before.outputs[0]]
+    got = run_reference(after, [x])[after.outputs[0]]
+    np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-5)
+
+
+def test_extreme_scale_is_not_folded():
+    before = validate(parse_graph(CONV_BN, {"v": np.full(4, -1e-5 + 1e-12, np.float32), "g": np.ones(4, np.float32)}))
+    assert [n.op.name for n in fold_batch_norm(before).nodes] == ["conv", "batch_norm"]

@@ -19,11 +19,11 @@ import operator
 import numpy as np
 import torch
 
-from ..errors import BadInput, Unsupported, UnsupportedOps
+from ..errors import BadInput, NotTpuLegal, Unsupported, UnsupportedOps
 from ..ir import IMPORT_RULES, Graph, Node, TensorType, Value, infer_outputs, param_value
 from ..ir.validate import IRError
 
-__all__ = ["lower_exported", "export_module", "torch_dtype_name", "TorchCall", "rule_for"]
+__all__ = ["lower_exported", "export_module", "torch_dtype_name", "TorchCall", "rule_for", "data_dependent_ops"]
 
 _SKIP = {"aten::_assert_tensor_metadata", "aten::_assert_scalar", "aten::sym_constrain_range_for_size",
          "aten::_assert_async", "aten::sym_constrain_range"}
@@ -319,11 +319,58 @@ def _state_of(ep) -> dict:
     return result
 
 
-def lower_exported(ep, name="model") -> Graph:
+# Note [data-dependent shapes]: nonzero, boolean-mask indexing, unique... give outputs whose size
+# depends on tensor values, and .item() moves a value to the host. torch.export records each
+# such op with ``unbacked_bindings`` (the symbols it introduces). TPUs (XLA) need static shapes
+# and have no host round trip inside a program, so every occurrence is listed with a static
+# alternative before lowering starts (TPU_NOTES.md, sections 2 and 3).
+_STATIC_ALTERNATIVE = {
+    "nonzero": "data-dependent shape; use torch.nonzero_static(x, size=N, fill_value=-1) with a fixed N",
+    "index": "boolean-mask indexing has a data-dependent shape; use torch.where(mask, x, 0) or x * mask",
+    "masked_select": "data-dependent shape; use torch.where(mask, x, 0) or x * mask",
+    "unique": "data-dependent shape; use torch.bincount(x, minlength=K) or a one-hot sum over K values",
+    "item": "host sync; keep the value as a 0-d tensor (no .item()) and use torch.where for control flow",
+}
+_ALIASES = {"argwhere": "nonzero", "_local_scalar_dense": "item", "_unique": "unique", "_unique2": "unique",
+            "unique_dim": "unique", "unique_consecutive": "unique"}
+
+
+def _static_alternative(op) -> str:
+    short = op.split("::")[-1]
+    return _STATIC_ALTERNATIVE.get(_ALIASES.get(short, short), "data-dependent shape; pad to a fixed size")
+
+
+def data_dependent_ops(ep) -> list:
+    """(op, [scope], reason) for every op whose output shape or value the host must know.
+
+    One item per occurrence, so messages name every scope (Note [data-dependent shapes]).
+    """
+    low = _Lowering(ep)
+    return [(_op_name(n.target), [low.scope_of(n)], _static_alternative(_op_name(n.target)))
+            for n in ep.graph.nodes if n.op == "call_function" and n.meta.get("unbacked_bindings")]
+
+
+def _refuse_data_dependent(ep, strict_tpu):
+    """Raise NotTpuLegal (strict) or UnsupportedOps listing every data-dependent op."""
+    items = data_dependent_ops(ep)
+    if not items:
+        return
+    if not strict_tpu:
+        raise UnsupportedOps(items)
+    listing = "; ".join(f"{op} at {scopes[0] or '<top>'} [{reason}]" for op, scopes, reason in items)
+    exc = NotTpuLegal(f"{len(items)} data-dependent op{'s' if len(items) > 1 else ''} (TPUs need static shapes "
+                      f"and no host round trips): {listing}", hint="rewrite each as suggested and export again")
+    exc.items = items
+    raise exc
+
+
+def lower_exported(ep, name="model", strict_tpu=False) -> Graph:
     """Lower an ExportedProgram to a validated-by-construction IR Graph.
 
-    Raises UnsupportedOps listing every op without an import rule, with scopes and counts.
+    Raises UnsupportedOps listing every op without an import rule, with scopes and counts, and
+    every data-dependent op (NotTpuLegal, exit 4, when ``strict_tpu``).
     """
+    _refuse_data_dependent(ep, strict_tpu)
     ep = _prepare(ep)
     low = _Lowering(ep)
     state = _state_of(ep)

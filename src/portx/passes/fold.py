@@ -1,4 +1,4 @@
-"""Clean-up passes: dead-node removal.
+"""Clean-up passes: dead nodes, reshape/permute chains, batch norm folded into convolutions.
 
 Example (before / after)::
 
@@ -8,9 +8,11 @@ Example (before / after)::
 """
 from __future__ import annotations
 
-from ..ir import Graph
+import numpy as np
 
-__all__ = ["remove_dead_nodes", "merge_reshapes_and_permutes"]
+from ..ir import Graph, param_value
+
+__all__ = ["remove_dead_nodes", "merge_reshapes_and_permutes", "fold_batch_norm"]
 
 
 def remove_dead_nodes(graph: Graph) -> Graph:
@@ -69,3 +71,60 @@ def _is_identity(node) -> bool:
     if node.op.name == "reshape":
         return node.inputs[0].type.shape == node.output.type.shape
     return tuple(node.attrs["perm"]) == tuple(range(len(node.attrs["perm"])))
+
+
+def fold_batch_norm(graph: Graph) -> Graph:
+    """Fold an inference batch norm into the convolution (or linear) feeding it.
+
+    Applies when the conv's output has no other reader and every weight involved is stored.
+    The scale ``gamma / sqrt(var + eps)`` is computed in float64; folding is skipped when it is
+    extreme (> 1e4), where float32 weights would lose the 1e-4 verification tolerance.
+
+    Before / after::
+
+        %c = conv(%x, %w, %b) {...}          # stem.0
+        %y = batch_norm(%c, %g, %beta, %m, %v) {eps=1e-05}   ->   %y = conv(%x, %w', %b') {...}  # stem.0
+    """
+    from ..ops.conv import CONV
+    from ..ops.norm import BATCH_NORM
+
+    producer = {o: n for n in graph.nodes for o in n.outputs}
+    users = graph.users()
+    params, values = dict(graph.params), dict(graph.param_values)
+    replaced, dropped = {}, set()
+    for node in graph.nodes:
+        conv = producer.get(node.inputs[0]) if node.op is BATCH_NORM else None
+        if conv is None or conv.op is not CONV or len(users.get(conv.output, [])) != 1:
+            continue
+        if not all(v is None or graph.is_param(v) for v in conv.inputs[1:] + node.inputs[1:]):
+            continue
+        folded = _folded_weights(graph, conv, node)
+        if folded is None:
+            continue
+        w_name, b_name = f"{conv.inputs[1].name}.folded", f"{conv.inputs[1].name}.folded_bias"
+        for name, array in ((w_name, folded[0]), (b_name, folded[1])):
+            params[name] = array
+            values[name] = param_value(name, array)
+        replaced[node] = conv.replace(inputs=(conv.inputs[0], values[w_name], values[b_name]), outputs=node.outputs)
+        dropped.add(conv)
+    if not replaced:
+        return graph
+    nodes = tuple(replaced.get(n, n) for n in graph.nodes if n not in dropped)
+    return remove_dead_nodes(graph.replace(nodes=nodes, params=params, param_values=values))
+
+
+def _folded_weights(graph, conv, bn):
+    """(weight, bias) of conv followed by bn, or None when the scale is too extreme to fold."""
+    def get(value, default):
+        return default if value is None else graph.params[value.name].astype(np.float64)
+
+    w = graph.params[conv.inputs[1].name]
+    channels = w.shape[0]
+    mean, var = get(bn.inputs[3], None), get(bn.inputs[4], None)
+    gamma, beta = get(bn.inputs[1], np.ones(channels)), get(bn.inputs[2], np.zeros(channels))
+    bias = get(conv.inputs[2] if len(conv.inputs) > 2 else None, np.zeros(channels))
+    scale = gamma / np.sqrt(var + bn.attrs["eps"])
+    if not np.all(np.isfinite(scale)) or np.abs(scale).max() > 1e4:
+        return None
+    weight = (w.astype(np.float64) * scale.reshape((-1,) + (1,) * (w.ndim - 1))).astype(w.dtype)
+    return weight, ((bias - mean) * scale + beta).astype(w.dtype)

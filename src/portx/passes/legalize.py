@@ -1,8 +1,10 @@
-"""TPU legality passes on dtypes: float64 -> float32, int64 -> int32 where values fit.
+"""TPU legality: the op-table driver and the dtype passes (float64 -> float32, int64 -> int32).
 
-XLA:TPU has no float64 hardware and only partial int64 support; JAX makes no 64-bit values
-unless x64 is enabled (see op_tables/tpu.toml, rows `float64` and `int64`). Each pass warns
-with the scopes it changed.
+``legalize(graph, table)`` applies an op table (``op_tables/<table>.toml``): every op whose row
+says ``status = "rewrite:<rule>[,<rule>...]"`` has each of its nodes offered to those node rules
+in order (``passes/rewrites*.py``); the first that matches replaces the node. XLA:TPU has no
+float64 hardware and only partial int64 support; JAX makes no 64-bit values unless x64 is
+enabled (rows ``dtype.float64`` and ``dtype.int64``). Each pass warns with the scopes it changed.
 
 Example (before / after)::
 
@@ -15,9 +17,12 @@ import warnings
 
 import numpy as np
 
-from ..ir import Graph, Value, infer_outputs, param_value
+from ..ir import Graph, IRError, Value, infer_outputs, param_value
+from . import rewrites_pool, rewrites_resize  # noqa: F401  (registers the node rules)
+from .rewrites import NODE_RULES, Rewriter
 
-__all__ = ["PortxWarning", "RULES", "retype", "cast_float64_to_float32", "narrow_int64_to_int32"]
+__all__ = ["PortxWarning", "RULES", "retype", "cast_float64_to_float32", "narrow_int64_to_int32", "legalize",
+           "legalize_for_tpu", "rules_of"]
 
 
 class PortxWarning(UserWarning):
@@ -74,7 +79,10 @@ def cast_float64_to_float32(graph: Graph) -> Graph:
 
 
 def narrow_int64_to_int32(graph: Graph) -> Graph:
-    """int64 parameters whose values fit in int32, and int64 inputs, become int32."""
+    """int64 inputs, int64 parameters whose values fit in int32, and casts to int64 become int32.
+
+    A warning names the scopes that computed in int64 (index arithmetic, casts, ids).
+    """
     info = np.iinfo(np.int32)
     changed = {}
     for name, array in graph.params.items():
@@ -84,13 +92,68 @@ def narrow_int64_to_int32(graph: Graph) -> Graph:
                 continue
             changed[name] = array.astype(np.int32)
     int_inputs = [v.name for v in graph.inputs if v.type.dtype == "int64"]
-    if not changed and not int_inputs:
+    casts = [n.outputs[0].name for n in graph.nodes if n.attrs.get("dtype") == "int64"]
+    if not changed and not int_inputs and not casts:
         return graph
     if int_inputs:
         warnings.warn(PortxWarning(f"inputs {', '.join(int_inputs)}: int64 -> int32 (JAX without x64 and "
                                    "TPUs use 32-bit integers; ids must be below 2**31)"))
-    return retype(graph, {"int64": "int32"}, changed)
+    after = retype(graph, {"int64": "int32"}, changed)
+    narrowed = {o.name for n, m in zip(graph.nodes, after.nodes) for o, p in zip(n.outputs, m.outputs)
+                if o.type.dtype == "int64" and p.type.dtype == "int32"}
+    if changed or narrowed:
+        warnings.warn(PortxWarning(f"int64 -> int32 (TPUs emulate 64-bit integers) at: "
+                                   f"{', '.join(_scopes_using(graph, set(changed) | narrowed)) or 'inputs'}"))
+    return after
 
 
-#: rewrite rules that op_tables may name (``status = "rewrite:<name>"``)
-RULES = {fn.__name__: fn for fn in (cast_float64_to_float32, narrow_int64_to_int32)}
+def rules_of(status: str) -> list:
+    """The rule names in an op-table status: ``"rewrite:a,b"`` -> ``["a", "b"]`` (else ``[]``)."""
+    if not status.startswith("rewrite:"):
+        return []
+    return [name.strip() for name in status.split(":", 1)[1].split(",") if name.strip()]
+
+
+def legalize(graph: Graph, table: str = "tpu") -> Graph:
+    """Apply the node rules an op table names to every node of those ops.
+
+    Before / after (``op.resize`` says ``rewrite:resize_nearest_as_repeat,...``)::
+
+        %y: float32[1x2x4x4] = resize(%x) {size=(4, 4), mode='nearest', ...}    # up
+            ->
+        %y_split = reshape(%x) ...; %y_repeat = expand(%y_split) ...; %y = reshape(%y_repeat) ...
+    """
+    from ..optables import load_table  # the table is data; load it only when the pass runs
+
+    plans = {}
+    for op, row in load_table(table).get("op", {}).items():
+        names = rules_of(row.get("status", ""))
+        if names:
+            plans[op] = [NODE_RULES[n] for n in names]
+    rw, nodes = Rewriter(graph), []
+    for node in graph.nodes:
+        for rule in plans.get(node.op.name, ()):
+            rw.begin(node)
+            try:
+                matched = rule(node, rw)
+            except (ValueError, TypeError, IndexError) as exc:
+                raise IRError(f"{node.where()}: rewrite {rule.__name__} failed: {exc}") from exc
+            if matched:
+                nodes.extend(rw.nodes)
+                break
+        else:
+            nodes.append(node)
+    if not rw.params and len(nodes) == len(graph.nodes) and all(a is b for a, b in zip(nodes, graph.nodes)):
+        return graph
+    return graph.replace(nodes=tuple(nodes), params={**graph.params, **rw.params},
+                         param_values={**graph.param_values, **rw.param_values})
+
+
+def legalize_for_tpu(graph: Graph) -> Graph:
+    """``legalize(graph, "tpu")``: the keras-jax pipeline's op-table step (op_tables/tpu.toml)."""
+    return legalize(graph, "tpu")
+
+
+#: rules that op_tables may name (``status = "rewrite:<name>"``): graph passes for dtype rows,
+#: node rules (``passes/rewrites*.py``) for op rows
+RULES = {fn.__name__: fn for fn in (cast_float64_to_float32, narrow_int64_to_int32)} | NODE_RULES

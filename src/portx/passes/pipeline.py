@@ -6,20 +6,23 @@ Example:
 from __future__ import annotations
 
 from ..ir import IRError, validate
-from .fold import merge_reshapes_and_permutes, remove_dead_nodes
-from .legalize import cast_float64_to_float32, narrow_int64_to_int32
+from .fold import fold_batch_norm, merge_reshapes_and_permutes, remove_dead_nodes
+from .legalize import cast_float64_to_float32, legalize_for_tpu, narrow_int64_to_int32
 
 __all__ = ["PIPELINES", "run_passes"]
 
 #: target -> ordered passes (Graph -> Graph)
 PIPELINES = {
-    "keras-jax": (remove_dead_nodes, merge_reshapes_and_permutes, cast_float64_to_float32, narrow_int64_to_int32),
+    "keras-jax": (remove_dead_nodes, legalize_for_tpu, merge_reshapes_and_permutes, cast_float64_to_float32,
+                  narrow_int64_to_int32, fold_batch_norm),
 }
 
 
-def run_passes(graph, target, check=True):
-    """Apply the target's passes in order, validating after each when ``check``."""
+def run_passes(graph, target, check=True, skip=()):
+    """Apply the target's passes in order (minus those named in ``skip``), validating after each."""
     for fn in PIPELINES[target]:
+        if fn.__name__ in skip:
+            continue
         try:
             graph = fn(graph)
             if check:

@@ -1,0 +1,82 @@
+"""Adaptive pooling rewrites: uneven torch bins as static IR ops.
+
+When every input size is a multiple of its output size, adaptive pooling is a plain pooling
+window and stays native. Otherwise torch's bins (``[floor(i*in/out), ceil((i+1)*in/out))``) differ
+in length and may overlap: PyTorch/XLA then falls back to the CPU (``IsSupportedAdaptivePool``),
+and a TPU wants a static form. Average bins are a constant pooling matrix per axis (a matmul);
+max bins a gather of each bin, padded to the longest bin by repeating its last index, then a max.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ops.adaptive_pool import ADAPTIVE_AVG_POOL, ADAPTIVE_MAX_POOL, adaptive_bins, bin_mean_matrix
+from ..ops.reduce import REDUCE
+from ..ops.shape import RESHAPE
+from ..ops.shape_index import INDEX_SELECT
+from .rewrites import contract_axes, node_rule
+
+__all__ = ["adaptive_avg_pool_as_matmul", "adaptive_max_pool_as_gather_max"]
+
+
+def _uneven_axes(node):
+    """(axis, n_in, n_out) per pooled axis, or None when the bins are even (or shapes symbolic)."""
+    x, size = node.inputs[0], node.attrs["size"]
+    if not x.type.is_static:
+        return None
+    first = x.type.rank - len(size)
+    axes = [(first + i, x.type.shape[first + i], n_out) for i, n_out in enumerate(size)]
+    return axes if any(n_in % n_out for _, n_in, n_out in axes) else None
+
+
+@node_rule(ADAPTIVE_AVG_POOL)
+def adaptive_avg_pool_as_matmul(node, rw) -> bool:
+    """Uneven adaptive average pooling as one matmul per axis with a constant bin-mean matrix.
+
+    Before / after::
+
+        %y: float32[1x8x3x2] = adaptive_avg_pool(%x: float32[1x8x5x4]) {size=(3, 2)}  # pool
+            ->
+        %y: float32[1x8x3x2] = matmul(%pool.bin_rows, %x)   # bin_rows: float32[3x5], rows
+                                                             # [.5 .5 0 0 0], [0 .5 .5 0 0], ...
+    (the W axis divides evenly, 4 -> 2, and still becomes a matrix: one form for the whole node)
+    """
+    axes = _uneven_axes(node)
+    if axes is None:
+        return False
+    matrices = [None if n_in == n_out else bin_mean_matrix(n_in, n_out) for _, n_in, n_out in axes]
+    hints = ("bin_depth", "bin_rows", "bin_cols")[3 - len(axes):]
+    contract_axes(rw, node.inputs[0], matrices, hints, node.inputs[0].type.dtype)
+    return True
+
+
+@node_rule(ADAPTIVE_MAX_POOL)
+def adaptive_max_pool_as_gather_max(node, rw) -> bool:
+    """Uneven adaptive max pooling as, per axis, a static gather of each bin, a reshape and a max.
+
+    Each bin's indices are padded to the longest bin by repeating its last index, which cannot
+    change a max.
+
+    Before / after::
+
+        %y: float32[1x8x3] = adaptive_max_pool(%x: float32[1x8x5]) {size=(3,)}  # pool
+            ->
+        %y_bins2: float32[1x8x6] = index_select(%x, %pool.bins_axis2) {axis=2}  # [0 1 1 2 3 4]
+        %y_group2: float32[1x8x3x2] = reshape(%y_bins2) {shape=(1, 8, 3, 2)}
+        %y: float32[1x8x3] = amax(%y_group2) {axes=(3,)}
+    """
+    axes = _uneven_axes(node)
+    if axes is None:
+        return False
+    steps = [(axis, n_in, n_out) for axis, n_in, n_out in axes if n_in != n_out]
+    y = node.inputs[0]
+    for k, (axis, n_in, n_out) in enumerate(steps):
+        starts, ends = adaptive_bins(n_in, n_out)
+        width = int(max(ends - starts))
+        table = np.minimum(starts[:, None] + np.arange(width), ends[:, None] - 1).reshape(-1).astype(np.int32)
+        y = rw.emit(INDEX_SELECT, [y, rw.const(table, f"bins_axis{axis}")], {"axis": axis}, f"bins{axis}")
+        shape = y.type.shape
+        y = rw.emit(RESHAPE, [y], {"shape": shape[:axis] + (n_out, width) + shape[axis + 1:]}, f"group{axis}")
+        reduce_args = (REDUCE["amax"], [y], {"axes": (axis + 1,)})
+        y = rw.finish(*reduce_args) if k == len(steps) - 1 else rw.emit(*reduce_args, hint=f"max{axis}")
+    return True

@@ -1,0 +1,115 @@
+"""Equivalence checks for your own test suite: ``assert_equivalent`` and the ``portx_equivalence`` fixture.
+
+``assert_equivalent`` runs a PyTorch source and its conversion on the same inputs and raises
+AssertionError with per-output max abs/rel errors (and the first diverging layer when it can tell).
+This module is also a pytest plugin (entry point ``pytest11: portx``): installing portx gives every
+test the ``portx_equivalence`` fixture, with tolerances from ``--portx-atol`` / ``--portx-rtol``.
+
+Example:
+    >>> from portx.testing import assert_equivalent
+    >>> assert_equivalent(model, "out/", example_inputs=(torch.randn(1, 3, 32, 32),), samples=3)
+
+    def test_converted_model(portx_equivalence):     # in a user's tests, no import needed
+        portx_equivalence("model.pt2", "out/", samples=3)
+"""
+from __future__ import annotations
+
+import functools
+import os
+
+import numpy as np
+
+from .verify import DEFAULT_ATOL, DEFAULT_RTOL
+
+__all__ = ["assert_equivalent", "portx_equivalence", "pytest_addoption"]
+
+
+def _as_array(x):
+    return x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)
+
+
+def _input_specs(arrays) -> tuple:
+    """``--input`` specs for file formats that do not record shapes (TorchScript, pickles)."""
+    specs = []
+    for i, a in enumerate(arrays or ()):
+        shape = "x".join(str(d) for d in a.shape) or "scalar"
+        specs.append(f"input{i}:{shape}:{a.dtype}")
+    return tuple(specs)
+
+
+def _open_source(source, inputs, example_inputs, trust_pickle):
+    from .api import load
+
+    examples = example_inputs if example_inputs is not None else inputs
+    if isinstance(source, (str, os.PathLike)):
+        arrays = [_as_array(x) for x in examples] if examples is not None else None
+        return load(source, inputs=_input_specs(arrays), trust_pickle=trust_pickle)
+    return load(source, example_inputs=examples)
+
+
+def _explain(report) -> str:
+    """The AssertionError text: each output's errors, then the first diverging layer or why it is unknown."""
+    lines = [f"portx: {report['out']} is not equivalent to {report['source']}"]
+    if not report.get("outputs"):
+        lines.append(f"  {report.get('problem', '')}")
+    for row in report.get("outputs", []):
+        verdict = "ok" if row["passed"] else f"DIFFERS: {row['problem']}"
+        lines.append(f"  output {row['name']}: max abs {_num(row['max_abs'])}, max rel {_num(row['max_rel'])} "
+                     f"(atol {row['atol']:g}, rtol {row['rtol']:g}) {verdict}")
+    where = report.get("first_divergence")
+    if where:
+        lines.append(f"  first diverging layer: {where['scope'] or '<top>'} ({where['op']}) %{where['value']}: "
+                     f"max abs {_num(where['max_abs'])}, max rel {_num(where['max_rel'])}; {where['problem']}")
+    elif report.get("outputs"):
+        lines.append(f"  first diverging layer: unknown ({report.get('note') or 'every layer matches its IR reference'})")
+    return "\n".join(lines)
+
+
+def _num(x) -> str:
+    return "n/a" if x is None else f"{x:.3g}"
+
+
+def assert_equivalent(source, converted, inputs=None, *, example_inputs=None, samples=1, seed=0,
+                      atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, trust_pickle=False) -> dict:
+    """Assert that ``converted`` computes what ``source`` computes; returns the report when it does.
+
+    source: an ``nn.Module`` (with ``example_inputs``, or ``inputs``) or a model file path.
+    converted: an OUT folder from ``portx convert``, its ``model.py``, or a live ``keras.Model``.
+    inputs: arrays to run both on (one batch); by default ``samples`` seeded valid batches
+    (seeds ``seed``..``seed+samples-1``). Raises AssertionError with per-output max abs/rel errors.
+    Example: ``assert_equivalent(net, "out/", example_inputs=(x,), samples=3, atol=1e-4)``.
+    """
+    from .recheck import check_converted, open_converted
+
+    src = _open_source(source, inputs, example_inputs, trust_pickle)
+    batch = None if inputs is None else [_as_array(x) for x in inputs]
+    report = check_converted(src, open_converted(converted), batch=batch, samples=samples, seed=seed,
+                             atol=atol, rtol=rtol)
+    if not report["passed"]:
+        raise AssertionError(_explain(report))
+    return report
+
+
+try:
+    import pytest
+except ImportError:  # the plugin part needs pytest; assert_equivalent does not
+    pytest = None
+
+if pytest is not None:
+    def pytest_addoption(parser):
+        """``--portx-atol`` / ``--portx-rtol``: tolerances for the ``portx_equivalence`` fixture."""
+        group = parser.getgroup("portx", "portx equivalence checks")
+        group.addoption("--portx-atol", type=float, default=None,
+                        help=f"absolute tolerance of portx_equivalence (default {DEFAULT_ATOL:g})")
+        group.addoption("--portx-rtol", type=float, default=None,
+                        help=f"tolerance relative to each output's scale (default {DEFAULT_RTOL:g})")
+
+    @pytest.fixture
+    def portx_equivalence(request):
+        """``assert_equivalent`` with the session's ``--portx-atol/--portx-rtol`` (overridable per call).
+
+        Example: ``portx_equivalence("model.pt2", "out/", samples=3)``.
+        """
+        atol, rtol = request.config.getoption("portx_atol"), request.config.getoption("portx_rtol")
+        return functools.partial(assert_equivalent, atol=DEFAULT_ATOL if atol is None else atol,
+                                 rtol=DEFAULT_RTOL if rtol is None else rtol)
