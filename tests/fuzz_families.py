@@ -166,7 +166,7 @@ def _attention(b, x):
     if not causal and b.flag():
         dtype = b.pick(["bool", "float32"])
         mask = b.param(b.data(b.pick([(length, s), (1, length, s), (length, 1)]), dtype), "mask")
-    attrs = {"is_causal": causal, "enable_gqa": gqa, "scale": b.pick([1.0 / np.sqrt(e), b.num(0.1, 1.0)])}
+    attrs = {"is_causal": causal, "enable_gqa": gqa, "scale": b.pick([float(1.0 / np.sqrt(e)), b.num(0.1, 1.0)])}
     return b.emit(ATTENTION, [x, key, value] + ([mask] if mask is not None else []), attrs)
 
 

@@ -109,6 +109,8 @@ class Builder:
         ``exact``: the op moves or selects data only, so exact inputs give exact outputs.
         """
         attrs = op.normalize_attrs(dict(attrs or {}))
+        if all(v is None or v.name in self.param_values for v in inputs):
+            return self._folded(op, inputs, attrs)
         types = infer_outputs(op, [None if v is None else v.type for v in inputs], attrs)
         i = len(self.nodes)
         outs = tuple(Value(f"v{i}" if len(types) == 1 else f"v{i}_{j}", t) for j, t in enumerate(types))
@@ -117,6 +119,17 @@ class Builder:
         if exact and all(v is None or v in self.exact for v in inputs):
             self.exact.update(outs)
         return outs[0] if len(outs) == 1 else list(outs)
+
+    def _folded(self, op, inputs, attrs):
+        """A node that reads only stored arrays becomes a stored array, as the frontend folds it."""
+        arrays = [None if v is None else self.params[v.name] for v in inputs]
+        while arrays and arrays[-1] is None:
+            arrays.pop()
+        types = infer_outputs(op, [None if v is None else v.type for v in inputs], attrs)
+        result = op.reference_rule(*arrays, **attrs)
+        results = result if isinstance(result, (list, tuple)) else [result]
+        folded = [self.param(np.asarray(r).astype(t.dtype), "folded") for r, t in zip(results, types)]
+        return folded if len(folded) > 1 else folded[0]
 
     def positive(self, x) -> Value:
         """``|x| + 0.5`` (``|x| + 1`` for ints): inside the domain of log, sqrt, division, pow."""
@@ -136,6 +149,8 @@ class Builder:
         extra = [v for v in produced if v not in outputs]
         if extra and self.flag():
             outputs.append(self.pick(extra))
+        if self.int(0, 7) == 0:  # a model may return one of its inputs unchanged
+            outputs.append(self.pick(self.inputs))
         return Graph(tuple(self.inputs), tuple(outputs), tuple(self.nodes), self.params, self.param_values,
                      self.pick(["model", "fuzz", "Fuzz_Net2"]))
 
@@ -151,11 +166,11 @@ def broadcast_partner_shape(b, shape) -> tuple:
 
 
 def _random_shape(b) -> tuple:
-    rank = b.pick([1, 2, 2, 3, 3, 3, 4, 4, 4, 4])
-    return (b.int(1, 2),) + tuple(b.int(1, 6) for _ in range(rank - 1))
+    rank = b.pick([1, 2, 2, 3, 3, 3, 4, 4, 4, 4, 5])
+    return (b.int(1, 2),) + tuple(b.int(1, 6 if rank < 5 else 3) for _ in range(rank - 1))
 
 
-def broadcasts(a, b_shape, max_rank=4) -> bool:
+def broadcasts(a, b_shape, max_rank=5) -> bool:
     """True when the shapes broadcast to a result of at most ``max_rank`` dims."""
     try:
         return len(broadcast_shapes(a, b_shape)) <= max_rank

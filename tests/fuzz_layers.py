@@ -181,8 +181,8 @@ def _float_rank(low):
 
 
 LAYER_FAMILIES = [
-    ("conv", _spatial, _conv),
-    ("conv_transpose", _spatial, _conv_transpose),
+    ("conv", lambda b, v: is_float(v) and 3 <= v.type.rank <= 5, _conv),
+    ("conv_transpose", lambda b, v: is_float(v) and 3 <= v.type.rank <= 5, _conv_transpose),
     ("pool", _spatial, _pool),
     ("adaptive_pool", _spatial, _adaptive_pool),
     ("resize", _spatial, _resize),

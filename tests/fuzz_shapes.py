@@ -1,7 +1,7 @@
 """Fuzz families for data movement: reshape, permute, expand, concat, stack, split, slicing, gathers, pad.
 
 Used by ``fuzz_families.py``; every op here moves data only, so exact inputs give exact outputs.
-Sizes stay positive (no empty slices or split pieces) and ranks stay at most 4 (5 for stack).
+Sizes stay positive (no empty slices or split pieces) and ranks stay at most 5.
 
 Example:
     >>> name, accepts, build = SHAPE_FAMILIES[0]
@@ -147,7 +147,7 @@ def _pad(b, x):
     return b.emit(PAD, [x], {"pads": tuple(pads), "mode": mode, "value": value}, exact=True)
 
 
-def _ranked(low, high=4):
+def _ranked(low, high=5):
     return lambda b, v: low <= v.type.rank <= high
 
 

@@ -13,7 +13,7 @@ import portx  # noqa: F401  (registers ops)
 from portx.emitters.keras_jax import emit_keras, import_emitted
 from portx.frontends.torch import export_module, lower_exported
 from portx.ir import validate
-from portx.verify import compare_arrays, run_reference
+from portx.equivalence import compare_arrays, run_reference
 
 
 class Wrap(torch.nn.Module):

@@ -123,3 +123,12 @@ def test_python_api_raises_and_reports(converted, tampered):
     report = portx.verify(SAMPLE, tampered, check=False)
     assert report["passed"] is False and report["first_divergence"]["value"] == "conv2d_2"
     assert "trace" not in report  # rows only with trace=True; report.json is never read
+
+
+def test_trace_follows_a_conversion_made_with_no_fold_bn(tmp_path):
+    """OUT's flags are not read from report.json: verify finds the pass set whose code is model.py."""
+    out = tmp_path / "unfolded"
+    assert _run("convert", SAMPLE, "-o", out, "--no-fold-bn", "--json").exit_code == 0
+    run = _run("verify", SAMPLE, out, "--trace")
+    assert run.exit_code == 0, run.output
+    assert "stem.1 (batch_norm)" in run.output and "comparing outputs only" not in run.output

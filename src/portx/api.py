@@ -23,7 +23,7 @@ from .errors import BadInput, NotTpuLegal, UnsupportedOps, VerificationFailed  #
 from .outputs import staged_output  # noqa: E402
 from .passes.legalize import PortxWarning  # noqa: E402
 from .passes.pipeline import run_passes  # noqa: E402
-from .verify import DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs  # noqa: E402
+from .equivalence import DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs  # noqa: E402
 
 __all__ = ["convert", "load", "inspect", "op_table", "ConversionResult", "TARGETS", "missing_emit_rules", "verify"]
 
@@ -179,6 +179,14 @@ def _nonfinite_params(graph) -> list:
     return notes
 
 
+def _require_jax_backend():
+    import keras
+
+    if keras.config.backend() != "jax":
+        raise BadInput(f"Keras was imported with backend {keras.config.backend()!r}; portx writes and verifies "
+                       "Keras-JAX models", hint="set KERAS_BACKEND=jax before importing keras")
+
+
 def _tpu_proof(model, graph, strict):
     from .tpu import prove_tpu_lowering
 
@@ -197,6 +205,7 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
     Raises BadInput (2), UnsupportedOps (3) or VerificationFailed (1, files still written).
     Example: ``convert("model.pt2", to="keras-jax", out="out/")``.
     """
+    _require_jax_backend()
     if to not in TARGETS:
         raise BadInput(f"--to {to}: unknown target", hint=f"choose one of {', '.join(TARGETS)}")
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="portx-")) / "out"

@@ -75,7 +75,7 @@ def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, force
             as_json, debug):
     """Convert SRC (.pt2, .pt) into OUT/model.py + weights, and verify it."""
     from . import api
-    from .verify import DEFAULT_ATOL, DEFAULT_RTOL
+    from .equivalence import DEFAULT_ATOL, DEFAULT_RTOL
 
     out = out or f"{src.rstrip('/').rsplit('.', 1)[0]}_{target.split('-')[0]}"
 
@@ -119,7 +119,7 @@ def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, force
 def verify(src, out, samples, seed, inputs, atol, rtol, trust_pickle, trace, as_json, debug):
     """Re-check OUT (written by 'portx convert') against SRC on seeded inputs; exit 1 when they differ."""
     from . import api
-    from .verify import DEFAULT_ATOL, DEFAULT_RTOL
+    from .equivalence import DEFAULT_ATOL, DEFAULT_RTOL
 
     report = _run(debug, lambda: api.verify(
         src, out, samples=samples, seed=seed, inputs=inputs, trust_pickle=trust_pickle, trace=trace, check=False,

@@ -15,11 +15,12 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
 from .errors import BadInput, VerificationFailed
-from .verify import DEFAULT_ATOL, DEFAULT_RTOL, compare, compare_arrays, make_inputs, run_reference
+from .equivalence import DEFAULT_ATOL, DEFAULT_RTOL, compare, compare_arrays, make_inputs, run_reference
 
 __all__ = ["Converted", "open_converted", "lower_source", "check_converted", "verify_converted", "localize",
            "observe", "trace_layers", "source_intermediates", "failure_message"]
@@ -27,6 +28,8 @@ __all__ = ["Converted", "open_converted", "lower_source", "check_converted", "ve
 TARGET = "keras-jax"
 # Intermediate values carry more rounding than outputs (same loosening as verify.first_divergence).
 _LAYER_SLACK = 10
+# Pass sets 'portx convert' may have run (its flags are not read back: Note [trust nothing in OUT]).
+_PASS_VARIANTS = ((), ("fold_batch_norm",))  # default; --no-fold-bn
 
 
 @dataclass
@@ -40,7 +43,10 @@ class Converted:
 
 
 def open_converted(converted) -> Converted:
-    """An OUT folder, a ``model.py`` path or a live ``keras.Model``, ready to run (BadInput when unusable)."""
+    """An OUT folder, a ``model.py`` path or a live ``keras.Model``, ready to run (BadInput when unusable).
+
+    Example: ``open_converted("out/").model.predict(x)``.
+    """
     if not isinstance(converted, (str, Path)):
         import keras
 
@@ -73,31 +79,41 @@ def _first_line(exc) -> str:
     return text.splitlines()[0][:200] if text else ""
 
 
-def lower_source(src):
-    """The source's IR after the keras-jax passes: the same graph ``convert`` emitted from."""
+def lower_source(src, skip=(), raw=None):
+    """The source's IR after the keras-jax passes (minus ``skip``): the graph ``convert`` emitted from.
+
+    ``raw`` reuses an already lowered, not yet rewritten graph (passes are pure functions).
+    Example: ``make_inputs(lower_source(api.load("model.pt2")), seed=0)``.
+    """
     from .api import _lower
     from .passes.pipeline import run_passes
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # convert already reported these warnings
-        return run_passes(_lower(src), TARGET)
+        return run_passes(_lower(src) if raw is None else raw, TARGET, skip=skip)
 
 
-def _reemit(graph, converted):
-    """The in-memory emitter for ``graph``, or None and a note when ``model.py`` is not its text."""
+def _reemit(src, raw, converted):
+    """(graph, emitter) whose text is ``model.py`` (trying each pass set of ``_PASS_VARIANTS``), or a note.
+
+    A live model has no text to compare: its layers are matched by name to the default pass set.
+    """
     from .api import missing_emit_rules
     from .emitters.keras_jax import KerasEmitter
 
-    if missing_emit_rules(graph, TARGET):
-        return None, "this portx version cannot emit the source again; comparing outputs only"
-    emitter = KerasEmitter(graph)
-    text = emitter.emit_graph()
-    if converted.code is None:
-        return emitter, "live model: layers matched by name"
-    if text != converted.code.read_text(encoding="utf-8"):
-        return None, (f"{converted.code} differs from what this portx version writes for the source "
-                      "(made by another portx version, or edited); comparing outputs only")
-    return emitter, ""
+    code = None if converted.code is None else converted.code.read_text(encoding="utf-8")
+    for skip in _PASS_VARIANTS:
+        graph = lower_source(src, skip, raw)
+        if missing_emit_rules(graph, TARGET):
+            return None, None, "this portx version cannot emit the source again; comparing outputs only"
+        emitter = KerasEmitter(graph)
+        text = emitter.emit_graph()
+        if code is None:
+            return graph, emitter, "live model: layers matched by name"
+        if text == code:
+            return graph, emitter, ""
+    return None, None, (f"{converted.code} differs from what this portx version writes for the source "
+                        "(made by another portx version, or edited); comparing outputs only")
 
 
 def _watch(graph, converted, emitter) -> dict:
@@ -112,15 +128,25 @@ def _watch(graph, converted, emitter) -> dict:
         found = {v: tensors.get(var) for v, var in emitter.names.items()}
     else:
         model = converted.model
-        names = {layer.name for layer in model.layers}
-        found = {v: model.get_layer(name).output for v, name in emitter.layer_of.items() if name in names}
+        layers = {layer.name: layer for layer in model.layers}
+        found = {v: _layer_output(layers.get(name)) for v, name in emitter.layer_of.items()}
     watch = {v: t for v, t in found.items() if isinstance(t, keras.KerasTensor) and v not in graph.inputs
              and not graph.is_param(v) and tuple(t.shape) == tuple(v.type.shape)}
     return {"model": model, "tensors": watch}
 
 
+def _layer_output(layer):
+    try:
+        return layer.output  # raises for a layer called more than once (not written by portx)
+    except (AttributeError, ValueError):
+        return None
+
+
 def observe(watched, arrays) -> dict:
-    """Run the converted model once and return {IR Value: array} for every watched intermediate."""
+    """Run the converted model once and return {IR Value: array} for every watched intermediate.
+
+    Example: ``observe(_watch(graph, converted, emitter), make_inputs(graph, 0))[value]``.
+    """
     import keras
 
     model, pairs = watched["model"], list(watched["tensors"].items())
@@ -133,11 +159,14 @@ def observe(watched, arrays) -> dict:
 
 
 def localize(graph, code, var_of, arrays, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> dict:
-    """The first IR node whose emitted intermediate differs from the IR's NumPy reference (used by convert)."""
+    """The first IR node whose emitted intermediate differs from the IR's NumPy reference (used by convert).
+
+    Example: ``localize(graph, "out/model.py", emitted["var_of"], arrays)["scope"]`` -> ``"block.3"``.
+    """
     from .emitters.keras_jax import import_emitted
 
     module = import_emitted(code)
-    emitter = _Names(var_of)
+    emitter = SimpleNamespace(names=var_of)  # a KerasEmitter's variable names, from convert
     observed = observe(_watch(graph, Converted(None, Path(code), module), emitter), arrays)
     rows = trace_layers(graph, observed, run_reference(graph, arrays), {}, atol, rtol)
     bad = next((r for r in rows if not r["passed"]), None)
@@ -145,13 +174,6 @@ def localize(graph, code, var_of, arrays, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) 
         return {"scope": None, "op": None, "problem": "every intermediate matches the IR reference: "
                 "the IR itself differs from the source (a frontend import rule)"}
     return {k: bad[k] for k in ("scope", "op", "value", "max_abs", "problem")}
-
-
-@dataclass
-class _Names:
-    """Stands in for a KerasEmitter when only its ``names`` (Value -> variable) are known."""
-
-    names: dict
 
 
 def _row(node, value, var, observed, reference, source, atol, rtol) -> dict:
@@ -173,6 +195,7 @@ def trace_layers(graph, observed, reference, source, atol=DEFAULT_ATOL, rtol=DEF
     """Rows per observed IR value in graph order, up to and including the first that diverges.
 
     ``source`` maps IR value names to the torch intermediates (may be empty).
+    Example: ``trace_layers(graph, observed, run_reference(graph, arrays), {})[-1]["scope"]``.
     """
     rows = []
     for node in graph.nodes:
@@ -197,6 +220,7 @@ def source_intermediates(src, arrays) -> dict:
 
     Lowers the program again to learn which IR value each fx node became, then runs the same fx
     graph with torch.fx.Interpreter, recording every node's output.
+    Example: ``source_intermediates(api.load("model.pt2"), arrays)["conv2d"].shape``.
     """
     import torch
 
@@ -250,14 +274,15 @@ def _run_samples(src, graph, model, batches, atol, rtol) -> list:
 
 
 def _summary(samples) -> list:
-    """Per output, the worst error over all samples."""
+    """Per output, the worst error over all samples, with the seed it came from."""
     merged = []
     for i, row in enumerate(samples[0]["outputs"]):
-        rows = [s["outputs"][i] for s in samples if i < len(s["outputs"])]
-        worst = max(rows, key=lambda r: -1.0 if r["max_abs"] is None else r["max_abs"])
-        bad = next((r for r in rows if not r["passed"]), None)
-        merged.append({**worst, "name": row["name"], "passed": bad is None,
-                       "max_rel": max((r["max_rel"] or 0.0) for r in rows), "problem": bad["problem"] if bad else ""})
+        rows = [(s["seed"], s["outputs"][i]) for s in samples if i < len(s["outputs"])]
+        failing = [(seed, r) for seed, r in rows if not r["passed"]] or rows
+        seed, worst = max(failing, key=lambda sr: -1.0 if sr[1]["max_abs"] is None else sr[1]["max_abs"])
+        merged.append({**worst, "name": row["name"], "seed": seed, "passed": all(r["passed"] for _, r in rows),
+                       "max_abs": max((r["max_abs"] or 0.0) for _, r in rows),
+                       "max_rel": max((r["max_rel"] or 0.0) for _, r in rows)})
     return merged
 
 
@@ -281,10 +306,16 @@ def _explicit_batch(graph, inputs) -> list:
 
 def check_converted(src, converted, *, batch=None, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL,
                     trace=False) -> dict:
-    """Compare a loaded source with a converted model; returns the report (see ``verify_converted``)."""
+    """Compare a loaded source with a converted model; returns the report (see ``verify_converted``).
+
+    Example: ``check_converted(api.load("model.pt2"), open_converted("out/"), samples=3)["passed"]``.
+    """
     if samples < 1:
         raise BadInput(f"--samples {samples}: must be at least 1", hint="pass --samples 1 or more")
-    graph = lower_source(src)
+    from .api import _lower
+
+    raw = _lower(src)
+    graph = lower_source(src, raw=raw)
     report = {"source": str(src.label), "out": converted.label, "atol": atol, "rtol": rtol,
               "inputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs]}
     problem = _signature_problem(graph, converted.model)
@@ -296,15 +327,15 @@ def check_converted(src, converted, *, batch=None, samples=1, seed=0, atol=DEFAU
     report.update(passed=all(r["passed"] for r in runs), samples=runs, outputs=_summary(runs))
     if trace or not report["passed"]:
         chosen = next((i for i, r in enumerate(runs) if not r["passed"]), 0)
-        report.update(_layer_report(src, graph, converted, batches[chosen], atol, rtol, trace))
+        report.update(_layer_report(src, raw, converted, batches[chosen], atol, rtol, trace))
     if not report["passed"]:
         report["problem"] = failure_message(report)
     return report
 
 
-def _layer_report(src, graph, converted, batch, atol, rtol, trace) -> dict:
+def _layer_report(src, raw, converted, batch, atol, rtol, trace) -> dict:
     """Trace rows (``trace``) and the first diverging layer, or a note saying why there are none."""
-    emitter, note = _reemit(graph, converted)
+    graph, emitter, note = _reemit(src, raw, converted)
     found = {"code_matches": emitter is not None and converted.code is not None, "note": note}
     if emitter is None:
         return found
@@ -325,7 +356,10 @@ def _layer_report(src, graph, converted, batch, atol, rtol, trace) -> dict:
 
 
 def failure_message(report) -> str:
-    """One line: which output differs, on which seed, and the first diverging layer when known."""
+    """One line: which output differs, on which seed, and the first diverging layer when known.
+
+    Example: ``out/: output y differs from the source on seed 0 (...); first diverging layer: fc (linear) %y``.
+    """
     if not report.get("outputs"):
         return f"{report['out']}: {report.get('problem', 'no outputs to compare')}"
     bad = next((s for s in report["samples"] if not s["passed"]), report["samples"][0])

@@ -19,9 +19,9 @@ import os
 
 import numpy as np
 
-from .verify import DEFAULT_ATOL, DEFAULT_RTOL
+from .equivalence import DEFAULT_ATOL, DEFAULT_RTOL
 
-__all__ = ["assert_equivalent", "portx_equivalence", "pytest_addoption"]
+__all__ = ["assert_equivalent"]
 
 
 def _as_array(x):
@@ -53,12 +53,14 @@ def _explain(report) -> str:
     if not report.get("outputs"):
         lines.append(f"  {report.get('problem', '')}")
     for row in report.get("outputs", []):
-        verdict = "ok" if row["passed"] else f"DIFFERS: {row['problem']}"
+        seed = "" if row.get("seed") is None else f" on seed {row['seed']}"
+        verdict = "ok" if row["passed"] else f"DIFFERS{seed}: {row['problem']}"
         lines.append(f"  output {row['name']}: max abs {_num(row['max_abs'])}, max rel {_num(row['max_rel'])} "
                      f"(atol {row['atol']:g}, rtol {row['rtol']:g}) {verdict}")
     where = report.get("first_divergence")
     if where:
-        lines.append(f"  first diverging layer: {where['scope'] or '<top>'} ({where['op']}) %{where['value']}: "
+        seed = "" if report.get("trace_seed") is None else f" (seed {report['trace_seed']})"
+        lines.append(f"  first diverging layer{seed}: {where['scope'] or '<top>'} ({where['op']}) %{where['value']}: "
                      f"max abs {_num(where['max_abs'])}, max rel {_num(where['max_rel'])}; {where['problem']}")
     elif report.get("outputs"):
         lines.append(f"  first diverging layer: unknown ({report.get('note') or 'every layer matches its IR reference'})")
@@ -96,6 +98,8 @@ except ImportError:  # the plugin part needs pytest; assert_equivalent does not
     pytest = None
 
 if pytest is not None:
+    __all__ += ["portx_equivalence", "pytest_addoption"]
+
     def pytest_addoption(parser):
         """``--portx-atol`` / ``--portx-rtol``: tolerances for the ``portx_equivalence`` fixture."""
         group = parser.getgroup("portx", "portx equivalence checks")

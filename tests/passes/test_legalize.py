@@ -64,3 +64,17 @@ graph model(%x: int32[2]) {
     with pytest.warns(PortxWarning, match="do not fit int32"):
         after = narrow_int64_to_int32(graph)
     assert after.params["k"].dtype == np.int64
+
+
+def test_int64_narrowing_names_the_scopes_and_casts():
+    graph = parse_graph("""
+graph model(%x: float32[4]) {
+  param %k: int64[4]
+  %i: int64[4] = cast(%x) {dtype='int64'}  # ids
+  %y: int64[4] = add(%i, %k) {}  # shift
+  return %y
+}""", params={"k": np.arange(4, dtype=np.int64)})
+    with pytest.warns(PortxWarning, match=r"int64 -> int32 \(TPUs emulate 64-bit integers\) at: ids, shift"):
+        after = validate(narrow_int64_to_int32(graph))
+    assert [n.attrs.get("dtype") for n in after.nodes] == ["int32", None]
+    assert after.outputs[0].type.dtype == "int32"

@@ -36,3 +36,34 @@ def test_ops_command_prints_the_tpu_table():
     assert "resize" in run.output and "native" in run.output
     assert "rewrite:cast_float64_to_float32" in run.output
     assert load_table("tpu")["op"]["conv"]["source"].startswith("http")
+
+
+def test_ops_command_prints_the_torch_xla_table():
+    run = CliRunner().invoke(main, ["ops", "--target", "torch_xla"])
+    assert run.exit_code == 0, run.output
+    assert "resize_cubic_as_matmul" in run.output and "pytorch/xla/issues/7267" in run.output
+    assert "pattern nonzero" in run.output
+
+
+@pytest.mark.parametrize("name", sorted(TABLES))
+def test_status_counts_cover_every_op_row(name):
+    from portx.ir import REGISTRY
+    from portx.optables import status_counts
+
+    counts = status_counts(name)
+    assert sum(counts.values()) == len(REGISTRY) and counts["rewrite"] >= 3
+
+
+def test_a_rule_named_for_the_wrong_op_is_reported(monkeypatch):
+    import portx.optables as optables
+
+    real = optables.load_table
+
+    def misrouted(name):
+        table = real(name)
+        table["op"]["conv"]["status"] = "rewrite:resize_cubic_as_matmul"
+        return table
+
+    monkeypatch.setattr(optables, "load_table", misrouted)
+    assert any("rule resize_cubic_as_matmul rewrites ['resize'], not conv" in p
+               for p in optables.table_problems("torch_xla"))

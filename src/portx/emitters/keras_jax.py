@@ -110,8 +110,8 @@ class KerasEmitter:
         """
         return self._stored(np.asarray(array), f"{node.scope or node.outputs[0].name}_{hint}")
 
-    def _stored(self, array, raw_name) -> str:
-        if array.size <= _INLINE_MAX:
+    def _stored(self, array, raw_name, layer=False) -> str:
+        if array.size <= _INLINE_MAX and not layer:
             return self.inline(array)
         name = self.layer_ident(raw_name, "const")
         self.uses_constant_layer = True
@@ -119,6 +119,13 @@ class KerasEmitter:
         self.body.line(f"{name} = Constant({literal(tuple(array.shape))}, {literal(str(array.dtype))}, "
                        f"name={literal(name)})({self._anchor})")
         return name
+
+    def _output_ref(self, value) -> str:
+        """``ref`` for a model output, which Keras needs as a KerasTensor: a stored array (an output
+        that does not depend on the inputs) becomes a Constant layer even when it is small."""
+        if not self.is_param(value):
+            return self.ref(value)
+        return self._stored(self.param(value), value.name, layer=True)
 
     def inline(self, array) -> str:
         """A literal for a small array: a Python number for 0-d float32/int, else ``np.array``."""
@@ -227,7 +234,7 @@ class KerasEmitter:
         self._anchor = self.names[self.graph.inputs[0]] if self.graph.inputs else "None"
         for node in self.graph.nodes:
             node.op.emit_rules[TARGET](node, self)
-        outs = ", ".join(self.ref(v) for v in self.graph.outputs)
+        outs = ", ".join(self._output_ref(v) for v in self.graph.outputs)
         return self._module_text(head.text() + self.body.text(), outs)
 
     def _module_text(self, body: str, outs: str) -> str:

@@ -147,7 +147,8 @@ class _Lowering:
         return name
 
     def new_param(self, hint, array) -> Value:
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array)
+        array = np.ascontiguousarray(array).reshape(array.shape)  # ascontiguousarray makes 0-d arrays 1-d
         name = self.fresh(hint)
         self.params[name] = array
         self.param_values[name] = value = param_value(name, array)
@@ -341,10 +342,7 @@ def _static_alternative(op) -> str:
 
 
 def data_dependent_ops(ep) -> list:
-    """(op, [scope], reason) for every op whose output shape or value the host must know.
-
-    One item per occurrence, so messages name every scope (Note [data-dependent shapes]).
-    """
+    """(op, [scope], reason) per op whose output shape or value the host must know, one per occurrence."""
     low = _Lowering(ep)
     return [(_op_name(n.target), [low.scope_of(n)], _static_alternative(_op_name(n.target)))
             for n in ep.graph.nodes if n.op == "call_function" and n.meta.get("unbacked_bindings")]

@@ -82,6 +82,8 @@ def _batch_norm_to_keras(node, k):
                                              "scale": w is not None}, [x], weights)
         return
     scale, offset = (k.ref(v) if v is not None else "None" for v in (w, b))
+    if w is None and b is not None:  # symbolic ops.batch_normalization fails on an offset without a scale
+        scale = f"ops.ones_like({k.ref(mean)})"
     k.assign(node, f"ops.batch_normalization({k.ref(x)}, {k.ref(mean)}, {k.ref(var)}, axis=1, "
                    f"offset={offset}, scale={scale}, epsilon={k.lit(eps)})")
 

@@ -135,7 +135,7 @@ def legalize(graph: Graph, table: str = "tpu") -> Graph:
         for rule in plans.get(node.op.name, ()):
             rw.begin(node)
             try:
-                matched = rule(node, rw)
+                matched = rule(node.replace(attrs=node.op.normalize_attrs(node.attrs, node.where())), rw)
             except (ValueError, TypeError, IndexError) as exc:
                 raise IRError(f"{node.where()}: rewrite {rule.__name__} failed: {exc}") from exc
             if matched:

@@ -2,17 +2,17 @@
 
 A rule is a function ``rule(node, rw) -> bool`` registered with ``@node_rule(OP, ...)``. It
 returns False, emitting nothing, when the node is not its case ("integer nearest only"); else it
-builds the replacement with ``rw.emit`` / ``rw.const`` and ends with ``rw.finish``, which
-produces the node's own output value (same name, same type), so no user of the node changes.
-An op table row names the rules for an op (``status = "rewrite:rule_a,rule_b"``); the driver
-(``legalize.legalize``) tries them in order.
+builds the replacement with ``rw.emit`` / ``rw.const`` and ends with ``rw.result(value)``, which
+gives the last new node the rewritten node's own output value (same name, same type), so no user
+of the node changes. An op table row names the rules for an op
+(``status = "rewrite:rule_a,rule_b"``); the driver (``legalize.legalize``) tries them in order.
 
 Example (before / after)::
 
-    %y: float32[1x2x4x4] = resize(%x) {size=(4, 4), mode='nearest', ...}  # up
+    %y: float32[1x2x4x4] = resize(%x: float32[1x2x2x2]) {size=(4, 4), mode='nearest', ...}  # up
         ->
-    %y_rows: float32[1x2x2x1x2x1] = reshape(%x) {shape=(1, 2, 2, 1, 2, 1)}  # up
-    %y_repeat: float32[1x2x2x2x2x2] = expand(%y_rows) {shape=(1, 2, 2, 2, 2, 2)}  # up
+    %y_split: float32[1x2x2x1x2x1] = reshape(%x) {shape=(1, 2, 2, 1, 2, 1)}  # up
+    %y_repeat: float32[1x2x2x2x2x2] = expand(%y_split) {shape=(1, 2, 2, 2, 2, 2)}  # up
     %y: float32[1x2x4x4] = reshape(%y_repeat) {shape=(1, 2, 4, 4)}  # up
 """
 from __future__ import annotations
@@ -48,7 +48,8 @@ class Rewriter:
 
         rows = rw.const(matrix, "rows")              # param %up.rows, named from the scope
         y = rw.emit(MATMUL, [rows, x], hint="rows")  # %y_rows = matmul(%up.rows, %x)
-        rw.finish(RESHAPE, [y], {"shape": out_shape})
+        rw.result(y)                                 # now %y = matmul(%up.rows, %x): the node's output
+        return True
     """
 
     def __init__(self, graph):
@@ -77,57 +78,52 @@ class Rewriter:
         self.param_values[name] = value = param_value(name, array)
         return value
 
-    def _node(self, op, inputs, attrs, outputs=None, hint="t"):
-        attrs = op.normalize_attrs(dict(attrs or {}), self.node.where())
-        types = infer_outputs(op, [v.type for v in inputs], attrs)
-        if outputs is None:
-            outputs = [Value(self.fresh(f"{self.node.output.name}_{hint}"), t) for t in types]
-        elif [v.type for v in outputs] != types:
-            raise IRError(f"{self.node.where()}: rewrite gives {types[0]}, the node had {outputs[0].type}")
-        self.nodes.append(Node(op, tuple(inputs), tuple(outputs), attrs, self.node.scope))
-        return outputs[0]
-
     def emit(self, op, inputs, attrs=None, hint="t") -> Value:
         """Append ``op(inputs) {attrs}`` with a fresh output ``<node output>_<hint>``; returns it."""
-        return self._node(op, inputs, attrs, hint=hint)
+        attrs = op.normalize_attrs(dict(attrs or {}), self.node.where())
+        types = infer_outputs(op, [v.type for v in inputs], attrs)
+        outputs = tuple(Value(self.fresh(f"{self.node.output.name}_{hint}"), t) for t in types)
+        self.nodes.append(Node(op, tuple(inputs), outputs, attrs, self.node.scope))
+        return outputs[0]
 
-    def finish(self, op, inputs, attrs=None) -> Value:
-        """Append the last node, whose output is the rewritten node's own output."""
-        return self._node(op, inputs, attrs, list(self.node.outputs))
+    def result(self, value) -> Value:
+        """End the rule: ``value``, the last node's output, becomes the rewritten node's own output."""
+        last = self.nodes[-1] if self.nodes else None
+        if last is None or last.outputs != (value,) or value.type != self.node.output.type:
+            raise IRError(f"{self.node.where()}: rewrite ends with %{value.name}: {value.type}, "
+                          f"expected the last node's output of type {self.node.output.type}")
+        self.nodes[-1] = last.replace(outputs=self.node.outputs)
+        self.taken.discard(value.name)
+        return self.node.output
 
 
 def _contract_axis(rw, x, matrix, axis, hint):
     """Apply an (n_out, n_in) matrix along ``axis`` of x with one matmul (reshapes around it if needed)."""
     rank, shape = x.type.rank, x.type.shape
     if axis == rank - 1:  # x @ M^T
-        return MATMUL, [x, rw.const(matrix.T, hint)], None
+        return rw.emit(MATMUL, [x, rw.const(matrix.T, hint)], hint=hint)
     if axis == rank - 2:  # M @ x, broadcast over the leading axes
-        return MATMUL, [rw.const(matrix, hint), x], None
+        return rw.emit(MATMUL, [rw.const(matrix, hint), x], hint=hint)
     # earlier axes: fold the trailing ones into one, contract as the second-to-last axis, unfold
     flat = rw.emit(RESHAPE, [x], {"shape": shape[:axis + 1] + (int(np.prod(shape[axis + 1:])),)}, f"{hint}_flat")
-    return MATMUL, [rw.const(matrix, hint), flat], shape[:axis] + (len(matrix),) + shape[axis + 1:]
+    y = rw.emit(MATMUL, [rw.const(matrix, hint), flat], hint=hint)
+    return rw.emit(RESHAPE, [y], {"shape": shape[:axis] + (len(matrix),) + shape[axis + 1:]}, f"{hint}_unflat")
 
 
 def contract_axes(rw, x, matrices, hints, dtype):
     """``y[..., i, j] = sum M_a[i, p] M_b[j, q] x[..., p, q]``, one matmul per non-None matrix.
 
-    ``matrices`` holds an (n_out, n_in) float64 array, or None (identity), per trailing axis. The
-    matrices are stored in ``dtype`` (float32 or float64); other input dtypes are cast to float32
-    around the contraction, as torch computes half-precision resizes in float32.
-    Ends with ``rw.finish``.
+    ``matrices`` holds an (n_out, n_in) float64 array, or None (identity), per trailing axis; at
+    least one is not None. The matrices are stored in ``dtype`` (float32 or float64); other input
+    dtypes are cast to float32 around the contraction, as torch computes half-precision resizes
+    in float32. Ends the rule (``rw.result``).
     """
     compute = dtype if dtype in ("float32", "float64") else "float32"
-    steps = [(x.type.rank - len(matrices) + i, m, h) for i, (m, h) in enumerate(zip(matrices, hints))
-             if m is not None]
     y = x if compute == dtype else rw.emit(CAST, [x], {"dtype": compute}, "float32")
-    for k, (axis, matrix, hint) in enumerate(reversed(steps)):
-        op, inputs, unfold = _contract_axis(rw, y, matrix.astype(compute), axis, hint)
-        last = k == len(steps) - 1 and unfold is None and compute == dtype
-        if last:
-            return rw.finish(op, inputs)
-        y = rw.emit(op, inputs, None, hint)
-        if unfold is not None:
-            if k == len(steps) - 1 and compute == dtype:
-                return rw.finish(RESHAPE, [y], {"shape": unfold})
-            y = rw.emit(RESHAPE, [y], {"shape": unfold}, f"{hint}_unflat")
-    return rw.finish(CAST, [y], {"dtype": dtype})
+    first = x.type.rank - len(matrices)
+    for i in reversed(range(len(matrices))):  # last axis first, as torch's separable kernels do
+        if matrices[i] is not None:
+            y = _contract_axis(rw, y, matrices[i].astype(compute), first + i, hints[i])
+    if compute != dtype:
+        y = rw.emit(CAST, [y], {"dtype": dtype}, "cast")
+    return rw.result(y)

@@ -37,12 +37,13 @@ def adaptive_avg_pool_as_matmul(node, rw) -> bool:
 
         %y: float32[1x8x3x2] = adaptive_avg_pool(%x: float32[1x8x5x4]) {size=(3, 2)}  # pool
             ->
-        %y: float32[1x8x3x2] = matmul(%pool.bin_rows, %x)   # bin_rows: float32[3x5], rows
-                                                             # [.5 .5 0 0 0], [0 .5 .5 0 0], ...
+        %y_bin_cols: float32[1x8x5x2] = matmul(%x, %pool.bin_cols)     # [[.5 0] [.5 0] [0 .5] [0 .5]]
+        %y: float32[1x8x3x2] = matmul(%pool.bin_rows, %y_bin_cols)    # [[.5 .5 0 0 0] [0 1/3 1/3 1/3 0] ...]
+
     (the W axis divides evenly, 4 -> 2, and still becomes a matrix: one form for the whole node)
     """
     axes = _uneven_axes(node)
-    if axes is None:
+    if axes is None or len(axes) > 3:
         return False
     matrices = [None if n_in == n_out else bin_mean_matrix(n_in, n_out) for _, n_in, n_out in axes]
     hints = ("bin_depth", "bin_rows", "bin_cols")[3 - len(axes):]
@@ -59,24 +60,24 @@ def adaptive_max_pool_as_gather_max(node, rw) -> bool:
 
     Before / after::
 
-        %y: float32[1x8x3] = adaptive_max_pool(%x: float32[1x8x5]) {size=(3,)}  # pool
+        %y: float32[1x8x2] = adaptive_max_pool(%x: float32[1x8x5]) {size=(2,)}  # pool
             ->
-        %y_bins2: float32[1x8x6] = index_select(%x, %pool.bins_axis2) {axis=2}  # [0 1 1 2 3 4]
-        %y_group2: float32[1x8x3x2] = reshape(%y_bins2) {shape=(1, 8, 3, 2)}
-        %y: float32[1x8x3] = amax(%y_group2) {axes=(3,)}
+        %y_bins2: float32[1x8x6] = index_select(%x, %pool.bins_axis2) {axis=2}  # [0 1 2 2 3 4]
+        %y_group2: float32[1x8x2x3] = reshape(%y_bins2) {shape=(1, 8, 2, 3)}
+        %y: float32[1x8x2] = amax(%y_group2) {axes=(3,)}
     """
     axes = _uneven_axes(node)
     if axes is None:
         return False
     steps = [(axis, n_in, n_out) for axis, n_in, n_out in axes if n_in != n_out]
     y = node.inputs[0]
-    for k, (axis, n_in, n_out) in enumerate(steps):
+    for axis, n_in, n_out in steps:
         starts, ends = adaptive_bins(n_in, n_out)
         width = int(max(ends - starts))
         table = np.minimum(starts[:, None] + np.arange(width), ends[:, None] - 1).reshape(-1).astype(np.int32)
         y = rw.emit(INDEX_SELECT, [y, rw.const(table, f"bins_axis{axis}")], {"axis": axis}, f"bins{axis}")
         shape = y.type.shape
         y = rw.emit(RESHAPE, [y], {"shape": shape[:axis] + (n_out, width) + shape[axis + 1:]}, f"group{axis}")
-        reduce_args = (REDUCE["amax"], [y], {"axes": (axis + 1,)})
-        y = rw.finish(*reduce_args) if k == len(steps) - 1 else rw.emit(*reduce_args, hint=f"max{axis}")
+        y = rw.emit(REDUCE["amax"], [y], {"axes": (axis + 1,)}, f"max{axis}")
+    rw.result(y)
     return True

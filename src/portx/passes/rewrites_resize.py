@@ -26,7 +26,7 @@ _HINTS = {1: ("cols",), 2: ("rows", "cols"), 3: ("depth", "rows", "cols")}
 def _axes(node):
     """(n_in, n_out, scale) per resized axis, or None when the input shape is not static."""
     x, a = node.inputs[0], node.attrs
-    if not x.type.is_static:
+    if not x.type.is_static or len(a["size"]) > len(_HINTS):
         return None
     first = x.type.rank - len(a["size"])
     scales = a["scales"] or (None,) * len(a["size"])
@@ -76,7 +76,7 @@ def resize_nearest_as_repeat(node, rw) -> bool:
         repeated += [n, f] if f > 1 else [n]
     y = rw.emit(RESHAPE, [x], {"shape": tuple(split)}, "split")
     y = rw.emit(EXPAND, [y], {"shape": tuple(repeated)}, "repeat")
-    rw.finish(RESHAPE, [y], {"shape": node.output.type.shape})
+    rw.result(rw.emit(RESHAPE, [y], {"shape": node.output.type.shape}, "merge"))
     return True
 
 
@@ -113,14 +113,15 @@ def resize_nearest_as_gather(node, rw) -> bool:
     if not steps:
         return False
     y = x
-    for k, (axis, table) in enumerate(steps):
+    for axis, table in steps:
         hint = _HINTS[len(tables)][axis - first]
         bounds = _as_slice(table)
         if bounds is not None:
-            op, inputs, attrs = SLICE, [y], dict(zip(("start", "end", "step"), bounds), axis=axis)
+            y = rw.emit(SLICE, [y], dict(zip(("start", "end", "step"), bounds), axis=axis), hint)
         else:
-            op, inputs, attrs = INDEX_SELECT, [y, rw.const(table.astype(np.int32), f"src_{hint}")], {"axis": axis}
-        y = rw.finish(op, inputs, attrs) if k == len(steps) - 1 else rw.emit(op, inputs, attrs, hint)
+            index = rw.const(table.astype(np.int32), f"src_{hint}")
+            y = rw.emit(INDEX_SELECT, [y, index], {"axis": axis}, hint)
+    rw.result(y)
     return True
 
 

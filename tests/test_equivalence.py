@@ -1,4 +1,4 @@
-"""Verification: comparisons (NaN/Inf aware), seeded inputs, failure exit code and localization."""
+"""Equivalence checks: comparisons (NaN/Inf aware), seeded inputs, failure exit code and localization."""
 import json
 
 import numpy as np
@@ -9,7 +9,7 @@ from torch import nn
 import portx
 from portx.errors import VerificationFailed
 from portx.ops.unary import UNARY
-from portx.verify import compare_arrays, make_inputs
+from portx.equivalence import compare_arrays, make_inputs
 
 
 def test_equal_arrays_pass():

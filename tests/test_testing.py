@@ -1,0 +1,123 @@
+"""``portx.testing``: assert_equivalent on modules, files and live models, and the pytest plugin's fixture."""
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import portx
+from portx import BadInput
+from portx.emitters.keras_jax import import_emitted
+from portx.testing import assert_equivalent
+
+SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "tiny_cnn.pt2"
+
+
+def _net():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(6, 5), nn.ReLU(), nn.Linear(5, 3)).eval()
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory):
+    net, x = _net(), torch.randn(2, 6)
+    out = tmp_path_factory.mktemp("testing") / "out"
+    portx.convert(net, example_inputs=(x,), out=out)
+    return net, x, out
+
+
+def _scaled_copy(out, dest, layer_name, factor):
+    """``out`` with one layer's kernel scaled (a stand-in for a wrong conversion); returns the live model too."""
+    shutil.copytree(out, dest)
+    model = import_emitted(dest / "model.py").load_model()
+    layer = model.get_layer(layer_name)
+    weights = layer.get_weights()
+    layer.set_weights([weights[0] * factor] + weights[1:])
+    model.save_weights(dest / "model.weights.h5")
+    return model
+
+
+def test_module_against_folder_model_py_and_live_model(converted):
+    net, x, out = converted
+    report = assert_equivalent(net, out, example_inputs=(x,), samples=3, seed=2)
+    assert [s["seed"] for s in report["samples"]] == [2, 3, 4]
+    assert_equivalent(net, out / "model.py", example_inputs=(x,))
+    assert_equivalent(net, import_emitted(out / "model.py").load_model(), example_inputs=(x,))
+
+
+def test_explicit_inputs_arrays_or_tensors(converted):
+    net, x, out = converted
+    report = assert_equivalent(net, out, [np.ones((2, 6), np.float32)])
+    assert report["samples"][0]["seed"] is None
+    assert_equivalent(net, out, [torch.randn(2, 6, requires_grad=True)])
+    with pytest.raises(AssertionError, match=r"takes inputs of shapes \[\(2, 6\)\], the source \[\(3, 6\)\]"):
+        assert_equivalent(net, out, [np.ones((3, 6), np.float32)])  # a live module is traced at these shapes
+
+
+def test_mismatch_names_outputs_and_first_diverging_layer(converted, tmp_path):
+    net, x, out = converted
+    live = _scaled_copy(out, tmp_path / "bad", "linear_0", 1.1)
+    for target in (tmp_path / "bad", live):  # from files via model.py; live via layer names
+        with pytest.raises(AssertionError) as info:
+            assert_equivalent(net, target, example_inputs=(x,))
+        text = str(info.value)
+        assert "output linear_1: max abs" in text and "DIFFERS" in text
+        assert "first diverging layer (seed 0): 0 (linear) %linear" in text
+
+
+def test_tolerance_decides(converted, tmp_path):
+    net, x, out = converted
+    _scaled_copy(out, tmp_path / "bad", "linear_2", 1.0001)
+    with pytest.raises(AssertionError):
+        assert_equivalent(net, tmp_path / "bad", example_inputs=(x,))
+    assert_equivalent(net, tmp_path / "bad", example_inputs=(x,), atol=1e-2)
+
+
+def test_file_source_and_wrong_model(converted, tmp_path):
+    net, x, out = converted
+    with pytest.raises(AssertionError, match=r"takes inputs of shapes \[\(2, 6\)\], the source \[\(1, 3, 32, 32\)\]"):
+        assert_equivalent(SAMPLE, out)
+    with pytest.raises(BadInput, match="not a converted model"):
+        assert_equivalent(net, object(), example_inputs=(x,))
+
+
+PLUGIN_TEST = '''
+import torch
+from torch import nn
+
+import portx
+
+
+def test_fixture_checks_a_conversion(portx_equivalence, tmp_path, request):
+    assert request.config.getoption("portx_atol") == 0.5
+    torch.manual_seed(0)
+    net, x = nn.Sequential(nn.Linear(4, 2), nn.Tanh()).eval(), torch.randn(1, 4)
+    portx.convert(net, example_inputs=(x,), out=tmp_path / "out")
+    portx_equivalence(net, tmp_path / "out", example_inputs=(x,), samples=2)
+    with torch.no_grad():
+        net[0].weight.add_(0.25)  # now the conversion is stale: within atol 0.5, not within 1e-6
+    portx_equivalence(net, tmp_path / "out", example_inputs=(x,))
+    try:
+        portx_equivalence(net, tmp_path / "out", example_inputs=(x,), atol=1e-6, rtol=0.0)
+    except AssertionError as exc:
+        assert "first diverging layer (seed 0): 0 (linear)" in str(exc)
+    else:
+        raise RuntimeError("a stale conversion passed")
+'''
+
+
+def test_pytest_plugin_fixture_in_a_fresh_session(tmp_path):
+    """The entry point registers the plugin: a suite outside this repo gets the fixture and options."""
+    (tmp_path / "test_user.py").write_text(textwrap.dedent(PLUGIN_TEST))
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    env.pop("PYTEST_ADDOPTS", None)
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--portx-atol", "0.5",
+                          "test_user.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "1 passed" in run.stdout
