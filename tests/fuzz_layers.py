@@ -17,7 +17,7 @@ from portx.ops.adaptive_pool import ADAPTIVE_AVG_POOL, ADAPTIVE_MAX_POOL
 from portx.ops.conv import CONV
 from portx.ops.conv_transpose import CONV_TRANSPOSE
 from portx.ops.norm import BATCH_NORM, GROUP_NORM, LAYER_NORM, RMS_NORM
-from portx.ops.pool import AVG_POOL, MAX_POOL, pooled_size
+from portx.ops.pool import AVG_POOL, MAX_POOL
 from portx.ops.reduce import ARGMAX, ARGMIN, LOG_SOFTMAX, REDUCE, SOFTMAX, STD, VAR, VECTOR_NORM
 from portx.ops.resize import RESIZE
 
@@ -172,6 +172,14 @@ def _softmax(b, x):
     return b.emit(b.pick([SOFTMAX, LOG_SOFTMAX]), [x], {"axis": b.int(0, x.type.rank - 1)})
 
 
+def _conv_batch_norm(b, x):
+    """conv then batch_norm with stored statistics: the pattern fold_batch_norm rewrites."""
+    y = _conv(b, x)
+    c = y.type.shape[1]
+    stats = [b.param(b.data((c,)), ".running_mean"), b.param(np.abs(b.data((c,))) + 0.1, ".running_var")]
+    return b.emit(BATCH_NORM, [y] + _optional_vectors(b, (c,), 2) + stats, {"eps": _eps(b)})
+
+
 def _spatial(b, v):
     return is_float(v) and v.type.rank in (3, 4)
 
@@ -182,6 +190,7 @@ def _float_rank(low):
 
 LAYER_FAMILIES = [
     ("conv", lambda b, v: is_float(v) and 3 <= v.type.rank <= 5, _conv),
+    ("conv_batch_norm", lambda b, v: is_float(v) and 3 <= v.type.rank <= 5, _conv_batch_norm),
     ("conv_transpose", lambda b, v: is_float(v) and 3 <= v.type.rank <= 5, _conv_transpose),
     ("pool", _spatial, _pool),
     ("adaptive_pool", _spatial, _adaptive_pool),
