@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 import os
-import warnings
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -202,7 +202,8 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
             strict_tpu=False, export_tpu=False, fold_bn=True, progress=None) -> ConversionResult:
     """Convert ``source`` (a path or a live nn.Module) for target ``to`` into folder ``out``.
 
-    Raises BadInput (2), UnsupportedOps (3) or VerificationFailed (1, files still written).
+    Raises BadInput (2), UnsupportedOps (3), NotTpuLegal (4, with ``strict_tpu``) or
+    VerificationFailed (1; the files are still written and ``exc.result`` holds the result).
     Example: ``convert("model.pt2", to="keras-jax", out="out/")``.
     """
     _require_jax_backend()
@@ -223,15 +224,9 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
             raise UnsupportedOps(missing)
         emitted = stages.run("emit", _emit, graph, tmp, to)
         model = stages.run("load-emitted", _load_emitted, tmp)
-        report = {"source": str(src.label), "target": to, "portx_ir_nodes": len(graph.nodes),
-                  "weight_bytes": graph.weight_bytes(), "ops": inventory(graph),
-                  "inputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs],
-                  "outputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.outputs],
-                  "layout": {"inputs": "same as source", "outputs": "same as source"}, "warnings": notes}
-        if verify:
-            report["verification"] = stages.run("verify", _verify, src, graph, model, emitted, seed, atol, rtol)
-        else:
-            report["verification"] = {"passed": None, "skipped": True}
+        report = _report(src, graph, to, notes)
+        report["verification"] = (stages.run("verify", _verify, src, graph, model, emitted, seed, atol, rtol)
+                                  if verify else {"passed": None, "skipped": True})
         report["tpu"] = stages.run("tpu-lower", _tpu_proof, model, graph, strict_tpu)
         if export_tpu:
             from .tpu import export_artifact
@@ -240,21 +235,40 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
                                                    tmp / "model.tpu.jaxexport")
         report["stages"] = stages.times
         (tmp / "report.json").write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+    result = ConversionResult(model, report, _files(out, export_tpu), graph, out,
+                              report["verification"].get("passed") is not False, stages.times)
+    if not result.ok:
+        raise _verification_failed(result)
+    return result
+
+
+def _report(src, graph, target, notes) -> dict:
+    return {"source": str(src.label), "target": target, "portx_ir_nodes": len(graph.nodes),
+            "weight_bytes": graph.weight_bytes(), "ops": inventory(graph),
+            "inputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs],
+            "outputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.outputs],
+            "layout": {"inputs": "same as source", "outputs": "same as source"}, "warnings": notes}
+
+
+def _files(out, export_tpu) -> dict:
     files = {"code": out / "model.py", "weights": out / "model.weights.h5", "report": out / "report.json"}
     if export_tpu:
         files["tpu_artifact"] = out / "model.tpu.jaxexport"
         files["tpu_weights"] = out / "model.tpu.jaxexport.weights.npz"
-    result = ConversionResult(model, report, files, graph, out, report["verification"].get("passed") is not False,
-                              stages.times)
-    if not result.ok:
-        rows = [r for r in report["verification"]["outputs"] if not r["passed"]]
-        where = report["verification"].get("first_divergence") or {}
-        raise VerificationFailed(
-            f"{out}: output {rows[0]['name'] if rows else '?'} differs from the source "
-            f"({rows[0]['problem'] if rows else report['verification'].get('problem')}); first diverging node: "
-            f"{where.get('scope') or '?'} ({where.get('op') or '?'})",
-            hint="see report.json; rerun with --atol/--rtol if the tolerance is too tight") from None
-    return result
+    return files
+
+
+def _verification_failed(result) -> VerificationFailed:
+    ver = result.report["verification"]
+    rows = [r for r in ver["outputs"] if not r["passed"]]
+    where = ver.get("first_divergence") or {}
+    exc = VerificationFailed(
+        f"{result.out}: output {rows[0]['name'] if rows else '?'} differs from the source "
+        f"({rows[0]['problem'] if rows else ver.get('problem')}); first diverging node: "
+        f"{where.get('scope') or '?'} ({where.get('op') or '?'})",
+        hint="see report.json; rerun with --atol/--rtol if the tolerance is too tight")
+    exc.result = result
+    return exc
 
 
 def verify(source, out, *, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, inputs=(), trust_pickle=False,
