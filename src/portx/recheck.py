@@ -224,17 +224,13 @@ def source_intermediates(src, arrays) -> dict:
     """
     import torch
 
-    from .frontends.torch import _Lowering, _prepare, _state_of
+    from .frontends.torch import _state_of, walk_program
 
-    ep = _prepare(src.program)
-    low, state, users = _Lowering(ep), _state_of(ep), set(ep.graph_signature.user_inputs)
-    feed, args = iter(_torch_inputs(src, arrays)), []
-    for node in ep.graph.nodes:
-        if node.op == "placeholder":
-            low.placeholder(node, users, state)
-            args.append(next(feed) if node.name in users else state[node.name][1])
-        elif node.op == "call_function":
-            low.call(node)
+    ep, low = walk_program(src.program)
+    state, users = _state_of(ep), set(ep.graph_signature.user_inputs)
+    feed = iter(_torch_inputs(src, arrays))
+    args = [next(feed) if node.name in users else state[node.name][1]
+            for node in ep.graph.nodes if node.op == "placeholder"]
     seen = {}
 
     class Recorder(torch.fx.Interpreter):

@@ -19,11 +19,14 @@ import operator
 import numpy as np
 import torch
 
-from ..errors import BadInput, NotTpuLegal, Unsupported, UnsupportedOps
+from ..errors import BadInput, Unsupported, UnsupportedOps
 from ..ir import IMPORT_RULES, Graph, Node, TensorType, Value, infer_outputs, param_value
 from ..ir.validate import IRError
+from .torch_names import op_name as _op_name
+from .torch_names import scope_of
+from .torch_dynamic import refuse_data_dependent
 
-__all__ = ["lower_exported", "export_module", "torch_dtype_name", "TorchCall", "rule_for", "data_dependent_ops"]
+__all__ = ["lower_exported", "walk_program", "export_module", "torch_dtype_name", "TorchCall", "rule_for"]
 
 _SKIP = {"aten::_assert_tensor_metadata", "aten::_assert_scalar", "aten::sym_constrain_range_for_size",
          "aten::_assert_async", "aten::sym_constrain_range"}
@@ -37,12 +40,6 @@ _SHAPE_ONLY = {"aten::zeros_like", "aten::ones_like", "aten::full_like", "aten::
 def torch_dtype_name(dtype) -> str:
     """``torch.float32`` -> ``"float32"``."""
     return str(dtype).replace("torch.", "")
-
-
-def _op_name(target) -> str:
-    if isinstance(target, torch._ops.OpOverload):
-        return target._schema.name  # "aten::conv2d"
-    return getattr(target, "__name__", str(target))
 
 
 def rule_for(target):
@@ -115,11 +112,7 @@ class _Lowering:
 
     # -- environment --------------------------------------------------------------------
     def scope_of(self, node) -> str:
-        stack = node.meta.get("nn_module_stack") or {}
-        if not stack:
-            return ""
-        path = list(stack.values())[-1][0]
-        return path.replace("L['self'].", "").replace("L__self__.", "")
+        return scope_of(node)
 
     def meta_types(self, node) -> list:
         val = node.meta.get("val")
@@ -320,46 +313,27 @@ def _state_of(ep) -> dict:
     return result
 
 
-# Note [data-dependent shapes]: nonzero, boolean-mask indexing, unique... give outputs whose size
-# depends on tensor values, and .item() moves a value to the host. torch.export records each
-# such op with ``unbacked_bindings`` (the symbols it introduces). TPUs (XLA) need static shapes
-# and have no host round trip inside a program, so every occurrence is listed with a static
-# alternative before lowering starts (TPU_NOTES.md, sections 2 and 3).
-_STATIC_ALTERNATIVE = {
-    "nonzero": "data-dependent shape; use torch.nonzero_static(x, size=N, fill_value=-1) with a fixed N",
-    "index": "boolean-mask indexing has a data-dependent shape; use torch.where(mask, x, 0) or x * mask",
-    "masked_select": "data-dependent shape; use torch.where(mask, x, 0) or x * mask",
-    "unique": "data-dependent shape; use torch.bincount(x, minlength=K) or a one-hot sum over K values",
-    "item": "host sync; keep the value as a 0-d tensor (no .item()) and use torch.where for control flow",
-}
-_ALIASES = {"argwhere": "nonzero", "_local_scalar_dense": "item", "_unique": "unique", "_unique2": "unique",
-            "unique_dim": "unique", "unique_consecutive": "unique"}
+def walk_program(ep):
+    """Prepare ``ep`` and run every import rule; returns (prepared program, lowering state).
 
-
-def _static_alternative(op) -> str:
-    short = op.split("::")[-1]
-    return _STATIC_ALTERNATIVE.get(_ALIASES.get(short, short), "data-dependent shape; pad to a fixed size")
-
-
-def data_dependent_ops(ep) -> list:
-    """(op, [scope], reason) per op whose output shape or value the host must know, one per occurrence."""
+    The state maps each fx node to its IR value (``env``), and holds the emitted nodes, the
+    parameters, the graph inputs and the fx outputs; ``lower_exported`` assembles the Graph.
+    """
+    ep = _prepare(ep)
     low = _Lowering(ep)
-    return [(_op_name(n.target), [low.scope_of(n)], _static_alternative(_op_name(n.target)))
-            for n in ep.graph.nodes if n.op == "call_function" and n.meta.get("unbacked_bindings")]
-
-
-def _refuse_data_dependent(ep, strict_tpu):
-    """Raise NotTpuLegal (strict) or UnsupportedOps listing every data-dependent op."""
-    items = data_dependent_ops(ep)
-    if not items:
-        return
-    if not strict_tpu:
-        raise UnsupportedOps(items)
-    listing = "; ".join(f"{op} at {scopes[0] or '<top>'} [{reason}]" for op, scopes, reason in items)
-    exc = NotTpuLegal(f"{len(items)} data-dependent op{'s' if len(items) > 1 else ''} (TPUs need static shapes "
-                      f"and no host round trips): {listing}", hint="rewrite each as suggested and export again")
-    exc.items = items
-    raise exc
+    state = _state_of(ep)
+    user_inputs = set(ep.graph_signature.user_inputs)
+    low.inputs, low.fx_outputs = [], []
+    for node in ep.graph.nodes:
+        if node.op == "placeholder":
+            value = low.placeholder(node, user_inputs, state)
+            if value is not None:
+                low.inputs.append(value)
+        elif node.op == "call_function":
+            low.call(node)
+        elif node.op == "output":
+            low.fx_outputs = node.args[0]
+    return ep, low
 
 
 def lower_exported(ep, name="model", strict_tpu=False) -> Graph:
@@ -368,26 +342,13 @@ def lower_exported(ep, name="model", strict_tpu=False) -> Graph:
     Raises UnsupportedOps listing every op without an import rule, with scopes and counts, and
     every data-dependent op (NotTpuLegal, exit 4, when ``strict_tpu``).
     """
-    _refuse_data_dependent(ep, strict_tpu)
-    ep = _prepare(ep)
-    low = _Lowering(ep)
-    state = _state_of(ep)
-    user_inputs = set(ep.graph_signature.user_inputs)
-    inputs = []
-    for node in ep.graph.nodes:
-        if node.op == "placeholder":
-            value = low.placeholder(node, user_inputs, state)
-            if value is not None:
-                inputs.append(value)
-        elif node.op == "call_function":
-            low.call(node)
-        elif node.op == "output":
-            outputs = node.args[0]
+    refuse_data_dependent(ep, strict_tpu)
+    ep, low = walk_program(ep)
     if low.failures:
         items = [(op, scopes, reason) for (op, reason), scopes in low.failures.items()]
         raise UnsupportedOps(items)
     outs = []
-    for fx in outputs:
+    for fx in low.fx_outputs:
         if not isinstance(fx, torch.fx.Node):
             raise BadInput(f"output {fx!r}: only tensor outputs are supported",
                            hint="return tensors (or a tuple of tensors) from forward()")
@@ -395,4 +356,4 @@ def lower_exported(ep, name="model", strict_tpu=False) -> Graph:
     used = {v.name for n in low.nodes for v in n.inputs if v is not None} | {v.name for v in outs}
     params = {k: a for k, a in low.params.items() if k in used}
     values = {k: v for k, v in low.param_values.items() if k in used}
-    return Graph(tuple(inputs), tuple(outs), tuple(low.nodes), params, values, name)
+    return Graph(tuple(low.inputs), tuple(outs), tuple(low.nodes), params, values, name)

@@ -1,0 +1,27 @@
+"""Naming helpers shared by the torch frontend modules: ATen op names and module scopes.
+
+Example:
+    >>> op_name(torch.ops.aten.conv2d.default)
+    'aten::conv2d'
+"""
+from __future__ import annotations
+
+import torch
+
+__all__ = ["op_name", "scope_of"]
+
+
+def op_name(target) -> str:
+    """The schema name of an fx call target (``aten::conv2d``), or the callable's name."""
+    if isinstance(target, torch._ops.OpOverload):
+        return target._schema.name
+    return getattr(target, "__name__", str(target))
+
+
+def scope_of(node) -> str:
+    """The source module path an fx node came from (``layer1.0.conv1``), '' at the top level."""
+    stack = node.meta.get("nn_module_stack") or {}
+    if not stack:
+        return ""
+    path = list(stack.values())[-1][0]
+    return path.replace("L['self'].", "").replace("L__self__.", "")
