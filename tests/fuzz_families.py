@@ -131,11 +131,11 @@ def _cast(b, x):
 
 def _weight(b, shape, name=".weight"):
     """A stored weight, or (sometimes) a graph input, as when a model multiplies by a computed tensor."""
-    return b.input(shape) if b.int(0, 4) == 0 else b.param(b.data(shape), name)
+    return b.input(shape) if b.int(0, 4) == 0 else b.stored(shape, hint=name)
 
 
 def _bias(b, n):
-    return b.param(b.data((n,)), ".bias") if b.flag() else None
+    return b.stored((n,), hint=".bias") if b.flag() else None
 
 
 def _linear(b, x):
@@ -173,7 +173,8 @@ def _attention(b, x):
 def _embedding(b, x):
     """Rows of a stored table picked by an integer graph input (make_inputs keeps ids in range)."""
     ids = x if is_int(x) and x in b.inputs else b.input((b.int(1, 2), b.int(1, 4)), b.pick(["int32", "int64"]))
-    table = b.param(b.data((b.int(2, 6), b.int(1, 5))), ".weight")
+    shape = (b.int(2, 6), b.int(1, 5))
+    table = b.input(shape) if b.int(0, 3) == 0 else b.stored(shape)  # computed or stored
     return b.emit(EMBEDDING, [table, ids])
 
 
@@ -181,15 +182,18 @@ def _numeric_exact(b, v):
     return _numeric(v) and v in b.exact
 
 
-FAMILIES = [
-    ("unary", lambda b, v: True, _unary),
-    ("arith", lambda b, v: _numeric(v), _arith),
-    ("compare", _numeric_exact, _compare),
-    ("logical", lambda b, v: v.type.dtype == "bool", _logical),
-    ("where", lambda b, v: True, _where),
-    ("cast", lambda b, v: True, _cast),
+_WEIGHTS = {"unary": 6, "arith": 3, "reduce": 2, "compare": 2}  # families of many ops are drawn more often
+
+FAMILIES = LAYER_FAMILIES + [
+    ("attention", lambda b, v: is_float(v) and v.type.rank in (3, 4), _attention),
     ("linear", lambda b, v: is_float(v) and v.type.rank >= 1, _linear),
     ("matmul", lambda b, v: is_float(v) and v.type.rank >= 1, _matmul),
-    ("attention", lambda b, v: is_float(v) and v.type.rank in (3, 4), _attention),
+    ("arith", lambda b, v: _numeric(v), _arith),
+    ("where", lambda b, v: True, _where),
+    ("unary", lambda b, v: True, _unary),
+    ("compare", _numeric_exact, _compare),
+    ("logical", lambda b, v: v.type.dtype == "bool", _logical),
+    ("cast", lambda b, v: True, _cast),
     ("embedding", lambda b, v: True, _embedding),
-] + LAYER_FAMILIES + SHAPE_FAMILIES
+] + SHAPE_FAMILIES
+FAMILIES = [f for f in FAMILIES for _ in range(_WEIGHTS.get(f[0], 1))]

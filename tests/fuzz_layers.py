@@ -29,11 +29,11 @@ def _divisor(b, n):
 
 
 def _weight(b, shape):
-    return b.input(shape) if b.int(0, 4) == 0 else b.param(b.data(shape), ".weight")
+    return b.input(shape) if b.int(0, 4) == 0 else b.stored(shape)
 
 
 def _bias(b, n):
-    return [b.param(b.data((n,)), ".bias")] if b.flag() else []
+    return [b.stored((n,), hint=".bias")] if b.flag() else []
 
 
 def _conv(b, x):
@@ -112,23 +112,32 @@ def _resize(b, x):
     return b.emit(RESIZE, [x], {"size": size, "mode": mode, "align_corners": align, "scales": scales})
 
 
-def _eps(b):
-    return b.pick([1e-5, 1e-3, 0.1])
+def _eps(b, stored_stats=False):
+    """eps; at least 1e-3 where the statistics are computed. Values that are all equal along the
+    normalized axes (tile, expand, upsampling make them) have a float32 mean off by an ulp, which
+    ``1 / sqrt(eps)`` amplifies to ~1e-4 at eps=1e-5: float32 behaviour, not a conversion error."""
+    return b.pick([1e-5, 1e-3, 0.1] if stored_stats else [1e-3, 0.01, 0.1])
 
 
 def _optional_vectors(b, shape, count):
-    return [b.param(b.data(shape), ".weight" if i == 0 else ".bias") if b.flag() else None for i in range(count)]
+    """``count`` optional affine vectors: absent, stored, or (sometimes) computed, i.e. graph inputs."""
+    def vector(i):
+        choice = b.int(0, 4)
+        if choice == 0:
+            return b.input(shape)  # a computed weight: the keras.ops form instead of a layer
+        return b.param(b.data(shape), ".weight" if i == 0 else ".bias") if choice > 2 else None
+    return [vector(i) for i in range(count)]
 
 
 def _batch_norm(b, x):
     """Stored statistics, or batch statistics as mean / var nodes (track_running_stats=False)."""
-    c = x.type.shape[1]
-    if b.flag():
+    c, stored = x.type.shape[1], b.flag()
+    if stored:
         stats = [b.param(b.data((c,)), ".running_mean"), b.param(np.abs(b.data((c,))) + 0.1, ".running_var")]
     else:
         axes = {"axes": (0,) + tuple(range(2, x.type.rank)), "keepdims": False}
         stats = [b.emit(REDUCE["mean"], [x], axes), b.emit(VAR, [x], {**axes, "correction": 0.0})]
-    return b.emit(BATCH_NORM, [x] + _optional_vectors(b, (c,), 2) + stats, {"eps": _eps(b)})
+    return b.emit(BATCH_NORM, [x] + _optional_vectors(b, (c,), 2) + stats, {"eps": _eps(b, stored)})
 
 
 def _layer_norm(b, x):
@@ -136,7 +145,8 @@ def _layer_norm(b, x):
     if b.flag():
         weight, bias = _optional_vectors(b, shape, 2)
         return b.emit(LAYER_NORM, [x, weight, bias], {"normalized_shape": shape, "eps": _eps(b)})
-    return b.emit(RMS_NORM, [x] + _optional_vectors(b, shape, 1), {"normalized_shape": shape, "eps": _eps(b)})
+    rms = {"normalized_shape": shape, "eps": _eps(b, stored_stats=True)}  # no mean to cancel
+    return b.emit(RMS_NORM, [x] + _optional_vectors(b, shape, 1), rms)
 
 
 def _group_norm(b, x):
@@ -177,7 +187,7 @@ def _conv_batch_norm(b, x):
     y = _conv(b, x)
     c = y.type.shape[1]
     stats = [b.param(b.data((c,)), ".running_mean"), b.param(np.abs(b.data((c,))) + 0.1, ".running_var")]
-    return b.emit(BATCH_NORM, [y] + _optional_vectors(b, (c,), 2) + stats, {"eps": _eps(b)})
+    return b.emit(BATCH_NORM, [y] + _optional_vectors(b, (c,), 2) + stats, {"eps": _eps(b, stored_stats=True)})
 
 
 def _spatial(b, v):
@@ -189,12 +199,12 @@ def _float_rank(low):
 
 
 LAYER_FAMILIES = [
-    ("conv", lambda b, v: is_float(v) and 3 <= v.type.rank <= 5, _conv),
-    ("conv_batch_norm", lambda b, v: is_float(v) and 3 <= v.type.rank <= 5, _conv_batch_norm),
-    ("conv_transpose", lambda b, v: is_float(v) and 3 <= v.type.rank <= 5, _conv_transpose),
     ("pool", _spatial, _pool),
-    ("adaptive_pool", _spatial, _adaptive_pool),
     ("resize", _spatial, _resize),
+    ("conv", lambda b, v: is_float(v) and 3 <= v.type.rank <= 5, _conv),
+    ("conv_transpose", lambda b, v: is_float(v) and 3 <= v.type.rank <= 5, _conv_transpose),
+    ("adaptive_pool", _spatial, _adaptive_pool),
+    ("conv_batch_norm", lambda b, v: is_float(v) and 3 <= v.type.rank <= 5, _conv_batch_norm),
     ("batch_norm", _float_rank(2), _batch_norm),
     ("layer_norm", _float_rank(1), _layer_norm),
     ("group_norm", _float_rank(2), _group_norm),

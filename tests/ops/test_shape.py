@@ -52,6 +52,7 @@ CASES = [
     _c(lambda x: x.permute(1, 0).reshape(6), [np.arange(6).reshape(2, 3)], "reshape", id="int64-data"),
     _c(lambda x, y: torch.stack([x, y]), [(2, 3), (2, 3)], "stack", id="stack-0"),
     _c(lambda x, y: torch.stack([x, y], -1), [(2, 3), (2, 3)], "stack", id="stack-last"),
+    _c(lambda x: torch.stack([x.sum(), torch.tensor(2.0)]), [(2, 3)], "stack", id="stack-zero-d-constant"),
     _c(lambda x: x.split(2, dim=1), [(2, 5, 3)], "split", id="split-ragged"),
     _c(lambda x: x.split([1, 3], dim=-1), [(2, 4)], "split", id="split-with-sizes"),
     _c(lambda x: x.chunk(3, dim=1), [(2, 4)], "split", id="chunk-uneven"),

@@ -198,7 +198,9 @@ def _stack_numpy(*xs, axis):
 
 @STACK.emits("keras-jax")
 def _stack_to_keras(node, k):
-    items = ", ".join(k.ref(v) for v in node.inputs)
+    # A stored 0-d item is written as a Python number, which symbolic ops.stack cannot take.
+    items = ", ".join(f"ops.convert_to_tensor({k.ref(v)}, {k.lit(v.type.dtype)})" if v.type.rank == 0 and
+                      k.is_param(v) else k.ref(v) for v in node.inputs)
     k.assign(node, f"ops.stack([{items}], axis={node.attrs['axis']})")
 
 

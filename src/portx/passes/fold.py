@@ -103,7 +103,8 @@ def fold_batch_norm(graph: Graph) -> Graph:
         folded = _folded_weights(graph, conv, node)
         if folded is None:
             continue
-        w_name, b_name = f"{conv.inputs[1].name}.folded", f"{conv.inputs[1].name}.folded_bias"
+        # a weight shared by several conv + batch_norm pairs folds differently for each: fresh names
+        w_name, b_name = (_fresh_name(params, f"{conv.inputs[1].name}.{s}") for s in ("folded", "folded_bias"))
         for name, array in ((w_name, folded[0]), (b_name, folded[1])):
             params[name] = array
             values[name] = param_value(name, array)
@@ -113,6 +114,14 @@ def fold_batch_norm(graph: Graph) -> Graph:
         return graph
     nodes = tuple(replaced.get(n, n) for n in graph.nodes if n not in dropped)
     return remove_dead_nodes(graph.replace(nodes=nodes, params=params, param_values=values))
+
+
+def _fresh_name(taken, base) -> str:
+    """``base``, or ``base_1``, ``base_2``... when ``taken`` already holds it."""
+    name, n = base, 1
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    return name
 
 
 def _folded_weights(graph, conv, bn):
