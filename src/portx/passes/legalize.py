@@ -17,7 +17,7 @@ import warnings
 
 import numpy as np
 
-from ..ir import Graph, IRError, Value, infer_outputs, param_value
+from ..ir import Graph, IRError, Node, Value, infer_outputs, param_value
 from . import rewrites_pool, rewrites_resize  # noqa: F401  (registers the node rules)
 from .rewrites import NODE_RULES, Rewriter
 
@@ -29,12 +29,16 @@ class PortxWarning(UserWarning):
     """A conversion changed something the user should know about (collected into report.json)."""
 
 
-def retype(graph: Graph, dtype_map: dict, param_arrays: dict) -> Graph:
+def retype(graph: Graph, dtype_map: dict, param_arrays: dict, cast_outputs: bool = False) -> Graph:
     """Rebuild ``graph`` with new dtypes for inputs/params, re-inferring every node's outputs.
 
     ``dtype_map`` maps old dtype names to new ones, also applied to ``dtype`` attributes;
-    ``param_arrays`` gives the (already converted) arrays for changed parameters.
+    ``param_arrays`` gives the (already converted) arrays for changed parameters. With
+    ``cast_outputs``, a node whose shape rule still yields an old dtype (argmax is always int64)
+    is followed by a cast, so values that meet downstream (a concat of ids and an argmax) agree.
     """
+    from ..ops.elementwise import CAST
+
     remap = {}
     inputs = []
     for v in graph.inputs:
@@ -50,12 +54,17 @@ def retype(graph: Graph, dtype_map: dict, param_arrays: dict) -> Graph:
         ins = tuple(None if v is None else remap.get(v, v) for v in node.inputs)
         attrs = {k: dtype_map.get(a, a) if k == "dtype" and isinstance(a, str) else a for k, a in node.attrs.items()}
         types = infer_outputs(node.op, [v.type if v is not None else None for v in ins], attrs)
-        outs = []
+        outs, casts = [], []
         for old, t in zip(node.outputs, types):
             new = old if t == old.type else Value(old.name, t)
             remap[old] = new
             outs.append(new)
+            if cast_outputs and t.dtype in dtype_map and node.op is not CAST:
+                narrowed = Value(f"{old.name}.narrowed", t.with_dtype(dtype_map[t.dtype]))
+                casts.append(Node(CAST, (new,), (narrowed,), {"dtype": dtype_map[t.dtype]}, node.scope))
+                remap[old] = narrowed
         nodes.append(node.replace(inputs=ins, outputs=tuple(outs), attrs=attrs))
+        nodes.extend(casts)
     return graph.replace(inputs=tuple(inputs), outputs=tuple(remap.get(v, v) for v in graph.outputs),
                          nodes=tuple(nodes), params=params, param_values=values)
 
@@ -92,15 +101,14 @@ def narrow_int64_to_int32(graph: Graph) -> Graph:
                 continue
             changed[name] = array.astype(np.int32)
     int_inputs = [v.name for v in graph.inputs if v.type.dtype == "int64"]
-    casts = [n.outputs[0].name for n in graph.nodes if n.attrs.get("dtype") == "int64"]
-    if not changed and not int_inputs and not casts:
+    int64_values = [o.name for n in graph.nodes for o in n.outputs if o.type.dtype == "int64"]
+    if not changed and not int_inputs and not int64_values:
         return graph
     if int_inputs:
         warnings.warn(PortxWarning(f"inputs {', '.join(int_inputs)}: int64 -> int32 (JAX without x64 and "
                                    "TPUs use 32-bit integers; ids must be below 2**31)"))
-    after = retype(graph, {"int64": "int32"}, changed)
-    narrowed = {o.name for n, m in zip(graph.nodes, after.nodes) for o, p in zip(n.outputs, m.outputs)
-                if o.type.dtype == "int64" and p.type.dtype == "int32"}
+    after = retype(graph, {"int64": "int32"}, changed, cast_outputs=True)
+    narrowed = {o.name for n in graph.nodes for o in n.outputs if o.type.dtype == "int64"}
     if changed or narrowed:
         warnings.warn(PortxWarning(f"int64 -> int32 (TPUs emulate 64-bit integers) at: "
                                    f"{', '.join(_scopes_using(graph, set(changed) | narrowed)) or 'inputs'}"))
