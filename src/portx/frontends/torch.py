@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from ..errors import BadInput, Unsupported, UnsupportedOps
-from ..ir import IMPORT_RULES, Graph, Node, TensorType, Value, infer_outputs, param_value
+from ..ir import IMPORT_RULES, Graph, Node, TensorType, Value, fresh_name, infer_outputs, param_value
 from ..ir.validate import IRError
 from .torch_names import op_name as _op_name
 from .torch_names import scope_of
@@ -133,9 +133,7 @@ class _Lowering:
         return TensorType(tuple(shape), torch_dtype_name(tensor.dtype))
 
     def fresh(self, hint) -> str:
-        name, n = hint, 1
-        while name in self.taken:
-            name, n = f"{hint}_{n}", n + 1
+        name = fresh_name(self.taken, hint)
         self.taken.add(name)
         return name
 

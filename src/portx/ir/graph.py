@@ -12,7 +12,7 @@ import numpy as np
 
 from .types import TensorType, Value
 
-__all__ = ["Node", "Graph"]
+__all__ = ["Node", "Graph", "param_value", "fresh_name"]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -86,3 +86,11 @@ class Graph:
 def param_value(name: str, array: np.ndarray) -> Value:
     """The Value that stands for a stored array: ``param_value("fc.weight", w)``."""
     return Value(name, TensorType(array.shape, str(array.dtype)))
+
+
+def fresh_name(taken, base: str) -> str:
+    """``base``, or ``base_1``, ``base_2``... whichever ``taken`` (a set or dict) does not hold yet."""
+    name, n = base, 1
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    return name

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Graph, param_value
+from ..ir import Graph, fresh_name, param_value
 
 __all__ = ["remove_dead_nodes", "merge_reshapes_and_permutes", "fold_batch_norm"]
 
@@ -104,7 +104,7 @@ def fold_batch_norm(graph: Graph) -> Graph:
         if folded is None:
             continue
         # a weight shared by several conv + batch_norm pairs folds differently for each: fresh names
-        w_name, b_name = (_fresh_name(params, f"{conv.inputs[1].name}.{s}") for s in ("folded", "folded_bias"))
+        w_name, b_name = (fresh_name(params, f"{conv.inputs[1].name}.{s}") for s in ("folded", "folded_bias"))
         for name, array in ((w_name, folded[0]), (b_name, folded[1])):
             params[name] = array
             values[name] = param_value(name, array)
@@ -114,14 +114,6 @@ def fold_batch_norm(graph: Graph) -> Graph:
         return graph
     nodes = tuple(replaced.get(n, n) for n in graph.nodes if n not in dropped)
     return remove_dead_nodes(graph.replace(nodes=nodes, params=params, param_values=values))
-
-
-def _fresh_name(taken, base) -> str:
-    """``base``, or ``base_1``, ``base_2``... when ``taken`` already holds it."""
-    name, n = base, 1
-    while name in taken:
-        name, n = f"{base}_{n}", n + 1
-    return name
 
 
 def _folded_weights(graph, conv, bn):

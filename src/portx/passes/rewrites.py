@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import IRError, Node, Value, infer_outputs, param_value
+from ..ir import IRError, Node, Value, fresh_name, infer_outputs, param_value
 from ..ops.elementwise import CAST
 from ..ops.linear import MATMUL
 from ..ops.shape import RESHAPE
@@ -64,9 +64,7 @@ class Rewriter:
 
     def fresh(self, base) -> str:
         """An unused value name: ``base``, else ``base_1``, ``base_2``..."""
-        name, n = base, 1
-        while name in self.taken:
-            name, n = f"{base}_{n}", n + 1
+        name = fresh_name(self.taken, base)
         self.taken.add(name)
         return name
 
