@@ -223,6 +223,7 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
         if missing:
             raise UnsupportedOps(missing)
         emitted = stages.run("emit", _emit, graph, tmp, to)
+        emitted.pop("model", None)  # the writer's copy; free it before loading the user's view of the files
         model = stages.run("load-emitted", _load_emitted, tmp)
         report = _report(src, graph, to, notes)
         report["verification"] = (stages.run("verify", _verify, src, graph, model, emitted, seed, atol, rtol)
