@@ -1,6 +1,6 @@
 """Op families for the graph fuzzer (``fuzz_graphs.py``): one builder per family of registered ops.
 
-Each entry of ``FAMILIES`` is ``(name, accepts, build)``: ``accepts(value)`` says whether the
+Each entry of ``FAMILIES`` is ``(name, accepts, build)``: ``accepts(b, value)`` says whether the
 value can be the family's main operand, and ``build(b, x)`` draws attributes and partner operands
 (parameters, new graph inputs or values already in the graph) and emits the nodes. Attribute
 ranges follow the torch import rules (e.g. max_pool padding at most half the effective kernel,
@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from fuzz_graphs import broadcast_partner_shape, broadcasts, is_float, is_int
-from portx.ops._util import broadcast_shapes
 from fuzz_layers import LAYER_FAMILIES
 from fuzz_shapes import SHAPE_FAMILIES
+from portx.ops._util import broadcast_shapes
 from portx.ops.attention import ATTENTION
 from portx.ops.elementwise import BINARY, CAST, WHERE
 from portx.ops.embedding import EMBEDDING
@@ -58,8 +58,11 @@ def _unary(b, x):
 
 
 def _partner(b, x, dtype=None, exact=False, shape=None):
-    """A second operand broadcasting against ``x`` (or ``shape``): x, a value, a parameter, a 0-d constant
-    or a new input."""
+    """A second operand broadcasting against ``x`` (or ``shape``).
+
+    It is x itself, a value already in the graph (exact when ``exact``), a parameter, a 0-d
+    constant or a new graph input.
+    """
     dtype, shape = dtype or x.type.dtype, shape or x.type.shape
     source = b.pick(["self", "value", "param", "scalar", "input"])
     if source == "self" and x.type.dtype == dtype:
@@ -76,6 +79,7 @@ def _partner(b, x, dtype=None, exact=False, shape=None):
 
 
 def _arith(b, x):
+    """Arithmetic with broadcasting; div by |y| + 0.5 (either sign), pow of a positive base to [-2, 2]."""
     name = b.pick(_ARITH if is_float(x) else [n for n in _ARITH if n != "pow"])
     y = _partner(b, x)
     attrs = {}
@@ -129,27 +133,24 @@ def _cast(b, x):
     return b.emit(CAST, [x], {"dtype": dtype}, exact=True)
 
 
-def _weight(b, shape, name=".weight"):
-    """A stored weight, or (sometimes) a graph input, as when a model multiplies by a computed tensor."""
-    return b.input(shape) if b.int(0, 4) == 0 else b.stored(shape, hint=name)
-
-
 def _bias(b, n):
     return b.stored((n,), hint=".bias") if b.flag() else None
 
 
 def _linear(b, x):
-    w = _weight(b, (b.int(1, 6), x.type.shape[-1]))
+    """x @ W.T (+ b) over the last axis; W stored (a Dense layer) or an input (a matmul)."""
+    w = b.weight((b.int(1, 6), x.type.shape[-1]))
     bias = _bias(b, w.type.shape[0])
     return b.emit(LINEAR, [x, w] + ([bias] if bias is not None else []))
 
 
 def _matmul(b, x):
+    """Batched NumPy matmul with a vector, a matrix or a stack of matrices broadcasting against x."""
     k, n = x.type.shape[-1], b.int(1, 5)
     shapes = [(k,), (k, n)] + ([x.type.shape[:-2][-1:] + (k, n)] if x.type.rank > 2 else [])
     if x.type.rank == 1:
         shapes.append((b.int(1, 2), k, n))
-    other = _weight(b, b.pick(shapes), "w")
+    other = b.weight(b.pick(shapes), "w")
     return b.emit(MATMUL, [x, other])
 
 

@@ -4,7 +4,8 @@
 integer or bool), then 1..6 op applications drawn from the families in ``FAMILIES`` (see
 ``fuzz_families.py``), each on an operand already in the graph. Output types come from each
 op's own shape rule (``infer_outputs``), so graphs are valid by construction. Attribute ranges
-follow what the torch import rules can produce.
+follow what the torch import rules can produce. A node that would read only stored arrays is
+folded into a new stored array, as the torch frontend folds everything input-independent.
 
 Two rules keep the numeric comparison meaningful (no false alarms):
 - Values outside an op's domain never reach it: log/sqrt/rsqrt/reciprocal, div denominators and
@@ -45,7 +46,7 @@ def is_int(v) -> bool:
 
 
 class Builder:
-    """Collects inputs, parameters and nodes while a strategy draws them.
+    """Collects inputs, parameters and nodes while the strategy builds a graph.
 
     Example: ``y = b.emit(UNARY["relu"], [b.input((1, 3))], exact=True)``.
     """
@@ -160,6 +161,10 @@ class Builder:
         if tied and self.int(0, 3) == 0:
             return self.pick(tied)
         return self.param(self.data(shape, dtype), hint)
+
+    def weight(self, shape, hint=".weight"):
+        """A stored weight, or (sometimes) a graph input, as when a model multiplies by a computed tensor."""
+        return self.input(shape) if self.int(0, 4) == 0 else self.stored(shape, hint=hint)
 
     def graph(self) -> Graph:
         """The finished graph: every unread value is an output, sometimes one more besides."""

@@ -28,15 +28,12 @@ def _divisor(b, n):
     return b.pick([g for g in range(1, n + 1) if n % g == 0])
 
 
-def _weight(b, shape):
-    return b.input(shape) if b.int(0, 4) == 0 else b.stored(shape)
-
-
 def _bias(b, n):
     return [b.stored((n,), hint=".bias")] if b.flag() else []
 
 
 def _conv(b, x):
+    """N-d conv: groups, stride 1-3, dilation 1-2, asymmetric pads (as torch padding='same' makes)."""
     n, c, *sizes = x.type.shape
     groups = _divisor(b, c)
     stride, dilation, pads, kernel = [], [], [], []
@@ -45,12 +42,13 @@ def _conv(b, x):
         kernel.append(b.int(1, min(3, (size + lo + hi - 1) // d + 1)))
         stride.append(s), dilation.append(d), pads.append((lo, hi))
     out = groups * b.int(1, 3)
-    w = _weight(b, (out, c // groups, *kernel))
+    w = b.weight((out, c // groups, *kernel))
     attrs = {"stride": tuple(stride), "pads": tuple(pads), "dilation": tuple(dilation), "groups": groups}
     return b.emit(CONV, [x, w] + _bias(b, out), attrs)
 
 
 def _conv_transpose(b, x):
+    """N-d transposed conv; output_padding below max(stride, dilation) as torch requires."""
     n, c, *sizes = x.type.shape
     groups = _divisor(b, c)
     attrs = {"stride": [], "padding": [], "output_padding": [], "dilation": [], "groups": groups}
@@ -66,7 +64,7 @@ def _conv_transpose(b, x):
         kernel.append(k)
     attrs = {key: tuple(v) if isinstance(v, list) else v for key, v in attrs.items()}
     og = b.int(1, 3)
-    w = _weight(b, (c, og, *kernel))
+    w = b.weight((c, og, *kernel))
     return b.emit(CONV_TRANSPOSE, [x, w] + _bias(b, og * groups), attrs)
 
 
@@ -141,6 +139,7 @@ def _batch_norm(b, x):
 
 
 def _layer_norm(b, x):
+    """layer_norm or rms_norm over 1..rank trailing axes."""
     shape = x.type.shape[x.type.rank - b.int(1, x.type.rank):]
     if b.flag():
         weight, bias = _optional_vectors(b, shape, 2)

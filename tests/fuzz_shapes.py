@@ -28,6 +28,7 @@ def _prime_factors(n):
 
 
 def _reshape(b, x):
+    """A static reshape to a random factorization of the element count (rank 1-4)."""
     dims = [1] * b.int(1, 4)
     for p in _prime_factors(int(np.prod(x.type.shape))):
         dims[b.int(0, len(dims) - 1)] *= p
@@ -54,6 +55,7 @@ def _like(b, x, shape):
 
 
 def _concat(b, x):
+    """x with 1-2 pieces of its dtype that differ only on the axis, in a random order."""
     axis = b.int(0, x.type.rank - 1)
     parts = [x]
     for _ in range(b.int(1, 2)):
@@ -68,6 +70,7 @@ def _stack(b, x):
 
 
 def _split(b, x):
+    """Consecutive non-empty pieces along an axis (one piece when the axis has size 1)."""
     axis = b.int(0, x.type.rank - 1)
     size = x.type.shape[axis]
     points = list(range(1, size))
@@ -118,6 +121,7 @@ def _flip(b, x):
 
 
 def _roll(b, x):
+    """numpy.roll of the flattened tensor, or per axis."""
     if b.flag():
         return b.emit(ROLL, [x], {"shifts": (b.int(-7, 7),), "axes": None}, exact=True)
     axes = b.axes(x.type.rank)

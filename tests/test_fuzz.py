@@ -17,7 +17,6 @@ longer hunt (profile "fuzz", 200 random examples per test, a few minutes):
 A failure prints the graph as text IR; paste it into ``FOUND`` / ``PASSES_FOUND`` below (the
 graphs the fuzzer found so far) once the bug is fixed.
 """
-import re
 import tempfile
 from pathlib import Path
 
@@ -34,25 +33,8 @@ from portx.passes.pipeline import run_passes
 from portx.equivalence import compare_arrays, make_inputs, run_reference
 
 # Each example builds and runs a Keras model (0.1-2 s), and a few are rejected on purpose
-# (meaningful_reference, Note [known int64 gap]): neither is a problem of the strategy.
+# (meaningful_reference): neither is a problem of the strategy.
 FUZZ = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-
-
-# Note [known int64 gap]: narrow_int64_to_int32 narrows int64 inputs and parameters but not the
-# int64 that argmax / integer sums always produce, so a concat or stack of both fails validation
-# after the passes (PASSES_FOUND["int64-ids-join-argmax"] below is its strict xfail). Until that is
-# fixed, fuzz examples that hit exactly this are rejected instead of failing every long run.
-KNOWN_INT64_GAP = re.compile(r"int(32|64)\S* does not match int(32|64)|needs equal types.*int(32|64).*int(32|64)")
-
-
-def passes(graph):
-    """``run_passes(graph, "keras-jax")``, rejecting the example on Note [known int64 gap]."""
-    try:
-        return run_passes(graph, "keras-jax")
-    except ValueError as exc:
-        if KNOWN_INT64_GAP.search(str(exc)):
-            reject()
-        raise
 
 
 def reference_outputs(graph, arrays) -> list:
@@ -108,7 +90,7 @@ def test_random_graph_round_trips_and_passes_keep_reference(graph):
     assert format_graph(loaded) == text
     assert all(np.array_equal(graph.params[n], loaded.params[n]) for n in graph.params)
     assert_outputs_match(graph, expected, reference_outputs(loaded, arrays), 0.0, 0.0, "loaded graph")
-    passed = passes(graph)
+    passed = run_passes(graph, "keras-jax")
     retyped = [a.astype(v.type.dtype, copy=False) for a, v in zip(arrays, passed.inputs)]
     # fold_batch_norm changes the rounding (weights pre-multiplied): float32 tolerances, not bit equality
     assert_outputs_match(graph, expected, reference_outputs(passed, retyped), what="after passes")
@@ -125,7 +107,7 @@ def test_random_graph_emits_keras_matching_reference(graph, with_passes):
     arrays = make_inputs(validate(graph), seed=0)
     expected = meaningful_reference(graph, arrays)
     if with_passes:
-        graph = passes(graph)
+        graph = run_passes(graph, "keras-jax")
         arrays = [a.astype(v.type.dtype, copy=False) for a, v in zip(arrays, graph.inputs)]
     assert_outputs_match(graph, expected, keras_outputs(graph, arrays, jitted=with_passes))
 
@@ -206,13 +188,14 @@ PASSES_FOUND = {
           %y2: float32[1x3x4x4] = batch_norm(%c2, _, _, %bn2.running_mean, %bn2.running_var) {eps=1e-05}
           return %y1, %y2
         }""",
-    # greedy decoding: torch.cat([ids, logits.argmax(-1, keepdim=True)], 1) (Note [known int64 gap])
-    "int64-ids-join-argmax": pytest.param("""
+    # greedy decoding, torch.cat([ids, logits.argmax(-1, keepdim=True)], 1): int64 narrowing made the
+    # ids int32 but left argmax int64, so the concat failed validation (fixed in passes/legalize.py).
+    "int64-ids-join-argmax": """
         graph model(%ids: int64[1x3], %logits: float32[1x5]) {
           %next: int64[1x1] = argmax(%logits) {axis=1, keepdims=True}
           %out: int64[1x4] = concat(%ids, %next) {axis=1}
           return %out
-        }"""),
+        }""",
 }
 
 
