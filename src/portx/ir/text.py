@@ -91,7 +91,7 @@ def _parse_attrs(text: str) -> dict:
 def parse_graph(text: str, params: dict | None = None) -> Graph:
     """Parse the text form. Parameters get ``params[name]`` or seeded random data."""
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    header = re.match(r"graph\s+(\w+)\((.*)\)\s*\{$", lines[0])
+    header = re.match(r"graph\s+([^\s(]+)\((.*)\)\s*\{$", lines[0])
     if not header:
         raise ValueError("text IR must start with 'graph NAME(%x: type, ...) {'")
     env, rng, params = {}, np.random.default_rng(0), dict(params or {})
