@@ -19,12 +19,19 @@ DEFAULT_ATOL = 1e-5
 DEFAULT_RTOL = 1e-4
 
 
+def _indexing_ops():
+    from .ops.embedding import EMBEDDING
+    from .ops.shape_index import GATHER, INDEX_SELECT
+
+    return (EMBEDDING, GATHER, INDEX_SELECT)
+
+
 def index_limit(graph, value):
     """Exclusive upper bound for integer input ``value`` when it indexes a table (e.g. embedding)."""
-    limits = []
+    limits, indexing = [], _indexing_ops()
     for node in graph.nodes:
         for i, v in enumerate(node.inputs):
-            if v is value and node.op.name in ("embedding", "gather", "index_select"):
+            if v is value and node.op in indexing:
                 table = node.inputs[0]
                 axis = node.attrs.get("axis", 0)
                 if table is not value:

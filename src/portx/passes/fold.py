@@ -68,7 +68,9 @@ def merge_reshapes_and_permutes(graph: Graph) -> Graph:
 
 
 def _is_identity(node) -> bool:
-    if node.op.name == "reshape":
+    from ..ops.shape import RESHAPE
+
+    if node.op is RESHAPE:
         return node.inputs[0].type.shape == node.output.type.shape
     return tuple(node.attrs["perm"]) == tuple(range(len(node.attrs["perm"])))
 
