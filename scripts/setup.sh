@@ -2,6 +2,8 @@
 # Creates .venv (if needed) and installs portx with its test extra. Idempotent and quick when done.
 # torch is installed first, pinned to the CPU build, so pyproject's range is already met.
 set -euo pipefail
+# Keras picks its backend at import; without this a fresh machine defaults to TensorFlow.
+export KERAS_BACKEND="${KERAS_BACKEND:-jax}"
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then

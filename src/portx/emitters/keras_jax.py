@@ -26,8 +26,8 @@ TARGET = "keras-jax"
 WEIGHTS_FILE = "model.weights.h5"
 _RESERVED = {"keras", "layers", "ops", "np", "os", "build_model", "load_model", "WEIGHTS", "Constant",
              "MATMUL_PRECISION", "model", "inputs", "outputs", "jax"}
-_INLINE_MAX = 16
-_DEEP_GRAPH = 300  # Note [deep graphs]: Keras' functional graph walk recurses per layer  # constants with at most this many elements are written into the code
+_INLINE_MAX = 16  # constants with at most this many elements are written into the code
+_DEEP_GRAPH = 300  # Note [deep graphs]: Keras' functional graph walk recurses per layer
 
 _CONSTANT_LAYER = '''
 class Constant(layers.Layer):
@@ -248,6 +248,8 @@ class KerasEmitter:
         deep = len(self.graph.nodes) > _DEEP_GRAPH
         if deep:
             w.line("import sys")
+        w.line("")
+        w.line('os.environ.setdefault("KERAS_BACKEND", "jax")  # before the first keras import')
         w.line("")
         if self.uses_numpy:
             w.line("import numpy as np")
