@@ -1,0 +1,68 @@
+"""GraphBuilder: the incremental way frontends (Keras, jaxpr) and passes assemble a Graph.
+
+Example:
+    >>> b = GraphBuilder("model")
+    >>> x = b.input("x", TensorType((1, 3, 8, 8), "float32"))
+    >>> w = b.param("conv.weight", np.zeros((4, 3, 3, 3), np.float32))
+    >>> y = b.emit("conv", [x, w], {"stride": (1, 1), "pads": ((1, 1), (1, 1)), "dilation": (1, 1)}, "conv")
+    >>> graph = b.finish([y])
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .graph import Graph, Node, fresh_name, param_value
+from .opdef import lookup
+from .types import TensorType, Value
+from .validate import IRError, infer_outputs
+
+__all__ = ["GraphBuilder"]
+
+
+class GraphBuilder:
+    """Holds nodes, parameters and taken names while a frontend walks its source."""
+
+    def __init__(self, name: str = "model"):
+        self.name = name
+        self.inputs, self.nodes = [], []
+        self.params, self.param_values, self.taken = {}, {}, set()
+
+    def fresh(self, hint: str) -> str:
+        """A value name not used yet, derived from ``hint``."""
+        name = fresh_name(self.taken, hint or "v")
+        self.taken.add(name)
+        return name
+
+    def input(self, hint: str, type_: TensorType) -> Value:
+        """A new graph input."""
+        value = Value(self.fresh(hint), type_)
+        self.inputs.append(value)
+        return value
+
+    def param(self, hint: str, array) -> Value:
+        """A new stored parameter or constant (copied, contiguous)."""
+        array = np.asarray(array)
+        array = np.ascontiguousarray(array).reshape(array.shape)
+        name = self.fresh(hint)
+        self.params[name] = array
+        self.param_values[name] = value = param_value(name, array)
+        return value
+
+    def emit(self, op, inputs, attrs=None, scope: str = "", hint: str = ""):
+        """Append ``op(inputs) {attrs}`` (op is an OpDef or its name); returns the output Value or a list."""
+        op = lookup(op) if isinstance(op, str) else op
+        where = f"node {scope or hint} ({op.name})"
+        attrs = op.normalize_attrs(dict(attrs or {}), where)
+        try:
+            types = infer_outputs(op, [v.type if v is not None else None for v in inputs], attrs)
+        except (ValueError, TypeError, IndexError) as exc:
+            raise IRError(f"{where}: shape rule failed: {exc}") from exc
+        base = hint or (scope.replace(".", "_") if scope else op.name)
+        outs = tuple(Value(self.fresh(base), t) for t in types)
+        self.nodes.append(Node(op, tuple(inputs), outs, attrs, scope))
+        return outs[0] if len(outs) == 1 else list(outs)
+
+    def finish(self, outputs) -> Graph:
+        """The Graph with the given outputs (dead nodes are left for ``remove_dead_nodes``)."""
+        return Graph(tuple(self.inputs), tuple(outputs), tuple(self.nodes), dict(self.params),
+                     dict(self.param_values), self.name)
