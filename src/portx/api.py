@@ -27,7 +27,10 @@ from .equivalence import DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs  # noq
 
 __all__ = ["convert", "load", "inspect", "op_table", "ConversionResult", "TARGETS", "missing_emit_rules", "verify"]
 
-TARGETS = ("keras-jax",)
+#: target name -> the emitter module (portx.emitters.<module>) that writes it
+TARGETS = {"keras-jax": "keras_jax", "torch-xla": "torch_xla"}
+#: source file suffixes read by the Keras frontend (everything else goes to the torch frontend)
+KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
 
 
 @dataclass
@@ -58,8 +61,23 @@ class _Stages:
         return result
 
 
-def load(source, *, example_inputs=None, inputs=(), trust_pickle=False):
-    """Open a source (path or live model) as a frontend object with ``program`` and ``run``."""
+def _is_keras_source(source) -> bool:
+    if isinstance(source, (str, os.PathLike)):
+        return Path(source).suffix.lower() in KERAS_SUFFIXES
+    return type(source).__module__.startswith("keras") or any(
+        c.__module__.startswith("keras.") for c in type(source).__mro__)
+
+
+def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_keras=False):
+    """Open a source (path or live model) as a frontend object with ``run`` and ``label``.
+
+    Torch sources (``.pt2``, ``.pt``, ``nn.Module``) carry an ExportedProgram; Keras sources
+    (``.keras``, ``.h5``, ``keras.Model``) carry the model and lower themselves.
+    """
+    if _is_keras_source(source):
+        from .frontends.keras import load_keras_source
+
+        return load_keras_source(source, inputs=inputs, example_inputs=example_inputs, unsafe=unsafe_keras)
     from .frontends.torch_files import from_module, load_torch_source
 
     if isinstance(source, (str, os.PathLike)):
@@ -68,6 +86,8 @@ def load(source, *, example_inputs=None, inputs=(), trust_pickle=False):
 
 
 def _lower(src, strict_tpu=False):
+    if getattr(src, "kind", "torch") == "keras":
+        return src.lower(name="model", strict_tpu=strict_tpu)
     from .frontends.torch import lower_exported
 
     return lower_exported(src.program, name="model", strict_tpu=strict_tpu)
@@ -125,6 +145,8 @@ def inspect(source, *, example_inputs=None, inputs=(), trust_pickle=False, targe
 
 
 def _source_outputs(src, arrays) -> list:
+    if getattr(src, "kind", "torch") == "keras":
+        return [np.asarray(a) for a in src.run(*arrays)]
     import torch
 
     # the source gets its own input dtypes back (e.g. int64 ids the IR narrowed to int32)
@@ -136,15 +158,13 @@ def _source_outputs(src, arrays) -> list:
     return [t.detach().float().numpy() if t.dtype == torch.bfloat16 else t.detach().numpy() for t in flat]
 
 
-def _verify(src, graph, model, emitted, seed, atol, rtol) -> dict:
+def _verify(src, graph, model, emitted, target, seed, atol, rtol) -> dict:
     arrays = make_inputs(graph, seed)
     expected = _source_outputs(src, arrays)
-    from .emitters.keras_jax import run_jitted
-
-    got = run_jitted(model, arrays)
+    got = _emitter(target).run_model(model, arrays)
     result = compare(expected, got, [v.name for v in graph.outputs], atol, rtol)
     result.update({"seed": seed, "inputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs]})
-    if not result["passed"]:
+    if not result["passed"] and target == "keras-jax":
         result["first_divergence"] = _localize(graph, emitted, arrays, atol, rtol)
     return result
 
@@ -156,16 +176,19 @@ def _localize(graph, emitted, arrays, atol, rtol):
     return localize(graph, emitted["code"], emitted["var_of"], arrays, atol, rtol)
 
 
+def _emitter(target):
+    """The emitter module for ``target``: ``emit(graph, folder)``, ``load_folder(folder)``, ``run_model``."""
+    import importlib
+
+    return importlib.import_module(f".emitters.{TARGETS[target]}", __package__)
+
+
 def _emit(graph, folder, target):
-    from .emitters.keras_jax import emit_keras
-
-    return emit_keras(graph, folder)
+    return _emitter(target).emit(graph, folder)
 
 
-def _load_emitted(folder):
-    from .emitters.keras_jax import import_emitted
-
-    return import_emitted(Path(folder) / "model.py").load_model()
+def _load_emitted(folder, target):
+    return _emitter(target).load_folder(folder)
 
 
 def _nonfinite_params(graph) -> list:
@@ -187,11 +210,14 @@ def _require_jax_backend():
                        "Keras-JAX models", hint="set KERAS_BACKEND=jax before importing keras")
 
 
-def _tpu_proof(model, graph, strict):
-    from .tpu import prove_tpu_lowering
+def _tpu_proof(model, graph, strict, target="keras-jax"):
+    if target == "torch-xla":
+        from .tpu_torch import prove_torch_tpu_lowering as prove_tpu_lowering
+    else:
+        from .tpu import prove_tpu_lowering
 
     proof = prove_tpu_lowering(model, graph)
-    if strict and proof["verdict"] != "ok":
+    if strict and proof["verdict"] not in ("ok", "skipped"):
         raise NotTpuLegal(f"model does not lower cleanly for TPU: {'; '.join(proof['problems'])}",
                           hint="drop --strict-tpu to convert anyway, or replace the listed constructs")
     return proof
@@ -199,7 +225,7 @@ def _tpu_proof(model, graph, strict):
 
 def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(), verify=True,
             atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, seed=0, trust_pickle=False, force=False,
-            strict_tpu=False, export_tpu=False, fold_bn=True, progress=None) -> ConversionResult:
+            strict_tpu=False, export_tpu=False, fold_bn=True, unsafe_keras=False, progress=None) -> ConversionResult:
     """Convert ``source`` (a path or a live nn.Module) for target ``to`` into folder ``out``.
 
     Raises BadInput (2), UnsupportedOps (3), NotTpuLegal (4, with ``strict_tpu``) or
@@ -209,11 +235,14 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
     _require_jax_backend()
     if to not in TARGETS:
         raise BadInput(f"--to {to}: unknown target", hint=f"choose one of {', '.join(TARGETS)}")
+    if export_tpu and to != "keras-jax":
+        raise BadInput(f"--export-tpu writes a jax.export artifact of a Keras-JAX model, not of --to {to}",
+                       hint="drop --export-tpu, or convert with --to keras-jax")
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="portx-")) / "out"
     stages = _Stages(progress)
     with staged_output(out, force) as tmp:
         src = stages.run("load", load, source, example_inputs=example_inputs, inputs=inputs,
-                         trust_pickle=trust_pickle)
+                         trust_pickle=trust_pickle, unsafe_keras=unsafe_keras)
         graph = stages.run("lower", _lower, src, strict_tpu)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", PortxWarning)
@@ -224,11 +253,11 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
             raise UnsupportedOps(missing)
         emitted = stages.run("emit", _emit, graph, tmp, to)
         emitted.pop("model", None)  # the writer's copy; free it before loading the user's view of the files
-        model = stages.run("load-emitted", _load_emitted, tmp)
+        model = stages.run("load-emitted", _load_emitted, tmp, to)
         report = _report(src, graph, to, notes)
-        report["verification"] = (stages.run("verify", _verify, src, graph, model, emitted, seed, atol, rtol)
+        report["verification"] = (stages.run("verify", _verify, src, graph, model, emitted, to, seed, atol, rtol)
                                   if verify else {"passed": None, "skipped": True})
-        report["tpu"] = stages.run("tpu-lower", _tpu_proof, model, graph, strict_tpu)
+        report["tpu"] = stages.run("tpu-lower", _tpu_proof, model, graph, strict_tpu, to)
         if export_tpu:
             from .tpu import export_artifact
 
@@ -236,7 +265,7 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
                                                    tmp / "model.tpu.jaxexport")
         report["stages"] = stages.times
         (tmp / "report.json").write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
-    result = ConversionResult(model, report, _files(out, export_tpu), graph, out,
+    result = ConversionResult(model, report, _files(out, export_tpu, to), graph, out,
                               report["verification"].get("passed") is not False, stages.times)
     if not result.ok:
         raise _verification_failed(result)
@@ -251,8 +280,8 @@ def _report(src, graph, target, notes) -> dict:
             "layout": {"inputs": "same as source", "outputs": "same as source"}, "warnings": notes}
 
 
-def _files(out, export_tpu) -> dict:
-    files = {"code": out / "model.py", "weights": out / "model.weights.h5", "report": out / "report.json"}
+def _files(out, export_tpu, target="keras-jax") -> dict:
+    files = {"code": out / "model.py", "weights": out / _emitter(target).WEIGHTS_FILE, "report": out / "report.json"}
     if export_tpu:
         files["tpu_artifact"] = out / "model.tpu.jaxexport"
         files["tpu_weights"] = out / "model.tpu.jaxexport.weights.npz"

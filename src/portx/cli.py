@@ -50,7 +50,7 @@ def _run(debug, fn):
 @click.group()
 @click.version_option(package_name="portx")
 def main():
-    """portx: convert PyTorch models to Keras 3 (JAX), verified and TPU-ready."""
+    """portx: convert PyTorch models to Keras 3 (JAX) and Keras models to PyTorch, verified and TPU-ready."""
     # torch and keras deprecation notices are about their internals, not the user's model
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
@@ -58,22 +58,24 @@ def main():
 
 @main.command()
 @click.argument("src", type=click.Path(path_type=str))
-@click.option("--to", "target", default="keras-jax", show_default=True, help="target: keras-jax")
+@click.option("--to", "target", default="keras-jax", show_default=True,
+              help="target: keras-jax (from PyTorch) or torch-xla (from Keras)")
 @click.option("-o", "--out", default=None, help="output folder (default: SRC name + _keras)")
 @click.option("--input", "inputs", multiple=True, help="NAME:SHAPE[:DTYPE], e.g. x:1x3x224x224:float32")
 @click.option("--no-verify", is_flag=True, help="skip numerical verification")
 @click.option("--atol", type=float, default=None, help="absolute tolerance (default 1e-5)")
 @click.option("--rtol", type=float, default=None, help="tolerance relative to the output's scale (default 1e-4)")
 @click.option("--trust-pickle", is_flag=True, help="allow loading a full pickle (runs code from the file)")
+@click.option("--unsafe-keras", is_flag=True, help="load .keras files with safe_mode off (runs Lambda code)")
 @click.option("--force", is_flag=True, help="replace OUT if it exists")
 @click.option("--strict-tpu", is_flag=True, help="fail (exit 4) unless the model lowers cleanly for TPU")
 @click.option("--no-fold-bn", is_flag=True, help="keep batch norms as layers (default: folded into convolutions)")
 @click.option("--export-tpu", is_flag=True, help="also write OUT/model.tpu.jaxexport (jax.export, tpu+cpu)")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON on stdout")
 @click.option("--debug", is_flag=True, help="show tracebacks")
-def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, force, strict_tpu, no_fold_bn, export_tpu,
-            as_json, debug):
-    """Convert SRC (.pt2, .pt) into OUT/model.py + weights, and verify it."""
+def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, unsafe_keras, force, strict_tpu, no_fold_bn,
+            export_tpu, as_json, debug):
+    """Convert SRC (.pt2, .pt, .keras, .h5) into OUT/model.py + weights, and verify it."""
     from . import api
     from .equivalence import DEFAULT_ATOL, DEFAULT_RTOL
 
@@ -83,7 +85,7 @@ def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, force
         return api.convert(src, to=target, out=out, inputs=inputs, verify=not no_verify,
                            atol=DEFAULT_ATOL if atol is None else atol, rtol=DEFAULT_RTOL if rtol is None else rtol,
                            trust_pickle=trust_pickle, force=force, strict_tpu=strict_tpu, export_tpu=export_tpu,
-                           fold_bn=not no_fold_bn,
+                           fold_bn=not no_fold_bn, unsafe_keras=unsafe_keras,
                            progress=_progress(as_json))
 
     result = _run(debug, work)

@@ -20,7 +20,8 @@ import numpy as np
 
 from .codegen import LineWriter, Namespace, literal
 
-__all__ = ["TARGET", "KerasEmitter", "emit_keras", "import_emitted", "build_with_locals", "run_jitted"]
+__all__ = ["TARGET", "WEIGHTS_FILE", "KerasEmitter", "emit_keras", "import_emitted", "build_with_locals", "run_jitted",
+           "emit", "load_folder", "run_model"]
 
 TARGET = "keras-jax"
 WEIGHTS_FILE = "model.weights.h5"
@@ -345,6 +346,16 @@ def run_jitted(model, arrays) -> list:
     out = jax.jit(forward)([v.value for v in model.trainable_variables],
                            [v.value for v in model.non_trainable_variables], *arrays)
     return [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
+
+
+# The interface api.py uses for every target: emit(graph, folder), load_folder(folder), run_model(model, arrays).
+emit = emit_keras
+run_model = run_jitted
+
+
+def load_folder(folder):
+    """The Keras model written in ``folder``, weights loaded (what a user gets from ``load_model()``)."""
+    return import_emitted(Path(folder) / "model.py").load_model()
 
 
 def build_with_locals(module):

@@ -1,0 +1,137 @@
+"""Keras -> PyTorch benchmark: keras.applications models through ``portx convert --to torch-xla``.
+
+Run: .venv/bin/python benchmarks/keras_to_torch.py [--models a,b] [--repeat N] [--size S]
+
+Prints one plain-text table, one row per model (random weights, ``weights=None``, seed 0):
+
+  model      keras.applications constructor; input (1, S, S, 3) channels-last (S defaults to the smallest
+             size each architecture accepts, see SIZES)
+  params     parameter count (millions)
+  convert    seconds of portx.convert (load, lower, passes, emit, load-emitted, verify, tpu-lower); the
+             per-stage split is in the JSON line printed after the table with --json
+  max_abs    max abs error of the emitted torch module vs the Keras model (KERAS_BACKEND=jax) on the
+             seeded verification input; rel is that over the output's max magnitude
+  tpu        verdict of the torchax -> jax.export(platforms=("tpu",)) lowering of the emitted module
+  keras_ms   median ms per call of the Keras source under jax.jit (stateless_call, weights as arguments)
+  eager      median ms of the emitted nn.Module in torch eager mode (no_grad); ratio = eager / keras_ms
+  torchax    median ms of the emitted module jitted through torchax (PyTorch on JAX: the TPU path);
+             ratio = torchax / keras_ms, the like-for-like comparison (same compiler)
+
+Only ratios mean something: absolute times depend on the shared machine. The candidates alternate
+call by call (keras, eager, torchax, keras, ...), so load from other processes hits them alike.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("KERAS_BACKEND", "jax")
+
+import jax  # noqa: E402
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import portx  # noqa: E402
+
+#: constructor name -> smallest input size it accepts with include_top=True (224 where the top needs it)
+SIZES = {"MobileNetV2": 96, "MobileNetV3Small": 96, "ResNet50": 64, "EfficientNetB0": 64, "EfficientNetV2B0": 64,
+         "DenseNet121": 64, "ConvNeXtTiny": 64, "Xception": 71, "InceptionV3": 75, "NASNetMobile": 224}
+
+
+def build(name, size):
+    keras.utils.set_random_seed(0)
+    ctor = getattr(keras.applications, name)
+    kwargs = {"weights": None, "input_shape": (size, size, 3)}
+    if name == "NASNetMobile" and size != 224:
+        kwargs["include_top"] = False
+    return ctor(**kwargs)
+
+
+def keras_runner(model):
+    fn = jax.jit(lambda tv, ntv, x: model.stateless_call(tv, ntv, x)[0])
+    tv = [v.value for v in model.trainable_variables]
+    ntv = [v.value for v in model.non_trainable_variables]
+    return lambda x: jax.block_until_ready(fn(tv, ntv, x))
+
+
+def torch_runner(module):
+    def run(x):
+        with torch.no_grad():
+            return module(torch.from_numpy(x))
+    return run
+
+
+def torchax_runner(module):
+    import torchax
+
+    states, fn = torchax.extract_jax(module)
+    jitted = jax.jit(lambda st, x: fn(st, (x,)))
+    return lambda x: jax.block_until_ready(jitted(states, x))
+
+
+def median_ms(runners, x, repeat):
+    for run in runners.values():
+        run(x)  # warm-up / compile
+    times = {k: [] for k in runners}
+    for _ in range(repeat):
+        for key, run in runners.items():
+            start = time.perf_counter()
+            run(x)
+            times[key].append((time.perf_counter() - start) * 1e3)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def bench(name, size, repeat):
+    model = build(name, size)
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        result = portx.convert(model, to="torch-xla", out=os.path.join(tmp, "out"))
+        seconds = time.perf_counter() - start
+        ver = result.report["verification"]["outputs"][0]
+        x = np.random.default_rng(0).standard_normal((1, size, size, 3)).astype(np.float32)
+        runners = {"keras": keras_runner(model), "eager": torch_runner(result.model)}
+        try:
+            runners["torchax"] = torchax_runner(result.model)
+        except Exception as exc:  # noqa: BLE001 - reported in the row
+            print(f"# {name}: torchax runner failed: {exc}", file=sys.stderr)
+        ms = median_ms(runners, x, repeat)
+    return {"model": name, "size": size, "params_m": model.count_params() / 1e6, "convert_s": seconds,
+            "max_abs": ver["max_abs"], "max_rel": ver["max_rel"], "tpu": result.report["tpu"]["verdict"],
+            "stages": result.stage_times, **{f"{k}_ms": v for k, v in ms.items()}}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--models", default=",".join(SIZES))
+    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--size", type=int, default=None)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    head = (f"{'model':<18}{'size':>5}{'params':>8}{'convert':>9}{'max_abs':>10}{'rel':>9}{'tpu':>6}"
+            f"{'keras_ms':>10}{'eager':>8}{'ratio':>7}{'torchax':>9}{'ratio':>7}")
+    print(head)
+    rows = []
+    for name in args.models.split(","):
+        try:
+            row = bench(name, args.size or SIZES[name], args.repeat)
+        except Exception as exc:  # noqa: BLE001 - one failing model must not hide the others
+            print(f"{name:<18} failed: {type(exc).__name__}: {str(exc).splitlines()[0][:150]}")
+            continue
+        rows.append(row)
+        k = row["keras_ms"]
+        tx = row.get("torchax_ms")
+        print(f"{name:<18}{row['size']:>5}{row['params_m']:>7.1f}M{row['convert_s']:>8.1f}s{row['max_abs']:>10.2e}"
+              f"{row['max_rel']:>9.1e}{row['tpu']:>6}{k:>10.1f}{row['eager_ms']:>8.1f}{row['eager_ms'] / k:>7.2f}"
+              + (f"{tx:>9.1f}{tx / k:>7.2f}" if tx else f"{'-':>9}{'-':>7}"), flush=True)
+    if args.json:
+        print(json.dumps(rows, default=str))
+
+
+if __name__ == "__main__":
+    main()
