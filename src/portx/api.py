@@ -64,8 +64,15 @@ class _Stages:
 def _is_keras_source(source) -> bool:
     if isinstance(source, (str, os.PathLike)):
         return Path(source).suffix.lower() in KERAS_SUFFIXES
-    return type(source).__module__.startswith("keras") or any(
-        c.__module__.startswith("keras.") for c in type(source).__mro__)
+    from .frontends.keras_files import is_keras_model
+
+    return is_keras_model(source)
+
+
+def _is_keras(src) -> bool:
+    from .frontends.keras_files import KerasSource
+
+    return isinstance(src, KerasSource)
 
 
 def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_keras=False):
@@ -75,9 +82,11 @@ def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_k
     (``.keras``, ``.h5``, ``keras.Model``) carry the model and lower themselves.
     """
     if _is_keras_source(source):
-        from .frontends.keras import load_keras_source
+        from .frontends.keras_files import from_keras_model, load_keras_source
 
-        return load_keras_source(source, inputs=inputs, example_inputs=example_inputs, unsafe=unsafe_keras)
+        if isinstance(source, (str, os.PathLike)):
+            return load_keras_source(source, input_specs=inputs, unsafe=unsafe_keras)
+        return from_keras_model(source, input_specs=inputs)
     from .frontends.torch_files import from_module, load_torch_source
 
     if isinstance(source, (str, os.PathLike)):
@@ -86,8 +95,8 @@ def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_k
 
 
 def _lower(src, strict_tpu=False):
-    if getattr(src, "kind", "torch") == "keras":
-        return src.lower(name="model", strict_tpu=strict_tpu)
+    if _is_keras(src):
+        return src.lower("model")
     from .frontends.torch import lower_exported
 
     return lower_exported(src.program, name="model", strict_tpu=strict_tpu)
@@ -145,7 +154,7 @@ def inspect(source, *, example_inputs=None, inputs=(), trust_pickle=False, targe
 
 
 def _source_outputs(src, arrays) -> list:
-    if getattr(src, "kind", "torch") == "keras":
+    if _is_keras(src):
         return [np.asarray(a) for a in src.run(*arrays)]
     import torch
 
@@ -247,7 +256,8 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", PortxWarning)
             graph = stages.run("passes", run_passes, graph, to, skip=() if fold_bn else ("fold_batch_norm",))
-        notes = [str(w.message) for w in caught if issubclass(w.category, PortxWarning)] + _nonfinite_params(graph)
+        notes = ([str(w.message) for w in caught if issubclass(w.category, PortxWarning)] + _nonfinite_params(graph)
+                 + list(getattr(src, "notes", [])))
         missing = missing_emit_rules(graph, to)
         if missing:
             raise UnsupportedOps(missing)

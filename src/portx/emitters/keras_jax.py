@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..ir import Value
 from .codegen import LineWriter, Namespace, literal
 
 __all__ = ["TARGET", "WEIGHTS_FILE", "KerasEmitter", "emit_keras", "import_emitted", "build_with_locals", "run_jitted",
@@ -192,19 +193,36 @@ class KerasEmitter:
         self.body.line(f"{name} = {expr}")
         return name
 
-    def pad_value(self, node, value, pads) -> str:
-        """Zero-pad the spatial axes of a channels-first tensor by (begin, end) pairs."""
+    def pad_value(self, node, value, pads, channels_last=False) -> str:
+        """Zero-pad the spatial axes of a channels-first (or channels-last) tensor by (begin, end) pairs."""
         pads = tuple(tuple(int(v) for v in p) for p in pads)
         rank = len(pads)
         if rank == 1:
-            return self.temp(node, f"ops.pad({self.ref(value)}, {literal(((0, 0), (0, 0)) + pads)})", "padded")
-        return self.sublayer(node, f"ZeroPadding{rank}D", {"padding": pads, "data_format": "channels_first"},
-                             [value])
+            widths = ((0, 0),) + pads + ((0, 0),) if channels_last else ((0, 0), (0, 0)) + pads
+            return self.temp(node, f"ops.pad({self.ref(value)}, {literal(widths)})", "padded")
+        fmt = "channels_last" if channels_last else "channels_first"
+        return self.sublayer(node, f"ZeroPadding{rank}D", {"padding": pads, "data_format": fmt}, [value])
 
-    def crop(self, node, source: str, padding) -> None:
-        """Bind the node's output to ``source`` with ``padding[i]`` removed from both ends of axis 2+i."""
+    def crop(self, node, source: str, padding, channels_last=False) -> None:
+        """Bind the node's output to ``source`` with ``padding[i]`` removed from both ends of spatial axis i."""
         parts = ", ".join(f"{p}:{-p}" if p else ":" for p in padding)
-        self.assign(node, f"{source}[:, :, {parts}]")
+        self.assign(node, f"{source}[:, {parts}, :]" if channels_last else f"{source}[:, :, {parts}]")
+
+    def via_channels_first(self, node, rule) -> None:
+        """Emit a ``channels_last`` node with its channels-first ``rule`` between two transposes.
+
+        Only rare ``keras.ops`` fallbacks use this (uneven adaptive pooling, resize as matrices,
+        grouped transposed convolution); on the TPU pipeline legalization has rewritten those first.
+        """
+        x, out = node.inputs[0], node.outputs[0]
+        rank = x.type.rank
+        first, last = (0, rank - 1) + tuple(range(1, rank - 1)), (0,) + tuple(range(2, rank)) + (1,)
+        inner_x = Value(f"{x.name}_cf", x.type.with_shape(tuple(x.type.shape[p] for p in first)))
+        inner_out = Value(f"{out.name}_cf", out.type.with_shape(tuple(out.type.shape[p] for p in first)))
+        self.names[inner_x] = self.temp(node, f"ops.transpose({self.ref(x)}, axes={literal(first)})", "cf")
+        rule(node.replace(inputs=(inner_x,) + tuple(node.inputs[1:]), outputs=(inner_out,),
+                          attrs={**node.attrs, "channels_last": False}), self)
+        self.assign(node, f"ops.transpose({self.ref(inner_out)}, axes={literal(last)})")
 
     def assign(self, node, expr: str) -> None:
         """Write ``out = EXPR`` (or ``a, b = EXPR`` for several outputs)."""
@@ -243,7 +261,7 @@ class KerasEmitter:
         w.line('"""Keras 3 model written by portx. Runs with KERAS_BACKEND=jax; needs only keras (and jax).')
         w.line("")
         w.line("build_model() returns the architecture; load_model() returns it with the weights in")
-        w.line(f"{WEIGHTS_FILE} beside this file. Inputs and outputs keep the source model's layout.")
+        w.line(f"{WEIGHTS_FILE} beside this file. {_layout_sentence(self.graph)}")
         w.line('"""')
         w.line("import os")
         deep = len(self.graph.nodes) > _DEEP_GRAPH
@@ -276,6 +294,17 @@ class KerasEmitter:
         text += f"name={literal(re.sub(r'[^0-9A-Za-z_]', '_', self.graph.name) or 'model')})\n"
         text += _LOAD_MODEL
         return text
+
+
+def _layout_sentence(graph) -> str:
+    """The docstring's line on input/output layouts, from the layout pass's record (graph.meta)."""
+    record = graph.meta.get("io_layout") if hasattr(graph, "meta") else None
+    changed = [row for rows in (record or {}).values() for row in rows
+               if row.get("layout") and row.get("layout") != row.get("source_layout")]
+    if not changed:
+        return "Inputs and outputs keep the source model's layout."
+    return "Layouts differ from the source: " + ", ".join(
+        f"{row['name']} {row['layout']} (source {row['source_layout']})" for row in changed) + "."
 
 
 _LOAD_MODEL = '''

@@ -47,7 +47,8 @@ class Graph:
     """Inputs, outputs, nodes in topological order, and parameters keyed by value name.
 
     ``params`` maps a value name to its NumPy array; ``param_values`` maps it to the Value.
-    Example: ``graph.params["conv.weight"].shape``.
+    ``meta`` holds facts passes record for later stages (e.g. the layout pass's input/output
+    layouts); ``replace`` carries it along. Example: ``graph.params["conv.weight"].shape``.
     """
 
     inputs: tuple
@@ -56,6 +57,7 @@ class Graph:
     params: dict = field(default_factory=dict)
     param_values: dict = field(default_factory=dict)
     name: str = "model"
+    meta: dict = field(default_factory=dict)
 
     def replace(self, **changes) -> "Graph":
         """A copy with some fields changed."""

@@ -6,11 +6,14 @@ Example:
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..ir import TensorType
 
-__all__ = ["broadcast_shapes", "promote", "norm_axis", "norm_axes", "same_type", "kind"]
+__all__ = ["broadcast_shapes", "promote", "norm_axis", "norm_axes", "same_type", "kind", "channels_last_perm",
+           "channels_first_perm", "spatial_shape", "honors_channels_last"]
 
 
 def broadcast_shapes(*shapes) -> tuple:
@@ -64,3 +67,48 @@ def norm_axes(axes, rank: int) -> tuple:
 def same_type(x: TensorType, **_attrs) -> TensorType:
     """Shape rule for ops whose output looks like their first input."""
     return x
+
+
+# -- channels_last (Note [channels_last attribute]) --------------------------------------------
+# Ops with an implicit channel axis (conv, pools, batch/group norm, resize) are declared for
+# (N, C, *spatial) like ATen and carry ``channels_last`` (default False): when True the same op
+# reads and writes (N, *spatial, C). Weights keep their torch layouts either way. Shape rules and
+# NumPy references are written once for channels-first and wrapped by ``honors_channels_last``.
+
+
+def channels_last_perm(rank: int) -> tuple:
+    """The permute taking (N, C, *spatial) to (N, *spatial, C): ``channels_last_perm(4) == (0, 2, 3, 1)``."""
+    return (0,) + tuple(range(2, rank)) + (1,) if rank >= 2 else tuple(range(rank))
+
+
+def channels_first_perm(rank: int) -> tuple:
+    """The permute taking (N, *spatial, C) to (N, C, *spatial): ``channels_first_perm(4) == (0, 3, 1, 2)``."""
+    return (0, rank - 1) + tuple(range(1, rank - 1)) if rank >= 2 else tuple(range(rank))
+
+
+def spatial_shape(shape, channels_last=False) -> tuple:
+    """The spatial sizes of an (N, C, *spatial) or (N, *spatial, C) shape."""
+    return tuple(shape[1:-1]) if channels_last else tuple(shape[2:])
+
+
+def _move(x, perm):
+    if isinstance(x, TensorType):
+        return x.with_shape(tuple(x.shape[p] for p in perm))
+    return np.transpose(x, perm) if x is not None and np.ndim(x) == len(perm) else x
+
+
+def honors_channels_last(rule):
+    """Let a channels-first shape rule or NumPy reference also take ``channels_last=True``.
+
+    Only the first input (the data) is moved; every output is moved back.
+    Example: ``CONV.reference(honors_channels_last(conv_numpy))``.
+    """
+    @functools.wraps(rule)
+    def wrapped(x, *rest, channels_last=False, **attrs):
+        if not channels_last:
+            return rule(x, *rest, **attrs)
+        rank = x.rank if isinstance(x, TensorType) else np.ndim(x)
+        out = rule(_move(x, channels_first_perm(rank)), *rest, **attrs)
+        back = channels_last_perm(rank)
+        return [_move(o, back) for o in out] if isinstance(out, (list, tuple)) else _move(out, back)
+    return wrapped

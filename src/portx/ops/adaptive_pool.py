@@ -13,14 +13,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import REQUIRED, OpDef
+from ._util import honors_channels_last, spatial_shape
 from .pool import check_emittable, pool_rank, values_only
 from .resize import apply_axis_matrices
 
 __all__ = ["ADAPTIVE_AVG_POOL", "ADAPTIVE_MAX_POOL", "adaptive_bins", "bin_mean_matrix"]
 
-ADAPTIVE_AVG_POOL = OpDef("adaptive_avg_pool", ("x",), {"size": REQUIRED}, family="pool",
+ADAPTIVE_AVG_POOL = OpDef("adaptive_avg_pool", ("x",), {"size": REQUIRED, "channels_last": False}, family="pool",
                           doc="Mean over torch's adaptive bins of the trailing len(size) axes.")
-ADAPTIVE_MAX_POOL = OpDef("adaptive_max_pool", ("x",), {"size": REQUIRED}, family="pool",
+ADAPTIVE_MAX_POOL = OpDef("adaptive_max_pool", ("x",), {"size": REQUIRED, "channels_last": False}, family="pool",
                           doc="Max over torch's adaptive bins (values only, no indices).")
 
 
@@ -44,8 +45,8 @@ def _adaptive_type(x, *, size):
     return x.with_shape(x.shape[:x.rank - len(size)] + tuple(size))
 
 
-ADAPTIVE_AVG_POOL.infer(_adaptive_type)
-ADAPTIVE_MAX_POOL.infer(_adaptive_type)
+ADAPTIVE_AVG_POOL.infer(honors_channels_last(_adaptive_type))
+ADAPTIVE_MAX_POOL.infer(honors_channels_last(_adaptive_type))
 
 
 def _bin_reduce(x, size, reduce):
@@ -60,11 +61,13 @@ def _bin_reduce(x, size, reduce):
 
 
 @ADAPTIVE_AVG_POOL.reference
+@honors_channels_last
 def _adaptive_avg_pool_numpy(x, *, size):
     return _bin_reduce(x, size, np.mean)
 
 
 @ADAPTIVE_MAX_POOL.reference
+@honors_channels_last
 def _adaptive_max_pool_numpy(x, *, size):
     return _bin_reduce(x, size, np.max)
 
@@ -72,14 +75,16 @@ def _adaptive_max_pool_numpy(x, *, size):
 def _adaptive_as_keras_pool(node, k, kind) -> bool:
     """Global or evenly divided bins are a plain Keras pooling layer; True when written."""
     x, size = node.inputs[0], node.attrs["size"]
-    rank, in_spatial = len(size), x.type.shape[2:]
+    last = node.attrs.get("channels_last", False)
+    rank, in_spatial = len(size), spatial_shape(x.type.shape, last)
+    fmt = "channels_last" if last else "channels_first"
     if all(n == 1 for n in size):
-        k.layer(node, f"Global{kind}Pooling{rank}D", {"keepdims": True, "data_format": "channels_first"}, [x])
+        k.layer(node, f"Global{kind}Pooling{rank}D", {"keepdims": True, "data_format": fmt}, [x])
         return True
     if all(n % o == 0 for n, o in zip(in_spatial, size)):
         window = tuple(n // o for n, o in zip(in_spatial, size))
         k.layer(node, f"{kind}Pooling{rank}D", {"pool_size": window, "strides": window, "padding": "valid",
-                                                "data_format": "channels_first"}, [x])
+                                                "data_format": fmt}, [x])
         return True
     return False
 
@@ -89,6 +94,9 @@ def _adaptive_avg_pool_to_keras(node, k):
     size = node.attrs["size"]
     check_emittable(node, len(size))
     if _adaptive_as_keras_pool(node, k, "Average"):
+        return
+    if node.attrs.get("channels_last", False):  # the bin matrices below are written for channels-first
+        k.via_channels_first(node, _adaptive_avg_pool_to_keras)
         return
     if len(size) > 2:
         raise NotImplementedError(f"{node.where()}: uneven 3-d adaptive average pooling is not emitted")
@@ -102,6 +110,9 @@ def _adaptive_max_pool_to_keras(node, k):
     """Uneven bins: gather each bin padded to the longest by repeating its last index, then max."""
     check_emittable(node, len(node.attrs["size"]))
     if _adaptive_as_keras_pool(node, k, "Max"):
+        return
+    if node.attrs.get("channels_last", False):  # the bin gathers below are written for channels-first
+        k.via_channels_first(node, _adaptive_max_pool_to_keras)
         return
     x = node.inputs[0]
     shape, expr = list(x.type.shape), k.ref(x)

@@ -16,16 +16,18 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import REQUIRED, OpDef
-from ._util import promote
+from ._util import honors_channels_last, promote, spatial_shape
 
 __all__ = ["CONV", "conv_numpy", "keras_same_pads", "conv_from_aten", "per_axis", "ops_conv_expr",
-           "conv_options", "bias_expr", "operands", "stored", "layer_friendly"]
+           "conv_options", "bias_expr", "operands", "stored", "layer_friendly", "data_format"]
 
 CONV = OpDef("conv", ("x", "weight", "bias?"),
-             {"stride": REQUIRED, "pads": REQUIRED, "dilation": REQUIRED, "groups": 1}, family="conv")
+             {"stride": REQUIRED, "pads": REQUIRED, "dilation": REQUIRED, "groups": 1, "channels_last": False},
+             family="conv", doc="channels_last: x and y are (N, *spatial, C); the weight stays (O, I/groups, *k).")
 
 
 @CONV.infer
+@honors_channels_last
 def _conv_type(x, weight, bias=None, *, stride, pads, dilation, groups):
     n, c, *spatial = x.shape
     if c != weight.shape[1] * groups or weight.shape[0] % groups:
@@ -60,7 +62,7 @@ def conv_numpy(x, weight, bias=None, *, stride, pads, dilation, groups):
     return y.astype(x.dtype)
 
 
-CONV.reference(conv_numpy)
+CONV.reference(honors_channels_last(conv_numpy))
 
 
 def keras_same_pads(size, k, s, d):
@@ -88,16 +90,24 @@ def layer_friendly(attrs):
 def _keras_padding(x, ks, attrs) -> str:
     """The Keras padding mode: "same" where Keras pads exactly like the IR, else "valid" (pad first)."""
     pads = [tuple(p) for p in attrs["pads"]]
+    sizes = spatial_shape(x.type.shape, attrs.get("channels_last", False))
     same = all(p == keras_same_pads(size, kk, s, d)
-               for p, size, kk, s, d in zip(pads, x.type.shape[2:], ks, attrs["stride"], attrs["dilation"]))
+               for p, size, kk, s, d in zip(pads, sizes, ks, attrs["stride"], attrs["dilation"]))
     return "same" if same and any(p != (0, 0) for p in pads) else "valid"
 
 
-def bias_expr(k, expr, b, rank):
-    """``expr`` plus a per-channel bias (channels first), or ``expr`` when there is none."""
+def bias_expr(k, expr, b, rank, channels_last=False):
+    """``expr`` plus a per-channel bias, or ``expr`` when there is none."""
     if b is None:
         return expr
+    if channels_last:  # the channel axis is last: the bias broadcasts as it is
+        return f"ops.add({expr}, {k.ref(b)})"
     return f"ops.add({expr}, ops.reshape({k.ref(b)}, {k.lit((1, -1) + (1,) * rank)}))"
+
+
+def data_format(node) -> str:
+    """Keras's ``data_format`` for a node with a ``channels_last`` attribute."""
+    return "channels_last" if node.attrs.get("channels_last", False) else "channels_first"
 
 
 @CONV.emits("keras-jax")
@@ -113,10 +123,10 @@ def _conv_to_keras(node, k):
     padding = _keras_padding(x, ks, a)
     src = x
     if padding == "valid" and any(tuple(p) != (0, 0) for p in a["pads"]):
-        src = k.pad_value(node, x, a["pads"])
+        src = k.pad_value(node, x, a["pads"], a.get("channels_last", False))
     common = {"kernel_size": tuple(ks), "strides": tuple(a["stride"]), "padding": padding,
               "dilation_rate": tuple(a["dilation"]), "use_bias": b is not None,
-              "data_format": "channels_first"}
+              "data_format": data_format(node)}
     bias = [k.param(b)] if b is not None else []
     spatial_axes = tuple(range(2, 2 + rank))
     if a["groups"] == cin and cin > 1 and rank in (1, 2):
@@ -129,9 +139,10 @@ def _conv_to_keras(node, k):
         k.layer(node, f"Conv{rank}D", {"filters": o, **common, **groups}, [src], [kernel] + bias)
 
 
-def conv_options(k, stride, dilation) -> str:
+def conv_options(k, stride, dilation, channels_last=False) -> str:
     """Keyword arguments shared by the ``ops.conv*`` calls, for inputs padded beforehand."""
-    return (f"strides={k.lit(tuple(stride))}, padding=\"valid\", data_format=\"channels_first\", "
+    fmt = "channels_last" if channels_last else "channels_first"
+    return (f"strides={k.lit(tuple(stride))}, padding=\"valid\", data_format=\"{fmt}\", "
             f"dilation_rate={k.lit(tuple(dilation))}")
 
 
@@ -144,10 +155,11 @@ def ops_conv_expr(k, node, src: str, weight: str, groups: int, options: str) -> 
     perm = k.lit(tuple(range(2, 2 + rank)) + (1, 0))
     if groups == 1:
         return f"ops.conv({src}, ops.transpose({weight}, {perm}), {options})"
-    parts = k.temp(node, f"ops.split({src}, {groups}, axis=1)", "groups")
+    axis = -1 if node.attrs.get("channels_last", False) else 1
+    parts = k.temp(node, f"ops.split({src}, {groups}, axis={axis})", "groups")
     kernels = k.temp(node, f"ops.split({weight}, {groups}, axis=0)", "kernels")
     return "ops.concatenate([" + ", ".join(f"ops.conv({parts}[{g}], ops.transpose({kernels}[{g}], {perm}), "
-                                           f"{options})" for g in range(groups)) + "], axis=1)"
+                                           f"{options})" for g in range(groups)) + f"], axis={axis})"
 
 
 def _conv_as_ops(node, k):
@@ -155,15 +167,16 @@ def _conv_as_ops(node, k):
     x, w, b = operands(node)
     a = node.attrs
     rank, groups, (o, cg, *ks) = len(a["stride"]), a["groups"], w.type.shape
-    src = k.pad_value(node, x, a["pads"]) if any(tuple(p) != (0, 0) for p in a["pads"]) else x
-    options = conv_options(k, a["stride"], a["dilation"])
+    last = a.get("channels_last", False)
+    src = k.pad_value(node, x, a["pads"], last) if any(tuple(p) != (0, 0) for p in a["pads"]) else x
+    options = conv_options(k, a["stride"], a["dilation"], last)
     if groups > 1 and cg == 1:  # depthwise: one op instead of one per channel
         perm = k.lit(tuple(range(2, 2 + rank)) + (0, 1))
         kernel = f"ops.transpose(ops.reshape({k.ref(w)}, {k.lit((groups, o // groups, *ks))}), {perm})"
         expr = f"ops.depthwise_conv({k.ref(src)}, {kernel}, {options})"
     else:
         expr = ops_conv_expr(k, node, k.ref(src), k.ref(w), groups, options)
-    k.assign(node, bias_expr(k, expr, b, rank))
+    k.assign(node, bias_expr(k, expr, b, rank, last))
 
 
 def per_axis(value, rank):

@@ -16,18 +16,21 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import REQUIRED, OpDef
-from ._util import promote
-from .conv import bias_expr, conv_from_aten, conv_options, layer_friendly, operands, ops_conv_expr, per_axis, stored
+from ._util import honors_channels_last, promote
+from .conv import (bias_expr, conv_from_aten, conv_options, data_format, layer_friendly, operands, ops_conv_expr,
+                   per_axis, stored)
 
 __all__ = ["CONV_TRANSPOSE", "conv_transpose_numpy", "transposed_as_conv_pads"]
 
 CONV_TRANSPOSE = OpDef("conv_transpose", ("x", "weight", "bias?"),
                        {"stride": REQUIRED, "padding": REQUIRED, "output_padding": REQUIRED,
-                        "dilation": REQUIRED, "groups": 1}, family="conv",
-                       doc="torch ConvTranspose semantics; weight is (in, out/groups, *kernel).")
+                        "dilation": REQUIRED, "groups": 1, "channels_last": False}, family="conv",
+                       doc="torch ConvTranspose semantics; weight is (in, out/groups, *kernel). "
+                           "channels_last: x and y are (N, *spatial, C).")
 
 
 @CONV_TRANSPOSE.infer
+@honors_channels_last
 def _conv_transpose_type(x, weight, bias=None, *, stride, padding, output_padding, dilation, groups):
     n, c, *sizes = x.shape
     if c != weight.shape[0] or c % groups:
@@ -40,6 +43,7 @@ def _conv_transpose_type(x, weight, bias=None, *, stride, padding, output_paddin
 
 
 @CONV_TRANSPOSE.reference
+@honors_channels_last
 def conv_transpose_numpy(x, weight, bias=None, *, stride, padding, output_padding, dilation, groups):
     """Scatter-add form of torch's transposed convolution, in float64."""
     n, c, *sizes = x.shape
@@ -74,19 +78,22 @@ def _conv_transpose_to_keras(node, k):
     a = node.attrs
     if not (stored(k, w, b) and layer_friendly(a) and a["groups"] == 1
             and all(op < s for op, s in zip(a["output_padding"], a["stride"]))):
-        _conv_transpose_as_conv(node, k)
+        if a.get("channels_last", False):
+            k.via_channels_first(node, _conv_transpose_as_conv)
+        else:
+            _conv_transpose_as_conv(node, k)
         return
     rank, weight = len(a["stride"]), k.param(w)
     kernel = weight.transpose(tuple(range(2, 2 + rank)) + (1, 0))
     kwargs = {"filters": int(weight.shape[1]), "kernel_size": tuple(weight.shape[2:]),
               "strides": tuple(a["stride"]), "padding": "valid", "output_padding": tuple(a["output_padding"]),
-              "dilation_rate": tuple(a["dilation"]), "use_bias": b is not None, "data_format": "channels_first"}
+              "dilation_rate": tuple(a["dilation"]), "use_bias": b is not None, "data_format": data_format(node)}
     bias = [k.param(b)] if b is not None else []
     if not any(a["padding"]):
         k.layer(node, f"Conv{rank}DTranspose", kwargs, [x], [kernel] + bias)
         return
     full = k.sublayer(node, f"Conv{rank}DTranspose", kwargs, [x], [kernel] + bias)
-    k.crop(node, full, a["padding"])
+    k.crop(node, full, a["padding"], a.get("channels_last", False))
 
 
 def transposed_as_conv_pads(kernel, stride, padding, output_padding, dilation) -> tuple:

@@ -88,8 +88,13 @@ def _matmul_numpy(a, b):
 
 @MATMUL.emits("keras-jax")
 def _matmul_to_keras(node, k):
+    """A matrix times a batch of matrices is written as a batch times a batch: jnp.matmul would
+    contract it as ``M @ x`` and transpose the result, where a broadcast M needs no transpose."""
     a, b = node.inputs
-    k.assign(node, f"ops.matmul({k.ref(a)}, {k.ref(b)})")
+    left = k.ref(a)
+    if a.type.rank == 2 and b.type.rank > 2:
+        left = f"ops.broadcast_to({left}, {k.lit(tuple(b.type.shape[:-2]) + tuple(a.type.shape))})"
+    k.assign(node, f"ops.matmul({left}, {k.ref(b)})")
 
 
 @MATMUL.imports("torch", "aten::matmul", "aten::bmm", "aten::mm")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import REQUIRED, OpDef
+from ._util import honors_channels_last
 from .reduce import REDUCE, VAR
 
 __all__ = ["BATCH_NORM", "LAYER_NORM", "GROUP_NORM", "RMS_NORM"]
@@ -53,11 +54,13 @@ def _all_params(k, values):
 
 
 # -- batch_norm --------------------------------------------------------------------------------
-BATCH_NORM = OpDef("batch_norm", ("x", "weight?", "bias?", "mean", "var"), {"eps": 1e-5}, family="norm",
-                   doc="Inference batch norm over axis 1 with stored statistics (torch eval mode).")
+BATCH_NORM = OpDef("batch_norm", ("x", "weight?", "bias?", "mean", "var"), {"eps": 1e-5, "channels_last": False},
+                   family="norm", doc="Inference batch norm over axis 1 (the last axis with channels_last) "
+                                      "with stored statistics (torch eval mode).")
 
 
 @BATCH_NORM.infer
+@honors_channels_last
 def _batch_norm_type(x, weight, bias, mean, var, *, eps):
     if x.rank < 2:
         raise ValueError(f"batch_norm needs an (N, C, ...) input, got {x.shape}")
@@ -66,6 +69,7 @@ def _batch_norm_type(x, weight, bias, mean, var, *, eps):
 
 
 @BATCH_NORM.reference
+@honors_channels_last
 def _batch_norm_numpy(x, weight, bias, mean, var, *, eps):
     shape = _channel_shape(x.ndim)
     y = (x.astype(np.float64) - mean.reshape(shape)) / np.sqrt(var.astype(np.float64).reshape(shape) + eps)
@@ -76,15 +80,16 @@ def _batch_norm_numpy(x, weight, bias, mean, var, *, eps):
 def _batch_norm_to_keras(node, k):
     x, w, b, mean, var = node.inputs
     eps = float(node.attrs["eps"])
+    axis = -1 if node.attrs.get("channels_last", False) else 1
     if _all_params(k, node.inputs[1:]):
         weights = [k.param(v) for v in (w, b, mean, var) if v is not None]
-        k.layer(node, "BatchNormalization", {"axis": 1, "epsilon": eps, "center": b is not None,
+        k.layer(node, "BatchNormalization", {"axis": axis, "epsilon": eps, "center": b is not None,
                                              "scale": w is not None}, [x], weights)
         return
     scale, offset = (k.ref(v) if v is not None else "None" for v in (w, b))
     if w is None and b is not None:  # symbolic ops.batch_normalization fails on an offset without a scale
         scale = f"ops.ones_like({k.ref(mean)})"
-    k.assign(node, f"ops.batch_normalization({k.ref(x)}, {k.ref(mean)}, {k.ref(var)}, axis=1, "
+    k.assign(node, f"ops.batch_normalization({k.ref(x)}, {k.ref(mean)}, {k.ref(var)}, axis={axis}, "
                    f"offset={offset}, scale={scale}, epsilon={k.lit(eps)})")
 
 
@@ -204,11 +209,12 @@ def _rms_norm_from_aten(call):
 
 
 # -- group_norm (and instance norm) --------------------------------------------------------------
-GROUP_NORM = OpDef("group_norm", ("x", "weight?", "bias?"), {"groups": REQUIRED, "eps": 1e-5}, family="norm",
-                   doc="Normalize each group of C/groups channels over its channels and spatial axes.")
+GROUP_NORM = OpDef("group_norm", ("x", "weight?", "bias?"), {"groups": REQUIRED, "eps": 1e-5, "channels_last": False},
+                   family="norm", doc="Normalize each group of C/groups channels over its channels and spatial axes.")
 
 
 @GROUP_NORM.infer
+@honors_channels_last
 def _group_norm_type(x, weight=None, bias=None, *, groups, eps):
     if x.rank < 2 or x.shape[1] % groups:
         raise ValueError(f"group_norm: {groups} groups do not divide the channels of {x.shape}")
@@ -217,6 +223,7 @@ def _group_norm_type(x, weight=None, bias=None, *, groups, eps):
 
 
 @GROUP_NORM.reference
+@honors_channels_last
 def _group_norm_numpy(x, weight=None, bias=None, *, groups, eps):
     n, c = x.shape[:2]
     grouped = x.reshape((n, groups, -1))
@@ -227,17 +234,17 @@ def _group_norm_numpy(x, weight=None, bias=None, *, groups, eps):
 @GROUP_NORM.emits("keras-jax")
 def _group_norm_to_keras(node, k):
     x, w, b = (list(node.inputs) + [None, None])[:3]
-    kwargs = {"groups": int(node.attrs["groups"]), "axis": 1, "epsilon": float(node.attrs["eps"])}
+    last = node.attrs.get("channels_last", False)
+    kwargs = {"groups": int(node.attrs["groups"]), "axis": -1 if last else 1, "epsilon": float(node.attrs["eps"])}
     if _all_params(k, (w, b)):
         weights = [k.param(v) for v in (w, b) if v is not None]
         k.layer(node, "GroupNormalization", {**kwargs, "center": b is not None, "scale": w is not None}, [x], weights)
         return
     expr = k.sublayer(node, "GroupNormalization", {**kwargs, "center": False, "scale": False}, [x])
     shape = k.lit(_channel_shape(x.type.rank))
-    if w is not None:
-        expr = f"ops.multiply({expr}, ops.reshape({k.ref(w)}, {shape}))"
-    if b is not None:
-        expr = f"ops.add({expr}, ops.reshape({k.ref(b)}, {shape}))"
+    for v, fn in ((w, "multiply"), (b, "add")):  # a per-channel vector broadcasts as it is when C is last
+        if v is not None:
+            expr = f"ops.{fn}({expr}, {k.ref(v) if last else f'ops.reshape({k.ref(v)}, {shape})'})"
     k.assign(node, expr)
 
 

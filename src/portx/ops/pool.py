@@ -22,11 +22,12 @@ import math
 import numpy as np
 
 from ..ir import REQUIRED, OpDef
+from ._util import honors_channels_last, spatial_shape
 
 __all__ = ["MAX_POOL", "AVG_POOL", "pooled_size", "avg_divisors", "check_emittable", "pool_rank",
            "values_only"]
 
-_WINDOW = {"kernel": REQUIRED, "stride": REQUIRED, "pads": REQUIRED, "ceil_mode": False}
+_WINDOW = {"kernel": REQUIRED, "stride": REQUIRED, "pads": REQUIRED, "ceil_mode": False, "channels_last": False}
 MAX_POOL = OpDef("max_pool", ("x",), {**_WINDOW, "dilation": REQUIRED}, family="pool",
                  doc="torch max_pool: -inf padding, (begin, end) pads per spatial axis.")
 AVG_POOL = OpDef("avg_pool", ("x",), {**_WINDOW, "count_include_pad": True}, family="pool",
@@ -63,8 +64,8 @@ def _window_type(x, *, kernel, stride, pads, ceil_mode, dilation=None, **_):
     return x.with_shape(x.shape[:-rank] + _out_spatial(x.shape[-rank:], kernel, stride, pads, dilation, ceil_mode))
 
 
-MAX_POOL.infer(_window_type)
-AVG_POOL.infer(_window_type)
+MAX_POOL.infer(honors_channels_last(_window_type))
+AVG_POOL.infer(honors_channels_last(_window_type))
 
 
 def _padded_windows(x, kernel, stride, pads, dilation, out, fill):
@@ -79,6 +80,7 @@ def _padded_windows(x, kernel, stride, pads, dilation, out, fill):
 
 
 @MAX_POOL.reference
+@honors_channels_last
 def _max_pool_numpy(x, *, kernel, stride, pads, dilation, ceil_mode):
     out = _out_spatial(x.shape[-len(kernel):], kernel, stride, pads, dilation, ceil_mode)
     views = list(_padded_windows(x, kernel, stride, pads, dilation, out, -np.inf))
@@ -102,6 +104,7 @@ def _divisor_map(in_spatial, out, kernel, stride, pads, count_include_pad):
 
 
 @AVG_POOL.reference
+@honors_channels_last
 def _avg_pool_numpy(x, *, kernel, stride, pads, ceil_mode, count_include_pad):
     rank = len(kernel)
     out = _out_spatial(x.shape[-rank:], kernel, stride, pads, None, ceil_mode)
@@ -120,18 +123,31 @@ def _keras_padding(in_shape, out, kernel, stride, pads):
     return "same" if all(same) else None
 
 
+def _sizes(node):
+    """(input, output) spatial sizes of a pooling node, in either layout."""
+    last = node.attrs.get("channels_last", False)
+    return spatial_shape(node.inputs[0].type.shape, last), spatial_shape(node.outputs[0].type.shape, last)
+
+
+def _with_batch_and_channel(node, spatial_pairs) -> tuple:
+    """(begin, end) pairs for every axis: ``spatial_pairs`` placed around (0, 0) for N and C."""
+    if node.attrs.get("channels_last", False):
+        return ((0, 0),) + tuple(spatial_pairs) + ((0, 0),)
+    return ((0, 0), (0, 0)) + tuple(spatial_pairs)
+
+
 def _explicit_pads(node):
-    a, x = node.attrs, node.inputs[0]
-    out = node.outputs[0].type.shape[2:]
+    a = node.attrs
+    sizes, out = _sizes(node)
     dilation = a.get("dilation") or (1,) * len(out)
     return tuple((p[0], _end_pad(n, k, s, p[0], d, o)) for n, k, s, p, d, o in
-                 zip(x.type.shape[2:], a["kernel"], a["stride"], a["pads"], dilation, out))
+                 zip(sizes, a["kernel"], a["stride"], a["pads"], dilation, out))
 
 
 def _pool_kwargs(node, padding):
     a = node.attrs
     return {"pool_size": tuple(a["kernel"]), "strides": tuple(a["stride"]), "padding": padding,
-            "data_format": "channels_first"}
+            "data_format": "channels_last" if a.get("channels_last", False) else "channels_first"}
 
 
 def check_emittable(node, spatial_rank):
@@ -144,12 +160,12 @@ def check_emittable(node, spatial_rank):
 def _max_pool_to_keras(node, k):
     check_emittable(node, len(node.attrs["kernel"]))
     x, a = node.inputs[0], node.attrs
-    rank, out = len(a["kernel"]), node.outputs[0].type.shape[2:]
+    rank, (sizes, out) = len(a["kernel"]), _sizes(node)
     padding = None if any(d != 1 for d in a["dilation"]) else \
-        _keras_padding(x.type.shape[2:], out, a["kernel"], a["stride"], a["pads"])
+        _keras_padding(sizes, out, a["kernel"], a["stride"], a["pads"])
     source = x
     if padding is None:  # Note [pool padding]: torch's -inf border, then plain windows
-        pads = ((0, 0), (0, 0)) + _explicit_pads(node)
+        pads = _with_batch_and_channel(node, _explicit_pads(node))
         source = k.temp(node, f"ops.pad({k.ref(x)}, {k.lit(pads)}, constant_values=float('-inf'))", "padded")
     if any(d != 1 for d in a["dilation"]):
         _dilated_max_to_keras(node, k, source)
@@ -159,29 +175,32 @@ def _max_pool_to_keras(node, k):
 
 def _dilated_max_to_keras(node, k, padded):
     """Keras pools have no dilation: the max of one strided slice per kernel tap."""
-    a, out = node.attrs, node.outputs[0].type.shape[2:]
+    a, out = node.attrs, _sizes(node)[1]
     names = "ijl"[:len(out)]
     parts = ", ".join(f"{v}:{v} + {s * (o - 1) + 1}" + (f":{s}" if s > 1 else "")
                       for v, s, o in zip(names, a["stride"], out))
+    window = f"[:, {parts}, :]" if a.get("channels_last", False) else f"[:, :, {parts}]"
     loops = " ".join(f"for {v} in {k.lit(tuple(range(0, d * kk, d)))}"
                      for v, kk, d in zip(names, a["kernel"], a["dilation"]))
-    k.assign(node, f"ops.max(ops.stack([{padded}[:, :, {parts}] {loops}]), axis=0)")
+    k.assign(node, f"ops.max(ops.stack([{padded}{window} {loops}]), axis=0)")
 
 
 @AVG_POOL.emits("keras-jax")
 def _avg_pool_to_keras(node, k):
     check_emittable(node, len(node.attrs["kernel"]))
     x, a = node.inputs[0], node.attrs
-    rank, out = len(a["kernel"]), node.outputs[0].type.shape[2:]
-    padding = _keras_padding(x.type.shape[2:], out, a["kernel"], a["stride"], a["pads"])
+    rank, (sizes, out) = len(a["kernel"]), _sizes(node)
+    last = a.get("channels_last", False)
+    padding = _keras_padding(sizes, out, a["kernel"], a["stride"], a["pads"])
     cls = f"AveragePooling{rank}D"
     if padding == "valid" or (padding == "same" and not a["count_include_pad"]):  # Keras "same" skips pads
         k.layer(node, cls, _pool_kwargs(node, padding), [x])
         return
     pads = _explicit_pads(node)
-    source = k.pad_value(node, x, pads) if any(p != (0, 0) for p in pads) else x
-    scale = math.prod(a["kernel"]) / _divisor_map(x.type.shape[2:], out, a["kernel"], a["stride"], a["pads"],
+    source = k.pad_value(node, x, pads, last) if any(p != (0, 0) for p in pads) else x
+    scale = math.prod(a["kernel"]) / _divisor_map(sizes, out, a["kernel"], a["stride"], a["pads"],
                                                   a["count_include_pad"])
+    scale = scale[..., None] if last else scale  # broadcast over the trailing channel axis
     if np.all(scale == 1):
         k.layer(node, cls, _pool_kwargs(node, "valid"), [source])
         return

@@ -19,16 +19,17 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import REQUIRED, OpDef
+from ._util import honors_channels_last
 
 __all__ = ["RESIZE", "MODES", "nearest_indices", "linear_matrix", "cubic_matrix", "axis_matrix",
            "apply_axis_matrices"]
 
 MODES = ("nearest", "nearest_exact", "linear", "cubic")
 
-RESIZE = OpDef("resize", ("x",), {"size": REQUIRED, "mode": REQUIRED, "align_corners": False, "scales": None},
-               family="resize",
-               doc="torch upsample semantics on the trailing len(size) axes; scales are the scale factors "
-                   "torch maps coordinates with (None: in/out).")
+RESIZE = OpDef("resize", ("x",), {"size": REQUIRED, "mode": REQUIRED, "align_corners": False, "scales": None,
+                                  "channels_last": False}, family="resize",
+               doc="torch upsample semantics on the trailing len(size) axes (the axes before the last with "
+                   "channels_last); scales are the scale factors torch maps coordinates with (None: in/out).")
 
 _CUBIC_A = -0.75  # torch's bicubic coefficient (Keys kernel)
 
@@ -111,6 +112,7 @@ def axis_matrix(mode, n_in, n_out, scale=None, align_corners=False):
 
 
 @RESIZE.infer
+@honors_channels_last
 def _resize_type(x, *, size, mode, align_corners, scales):
     if mode not in MODES:
         raise ValueError(f"resize: mode {mode!r} is not one of {MODES}")
@@ -124,6 +126,7 @@ def _axis_scale(scales, i):
 
 
 @RESIZE.reference
+@honors_channels_last
 def _resize_numpy(x, *, size, mode, align_corners, scales):
     y = x if mode.startswith("nearest") else x.astype(np.float64)
     for i, n_out in enumerate(size):
@@ -160,18 +163,20 @@ def _repeat_factor(indices, n_in):
 
 
 def _nearest_to_keras(node, k, x, tables):
-    factors = [_repeat_factor(idx, x.type.shape[2 + i]) for i, idx in enumerate(tables)]
+    last = node.attrs.get("channels_last", False)
+    first = 1 if last else 2  # the first spatial axis
+    factors = [_repeat_factor(idx, x.type.shape[first + i]) for i, idx in enumerate(tables)]
     if len(tables) == 2 and None not in factors and factors != [1, 1]:
-        k.layer(node, "UpSampling2D", {"size": tuple(factors), "data_format": "channels_first",
-                                       "interpolation": "nearest"}, [x])
+        k.layer(node, "UpSampling2D", {"size": tuple(factors), "data_format": "channels_last" if last else
+                                       "channels_first", "interpolation": "nearest"}, [x])
         return
     expr = k.ref(x)
     for i, (idx, f) in enumerate(zip(tables, factors)):
         if f is None:
             hint = ("src_rows", "src_cols")[i + 2 - len(tables)]
-            expr = f"ops.take({expr}, {k.const(node, idx.astype('int32'), hint)}, axis={2 + i})"
+            expr = f"ops.take({expr}, {k.const(node, idx.astype('int32'), hint)}, axis={first + i})"
         elif f > 1:
-            expr = f"ops.repeat({expr}, {f}, axis={2 + i})"
+            expr = f"ops.repeat({expr}, {f}, axis={first + i})"
     k.assign(node, expr)
 
 
@@ -179,11 +184,15 @@ def _nearest_to_keras(node, k, x, tables):
 def _resize_to_keras(node, k):
     x, a = node.inputs[0], node.attrs
     if x.type.rank not in (3, 4) or len(a["size"]) != x.type.rank - 2:
-        raise NotImplementedError(f"{node.where()}: resize is emitted for NCW / NCHW inputs only")
-    axes = [(x.type.shape[2 + i], n_out, _axis_scale(a["scales"], i)) for i, n_out in enumerate(a["size"])]
+        raise NotImplementedError(f"{node.where()}: resize is emitted for NCW / NCHW (NWC / NHWC) inputs only")
+    first = 1 if a.get("channels_last", False) else 2
+    axes = [(x.type.shape[first + i], n_out, _axis_scale(a["scales"], i)) for i, n_out in enumerate(a["size"])]
     if a["mode"].startswith("nearest"):
         tables = [nearest_indices(*axis, exact=a["mode"] == "nearest_exact") for axis in axes]
         _nearest_to_keras(node, k, x, tables)
+        return
+    if a.get("channels_last", False):  # the matrices below contract the trailing axes
+        k.via_channels_first(node, _resize_to_keras)
         return
     matrices = [axis_matrix(a["mode"], *axis, a["align_corners"]) for axis in axes]
     matrices = [None if m.shape[0] == m.shape[1] and np.array_equal(m, np.eye(len(m))) else m for m in matrices]

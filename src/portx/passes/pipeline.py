@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ..ir import IRError, validate
 from .fold import fold_batch_norm, merge_reshapes_and_permutes, remove_dead_nodes
+from .layout import to_channels_first, to_channels_last
 from .legalize import cast_float64_to_float32, legalize_for_tpu, narrow_int64_to_int32
 
 __all__ = ["PIPELINES", "run_passes"]
@@ -14,7 +15,10 @@ __all__ = ["PIPELINES", "run_passes"]
 #: target -> ordered passes (Graph -> Graph)
 PIPELINES = {
     "keras-jax": (remove_dead_nodes, legalize_for_tpu, merge_reshapes_and_permutes, cast_float64_to_float32,
-                  narrow_int64_to_int32, fold_batch_norm),
+                  narrow_int64_to_int32, fold_batch_norm, to_channels_last),
+    # torch-xla: a Keras source's NHWC -> NCHW -> op -> NHWC pairs cancel (passes/layout.py)
+    "torch-xla": (remove_dead_nodes, to_channels_first, merge_reshapes_and_permutes, cast_float64_to_float32,
+                  fold_batch_norm),
 }
 
 

@@ -22,8 +22,8 @@ __all__ = ["adaptive_avg_pool_as_matmul", "adaptive_max_pool_as_gather_max"]
 def _uneven_axes(node):
     """(axis, n_in, n_out) per pooled axis, or None when the bins are even (or shapes symbolic)."""
     x, size = node.inputs[0], node.attrs["size"]
-    if not x.type.is_static:
-        return None
+    if not x.type.is_static or node.attrs.get("channels_last", False):
+        return None  # the bins below are on trailing axes: channels-first nodes only
     first = x.type.rank - len(size)
     axes = [(first + i, x.type.shape[first + i], n_out) for i, n_out in enumerate(size)]
     return axes if any(n_in % n_out for _, n_in, n_out in axes) else None

@@ -26,8 +26,8 @@ _HINTS = {1: ("cols",), 2: ("rows", "cols"), 3: ("depth", "rows", "cols")}
 def _axes(node):
     """(n_in, n_out, scale) per resized axis, or None when the input shape is not static."""
     x, a = node.inputs[0], node.attrs
-    if not x.type.is_static or len(a["size"]) > len(_HINTS):
-        return None
+    if not x.type.is_static or len(a["size"]) > len(_HINTS) or a.get("channels_last", False):
+        return None  # the tables below index trailing axes: channels-first nodes only
     first = x.type.rank - len(a["size"])
     scales = a["scales"] or (None,) * len(a["size"])
     return [(x.type.shape[first + i], n_out, s) for i, (n_out, s) in enumerate(zip(a["size"], scales))]

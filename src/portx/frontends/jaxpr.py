@@ -1,0 +1,318 @@
+"""JAX frontend: a ClosedJaxpr (``jax.make_jaxpr``) -> IR; subclassed Keras models are traced into one.
+
+Note [jaxpr lowering]: the walk visits each equation once, in order. Call-like primitives (jit,
+custom_jvp_call, custom_vjp_call, closed_call, checkpoint, and ``cond`` on a constant index) are
+inlined with the caller's scope prepended. An equation whose inputs are all known at conversion
+time (weights, consts, literals, iota) is evaluated with JAX itself and its result becomes a
+stored constant, so constant semantics are JAX's by construction; weights are such constants, so
+a batch norm's ``rsqrt(var + eps) * gamma`` becomes one stored array. Large broadcasts of small
+constants are the exception: they stay ``expand`` nodes instead of filling the weights file. Every
+other equation goes to its import rule, ``IMPORT_RULES["jax"][primitive name]`` (rules live next to
+their op in ``ops/<family>_jax.py``); each rule gets a ``JaxCall``.
+
+Note [jaxpr scopes]: Keras on JAX opens ``jax.named_scope(layer.name)`` around every layer call
+(keras/src/backend/jax/core.py ``name_scope``), so ``eqn.source_info.name_stack`` reads
+``block/dense_1``; transform markers (``vmap()``, ``jvp(...)``) and einsum specs are dropped and
+the rest is joined with dots. Plain JAX functions without named scopes get an empty scope, and
+messages fall back to the primitive name.
+
+Example:
+    >>> closed = jax.make_jaxpr(f)(w, x)
+    >>> graph = lower_jaxpr(closed, ["x"], {"fc.kernel": w})
+"""
+from __future__ import annotations
+
+import re
+
+import jax
+import numpy as np
+
+from ..errors import BadInput, Unsupported, UnsupportedOps
+from ..ir import DTYPES, IMPORT_RULES, Graph, GraphBuilder, TensorType, Value
+from ..ir.validate import IRError
+from ..ops.elementwise import CAST
+
+__all__ = ["lower_jaxpr", "JaxCall", "Const", "scope_of", "tensor_type"]
+
+_INLINE = {"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr",
+           "checkpoint", "remat", "named_call"}
+_SUB_KEYS = ("jaxpr", "call_jaxpr", "fun_jaxpr")
+_LAYOUT = {"reshape", "transpose", "convert_element_type", "broadcast_in_dim", "squeeze", "copy", "copy_p", "rev"}
+_BIG_BROADCAST = 4096  # elements; larger broadcasts of constants stay expand nodes (Note [jaxpr lowering])
+_SCOPE_PART = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+# Why a primitive without a rule stays unsupported, where there is more to say than "no rule".
+_REASONS = {"sort": "sorting has no IR op", "top_k": "top-k has no IR op", "erf_inv": "erf_inv has no IR op",
+            "cond": "a branch chosen at run time (data-dependent control flow)",
+            "while": "a data-dependent loop", "scan": "a loop (lax.scan / fori_loop); unrolling is not implemented",
+            "rng_bit_generator": "random numbers (training-time ops such as dropout)",
+            "random_bits": "random numbers (training-time ops such as dropout)"}
+
+
+def scope_of(name_stack) -> str:
+    """Dotted layer path from a JAX name stack (Note [jaxpr scopes]): ``"mha/vmap()/query"`` -> ``"mha.query"``."""
+    parts = [p for p in str(name_stack).split("/") if _SCOPE_PART.match(p)]
+    return ".".join(parts)
+
+
+def tensor_type(aval) -> TensorType:
+    """The IR type of an abstract value; Unsupported for dtypes the IR has no name for (keys, uint32)."""
+    dtype = str(aval.dtype)
+    if dtype not in DTYPES:
+        raise Unsupported(f"dtype {dtype} has no IR type")
+    return TensorType(tuple(int(d) for d in aval.shape), dtype)
+
+
+class Const:
+    """A value known at conversion time: its array, the parameter name it prefers, and its Value once stored."""
+
+    __slots__ = ("array", "name", "value")
+
+    def __init__(self, array, name=""):
+        self.array, self.name, self.value = np.asarray(array), name, None
+
+
+class JaxCall:
+    """What an import rule sees for one equation: typed inputs, known constants, and a way to emit nodes.
+
+    ``input(i)`` is the IR Value of operand ``i`` (a constant is stored on first use); ``const_value(i)``
+    is its array when known at conversion time, else None. ``params`` are the equation's parameters.
+    """
+
+    def __init__(self, lowering, eqn, args, scope):
+        self._low, self.eqn, self._args, self.scope = lowering, eqn, args, scope
+        self.primitive, self.params = eqn.primitive.name, eqn.params
+
+    @property
+    def arity(self) -> int:
+        """Number of operands."""
+        return len(self._args)
+
+    def input(self, i) -> Value:
+        """Operand ``i`` as an IR Value."""
+        return self._low.value_of(self._args[i])
+
+    @property
+    def inputs(self) -> list:
+        """All operands as IR Values."""
+        return [self.input(i) for i in range(self.arity)]
+
+    def const_value(self, i):
+        """Operand ``i``'s array when it is known at conversion time, else None."""
+        arg = self._args[i]
+        return arg.array if isinstance(arg, Const) else None
+
+    def const_name(self, i) -> str:
+        """The parameter name operand ``i`` would get (its weight path), or the scope."""
+        arg = self._args[i]
+        return arg.name if isinstance(arg, Const) and arg.name else (self.scope or self.primitive)
+
+    def in_type(self, i) -> TensorType:
+        """IR type of operand ``i`` (from JAX's abstract value)."""
+        return tensor_type(self.eqn.invars[i].aval)
+
+    def out_type(self, i=0) -> TensorType:
+        """IR type JAX computed for output ``i``."""
+        return tensor_type(self.eqn.outvars[i].aval)
+
+    def const(self, array, hint="const") -> Value:
+        """A new stored constant (a rearranged weight, an index table)."""
+        return self._low.new_param(hint, np.asarray(array))
+
+    def scalar(self, number, dtype) -> Value:
+        """A shared 0-d constant of ``dtype``: ``call.scalar(1, "float32")``."""
+        return self._low.scalar(number, dtype)
+
+    def emit(self, op, inputs, attrs=None):
+        """Append ``op(inputs) {attrs}`` in this equation's scope; returns the output Value or a list."""
+        hint = self._low.hint(self.scope) if self.scope else self.primitive
+        return self._low.builder.emit(op, list(inputs), dict(attrs or {}), self.scope, hint)
+
+    def unsupported(self, reason: str):
+        """Stop this rule: the variant cannot be expressed (collected, reported with exit 3)."""
+        raise Unsupported(reason)
+
+
+class _Lowering:
+    """Walks one ClosedJaxpr; holds the builder, collected failures and shared scalars."""
+
+    def __init__(self, name):
+        self.builder = GraphBuilder(name)
+        self.failures = {}  # (primitive, reason) -> scopes
+        self.scalars = {}  # (dtype, bytes) -> Value
+
+    def hint(self, scope) -> str:
+        return scope.replace(".", "_") if scope else "v"
+
+    def new_param(self, hint, array) -> Value:
+        if str(array.dtype) not in DTYPES:
+            raise Unsupported(f"a constant of dtype {array.dtype} has no IR type")
+        return self.builder.param(hint or "const", array)
+
+    def scalar(self, number, dtype) -> Value:
+        array = np.asarray(number, dtype=dtype)
+        key = (str(array.dtype), array.tobytes())
+        if key not in self.scalars:
+            self.scalars[key] = self.new_param("scalar", array)
+        return self.scalars[key]
+
+    def value_of(self, arg) -> Value:
+        """The IR Value of a bound operand, storing a constant on its first use."""
+        if not isinstance(arg, Const):
+            return arg
+        if arg.value is None:
+            arg.value = (self.scalar(arg.array, arg.array.dtype) if arg.array.ndim == 0 and not arg.name
+                         else self.new_param(arg.name, arg.array))
+        return arg.value
+
+    # -- walking ------------------------------------------------------------------------
+    def read(self, frame, atom):
+        if hasattr(atom, "val"):  # a Literal
+            return Const(np.asarray(atom.val, dtype=atom.aval.dtype))
+        return frame[atom]
+
+    def walk(self, jaxpr, frame, scope):
+        for eqn in jaxpr.eqns:
+            args = [self.read(frame, v) for v in eqn.invars]
+            inner = scope_of(eqn.source_info.name_stack)
+            here = ".".join(p for p in (scope, inner) if p)
+            results = self.equation(eqn, args, here)
+            for var, result in zip(eqn.outvars, results):
+                if type(var).__name__ != "DropVar":
+                    frame[var] = result
+
+    def equation(self, eqn, args, scope) -> list:
+        name = eqn.primitive.name
+        sub = _sub_jaxpr(eqn, args)
+        if sub is not None:
+            return self.inline(sub, args if name != "cond" else args[1:], scope)
+        if args and all(isinstance(a, Const) for a in args) or not eqn.invars:
+            folded = self.fold(eqn, args, scope)
+            if folded is not None:
+                return folded
+        return self.apply_rule(eqn, args, scope)
+
+    def inline(self, closed, args, scope) -> list:
+        jaxpr = getattr(closed, "jaxpr", closed)
+        consts = getattr(closed, "consts", ())
+        frame = {v: Const(np.asarray(c), f"{scope}.const" if scope else "const")
+                 for v, c in zip(jaxpr.constvars, consts)}
+        frame.update(zip(jaxpr.invars, args))
+        self.walk(jaxpr, frame, scope)
+        return [self.read(frame, v) for v in jaxpr.outvars]
+
+    def fold(self, eqn, args, scope):
+        """Evaluate with JAX when every operand is known (Note [jaxpr lowering]); None when it should stay."""
+        name = eqn.primitive.name
+        if eqn.effects or (name == "broadcast_in_dim" and _is_big_broadcast(eqn, args)):
+            return None
+        try:
+            out = eqn.primitive.bind(*[a.array for a in args], **eqn.params)
+        except Exception:  # not evaluable eagerly (needs a device or a trace); lower it instead
+            return None
+        outs = out if eqn.primitive.multiple_results else [out]
+        named = [a.name for a in args if a.name]
+        hint = named[0] if named and name in _LAYOUT else (f"{scope}.{name}" if scope else name)
+        return [Const(np.asarray(o), hint) for o in outs]
+
+    def apply_rule(self, eqn, args, scope) -> list:
+        name = eqn.primitive.name
+        found = IMPORT_RULES.get("jax", {}).get(name)
+        try:
+            if found is None:
+                raise Unsupported(_REASONS.get(name, ""))
+            result = found[1](JaxCall(self, eqn, args, scope))
+            return self.checked(eqn, result, scope)
+        except Unsupported as exc:
+            self.failures.setdefault((name, str(exc)), []).append(scope)
+            return [self.stand_in(v.aval) for v in eqn.outvars]
+
+    def checked(self, eqn, result, scope) -> list:
+        """Rule outputs against JAX's types: a dtype difference is cast away, a shape difference is a bug."""
+        got = list(result) if isinstance(result, (list, tuple)) else [result]
+        if len(got) != len(eqn.outvars):
+            raise IRError(f"node {scope or eqn.primitive.name} ({eqn.primitive.name}): import rule gave "
+                          f"{len(got)} outputs, JAX has {len(eqn.outvars)}")
+        out = []
+        for value, var in zip(got, eqn.outvars):
+            want = tensor_type(var.aval)
+            if value.type.shape != want.shape:
+                raise IRError(f"node {scope or eqn.primitive.name} ({eqn.primitive.name}): import rule gave "
+                              f"{value.type}, JAX computed {want}")
+            if value.type.dtype != want.dtype:
+                value = self.builder.emit(CAST, [value], {"dtype": want.dtype}, scope, self.hint(scope))
+            out.append(value)
+        return out
+
+    def stand_in(self, aval) -> Value:
+        """A typed placeholder so the walk goes on and every failure is collected."""
+        try:
+            type_ = tensor_type(aval)
+        except Unsupported:
+            type_ = TensorType(tuple(aval.shape), "float32")
+        return Value(self.builder.fresh("unsupported"), type_)
+
+
+def _sub_jaxpr(eqn, args):
+    """The jaxpr to inline for a call-like equation (or ``cond`` on a known index), else None."""
+    name = eqn.primitive.name
+    if name == "cond" and args and isinstance(args[0], Const):
+        return eqn.params["branches"][int(args[0].array)]
+    if name not in _INLINE:
+        return None
+    for key in _SUB_KEYS:
+        sub = eqn.params.get(key)
+        if sub is not None and (hasattr(sub, "eqns") or hasattr(sub, "jaxpr")):
+            return sub
+    return None
+
+
+def _is_big_broadcast(eqn, args) -> bool:
+    size = int(np.prod(eqn.params["shape"]))
+    return size > _BIG_BROADCAST and size > args[0].array.size
+
+
+def _prune(graph: Graph) -> Graph:
+    """Drop nodes no output depends on and parameters nothing reads."""
+    live, kept = set(graph.outputs), []
+    for node in reversed(graph.nodes):
+        if any(v in live for v in node.outputs):
+            kept.append(node)
+            live.update(v for v in node.inputs if v is not None)
+    names = {v.name for v in live}
+    return graph.replace(nodes=tuple(reversed(kept)), params={k: a for k, a in graph.params.items() if k in names},
+                         param_values={k: v for k, v in graph.param_values.items() if k in names})
+
+
+def _pairs(param_arrays) -> list:
+    items = param_arrays.items() if hasattr(param_arrays, "items") else param_arrays
+    return [(str(n), np.asarray(a)) for n, a in items]
+
+
+def lower_jaxpr(closed_jaxpr, input_names, param_arrays, name="model") -> Graph:
+    """Lower a ClosedJaxpr whose invars are ``[*params, *inputs]`` to an IR Graph.
+
+    ``param_arrays`` maps weight names (``"dense_1.kernel"``) to arrays, in invar order (a dict or
+    a list of pairs); the remaining invars become graph inputs named by ``input_names``. Raises
+    UnsupportedOps listing every primitive without a rule, with counts and scopes.
+    Example: ``lower_jaxpr(jax.make_jaxpr(f)(w, x), ["x"], {"w": w})``.
+    """
+    import portx.ops  # noqa: F401  (registers the import rules)
+
+    jaxpr, params = closed_jaxpr.jaxpr, _pairs(param_arrays)
+    if len(params) + len(input_names) != len(jaxpr.invars):
+        raise BadInput(f"jaxpr {name}: {len(jaxpr.invars)} inputs, but {len(params)} params and "
+                       f"{len(input_names)} input names were given", hint="pass one name per non-weight input")
+    low = _Lowering(name)
+    frame = {v: Const(np.asarray(c), "const") for v, c in zip(jaxpr.constvars, closed_jaxpr.consts)}
+    frame.update({v: Const(a, n) for v, (n, a) in zip(jaxpr.invars, params)})
+    for var, input_name in zip(jaxpr.invars[len(params):], input_names):
+        try:
+            frame[var] = low.builder.input(input_name, tensor_type(var.aval))
+        except Unsupported as exc:
+            raise BadInput(f"input {input_name}: {exc}", hint="pass float, integer or bool arrays") from None
+    with jax.default_device(jax.devices("cpu")[0]):
+        low.walk(jaxpr, frame, "")
+    if low.failures:
+        raise UnsupportedOps([(op, scopes, reason) for (op, reason), scopes in low.failures.items()], name)
+    outputs = [low.value_of(low.read(frame, v)) for v in jaxpr.outvars]
+    return _prune(low.builder.finish(outputs))

@@ -1,0 +1,269 @@
+"""Keras frontend: a functional Keras 3 model (Sequential, Functional, nested) -> IR.
+
+Note [keras walk]: Keras records every call of a layer or keras.ops operation as a ``Node``
+(``op._inbound_nodes``) whose ``arguments`` hold the KerasTensors it was called with. The walker
+visits a model's nodes deepest-first (the order ``Functional._run_through_graph`` uses), maps each
+KerasTensor to an IR Value, and calls the import rule registered under the node's class name:
+``IMPORT_RULES["keras"]["Conv2D"]`` for layers, ``"ops.Add"`` for keras.ops operations (a layer class
+and an op class may share a name). Nested models are walked in place with dotted scopes
+(``block1.conv``). A layer called several times (shared) gets one parameter set: ``KerasCall.param``
+returns the stored Value again for the same layer, hint and array. Unsupported layers are collected
+and raised together as UnsupportedOps once the whole model was scanned.
+
+Note [keras layout]: Keras tensors are channels-last while IR conv/pool/norm ops are channels-first
+(ATen). Rules wrap such ops in ``to_channels_first`` / ``to_channels_last`` permutes; the layout pass
+cancels the pairs.
+
+Example:
+    >>> graph = lower_keras(model, [TensorType((1, 32, 32, 3), "float32")], name="model")
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import BadInput, Unsupported, UnsupportedOps
+from ..ir import IMPORT_RULES, GraphBuilder, TensorType, Value
+from ..ir.validate import IRError
+from ..ops.shape import PERMUTE
+from .keras_activations import apply_activation
+
+__all__ = ["KerasCall", "lower_keras", "input_types_for", "rule_key", "is_model"]
+
+
+def rule_key(operation) -> str:
+    """The IMPORT_RULES["keras"] key: the class name for layers, ``"ops." + name`` for keras.ops."""
+    import keras
+
+    name = type(operation).__name__
+    return name if isinstance(operation, keras.layers.Layer) else f"ops.{name}"
+
+
+def is_model(operation) -> bool:
+    """True for a nested Functional or Sequential model (walked in place, not looked up)."""
+    import keras
+
+    return isinstance(operation, keras.Model) and _functional_of(operation) is not None
+
+
+def _functional_of(model):
+    """The Functional graph behind ``model`` (Sequential keeps one in ``_functional``), or None."""
+    if hasattr(model, "_nodes_by_depth"):
+        return model
+    return getattr(model, "_functional", None)
+
+
+class KerasCall:
+    """What an import rule sees for one call of a Keras layer or operation.
+
+    ``layer`` is the Keras object, ``config`` its ``get_config()``, ``scope`` the dotted layer path,
+    ``inputs`` the IR Values of the tensor arguments in call order, ``args`` / ``kwargs`` the call
+    arguments with each KerasTensor replaced by its IR Value (``kwargs`` without ``training``),
+    ``outputs`` the Keras output tensors. Example (Dense)::
+
+        y = call.emit(LINEAR, [call.inputs[0], call.param(call.weight("kernel").T, "weight")])
+        return call.activation(y, call.config["activation"])
+    """
+
+    def __init__(self, walker, node, scope, args, kwargs, inputs):
+        self._walker, self.node, self.layer = walker, node, node.operation
+        self.scope, self.args, self.kwargs, self.inputs = scope, args, kwargs, inputs
+        self.outputs = list(node.outputs)
+        self._config = None
+
+    @property
+    def config(self) -> dict:
+        """The layer's ``get_config()`` (computed once)."""
+        if self._config is None:
+            getter = getattr(self.layer, "get_config", None)
+            try:
+                self._config = dict(getter()) if getter else {}
+            except NotImplementedError:
+                self._config = {}
+        return self._config
+
+    def out_shape(self, index=0) -> tuple:
+        """Keras' shape of output ``index`` with the batch resolved (other unknown dims stay None)."""
+        return self._walker.static_shape(self.outputs[index].shape)
+
+    def weight(self, name) -> np.ndarray:
+        """A layer weight as float32/int NumPy: ``"kernel"``, ``"bias"``, ``"gamma"``, ``"query/kernel"``."""
+        for var in self.layer.weights:
+            path = getattr(var, "path", var.name)
+            if var.name == name or path.endswith("/" + name):
+                return np.asarray(var.numpy() if hasattr(var, "numpy") else var)
+        known = [getattr(v, "path", v.name) for v in self.layer.weights]
+        raise Unsupported(f"layer has no weight {name!r} (has {known})")
+
+    def has_weight(self, name) -> bool:
+        """True when the layer holds a weight called ``name``."""
+        return any(v.name == name or getattr(v, "path", v.name).endswith("/" + name) for v in self.layer.weights)
+
+    def param(self, array, hint="const") -> Value:
+        """A stored parameter named ``SCOPE.hint``; a shared layer gets the same Value back."""
+        return self._walker.param(self.layer, hint, f"{self.scope}.{hint}" if self.scope else hint, array)
+
+    def const(self, array, hint="const") -> Value:
+        """A constant (e.g. a 0-d scalar operand); the same as ``param``, named like TorchCall's."""
+        return self.param(array, hint)
+
+    def emit(self, op, inputs, attrs=None, hint=""):
+        """Append ``op(inputs) {attrs}`` under this call's scope; returns the Value (or a list)."""
+        return self._walker.builder.emit(op, list(inputs), dict(attrs or {}), self.scope, hint)
+
+    def activation(self, value, name, **options) -> Value:
+        """Apply a Keras activation by config name (``"relu"``), serialized dict or function;
+        ``options`` are its keyword arguments (``approximate=True`` for gelu, ``axis`` for softmax)."""
+        return apply_activation(self, value, name, **options)
+
+    def to_channels_first(self, x) -> Value:
+        """Permute NHWC-like (N, *spatial, C) to (N, C, *spatial) for any rank >= 3."""
+        rank = x.type.rank
+        return self.emit(PERMUTE, [x], {"perm": (0, rank - 1) + tuple(range(1, rank - 1))})
+
+    def to_channels_last(self, x) -> Value:
+        """Permute (N, C, *spatial) back to (N, *spatial, C)."""
+        rank = x.type.rank
+        return self.emit(PERMUTE, [x], {"perm": (0,) + tuple(range(2, rank)) + (1,)})
+
+    def unsupported(self, reason: str):
+        """Stop this rule: the layer variant cannot be expressed (collected, reported with exit 3)."""
+        raise Unsupported(reason)
+
+
+class _Walker:
+    """Walks one Keras model; holds the builder, the KerasTensor -> Value map and failures."""
+
+    def __init__(self, name, batch):
+        self.builder, self.batch = GraphBuilder(name), batch
+        self.failures = {}  # (key, reason) -> scopes
+        self.shared = {}  # (id(layer), hint) -> list of (array, Value): one weight set per shared layer
+
+    def static_shape(self, shape) -> tuple:
+        return tuple(self.batch if (d is None and i == 0) else d for i, d in enumerate(shape))
+
+    def param(self, layer, hint, name, array) -> Value:
+        """A parameter of ``layer``; the same Value again for a repeated (layer, hint, array)."""
+        array = np.asarray(array)
+        entries = self.shared.setdefault((id(layer), hint), [])
+        for stored, value in entries:
+            if stored.shape == array.shape and stored.dtype == array.dtype and np.array_equal(stored, array):
+                return value
+        value = self.builder.param(name, array)
+        entries.append((array, value))
+        return value
+
+    def fail(self, key, scope, reason):
+        self.failures.setdefault((key, reason), []).append(scope)
+
+    def walk(self, model, in_values, prefix) -> list:
+        """Lower ``model``'s graph with its inputs bound to ``in_values``; returns its output Values."""
+        import keras
+
+        fn = _functional_of(model)
+        env = {id(t): v for t, v in zip(fn.inputs, in_values)}
+        for depth in sorted(fn._nodes_by_depth, reverse=True):
+            for node in fn._nodes_by_depth[depth]:
+                if node.operation is None or node.is_input:
+                    continue
+                self.visit(node, env, prefix)
+        return [env.get(id(t)) for t in keras.tree.flatten(fn.outputs)]
+
+    def visit(self, node, env, prefix):
+        op = node.operation
+        scope = f"{prefix}.{op.name}" if prefix else op.name
+        inputs = [env.get(id(t)) for t in node.arguments.keras_tensors]
+        if is_model(op):
+            outs = self.walk(op, inputs, scope) if all(v is not None for v in inputs) else []
+            self.bind(node, env, outs)
+            return
+        key = rule_key(op)
+        entry = IMPORT_RULES.get("keras", {}).get(key)
+        if entry is None:
+            self.fail(key, scope, _missing_reason(op))
+            return
+        if any(v is None for v in inputs):  # an upstream layer failed; keep scanning
+            return
+        args, kwargs = node.arguments.convert(lambda x: env.get(id(x)) if _is_keras_tensor(x) else x)
+        kwargs = {k: v for k, v in kwargs.items() if k != "training"}
+        call = KerasCall(self, node, scope, list(args), kwargs, inputs)
+        try:
+            result = entry[1](call)
+        except Unsupported as exc:
+            self.fail(key, scope, str(exc))
+            return
+        except IRError as exc:
+            raise IRError(f"layer {scope} ({key}): {exc}") from exc
+        self.bind(node, env, result if isinstance(result, (list, tuple)) else [result])
+
+    def bind(self, node, env, outs):
+        for tensor, value in zip(node.outputs, outs):
+            known = self.static_shape(tensor.shape)
+            if value is not None and (len(known) != value.type.rank or any(
+                    d is not None and d != v for d, v in zip(known, value.type.shape))):
+                raise IRError(f"layer {node.operation.name} ({rule_key(node.operation)}): IR shape "
+                              f"{tuple(value.type.shape)} differs from Keras' {tuple(tensor.shape)}")
+            env[id(tensor)] = value
+
+
+def _is_keras_tensor(x) -> bool:
+    import keras
+
+    return isinstance(x, keras.KerasTensor)
+
+
+def _missing_reason(op) -> str:
+    import keras
+
+    if isinstance(op, keras.layers.Lambda):
+        return "Lambda runs Python code that portx cannot convert; rewrite it as a layer"
+    if isinstance(op, keras.Model):
+        return "subclassed model without a functional graph"
+    return ""
+
+
+def lower_keras(model, input_types, name="model") -> "Graph":  # noqa: F821
+    """Lower a functional Keras model to an IR Graph, inputs typed by ``input_types`` (static shapes).
+
+    Raises UnsupportedOps listing every layer without an import rule (or whose variant a rule refused).
+    Example: ``lower_keras(model, [TensorType((1, 8, 8, 3), "float32")])``.
+    """
+    import keras
+
+    fn = _functional_of(model)
+    if fn is None:
+        raise BadInput(f"model {model.name} ({type(model).__name__}) has no functional graph",
+                       hint="build it on keras.Input(...) (Sequential: pass an Input first or call build)")
+    batch = input_types[0].shape[0] if input_types and input_types[0].rank else 1
+    walker = _Walker(name, batch)
+    values = [walker.builder.input(_input_name(t), ty) for t, ty in zip(keras.tree.flatten(fn.inputs), input_types)]
+    outs = walker.walk(model, values, "")
+    if walker.failures:
+        items = {}
+        for (key, reason), scopes in walker.failures.items():
+            items.setdefault((key, reason), []).extend(scopes)
+        raise UnsupportedOps([(k, s, r) for (k, r), s in items.items()], where=f"Keras model {model.name}")
+    return walker.builder.finish(outs)
+
+
+def _input_name(tensor) -> str:
+    history = getattr(tensor, "_keras_history", None)
+    return history.operation.name if history and history.operation is not None else (tensor.name or "input")
+
+
+def input_types_for(model, overrides=None) -> list:
+    """Static TensorTypes for the model inputs: batch None -> 1 (or the shape in ``overrides[name]``)."""
+    import keras
+
+    fn = _functional_of(model)
+    types = []
+    for tensor in keras.tree.flatten(fn.inputs):
+        name = _input_name(tensor)
+        shape = (overrides or {}).get(name)
+        if shape is None:
+            shape = tuple(1 if (d is None and i == 0) else d for i, d in enumerate(tensor.shape))
+        if any(d is None for d in shape):
+            raise BadInput(f"Keras input {name}: shape {tuple(tensor.shape)} has an unknown dimension "
+                           "other than the batch", hint=f"pass --input {name}:SHAPE, e.g. "
+                           f"{name}:" + "x".join(str(d or 8) for d in (1,) + tuple(tensor.shape[1:])))
+        types.append(TensorType(tuple(int(d) for d in shape), str(keras.backend.standardize_dtype(tensor.dtype))))
+    return types

@@ -1,0 +1,109 @@
+"""Subclassed Keras models (no functional graph) -> IR, by tracing ``stateless_call`` under KERAS_BACKEND=jax.
+
+The model's variables are passed to ``jax.make_jaxpr`` as arguments, so the jaxpr reads them as
+inputs that ``lower_jaxpr`` stores as named parameters (``m/dense_1/kernel`` -> ``dense_1.kernel``;
+the model's own name is dropped, as Keras' per-layer scopes do not include it). Inference mode is
+forced: ``training=False`` is passed when ``call`` accepts it, and the Keras call context says
+``training=False`` to every nested layer either way.
+
+Example:
+    >>> graph = lower_keras_subclassed(model, [np.zeros((1, 32, 32, 3), np.float32)])
+"""
+from __future__ import annotations
+
+import contextlib
+import inspect
+
+import jax
+import numpy as np
+
+from ..errors import BadInput
+from ..ir import Graph
+from .jaxpr import lower_jaxpr
+
+__all__ = ["lower_keras_subclassed", "needs_tracing", "param_name"]
+
+
+def needs_tracing(model) -> bool:
+    """True for a Keras model or layer with no functional graph (neither Functional nor Sequential).
+
+    Example: ``needs_tracing(MyModel())`` -> True; ``needs_tracing(keras.Model(inputs, outputs))`` -> False.
+    """
+    import keras
+    from keras.src.models.functional import Functional
+
+    return isinstance(model, keras.layers.Layer) and not isinstance(model, (Functional, keras.Sequential))
+
+
+def param_name(path: str, model_name: str) -> str:
+    """Dotted parameter name from a Keras variable path: ``param_name("m/dense_1/kernel", "m")`` -> ``dense_1.kernel``."""
+    parts = path.split("/")
+    if len(parts) > 1 and parts[0] == model_name:
+        parts = parts[1:]
+    return ".".join(parts)
+
+
+@contextlib.contextmanager
+def _inference_context(model):
+    """A Keras call context with training=False, seen by every layer called inside (Note in module docstring)."""
+    from keras.src.backend.common import global_state
+    from keras.src.layers.layer import CallContext
+
+    previous = global_state.get_global_attribute("current_call_ctx")
+    context = CallContext(entry_layer=model)
+    context.training = False
+    global_state.set_global_attribute("current_call_ctx", context)
+    try:
+        yield
+    finally:
+        global_state.set_global_attribute("current_call_ctx", previous)
+
+
+def _input_names(model, count) -> list:
+    """Names of ``call``'s first ``count`` positional parameters (``input_i`` where there are none)."""
+    params = [p.name for p in inspect.signature(model.call).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in ("training", "mask")]
+    return [params[i] if i < len(params) else f"input_{i}" for i in range(count)]
+
+
+def _host_array(array) -> np.ndarray:
+    """NumPy input in a dtype JAX keeps without x64 (int64 -> int32, float64 -> float32)."""
+    array = np.asarray(array)
+    narrow = {"int64": "int32", "uint64": "uint32", "float64": "float32"}
+    return array.astype(narrow[str(array.dtype)]) if str(array.dtype) in narrow and \
+        not jax.config.jax_enable_x64 else array
+
+
+def lower_keras_subclassed(model, example_arrays, name=None) -> Graph:
+    """Trace ``model.stateless_call`` on ``example_arrays`` with jax.make_jaxpr and lower the jaxpr.
+
+    The model is built by one eager call when it is not built yet. Raises UnsupportedOps listing
+    every primitive without a rule; BadInput when the backend is not JAX or the call cannot be traced.
+    Example: ``lower_keras_subclassed(MyModel(), [x])``.
+    """
+    import keras
+
+    if keras.backend.backend() != "jax":
+        raise BadInput(f"model {model.name}: subclassed models are traced with JAX, but Keras runs on "
+                       f"{keras.backend.backend()}", hint="set KERAS_BACKEND=jax before importing keras")
+    arrays = [_host_array(a) for a in example_arrays]
+    if not model.built:
+        model(*arrays)
+    trainable, frozen = list(model.trainable_variables), list(model.non_trainable_variables)
+    kwargs = {"training": False} if getattr(model, "_call_has_training_arg", False) else {}
+
+    def traced(values, *inputs):
+        with _inference_context(model):
+            outputs, _ = model.stateless_call(values[:len(trainable)], values[len(trainable):], *inputs, **kwargs)
+        return outputs
+
+    variables = trainable + frozen
+    try:
+        closed = jax.make_jaxpr(traced)([v.value for v in variables], *arrays)
+    except Exception as exc:  # tracing runs user code: any exception means "cannot trace"
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        raise BadInput(f"model {model.name}: tracing {type(model).__name__}.call failed: {first}",
+                       hint="make call() traceable by JAX (no Python branches on tensor values, static shapes)") \
+            from exc
+    params = [(param_name(v.path, model.name), np.asarray(v.value)) for v in variables]
+    return lower_jaxpr(closed, _input_names(model, len(arrays)), params, name or model.name)

@@ -1,0 +1,212 @@
+"""Layout passes: channels-last graphs for Keras/XLA, channels-first ones for PyTorch, and their I/O.
+
+Note [channels_last attribute]: conv, conv_transpose, the pools, batch_norm, group_norm and resize
+carry ``channels_last`` (ops/_util.py). ``to_channels_last`` flips each of them to
+channels_last=True with a permute before and after (NCHW -> NHWC -> NCHW), then ``sink_permutes``
+(layout_sink.py) stores the values between them in NHWC so the pairs cancel; only permutes at the
+model's inputs and outputs remain, one per image input or output. ``to_channels_first`` is the
+same machinery the other way (a Keras graph's NHWC -> NCHW -> op -> NHWC pairs cancel for
+torch-xla). ``set_io_layout`` then keeps the source's I/O layout ("source"), or drops those
+boundary permutes and changes the graph's input and output types ("channels-last",
+"channels-first"); ``io_layouts`` says which layout each input and output ended up with.
+
+Example (before / after ``to_channels_last``)::
+
+    graph model(%x: float32[1x3x8x8]) {        graph model(%x: float32[1x3x8x8]) {
+      %c = conv(%x, %w) {...}                     %x_t = permute(%x) {perm=(0, 2, 3, 1)}
+      %r = relu(%c)                         ->    %c = conv(%x_t, %w) {channels_last=True, ...}
+      return %r                                   %r_p = relu(%c)
+    }                                             %r = permute(%r_p) {perm=(0, 3, 1, 2)}
+                                                  return %r
+                                                }
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Node, Value, fresh_name
+from ..ops._util import channels_first_perm, channels_last_perm
+from ..ops.shape import PERMUTE
+from .fold import merge_reshapes_and_permutes, remove_dead_nodes
+from .layout_rules import RULES
+from .layout_sink import Sinker, count_permutes, inverse
+
+__all__ = ["IO_LAYOUTS", "to_channels_last", "to_channels_first", "sink_permutes", "set_io_layout", "io_layouts",
+           "is_spatial", "source_arrays", "graph_arrays"]
+
+IO_LAYOUTS = ("source", "channels-last", "channels-first")
+_NAMES = {3: ("NCW", "NWC"), 4: ("NCHW", "NHWC"), 5: ("NCDHW", "NDHWC")}
+
+
+def is_spatial(node) -> bool:
+    """True for ops with an implicit channel axis (they declare ``channels_last``)."""
+    return "channels_last" in node.op.attr_defaults
+
+
+def _flippable(node) -> bool:
+    """An (N, C, *spatial) data input whose rank matches the op's spatial attributes."""
+    x, a = node.inputs[0], node.attrs
+    spatial = a.get("kernel") or a.get("size") or a.get("stride") or ()
+    return x.type.rank >= 2 and (not spatial or x.type.rank == len(spatial) + 2)
+
+
+def _flip_spatial(graph, channels_last: bool):
+    """Every spatial op to ``channels_last``, wrapped in a permute before and after (logic unchanged)."""
+    taken = {v.name for v in graph.inputs} | set(graph.params) | {v.name for n in graph.nodes for v in n.outputs}
+    nodes = []
+    for node in graph.nodes:
+        if not is_spatial(node) or node.attrs.get("channels_last", False) == channels_last or not _flippable(node):
+            nodes.append(node)
+            continue
+        x, y = node.inputs[0], node.outputs[0]
+        into = (channels_last_perm if channels_last else channels_first_perm)(x.type.rank)
+        attrs = {**node.attrs, "channels_last": channels_last}
+        if into == tuple(range(x.type.rank)):  # (N, C): the channel axis is last either way
+            nodes.append(node.replace(attrs=attrs))
+            continue
+        suffix = "cl" if channels_last else "cf"
+        names = [fresh_name(taken, f"{v.name}_{suffix}") for v in (x, y)]
+        taken.update(names)
+        inner_x = Value(names[0], x.type.with_shape(tuple(x.type.shape[p] for p in into)))
+        inner_y = Value(names[1], y.type.with_shape(tuple(y.type.shape[p] for p in into)))
+        nodes.append(Node(PERMUTE, (x,), (inner_x,), {"perm": into}, node.scope))
+        nodes.append(node.replace(inputs=(inner_x,) + tuple(node.inputs[1:]), outputs=(inner_y,), attrs=attrs))
+        nodes.append(Node(PERMUTE, (inner_y,), (y,), {"perm": inverse(into)}, node.scope))
+    return graph.replace(nodes=tuple(nodes))
+
+
+def sink_permutes(graph):
+    """Push permutes through the ops that allow it and cancel them (Note [physical layouts]).
+
+    Returns whichever of the sunk graph and the input has fewer data-moving permutes.
+    Example: ``sink_permutes(g)`` turns ``permute -> relu -> inverse permute`` into ``relu``.
+    """
+    before = merge_reshapes_and_permutes(graph)
+    after = merge_reshapes_and_permutes(remove_dead_nodes(Sinker(graph, RULES).run()))
+    return after if count_permutes(after) <= count_permutes(before) else before
+
+
+def to_channels_last(graph):
+    """Spatial ops channels-last and permutes sunk (the keras-jax layout); I/O as in the source."""
+    return set_io_layout(sink_permutes(_flip_spatial(graph, True)), "source")
+
+
+def to_channels_first(graph):
+    """Spatial ops channels-first and permutes sunk (the torch-xla layout); I/O as in the source."""
+    return set_io_layout(sink_permutes(_flip_spatial(graph, False)), "source")
+
+
+def _compose(first, then):
+    """One transpose doing ``first`` then ``then`` (``first`` None: just ``then``)."""
+    return tuple(then) if first is None else tuple(first[t] for t in then)
+
+
+def _drop_boundary_permutes(graph, channels_last: bool):
+    """Inputs read only through the permute into the inner layout take that layout; outputs made by
+    the permute out of it are returned before it. Records each change in ``meta["io_perms"]``."""
+    into = channels_last_perm if channels_last else channels_first_perm
+    old = graph.meta.get("io_perms", {})
+    in_perms = list(old.get("inputs", (None,) * len(graph.inputs)))
+    out_perms = list(old.get("outputs", (None,) * len(graph.outputs)))
+    users, producers = graph.users(), graph.producers()
+    alias, inputs = {}, []
+    for i, x in enumerate(graph.inputs):
+        q, readers = into(x.type.rank), users.get(x, [])
+        if x.type.rank < 3 or not readers or x in graph.outputs or any(
+                u.op is not PERMUTE or tuple(u.attrs["perm"]) != q for u in readers):
+            inputs.append(x)
+            continue
+        inputs.append(Value(x.name, x.type.with_shape(tuple(x.type.shape[p] for p in q))))
+        alias.update({u.outputs[0]: inputs[-1] for u in readers})
+        in_perms[i] = _compose(in_perms[i], q)
+    nodes = [n.replace(inputs=tuple(alias.get(v, v) for v in n.inputs)) for n in graph.nodes
+             if n.outputs[0] not in alias]
+    outputs = [alias.get(v, v) for v in graph.outputs]
+    for k, v in enumerate(outputs):
+        made = producers.get(v)
+        q = into(v.type.rank)
+        if v.type.rank < 3 or made is None or made.op is not PERMUTE or tuple(made.attrs["perm"]) != inverse(q):
+            continue
+        inner = alias.get(made.inputs[0], made.inputs[0])
+        if inner in inputs or graph.is_param(inner):
+            continue
+        outputs[k], out_perms[k] = inner, _compose(out_perms[k], q)
+    meta = {**graph.meta, "io_perms": {"inputs": tuple(in_perms), "outputs": tuple(out_perms)}}
+    return remove_dead_nodes(graph.replace(inputs=tuple(inputs), outputs=tuple(outputs), nodes=tuple(nodes),
+                                           meta=meta))
+
+
+def set_io_layout(graph, mode: str = "source"):
+    """Choose the emitted model's input/output layout and record it (``meta["io_layout"]``).
+
+    "source" keeps the source's layout (an NCHW torch model's image inputs and outputs then carry
+    one permute each); "channels-last" / "channels-first" drop those permutes and change the
+    graph's input and output types. Example: ``set_io_layout(g, "channels-last")``.
+    """
+    if mode not in IO_LAYOUTS:
+        raise ValueError(f"io layout {mode!r}: expected one of {IO_LAYOUTS}")
+    if mode != "source":
+        graph = _drop_boundary_permutes(graph, mode == "channels-last")
+    return graph.replace(meta={**graph.meta, "io_layout": io_layouts(graph)})
+
+
+def _layout_of(value, perm_node, spatial_nodes, recorded):
+    """(layout name in the graph, transposed inside) for an input or output, or (None, False)."""
+    names = _NAMES.get(value.type.rank)
+    if names is None:
+        return None, False
+    rank = value.type.rank
+    boundary = [tuple(n.attrs["perm"]) for n in perm_node]
+    if boundary and all(p == channels_last_perm(rank) for p in boundary):
+        return names[0], True
+    if boundary and all(p == channels_first_perm(rank) for p in boundary):
+        return names[1], True
+    if spatial_nodes:
+        return names[int(bool(spatial_nodes[0].attrs.get("channels_last", False)))], False
+    if recorded is not None and recorded in (channels_last_perm(rank), channels_first_perm(rank)):
+        return names[int(recorded == channels_last_perm(rank))], False
+    return None, False
+
+
+def _row(value, layout, transposed, recorded) -> dict:
+    source = layout
+    if layout is not None and recorded is not None:
+        letters = [""] * len(layout)
+        for i, p in enumerate(recorded):
+            letters[p] = layout[i]
+        source = "".join(letters)
+    return {"name": value.name, "shape": list(value.type.shape), "layout": layout, "source_layout": source,
+            "transposed_inside": transposed}
+
+
+def io_layouts(graph) -> dict:
+    """{"inputs": [...], "outputs": [...]}: per value its layout (NCHW, NHWC, ...; None when it has
+    no channel axis), the source's layout, and whether the model transposes it inside.
+
+    Example: ``io_layouts(g)["inputs"][0]["layout"] == "NCHW"``.
+    """
+    users, producers = graph.users(), graph.producers()
+    perms = graph.meta.get("io_perms", {})
+    rows = {"inputs": [], "outputs": []}
+    for kind, values in (("inputs", graph.inputs), ("outputs", graph.outputs)):
+        recorded = perms.get(kind, (None,) * len(values))
+        for value, rec in zip(values, recorded):
+            near = users.get(value, []) if kind == "inputs" else [producers[value]] if value in producers else []
+            boundary = [n for n in near if n.op is PERMUTE]
+            if len(boundary) != len(near):
+                boundary = []
+            layout, transposed = _layout_of(value, boundary, [n for n in near if is_spatial(n)], rec)
+            rows[kind].append(_row(value, layout, transposed, rec))
+    return rows
+
+
+def source_arrays(graph, arrays) -> list:
+    """The graph's input arrays in the source's layout (undoing ``set_io_layout``)."""
+    perms = graph.meta.get("io_perms", {}).get("inputs", (None,) * len(arrays))
+    return [a if p is None else np.ascontiguousarray(np.transpose(a, inverse(p))) for a, p in zip(arrays, perms)]
+
+
+def graph_arrays(graph, arrays) -> list:
+    """The source's output arrays in the graph's layout (as ``set_io_layout`` changed them)."""
+    perms = graph.meta.get("io_perms", {}).get("outputs", (None,) * len(arrays))
+    return [a if p is None else np.ascontiguousarray(np.transpose(a, p)) for a, p in zip(arrays, perms)]
