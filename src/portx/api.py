@@ -22,6 +22,7 @@ from . import ops  # noqa: E402,F401  (registers every op)
 from .errors import BadInput, NotTpuLegal, UnsupportedOps, VerificationFailed  # noqa: E402
 from .outputs import staged_output  # noqa: E402
 from .passes.legalize import PortxWarning  # noqa: E402
+from .passes.layout import IO_LAYOUTS, graph_arrays, io_layouts, set_io_layout, source_arrays  # noqa: E402
 from .passes.pipeline import run_passes  # noqa: E402
 from .equivalence import DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs  # noqa: E402
 
@@ -71,8 +72,9 @@ def _is_keras_source(source) -> bool:
 
 def _is_keras(src) -> bool:
     from .frontends.keras_files import KerasSource
+    from .frontends.keras_subclassed import SubclassedKerasSource
 
-    return isinstance(src, KerasSource)
+    return isinstance(src, (KerasSource, SubclassedKerasSource))
 
 
 def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_keras=False):
@@ -84,8 +86,15 @@ def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_k
     if _is_keras_source(source):
         from .frontends.keras_files import from_keras_model, load_keras_source
 
+        from .frontends.keras_subclassed import SubclassedKerasSource, needs_tracing
+
         if isinstance(source, (str, os.PathLike)):
             return load_keras_source(source, input_specs=inputs, unsafe=unsafe_keras)
+        if needs_tracing(source):
+            if not example_inputs:
+                raise BadInput(f"subclassed Keras model {source.name} has no functional graph to read input "
+                               "shapes from", hint="pass example_inputs=(array, ...) to portx.convert")
+            return SubclassedKerasSource(source, [np.asarray(a) for a in example_inputs])
         return from_keras_model(source, input_specs=inputs)
     from .frontends.torch_files import from_module, load_torch_source
 
@@ -169,7 +178,8 @@ def _source_outputs(src, arrays) -> list:
 
 def _verify(src, graph, model, emitted, target, seed, atol, rtol) -> dict:
     arrays = make_inputs(graph, seed)
-    expected = _source_outputs(src, arrays)
+    # --io-layout may have transposed inputs/outputs: the source sees and gives its own layout
+    expected = graph_arrays(graph, _source_outputs(src, source_arrays(graph, arrays)))
     got = _emitter(target).run_model(model, arrays)
     result = compare(expected, got, [v.name for v in graph.outputs], atol, rtol)
     result.update({"seed": seed, "inputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs]})
@@ -234,14 +244,19 @@ def _tpu_proof(model, graph, strict, target="keras-jax"):
 
 def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(), verify=True,
             atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, seed=0, trust_pickle=False, force=False,
-            strict_tpu=False, export_tpu=False, fold_bn=True, unsafe_keras=False, progress=None) -> ConversionResult:
+            strict_tpu=False, export_tpu=False, fold_bn=True, unsafe_keras=False, io_layout="source",
+            progress=None) -> ConversionResult:
     """Convert ``source`` (a path or a live nn.Module) for target ``to`` into folder ``out``.
 
+    ``io_layout``: "source" (the source's input/output layout), "channels-last" or "channels-first"
+    (image inputs/outputs in that layout, with no transpose at the boundary; report["layout"] says which).
     Raises BadInput (2), UnsupportedOps (3), NotTpuLegal (4, with ``strict_tpu``) or
     VerificationFailed (1; the files are still written and ``exc.result`` holds the result).
     Example: ``convert("model.pt2", to="keras-jax", out="out/")``.
     """
     _require_jax_backend()
+    if io_layout not in IO_LAYOUTS:
+        raise BadInput(f"--io-layout {io_layout}: unknown layout", hint=f"choose one of {', '.join(IO_LAYOUTS)}")
     if to not in TARGETS:
         raise BadInput(f"--to {to}: unknown target", hint=f"choose one of {', '.join(TARGETS)}")
     if export_tpu and to != "keras-jax":
@@ -256,6 +271,7 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", PortxWarning)
             graph = stages.run("passes", run_passes, graph, to, skip=() if fold_bn else ("fold_batch_norm",))
+            graph = set_io_layout(graph, io_layout) if io_layout != "source" else graph
         notes = ([str(w.message) for w in caught if issubclass(w.category, PortxWarning)] + _nonfinite_params(graph)
                  + list(getattr(src, "notes", [])))
         missing = missing_emit_rules(graph, to)
@@ -287,7 +303,7 @@ def _report(src, graph, target, notes) -> dict:
             "weight_bytes": graph.weight_bytes(), "ops": inventory(graph),
             "inputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs],
             "outputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.outputs],
-            "layout": {"inputs": "same as source", "outputs": "same as source"}, "warnings": notes}
+            "layout": io_layouts(graph), "warnings": notes}
 
 
 def _files(out, export_tpu, target="keras-jax") -> dict:

@@ -71,10 +71,12 @@ def main():
 @click.option("--strict-tpu", is_flag=True, help="fail (exit 4) unless the model lowers cleanly for TPU")
 @click.option("--no-fold-bn", is_flag=True, help="keep batch norms as layers (default: folded into convolutions)")
 @click.option("--export-tpu", is_flag=True, help="also write OUT/model.tpu.jaxexport (jax.export, tpu+cpu)")
+@click.option("--io-layout", type=click.Choice(["source", "channels-last", "channels-first"]), default="source",
+              show_default=True, help="image input/output layout of the emitted model (source: as the source)")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON on stdout")
 @click.option("--debug", is_flag=True, help="show tracebacks")
 def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, unsafe_keras, force, strict_tpu, no_fold_bn,
-            export_tpu, as_json, debug):
+            export_tpu, io_layout, as_json, debug):
     """Convert SRC (.pt2, .pt, .keras, .h5) into OUT/model.py + weights, and verify it."""
     from . import api
     from .equivalence import DEFAULT_ATOL, DEFAULT_RTOL
@@ -85,7 +87,7 @@ def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, unsaf
         return api.convert(src, to=target, out=out, inputs=inputs, verify=not no_verify,
                            atol=DEFAULT_ATOL if atol is None else atol, rtol=DEFAULT_RTOL if rtol is None else rtol,
                            trust_pickle=trust_pickle, force=force, strict_tpu=strict_tpu, export_tpu=export_tpu,
-                           fold_bn=not no_fold_bn, unsafe_keras=unsafe_keras,
+                           fold_bn=not no_fold_bn, unsafe_keras=unsafe_keras, io_layout=io_layout,
                            progress=_progress(as_json))
 
     result = _run(debug, work)

@@ -298,8 +298,7 @@ class KerasEmitter:
 
 def _layout_sentence(graph) -> str:
     """The docstring's line on input/output layouts, from the layout pass's record (graph.meta)."""
-    record = graph.meta.get("io_layout") if hasattr(graph, "meta") else None
-    changed = [row for rows in (record or {}).values() for row in rows
+    changed = [row for rows in graph.meta.get("io_layout", {}).values() for row in rows
                if row.get("layout") and row.get("layout") != row.get("source_layout")]
     if not changed:
         return "Inputs and outputs keep the source model's layout."

@@ -1,10 +1,9 @@
 """PyTorch emitter for the ``torch-xla`` target: IR -> readable ``model.py`` + ``model.safetensors``.
 
-The generated file is plain PyTorch (torch, torch.nn, torch.nn.functional, safetensors): a
-``Model(nn.Module)`` whose submodules are named after the source layers, a ``forward`` with one
-statement per IR node, ``build_model()`` and ``load_model()``. It never imports portx, keras or
-torch_xla. Per-op emit rules live in ``ops/*_torch.py`` and receive a ``TorchEmitter``; this module
-only assembles the file, fills and saves the weights, and imports the result as a user would.
+The generated file is plain PyTorch (never portx, keras or torch_xla): a ``Model(nn.Module)`` with
+submodules named after the source layers, a ``forward`` with one statement per IR node,
+``build_model()`` and ``load_model()``. Per-op rules live in ``ops/*_torch.py`` and receive a
+``TorchEmitter``; this module assembles the file, saves the weights and imports the result.
 
 Note [XLA-friendly torch]: every rule writes static shapes and no host syncs (no ``.item()``,
 ``nonzero`` or data-dependent Python), reads small constants from buffers made once in
@@ -30,14 +29,17 @@ import numpy as np
 
 from ..errors import UnsupportedOps
 from ..ir import DTYPES, IRError
+from ..ops._util import kind
 from .codegen import LineWriter, Namespace, literal
 
 __all__ = ["TARGET", "WEIGHTS_FILE", "TorchEmitter", "emit_torch", "import_emitted_torch", "run_torch",
-           "run_torch_with_locals"]
+           "run_torch_with_locals", "emit", "load_folder", "run_model"]
 
 TARGET = "torch-xla"
 WEIGHTS_FILE = "model.safetensors"
 _RESERVED = {"torch", "nn", "F", "os", "math", "load_file", "self", "Model", "build_model", "load_model", "WEIGHTS"}
+_WEIGHT_WORDS = {"weight", "bias", "kernel", "folded", "folded_bias", "gamma", "beta", "embeddings",
+                 "running_mean", "running_var", "moving_mean", "moving_variance", "in_proj_weight"}
 _INLINE_MAX = 16  # stored arrays with at most this many elements are written into __init__ as literals
 
 
@@ -49,18 +51,19 @@ def _module_attributes() -> frozenset:
     return frozenset(dir(torch.nn.Module)) | {"forward"}
 
 
-def _digest(array) -> str:
-    return hashlib.sha1(np.ascontiguousarray(array).tobytes()).hexdigest()
+def _plain(array):
+    """Nested Python data for an array; float32/float16 values in their shortest round-trip form."""
+    array = np.asarray(array)
+    if str(array.dtype) in ("float32", "float16", "bfloat16"):
+        narrow = array.astype(np.float32) if str(array.dtype) == "bfloat16" else array
+        return np.array([float(str(v)) for v in narrow.ravel()], dtype=object).reshape(array.shape).tolist()
+    return array.tolist()
 
 
 def _scalar_result(dtype: str, scalar_dtype: str) -> str:
     """torch's dtype for ``tensor(dtype) OP python_scalar``: the scalar only lifts the category."""
-    order = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
-    tensor_kind = order["b" if dtype == "bool" else dtype[0]] if dtype != "bfloat16" else 2
-    scalar_kind = order["b" if scalar_dtype == "bool" else scalar_dtype[0]] if scalar_dtype != "bfloat16" else 2
-    if scalar_kind <= tensor_kind:
-        return dtype
-    return {1: "int64", 2: "float32", 3: "complex64"}[scalar_kind]
+    lifted = kind(scalar_dtype)
+    return dtype if lifted <= kind(dtype) else {1: "int64", 2: "float32", 3: "complex64"}[lifted]
 
 
 class TorchEmitter:
@@ -77,8 +80,7 @@ class TorchEmitter:
         self.graph = graph
         self.ns = Namespace(_RESERVED)  # forward's local variables
         self.attrs = Namespace(_RESERVED | _module_attributes())  # self.<submodule or buffer>
-        self.init = LineWriter()
-        self.body = LineWriter()
+        self.init, self.body = LineWriter(), LineWriter()
         self.init.indent = self.body.indent = 2
         self.names = {}  # Value -> expression in forward (a local, or self.<buffer>)
         self.state = {}  # state_dict key -> array, for model.safetensors
@@ -117,8 +119,7 @@ class TorchEmitter:
             return self.ref(value)
         if _scalar_result(other.type.dtype, value.type.dtype) != (result or other.type.dtype):
             return self.ref(value)
-        array = self.param(value)
-        text = literal(array.astype(np.float32).item() if value.type.dtype == "bfloat16" else array.item())
+        text = literal(_plain(self.param(value)))
         return f"({text})" if text.startswith("-") else text  # -2.0 ** x would negate the power
 
     def buffer(self, raw_name: str, array) -> str:
@@ -128,29 +129,21 @@ class TorchEmitter:
         larger ones are zeros in ``__init__`` and come from model.safetensors.
         """
         array = np.asarray(array)
-        dtype = self.dtype(str(array.dtype))
-        name = self.attrs.name(raw_name, "buffer")
-        if array.size == 0:
-            self.init.line(f"self.register_buffer({literal(name)}, torch.zeros({literal(array.shape)}, "
-                           f"dtype={dtype}), persistent=False)")
-        elif array.size <= _INLINE_MAX:
-            values = (array.astype(np.float32) if str(array.dtype) == "bfloat16" else array).tolist()
-            self.init.line(f"self.register_buffer({literal(name)}, torch.tensor({literal(values)}, dtype={dtype}), "
-                           "persistent=False)")
+        dtype, name = self.dtype(str(array.dtype)), self.attrs.name(raw_name, "buffer")
+        zeros = f"torch.zeros({literal(tuple(array.shape))}, dtype={dtype})"
+        if array.size == 0 or array.size > _INLINE_MAX:
+            self.state.update({name: array} if array.size else {})
+            self.init.line(f"self.register_buffer({literal(name)}, {zeros}{'' if array.size else ', persistent=False'})")
         else:
-            self.state[name] = array
-            self.init.line(f"self.register_buffer({literal(name)}, torch.zeros({literal(tuple(array.shape))}, "
-                           f"dtype={dtype}))")
+            self.init.line(f"self.register_buffer({literal(name)}, torch.tensor({literal(_plain(array))}, "
+                           f"dtype={dtype}), persistent=False)")
         return f"self.{name}"
 
     def const(self, node, array, hint="const") -> str:
         """A buffer for an array a rule computed (an interpolation matrix, an index table)."""
         return self.buffer(f"{node.scope or node.outputs[0].name}_{hint}", array)
 
-    @staticmethod
-    def lit(value) -> str:
-        """Python source for plain attribute data (see codegen.literal)."""
-        return literal(value)
+    lit = staticmethod(literal)  # Python source for plain attribute data
 
     @staticmethod
     def dtype(name: str) -> str:
@@ -187,7 +180,9 @@ class TorchEmitter:
         floats = {str(a.dtype) for k, a in arrays.items() if a.dtype.kind == "f" or str(a.dtype) == "bfloat16"}
         if floats and floats != {"float32"}:
             text += f"{', ' if text else ''}dtype={self.dtype(sorted(floats)[0])}"
-        key = (cls, text, tuple((k, v.name if hasattr(v, "type") else _digest(v)) for k, v in weights.items()))
+        ids = tuple((k, v.name if hasattr(v, "type") else hashlib.sha1(v.tobytes()).hexdigest())
+                    for k, v in weights.items())
+        key = (cls, text, ids)
         if key in self._shared:
             return self._shared[key]
         name = self.attrs.name(self._module_hint(node, weights), cls.lower())
@@ -198,11 +193,21 @@ class TorchEmitter:
         return f"self.{name}"
 
     def _module_hint(self, node, weights) -> str:
-        """The source layer's name: the stored weight's prefix (``layer1.0.conv1.weight``), else the scope."""
+        """The source layer's name: the node's scope, or the stored weight's more specific prefix.
+
+        ``mha.query.kernel`` under scope ``mha`` names ``mha_query``; a tied weight (``wte.weight``
+        read by ``lm_head``) keeps the reader's scope; ``conv.weight.folded`` names ``conv``.
+        """
+        scope = node.scope or node.outputs[0].name
         for value in weights.values():
-            if hasattr(value, "type") and self.is_param(value) and "." in value.name:
-                return value.name.rsplit(".", 1)[0]
-        return node.scope or node.outputs[0].name
+            if hasattr(value, "type") and self.is_param(value):
+                parts = value.name.split(".")
+                while len(parts) > 1 and parts[-1] in _WEIGHT_WORDS:
+                    parts.pop()
+                prefix = ".".join(parts)
+                if len(parts) > 1 or prefix != value.name:
+                    return prefix if not node.scope or prefix.startswith(node.scope) else scope
+        return scope
 
     def layer(self, node, cls: str, args=(), kwargs=None, weights=None, inputs=()) -> str:
         """A submodule and its call: ``NAME = self.NAME(inputs)``. Returns the attribute expression."""
@@ -315,7 +320,7 @@ def _tensor(array):
     """A torch tensor for a NumPy array (ml_dtypes bfloat16 included)."""
     import torch
 
-    array = np.ascontiguousarray(array)
+    array = np.ascontiguousarray(array).reshape(np.shape(array))  # ascontiguousarray makes 0-d arrays 1-d
     if str(array.dtype) == "bfloat16":
         return torch.from_numpy(array.view(np.uint16).copy()).view(torch.bfloat16)
     return torch.from_numpy(array.copy())
@@ -355,22 +360,23 @@ def emit_torch(graph, out_dir) -> dict:
             "var_of": dict(emitter.names), "model": model}
 
 
-def _device_of(model):
-    import torch
-
-    for tensor in list(model.parameters()) + list(model.buffers()):
-        return tensor.device
-    return torch.device("cpu")
-
-
 def run_torch(model, arrays) -> list:
     """Run ``model`` on NumPy inputs under ``torch.no_grad()``; outputs as a list of arrays."""
     import torch
 
-    device = _device_of(model)
+    device = next((t.device for t in list(model.parameters()) + list(model.buffers())), torch.device("cpu"))
     with torch.no_grad():
         out = model(*[_tensor(a).to(device) for a in arrays])
     return [_numpy(t) for t in (out if isinstance(out, (list, tuple)) else [out])]
+
+
+emit = emit_torch  # the emitter interface api.py dispatches on: emit, load_folder, run_model, WEIGHTS_FILE
+run_model = run_torch
+
+
+def load_folder(folder):
+    """The module written in ``folder``, as ``load_model()`` gives it (eval mode, weights loaded)."""
+    return import_emitted_torch(Path(folder) / "model.py").load_model()
 
 
 def run_torch_with_locals(model, arrays):

@@ -26,6 +26,7 @@ import re
 
 import jax
 import numpy as np
+from jax.extend import core as jcore
 
 from ..errors import BadInput, Unsupported, UnsupportedOps
 from ..ir import DTYPES, IMPORT_RULES, Graph, GraphBuilder, TensorType, Value
@@ -35,7 +36,7 @@ from ..ops.elementwise import CAST
 __all__ = ["lower_jaxpr", "JaxCall", "Const", "scope_of", "tensor_type"]
 
 _INLINE = {"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr",
-           "checkpoint", "remat", "named_call"}
+           "checkpoint", "remat", "remat2", "named_call"}
 _SUB_KEYS = ("jaxpr", "call_jaxpr", "fun_jaxpr")
 _LAYOUT = {"reshape", "transpose", "convert_element_type", "broadcast_in_dim", "squeeze", "copy", "copy_p", "rev"}
 _BIG_BROADCAST = 4096  # elements; larger broadcasts of constants stay expand nodes (Note [jaxpr lowering])
@@ -124,7 +125,7 @@ class JaxCall:
 
     def emit(self, op, inputs, attrs=None):
         """Append ``op(inputs) {attrs}`` in this equation's scope; returns the output Value or a list."""
-        hint = self._low.hint(self.scope) if self.scope else self.primitive
+        hint = self._low.hint(self.scope, self.primitive)
         return self._low.builder.emit(op, list(inputs), dict(attrs or {}), self.scope, hint)
 
     def unsupported(self, reason: str):
@@ -140,8 +141,9 @@ class _Lowering:
         self.failures = {}  # (primitive, reason) -> scopes
         self.scalars = {}  # (dtype, bytes) -> Value
 
-    def hint(self, scope) -> str:
-        return scope.replace(".", "_") if scope else "v"
+    def hint(self, scope, fallback) -> str:
+        """Value-name base: the scope (``block_dense``), else the primitive name."""
+        return scope.replace(".", "_") if scope else fallback
 
     def new_param(self, hint, array) -> Value:
         if str(array.dtype) not in DTYPES:
@@ -177,7 +179,7 @@ class _Lowering:
             here = ".".join(p for p in (scope, inner) if p)
             results = self.equation(eqn, args, here)
             for var, result in zip(eqn.outvars, results):
-                if type(var).__name__ != "DropVar":
+                if not isinstance(var, jcore.DropVar):
                     frame[var] = result
 
     def equation(self, eqn, args, scope) -> list:
@@ -185,7 +187,7 @@ class _Lowering:
         sub = _sub_jaxpr(eqn, args)
         if sub is not None:
             return self.inline(sub, args if name != "cond" else args[1:], scope)
-        if args and all(isinstance(a, Const) for a in args) or not eqn.invars:
+        if not eqn.invars or (args and all(isinstance(a, Const) for a in args)):
             folded = self.fold(eqn, args, scope)
             if folded is not None:
                 return folded
@@ -239,7 +241,8 @@ class _Lowering:
                 raise IRError(f"node {scope or eqn.primitive.name} ({eqn.primitive.name}): import rule gave "
                               f"{value.type}, JAX computed {want}")
             if value.type.dtype != want.dtype:
-                value = self.builder.emit(CAST, [value], {"dtype": want.dtype}, scope, self.hint(scope))
+                value = self.builder.emit(CAST, [value], {"dtype": want.dtype}, scope,
+                                          self.hint(scope, eqn.primitive.name))
             out.append(value)
         return out
 

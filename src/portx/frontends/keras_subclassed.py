@@ -21,7 +21,7 @@ from ..errors import BadInput
 from ..ir import Graph
 from .jaxpr import lower_jaxpr
 
-__all__ = ["lower_keras_subclassed", "needs_tracing", "param_name"]
+__all__ = ["lower_keras_subclassed", "needs_tracing", "param_name", "SubclassedKerasSource"]
 
 
 def needs_tracing(model) -> bool:
@@ -36,7 +36,7 @@ def needs_tracing(model) -> bool:
 
 
 def param_name(path: str, model_name: str) -> str:
-    """Dotted parameter name from a Keras variable path: ``param_name("m/dense_1/kernel", "m")`` -> ``dense_1.kernel``."""
+    """Dotted name from a Keras variable path: ``param_name("m/dense_1/kernel", "m")`` -> ``dense_1.kernel``."""
     parts = path.split("/")
     if len(parts) > 1 and parts[0] == model_name:
         parts = parts[1:]
@@ -107,3 +107,31 @@ def lower_keras_subclassed(model, example_arrays, name=None) -> Graph:
             from exc
     params = [(param_name(v.path, model.name), np.asarray(v.value)) for v in variables]
     return lower_jaxpr(closed, _input_names(model, len(arrays)), params, name or model.name)
+
+
+class SubclassedKerasSource:
+    """A subclassed Keras model with example inputs: runs the model and lowers it by tracing.
+
+    Example:
+        >>> src = SubclassedKerasSource(model, [np.zeros((1, 8), np.float32)])
+        >>> graph = src.lower("model")
+    """
+
+    def __init__(self, model, example_arrays, label=None):
+        self.model = model
+        self.example_arrays = [np.asarray(a) for a in example_arrays]
+        self.label = label or model.name
+        self.notes = ["subclassed Keras model: lowered by tracing its JAX computation (scopes from name scopes)"]
+
+    def run(self, *arrays) -> list:
+        """The model's outputs in inference mode on NumPy inputs."""
+        import keras
+
+        flat = [np.asarray(a) for a in arrays]
+        with _inference_context(self.model):
+            out = self.model(flat[0] if len(flat) == 1 else flat)
+        return [np.asarray(t) for t in keras.tree.flatten(out)]
+
+    def lower(self, name="model"):
+        """The IR Graph traced from ``model.stateless_call``."""
+        return lower_keras_subclassed(self.model, self.example_arrays, name=name)

@@ -88,10 +88,28 @@ def _rms_norm_to_torch(node, t):
     t.layer(node, "RMSNorm", (_shape_arg(shape),), kwargs, {"weight": w} if w is not None else {}, [x])
 
 
+def _group_norm_as_layer_norm(node, t, x, w, b):
+    """F.layer_norm over each group, for the one shape torch's group_norm refuses (one value per group, batch 1)."""
+    n, channels, *spatial = x.type.shape
+    groups, eps, rank = int(node.attrs["groups"]), float(node.attrs["eps"]), x.type.rank
+    size = channels // groups * int(np.prod(spatial, dtype=np.int64))
+    expr = (f"F.layer_norm({t.ref(x)}.reshape({n}, {groups}, {size}), ({size},), eps={t.lit(eps)})"
+            f".reshape({', '.join(str(d) for d in x.type.shape)})")
+    channel = f"(1, -1{', 1' * (rank - 2)})"
+    if w is not None:
+        expr = f"{t.temp(node, expr, 'normed')} * {t.ref(w)}.reshape{channel}"
+    if b is not None:
+        expr = f"{expr} + {t.ref(b)}.reshape{channel}"
+    t.assign(node, expr)
+
+
 @GROUP_NORM.emits("torch-xla")
 def _group_norm_to_torch(node, t):
     x, w, b = (list(node.inputs) + [None, None])[:3]
     groups, eps = int(node.attrs["groups"]), node.attrs["eps"]
+    if x.type.shape[0] * x.type.shape[1] // groups * int(np.prod(x.type.shape[2:], dtype=np.int64)) == 1:
+        _group_norm_as_layer_norm(node, t, x, w, b)
+        return
     if not _all_stored(t, (w, b)):
         t.assign(node, f"F.group_norm({t.ref(x)}, {groups}, {_functional_args(t, (w, b))}, eps={t.lit(float(eps))})")
         return

@@ -52,7 +52,7 @@ def _pad_to_torch(node, t):
         t.assign(node, f"F.pad({src}, {t.lit(t.torch_pads(grow))}{value})")
         return
     count = _torch_axes(len(grow), grow)
-    if count is not None:
+    if count is not None and (x.type.dtype != "bool" or a["mode"] == "wrap"):  # no bool reflect/replicate
         flat = tuple(int(p) for pair in reversed(grow[len(grow) - count:]) for p in pair)
         t.assign(node, f"F.pad({src}, {t.lit(flat)}, mode={t.lit(_TORCH_MODES[a['mode']])})")
         return

@@ -56,7 +56,7 @@ def _max_pool_to_torch(node, t):
     dilation = tuple(a["dilation"])
     extra = {"dilation": t.compact(dilation)} if any(d != 1 for d in dilation) else {}
     src, padding = x, 0
-    if _torch_pads_fit(a, [(d * (k - 1) + 1) // 2 for k, d in zip(a["kernel"], dilation)]):
+    if _torch_pads_fit(a, [k // 2 for k in a["kernel"]]):  # max_pool1d checks the undilated kernel
         padding = t.compact(lo for lo, _ in a["pads"])
         extra.update({"ceil_mode": True} if a["ceil_mode"] else {})
     else:  # Note [pool padding]: torch's -inf border, written out
@@ -137,6 +137,6 @@ def _adaptive_max_pool_to_torch(node, t):
         table = np.minimum(starts[:, None] + np.arange(width), ends[:, None] - 1)  # repeats keep the max
         index = t.const(node, table.reshape(-1).astype("int32"), f"bins_axis{axis}")
         grouped = tuple(shape[:axis] + [n_out, width] + shape[axis + 1:])
-        expr = f"torch.amax({expr}.index_select({axis}, {index}).reshape({t.lit(grouped)}), dim={axis + 1})"
+        expr = f"torch.amax({expr}.index_select({axis}, {index}).reshape{t.lit(grouped)}, dim={axis + 1})"
         shape[axis] = n_out
     t.assign(node, expr)

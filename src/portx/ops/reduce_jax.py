@@ -87,7 +87,8 @@ def _pooled(call, x, op, attrs_of):
 
 @MAX_POOL.imports("jax", "reduce_window_max")
 def _reduce_window_max_from_jax(call):
-    result = _pooled(call, call.input(0), MAX_POOL, lambda k, s, p, d: {"kernel": k, "stride": s, "pads": p, "dilation": d})
+    result = _pooled(call, call.input(0), MAX_POOL,
+                     lambda k, s, p, d: {"kernel": k, "stride": s, "pads": p, "dilation": d})
     return call.input(0) if result is None else result[0]
 
 

@@ -77,7 +77,9 @@ ARGMIN.imports("keras", "ops.Argmin")(_arg_rule(ARGMIN))
 
 def _softmax_axes(call, x):
     axis = call.layer.axis
-    return tuple(norm_axis(a, x.type.rank) for a in np.atleast_1d(axis)) if axis is not None else tuple(range(x.type.rank))
+    if axis is None:
+        return tuple(range(x.type.rank))
+    return tuple(norm_axis(int(a), x.type.rank) for a in np.atleast_1d(axis))
 
 
 @SOFTMAX.imports("keras", "ops.Softmax")

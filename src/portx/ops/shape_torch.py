@@ -6,7 +6,7 @@ Data movement reads as PyTorch users write it: ``x.reshape(...)``, ``x.permute(.
 ``torch.gather`` (which needs int64 indices in PyTorch) for take-along-axis.
 
 Example generated code:
-    flatten = pool.reshape((1, 512))
+    flatten = pool.reshape(1, 512)
     a, b = torch.split(qkv, [64, 64], dim=-1)
 """
 from __future__ import annotations
@@ -27,19 +27,25 @@ def subscript(items) -> str:
     return "[" + ", ".join(items) + "]"
 
 
+def _dims(values) -> str:
+    """Dims as tensor methods take them: ``2, 8, 16`` (``()`` for a 0-d shape)."""
+    values = tuple(int(v) for v in values)
+    return ", ".join(str(v) for v in values) if values else "()"
+
+
 @RESHAPE.emits("torch-xla")
 def _reshape_to_torch(node, t):
-    t.assign(node, f"{t.ref(node.inputs[0])}.reshape({t.lit(tuple(node.attrs['shape']))})")
+    t.assign(node, f"{t.ref(node.inputs[0])}.reshape({_dims(node.attrs['shape'])})")
 
 
 @PERMUTE.emits("torch-xla")
 def _permute_to_torch(node, t):
-    t.assign(node, f"{t.ref(node.inputs[0])}.permute({t.lit(tuple(node.attrs['perm']))})")
+    t.assign(node, f"{t.ref(node.inputs[0])}.permute({_dims(node.attrs['perm'])})")
 
 
 @EXPAND.emits("torch-xla")
 def _expand_to_torch(node, t):
-    t.assign(node, f"{t.ref(node.inputs[0])}.expand({t.lit(tuple(node.attrs['shape']))})")
+    t.assign(node, f"{t.ref(node.inputs[0])}.expand({_dims(node.attrs['shape'])})")
 
 
 @CONCAT.emits("torch-xla")

@@ -98,6 +98,8 @@ def fold_batch_norm(graph: Graph) -> Graph:
         conv = producer.get(node.inputs[0]) if node.op is BATCH_NORM else None
         if conv is None or conv.op is not CONV or len(users.get(conv.output, [])) != 1:
             continue
+        if conv.attrs.get("channels_last", False) != node.attrs.get("channels_last", False):
+            continue  # the channel axes differ: not a per-output-channel scale of this conv
         if conv.output in graph.outputs:  # the model also returns the conv's own output: keep it
             continue
         if not all(v is None or graph.is_param(v) for v in conv.inputs[1:] + node.inputs[1:]):

@@ -75,15 +75,39 @@ def _flip_spatial(graph, channels_last: bool):
     return graph.replace(nodes=tuple(nodes))
 
 
+_MAX_TRIALS = 200  # Note [kept permutes]: sinker runs spent looking for permutes better left in place
+
+
+def _sunk(graph, keep):
+    return merge_reshapes_and_permutes(remove_dead_nodes(Sinker(graph, RULES, keep).run()))
+
+
 def sink_permutes(graph):
     """Push permutes through the ops that allow it and cancel them (Note [physical layouts]).
 
-    Returns whichever of the sunk graph and the input has fewer data-moving permutes.
+    Note [kept permutes]: sinking every permute is not always best: a permute that mixes axes
+    (attention's head transposes) may only move the transpose somewhere it is needed several
+    times. The source's own permutes (those not next to a spatial op) are tried one by one as
+    kept in place, and kept where that leaves fewer permutes overall. Returns whichever of the
+    result and the input has fewer data-moving permutes.
     Example: ``sink_permutes(g)`` turns ``permute -> relu -> inverse permute`` into ``relu``.
     """
     before = merge_reshapes_and_permutes(graph)
-    after = merge_reshapes_and_permutes(remove_dead_nodes(Sinker(graph, RULES).run()))
-    return after if count_permutes(after) <= count_permutes(before) else before
+    best, keep = _sunk(graph, frozenset()), frozenset()
+    producers, users = graph.producers(), graph.users()
+    candidates = [n for n in graph.nodes if n.op is PERMUTE and not _next_to_spatial(n, producers, users)]
+    for node in candidates[:_MAX_TRIALS]:
+        if count_permutes(best) == 0:
+            break
+        trial = _sunk(graph, keep | {node})
+        if count_permutes(trial) < count_permutes(best):
+            best, keep = trial, keep | {node}
+    return best if count_permutes(best) <= count_permutes(before) else before
+
+
+def _next_to_spatial(node, producers, users) -> bool:
+    made = producers.get(node.inputs[0])
+    return (made is not None and is_spatial(made)) or any(is_spatial(u) for u in users.get(node.outputs[0], []))
 
 
 def to_channels_last(graph):
@@ -150,13 +174,15 @@ def set_io_layout(graph, mode: str = "source"):
     return graph.replace(meta={**graph.meta, "io_layout": io_layouts(graph)})
 
 
-def _layout_of(value, perm_node, spatial_nodes, recorded):
-    """(layout name in the graph, transposed inside) for an input or output, or (None, False)."""
+def _layout_of(value, boundary, spatial_nodes, recorded):
+    """(layout name in the graph, transposed inside) for an input or output, or (None, False).
+
+    ``boundary`` holds the permutes from the value into the graph (inverted for an output).
+    """
     names = _NAMES.get(value.type.rank)
     if names is None:
         return None, False
     rank = value.type.rank
-    boundary = [tuple(n.attrs["perm"]) for n in perm_node]
     if boundary and all(p == channels_last_perm(rank) for p in boundary):
         return names[0], True
     if boundary and all(p == channels_first_perm(rank) for p in boundary):
@@ -192,7 +218,8 @@ def io_layouts(graph) -> dict:
         recorded = perms.get(kind, (None,) * len(values))
         for value, rec in zip(values, recorded):
             near = users.get(value, []) if kind == "inputs" else [producers[value]] if value in producers else []
-            boundary = [n for n in near if n.op is PERMUTE]
+            boundary = [tuple(n.attrs["perm"]) if kind == "inputs" else inverse(n.attrs["perm"])
+                        for n in near if n.op is PERMUTE]
             if len(boundary) != len(near):
                 boundary = []
             layout, transposed = _layout_of(value, boundary, [n for n in near if is_spatial(n)], rec)

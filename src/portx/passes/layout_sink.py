@@ -29,9 +29,14 @@ from collections import Counter
 import numpy as np
 
 from ..ir import Node, Value, fresh_name, infer_outputs, param_value
+from ..ops._util import channels_first_perm, channels_last_perm
 from ..ops.shape import PERMUTE, RESHAPE
 
 __all__ = ["Sinker", "inverse", "count_permutes", "moves_data"]
+
+
+_LAYOUT_SUFFIX = {**{channels_last_perm(r): name for r, name in ((3, "nwc"), (4, "nhwc"), (5, "ndhwc"))},
+                  **{channels_first_perm(r): name for r, name in ((3, "ncw"), (4, "nchw"), (5, "ncdhw"))}}
 
 
 def inverse(perm) -> tuple:
@@ -61,11 +66,12 @@ class Sinker:
     """Rebuilds a graph value by value in physical orders (Note [physical layouts]).
 
     Handlers (``layout_rules.RULES``) see the sinker: ``perm_of``, ``at``, ``operand``, ``emit``,
-    ``bind`` and ``fallback``. Example: ``Sinker(graph).run()``.
+    ``bind`` and ``fallback``. Nodes in ``keep`` run in logical order (a permute there is kept).
+    Example: ``Sinker(graph, RULES).run()``.
     """
 
-    def __init__(self, graph, rules):
-        self.graph, self.rules = graph, rules
+    def __init__(self, graph, rules, keep=frozenset()):
+        self.graph, self.rules, self.keep = graph, rules, keep
         self.users = graph.users()
         self.taken = {v.name for v in graph.inputs} | set(graph.params)
         self.taken |= {v.name for n in graph.nodes for v in n.outputs}
@@ -105,29 +111,35 @@ class Sinker:
         current = self.perm_of(value)
         if current == tuple(target):
             return self.phys[value]
-        key = (value, tuple(target))
-        if key not in self.cache:
-            if self.is_param(value):
+        if self.is_param(value):
+            key = (value, tuple(target))
+            if key not in self.cache:
                 array = np.transpose(self.graph.params[value.name], target)
                 self.cache[key] = self.const(array, f"{value.name}.t{''.join(map(str, target))}")
-            else:
-                source = self.phys[value]
-                back = inverse(current)
-                self.cache[key] = self.transpose(source, tuple(back[t] for t in target), value.name)
+            return self.cache[key]
+        back = inverse(current)
+        perm = tuple(back[t] for t in target)
+        key = (self.phys[value], perm)  # values stored alike (two permutes of one input) share it
+        if key not in self.cache:
+            self.cache[key] = self.transpose(self.phys[value], perm)
         return self.cache[key]
 
-    def transpose(self, source, perm, hint):
-        """Emit ``permute(source)``, or a reshape when only size-1 axes move."""
+    def transpose(self, source, perm):
+        """Emit ``permute(source)`` named for the layout it makes (``x_nhwc``), or a reshape when only
+        size-1 axes move. It belongs to no layer of the source: no scope."""
         shape = tuple(source.type.shape[p] for p in perm)
+        hint = f"{source.name}_{_LAYOUT_SUFFIX.get(tuple(perm), 't')}"
         if moves_data(source.type.shape, perm):
-            return self.emit(PERMUTE, [source], {"perm": tuple(perm)}, hint=f"{hint}_t")[0]
-        return self.emit(RESHAPE, [source], {"shape": shape}, hint=f"{hint}_r")[0]
+            return self.emit(PERMUTE, [source], {"perm": tuple(perm)}, hint=hint, scope="")[0]
+        return self.emit(RESHAPE, [source], {"shape": shape}, hint=hint, scope="")[0]
 
     def operand(self, value, target):
         """An operand broadcast against a result stored in ``target`` order (rank alignment included)."""
         rank, own = len(target), None if value is None else value.type.rank
-        if value is None or own == 0 or own == rank:
+        if value is None or own == rank:
             return self.at(value, target)
+        if own == 0:
+            return self.at(value, ())
         if target == _identity(rank):  # NumPy broadcasting aligns trailing axes as before
             return self.at(value, _identity(own))
         key = (value, tuple(target), "broadcast")
@@ -139,19 +151,23 @@ class Sinker:
             else:
                 lifted = self.emit(RESHAPE, [self.at(value, _identity(own))], {"shape": shape},
                                    hint=f"{value.name}_r")[0]
-                self.cache[key] = self.transpose(lifted, tuple(target), value.name)
+                self.cache[key] = self.transpose(lifted, tuple(target))
         return self.cache[key]
 
     # -- nodes ------------------------------------------------------------------------------
-    def emit(self, op, inputs, attrs, hint="t", like=None, perms=None) -> list:
-        """Append a node; outputs stand for the logical values ``like`` stored in ``perms``, else are fresh."""
+    def emit(self, op, inputs, attrs, hint="t", like=None, perms=None, scope=None) -> list:
+        """Append a node; outputs stand for the logical values ``like`` stored in ``perms``, else are fresh.
+
+        The node takes the scope of the node being rewritten unless ``scope`` is given."""
         attrs = op.normalize_attrs(dict(attrs), self.node.where() if self.node else op.name)
         types = infer_outputs(op, [v.type if v is not None else None for v in inputs], attrs)
         if like is None:
             outs = [Value(self.fresh(hint), t) for t in types]
         else:
             outs = [self._physical(orig, t, perm) for orig, t, perm in zip(like, types, perms)]
-        self.nodes.append(Node(op, tuple(inputs), tuple(outs), attrs, self.node.scope if self.node else ""))
+        if scope is None:
+            scope = self.node.scope if self.node else ""
+        self.nodes.append(Node(op, tuple(inputs), tuple(outs), attrs, scope))
         return outs
 
     def _physical(self, orig, type_, perm):
@@ -182,7 +198,7 @@ class Sinker:
         """The rebuilt graph (outputs in logical order; unused nodes and constants are not removed yet)."""
         for node in self.graph.nodes:
             self.node = node
-            rule = self.rules.get(node.op)
+            rule = None if node in self.keep else self.rules.get(node.op)
             if rule is None or not rule(self, node):
                 self.fallback(node)
         self.node = None
@@ -193,14 +209,16 @@ class Sinker:
     def _final(self, value):
         """A graph output in logical order, under its own name where a permute has to be added."""
         target = _identity(value.type.rank)
-        if self.perm_of(value) == target or (value, target) in self.cache:
+        if self.perm_of(value) == target or self.is_param(value):
             return self.at(value, target)
         source = self.phys[value]
-        perm = tuple(inverse(self.perm_of(value))[t] for t in target)
+        perm = inverse(self.perm_of(value))
+        if (source, perm) in self.cache:
+            return self.cache[(source, perm)]
         op, attrs = (PERMUTE, {"perm": perm}) if moves_data(source.type.shape, perm) else \
             (RESHAPE, {"shape": value.type.shape})
         self.nodes.append(Node(op, (source,), (value,), op.normalize_attrs(attrs), ""))
-        self.cache[(value, target)] = value
+        self.cache[(source, perm)] = value
         return value
 
 
