@@ -183,13 +183,17 @@ def _verify(src, graph, model, emitted, target, seed, atol, rtol) -> dict:
     got = _emitter(target).run_model(model, arrays)
     result = compare(expected, got, [v.name for v in graph.outputs], atol, rtol)
     result.update({"seed": seed, "inputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs]})
-    if not result["passed"] and target == "keras-jax":
-        result["first_divergence"] = _localize(graph, emitted, arrays, atol, rtol)
+    if not result["passed"]:
+        result["first_divergence"] = _localize(graph, emitted, arrays, atol, rtol, target, model)
     return result
 
 
-def _localize(graph, emitted, arrays, atol, rtol):
+def _localize(graph, emitted, arrays, atol, rtol, target="keras-jax", model=None):
     """Compare every intermediate value of the emitted model with the IR's NumPy reference."""
+    if target == "torch-xla":  # the loaded module's forward locals, as var_of names them
+        from .recheck_torch import localize_torch
+
+        return localize_torch(graph, model, emitted["var_of"], arrays, atol, rtol)
     from .recheck import localize
 
     return localize(graph, emitted["code"], emitted["var_of"], arrays, atol, rtol)

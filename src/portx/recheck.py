@@ -1,7 +1,8 @@
 """Re-checking a converted model against its source, after the fact: ``portx verify`` and ``portx.testing``.
 
 Note [trust nothing in OUT]: a converted folder may come from another portx version, or may have been
-edited since. Only ``model.py`` and ``model.weights.h5`` are run (imported as a user would);
+edited since. Only ``model.py`` and ``model.weights.h5`` are run (imported as a user would; a
+``model.safetensors`` folder from ``--to torch-xla`` is checked by recheck_torch.py);
 ``report.json`` is never read. Input shapes and the expected numbers come from the source, lowered
 again. The IR is re-emitted in memory to name each IR value's variable in ``model.py``; when that text
 differs from the file, per-layer comparisons would pair the wrong tensors, so only outputs are compared.
@@ -176,13 +177,18 @@ def localize(graph, code, var_of, arrays, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) 
     return {k: bad[k] for k in ("scope", "op", "value", "max_abs", "problem")}
 
 
-def _row(node, value, var, observed, reference, source, atol, rtol) -> dict:
-    """One trace row: the emitted intermediate against the IR reference, and against torch when known."""
+def _row(node, value, var, observed, reference, source, atol, rtol, order=None) -> dict:
+    """One trace row: the emitted intermediate against the IR reference, and against torch when known.
+
+    ``order``: the axis order the layout pass stores ``value`` in (Note [stored orders] in passes/layout_sink.py).
+    """
     ref = compare_arrays(reference[value], observed[value], atol * _LAYER_SLACK, rtol * _LAYER_SLACK)
     row = {"scope": node.scope, "op": node.op.name, "value": value.name, "var": var,
            "max_abs": ref["max_abs"], "max_rel": ref["max_rel"], "passed": ref["passed"], "problem": ref["problem"],
            "source": None}
     theirs = source.get(value.name)
+    if theirs is not None and order is not None and np.ndim(theirs) == len(order):
+        theirs = np.transpose(theirs, order)
     if theirs is not None and tuple(theirs.shape) == tuple(value.type.shape):
         src = compare_arrays(theirs, observed[value], atol * _LAYER_SLACK, rtol * _LAYER_SLACK)
         row["source"] = {k: src[k] for k in ("max_abs", "max_rel", "passed", "problem")}
@@ -197,11 +203,13 @@ def trace_layers(graph, observed, reference, source, atol=DEFAULT_ATOL, rtol=DEF
     ``source`` maps IR value names to the torch intermediates (may be empty).
     Example: ``trace_layers(graph, observed, run_reference(graph, arrays), {})[-1]["scope"]``.
     """
-    rows = []
+    rows, orders = [], graph.meta.get("stored_orders", {})
+    added = graph.meta.get("layout_transposes", ())  # the layout pass's own transposes: no source layer
     for node in graph.nodes:
         for value in node.outputs:
-            if value in observed and value in reference:
-                rows.append(_row(node, value, (names or {}).get(value), observed, reference, source, atol, rtol))
+            if value in observed and value in reference and value.name not in added:
+                rows.append(_row(node, value, (names or {}).get(value), observed, reference, source, atol, rtol,
+                                 orders.get(value.name)))
                 if not rows[-1]["passed"]:
                     return rows
     return rows
@@ -376,7 +384,11 @@ def verify_converted(source, out, *, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=
     Example: ``verify_converted("model.pt2", "out/", samples=3)["passed"]``.
     """
     from .api import load
+    from .recheck_torch import is_torch_folder, verify_torch
 
+    if is_torch_folder(out):  # model.safetensors beside model.py: written by --to torch-xla
+        return verify_torch(source, out, samples=samples, seed=seed, atol=atol, rtol=rtol, inputs=inputs,
+                            trust_pickle=trust_pickle, trace=trace, check=check)
     src = load(source, inputs=inputs, trust_pickle=trust_pickle)
     converted = open_converted(out)
     if converted.code is None:

@@ -53,6 +53,10 @@ CASES = {
     "UpSampling2D-channels-first": (lambda: L.UpSampling2D(2, data_format="channels_first"), [(2, 3, 3)], 0.0),
     "UpSampling1D": (lambda: L.UpSampling1D(3), [(4, 2)], 0.0),
     "UpSampling3D": (lambda: L.UpSampling3D((2, 1, 2)), [(2, 3, 2, 2)], 0.0),
+    "EinsumDense": (lambda: L.EinsumDense("abc,cd->abd", (4, 5), bias_axes="d"), [(4, 3)], 1e-5),
+    "EinsumDense-heads": (lambda: L.EinsumDense("abc,cde->abde", (4, 2, 3), bias_axes="de", activation="relu"),
+                          [(4, 3)], 1e-5),
+    "EinsumDense-reduce-in": (lambda: L.EinsumDense("abcd,cde->abe", (4, 5)), [(4, 2, 3)], 1e-5),
 }
 
 
@@ -65,9 +69,9 @@ def test_keras_layer_matches_reference(case):
     check_keras_model(model, *arrays, atol=atol, rtol=atol, randomize=False)
 
 
-# (2, 41): no torch nearest mode gives JAX's table, so that case lowers to stored-index gathers.
+# 6 -> 37 rows: no torch nearest mode gives Keras' table, so that case lowers to stored-index gathers.
 NEAREST_SIZES = [((4, 6), (6, 9)), ((6, 9), (4, 6)), ((5, 7), (8, 3)), ((3, 3), (6, 6)), ((7, 5), (7, 13)),
-                 ((10, 10), (3, 17)), ((2, 3), (41, 5))]
+                 ((10, 10), (3, 17)), ((6, 3), (37, 5))]
 
 
 @pytest.mark.parametrize("sizes", NEAREST_SIZES, ids=lambda s: f"{s[0]}->{s[1]}")
@@ -76,13 +80,16 @@ def test_nearest_resizing_is_exact(sizes):
     model = single_layer(L.Resizing(oh, ow, interpolation="nearest"), (h, w, 2))
     graph = check_keras_model(model, seeded((2, h, w, 2)), atol=0.0, rtol=0.0, specs=[f"2x{h}x{w}x2"],
                               randomize=False)
-    want = INDEX_SELECT if sizes == ((2, 3), (41, 5)) else RESIZE
+    want = INDEX_SELECT if sizes == ((6, 3), (37, 5)) else RESIZE
     assert any(n.op is want for n in graph.nodes)
 
 
 def test_nearest_table_and_weights_follow_jax():
     import jax
 
+    for m, n in ((2, 41), (10, 25), (6, 37), (14, 23), (20, 47), (299, 224), (224, 299), (7, 3)):
+        x = np.arange(float(m), dtype=np.float32)
+        np.testing.assert_array_equal(x[keras_nearest_table(m, n)], jax.image.resize(x, (n,), "nearest"))
     x = np.arange(11.0, dtype=np.float32)
     for n in (4, 7, 11, 16, 23):
         got = jax.image.resize(x, (n,), "nearest")
@@ -210,6 +217,10 @@ OPS_CASES = {
                          + ops.repeat(x[:, :, :1], 3, axis=1)[:, :3], [(3, 2)]),
     "swapaxes-moveaxis-flip-roll": (lambda x: ops.swapaxes(x, 1, 2) + ops.moveaxis(ops.flip(x, 1), 1, 2)
                                     + ops.roll(ops.transpose(x, (0, 2, 1)), 1, axis=2), [(3, 4)]),
+    "einsum": (lambda x, y: ops.einsum("btc,bsc->bts", x, y) + ops.einsum("bij,bkj->bki", x, y)
+               + ops.einsum("bsc->bcs", y)[:, :3, :3], [(3, 4), (3, 4)]),
+    "einsum-outer-and-sum": (lambda x, y: ops.einsum("bi,bj->bij", ops.sum(x, 1), ops.sum(y, 1))
+                             + ops.einsum("bik,bjk->bij", x, y)[:, :1, :1], [(4, 4), (4, 4)]),
     "broadcast-pad": (lambda x: ops.pad(ops.broadcast_to(x[:, :1], (1, 3, 4)), ((0, 0), (1, 0), (2, 1))),
                       [(3, 4)]),
 }

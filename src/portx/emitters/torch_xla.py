@@ -39,7 +39,8 @@ TARGET = "torch-xla"
 WEIGHTS_FILE = "model.safetensors"
 _RESERVED = {"torch", "nn", "F", "os", "math", "load_file", "self", "Model", "build_model", "load_model", "WEIGHTS"}
 _WEIGHT_WORDS = {"weight", "bias", "kernel", "folded", "folded_bias", "gamma", "beta", "embeddings",
-                 "running_mean", "running_var", "moving_mean", "moving_variance", "in_proj_weight"}
+                 "running_mean", "running_var", "moving_mean", "moving_variance", "in_proj_weight",
+                 "reordered"}  # passes/layout_rules.py: a linear weight whose columns follow a moved flatten
 _INLINE_MAX = 16  # stored arrays with at most this many elements are written into __init__ as literals
 
 
@@ -48,7 +49,8 @@ def _module_attributes() -> frozenset:
     """Names a submodule or buffer must not shadow (``forward``, ``training``, ``to``, ...)."""
     import torch
 
-    return frozenset(dir(torch.nn.Module)) | {"forward"}
+    # dir() of an instance: class attributes and those __init__ sets (training, _parameters, ...)
+    return frozenset(dir(torch.nn.Module())) | {"forward"}
 
 
 def _plain(array):
@@ -133,7 +135,8 @@ class TorchEmitter:
         zeros = f"torch.zeros({literal(tuple(array.shape))}, dtype={dtype})"
         if array.size == 0 or array.size > _INLINE_MAX:
             self.state.update({name: array} if array.size else {})
-            self.init.line(f"self.register_buffer({literal(name)}, {zeros}{'' if array.size else ', persistent=False'})")
+            kept = "" if array.size else ", persistent=False"
+            self.init.line(f"self.register_buffer({literal(name)}, {zeros}{kept})")
         else:
             self.init.line(f"self.register_buffer({literal(name)}, torch.tensor({literal(_plain(array))}, "
                            f"dtype={dtype}), persistent=False)")

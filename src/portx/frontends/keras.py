@@ -98,6 +98,13 @@ class KerasCall:
         """True when the layer holds a weight called ``name``."""
         return any(v.name == name or getattr(v, "path", v.name).endswith("/" + name) for v in self.layer.weights)
 
+    @property
+    def epsilon(self) -> float:
+        """``keras.config.epsilon()``, the fuzz factor layers such as Normalization use (ops/ cannot import keras)."""
+        import keras
+
+        return float(keras.config.epsilon())
+
     def param(self, array, hint="const") -> Value:
         """A stored parameter named ``SCOPE.hint``; a shared layer gets the same Value back."""
         return self._walker.param(self.layer, hint, f"{self.scope}.{hint}" if self.scope else hint, array)

@@ -27,6 +27,7 @@ from . import shape_kops  # noqa: F401
 from . import resize_keras  # noqa: F401
 from . import embedding_keras  # noqa: F401
 from . import attention_keras  # noqa: F401
+from . import linear_kops  # noqa: F401
 from . import conv_jax  # noqa: F401  (JAX import rules, after every family they use)
 from . import elementwise_jax  # noqa: F401
 from . import reduce_jax  # noqa: F401
@@ -47,7 +48,7 @@ __all__ = ["adaptive_pool", "attention", "conv", "conv_transpose", "elementwise"
            "pad", "pool", "reduce", "resize", "shape", "shape_index", "unary"]
 __all__ += ["conv_keras", "linear_keras", "norm_keras", "pool_keras", "shape_keras", "unary_keras"]
 __all__ += ["elementwise_kops", "elementwise_keras_layers", "reduce_kops", "shape_kops", "resize_keras",
-            "embedding_keras", "attention_keras"]
+            "embedding_keras", "attention_keras", "linear_kops"]
 __all__ += ["conv_jax", "elementwise_jax", "reduce_jax", "shape_jax"]
 __all__ += ["attention_torch", "conv_torch", "elementwise_torch", "embedding_torch", "linear_torch", "norm_torch",
             "pad_torch", "pool_torch", "reduce_torch", "resize_torch", "shape_torch"]

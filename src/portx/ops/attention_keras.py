@@ -56,10 +56,10 @@ def additive_mask(call, mask, dtype):
 
 def _project(call, x, dense, hint):
     """EinsumDense ``(C, N, D)`` (+ bias ``(N, D)``) as linear then reshape to ``(..., N, D)``."""
-    kernel = np.asarray(dense.kernel.numpy())
+    kernel = np.asarray(dense.kernel)
     channels, heads, depth = kernel.shape
     weight = call.param(np.ascontiguousarray(kernel.reshape(channels, heads * depth).T), f"{hint}.weight")
-    bias = None if dense.bias is None else call.param(np.asarray(dense.bias.numpy()).reshape(-1), f"{hint}.bias")
+    bias = None if dense.bias is None else call.param(np.asarray(dense.bias).reshape(-1), f"{hint}.bias")
     y = call.emit(LINEAR, [x, weight, bias], hint=hint)
     return _reshape(call, y, x.type.shape[:-1] + (heads, depth))
 
@@ -168,12 +168,12 @@ def _multi_head_attention_from_keras(call):
 
 def _output_projection(call, x, dense):
     """EinsumDense ``(N, Dv, *out)`` over the last two axes of ``x`` as a reshape + linear (+ reshape)."""
-    kernel = np.asarray(dense.kernel.numpy())
+    kernel = np.asarray(dense.kernel)
     heads, depth = kernel.shape[:2]
     out_shape = kernel.shape[2:]
     flat = _reshape(call, x, x.type.shape[:-2] + (heads * depth,))
     weight = call.param(np.ascontiguousarray(kernel.reshape(heads * depth, -1).T), "attention_output.weight")
-    bias = None if dense.bias is None else call.param(np.asarray(dense.bias.numpy()).reshape(-1),
+    bias = None if dense.bias is None else call.param(np.asarray(dense.bias).reshape(-1),
                                                       "attention_output.bias")
     y = call.emit(LINEAR, [flat, weight, bias], hint="attention_output")
     return _reshape(call, y, x.type.shape[:-2] + tuple(out_shape))

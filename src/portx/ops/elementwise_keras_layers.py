@@ -19,14 +19,7 @@ import numpy as np
 from .elementwise import BINARY
 from .elementwise_kops import cast_to, out_dtype
 
-__all__ = ["keras_epsilon"]
-
-
-def keras_epsilon() -> float:
-    """``keras.config.epsilon()`` (1e-7 unless the user changed it)."""
-    import keras  # the rule only runs under the Keras frontend
-
-    return float(keras.config.epsilon())
+__all__ = []
 
 
 def _const(call, array, dtype, hint):
@@ -55,7 +48,7 @@ def _normalization_from_keras(call):
     if getattr(layer, "mean", None) is None:
         call.unsupported("Normalization layer was never built or adapted (it has no mean and variance)")
     mean = np.asarray(layer.mean, dtype=np.float32)
-    std = np.maximum(np.sqrt(np.asarray(layer.variance, dtype=np.float32)), np.float32(keras_epsilon()))
+    std = np.maximum(np.sqrt(np.asarray(layer.variance, dtype=np.float32)), np.float32(call.epsilon))
     x = cast_to(call, call.inputs[0], dtype)
     mean_v, std_v = _const(call, mean, dtype, "mean"), _const(call, std, dtype, "std")
     if layer.invert:
@@ -65,7 +58,7 @@ def _normalization_from_keras(call):
 
 @BINARY["mul"].imports("keras", "LayerScale")
 def _layer_scale_from_keras(call):
-    gamma = np.asarray(call.layer.gamma.numpy())
+    gamma = np.asarray(call.layer.gamma)
     return call.emit(BINARY["mul"], [call.inputs[0], call.param(gamma, "gamma")])
 
 

@@ -4,11 +4,12 @@ Note [keras resize]: Keras on JAX resizes with ``jax.image.resize``: half-pixel 
 align_corners, and no antialiasing unless asked. Per axis that is a fixed map from ``m`` inputs
 to ``n`` outputs (see Note [resize as matrices] in resize.py), built here the way JAX builds it:
 
-- nearest picks ``floor((i + 0.5) * m / n)`` in float32 (UpSampling's ``ops.repeat`` picks
-  ``i // f``). The IR ``resize`` follows torch, whose ``nearest`` picks ``floor(i * m / n)``; the
-  rule compares the tables and emits ``resize`` only when one of its modes gives exactly the Keras
-  table (integer upscales, ``nearest_exact`` for most others), otherwise a static gather
-  (``index_select`` with a stored index) per axis, which is exact by construction.
+- nearest picks ``floor((i + 0.5) * m / n)`` in float32, as XLA evaluates it (see
+  ``keras_nearest_table``; UpSampling's ``ops.repeat`` picks ``i // f``). The IR ``resize``
+  follows torch, whose ``nearest`` picks ``floor(i * m / n)``; the rule compares the tables and
+  emits ``resize`` only when one of its modes gives exactly the Keras table (integer upscales,
+  ``nearest_exact`` for most others), otherwise a static gather (``index_select`` with a stored
+  index) per axis, which is exact by construction.
 - bilinear without antialiasing (or when upscaling) is torch's ``linear`` with
   ``align_corners=False``: both sample at ``(i + 0.5) * m / n - 0.5`` and clamp at the borders
   (JAX renormalizes the edge weights, which gives the same numbers), so it becomes ``resize``.
@@ -35,11 +36,16 @@ _F32 = np.float32
 
 
 def keras_nearest_table(m: int, n: int) -> np.ndarray:
-    """Source index per output of jax.image.resize "nearest": ``keras_nearest_table(4, 6)`` -> [0 0 1 2 2 3]."""
+    """Source index per output of Keras' nearest resize: ``keras_nearest_table(4, 6)`` -> [0 0 1 2 2 3].
+
+    JAX writes ``floor((i + 0.5) * m / n)``, but XLA rewrites the division into a product with
+    the folded constant ``m * (1 / n)`` (each step rounded to float32), which picks other indices
+    for some sizes (6 -> 37); this follows XLA, and a test checks it against jax.image.resize.
+    """
     if m == n:
         return np.arange(n)
-    offsets = (np.arange(n, dtype=_F32) + _F32(0.5)) * _F32(m) / _F32(n)
-    return np.floor(offsets.astype(_F32)).astype(np.int64)
+    step = _F32(_F32(m) * (_F32(1) / _F32(n)))
+    return np.floor((np.arange(n, dtype=_F32) + _F32(0.5)) * step).astype(np.int64)
 
 
 def _keys_cubic(x):

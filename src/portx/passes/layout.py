@@ -13,8 +13,8 @@ boundary permutes and changes the graph's input and output types ("channels-last
 Example (before / after ``to_channels_last``)::
 
     graph model(%x: float32[1x3x8x8]) {        graph model(%x: float32[1x3x8x8]) {
-      %c = conv(%x, %w) {...}                     %x_t = permute(%x) {perm=(0, 2, 3, 1)}
-      %r = relu(%c)                         ->    %c = conv(%x_t, %w) {channels_last=True, ...}
+      %c = conv(%x, %w) {...}                     %x_nhwc = permute(%x) {perm=(0, 2, 3, 1)}
+      %r = relu(%c)                         ->    %c: float32[1x8x8x4] = conv(%x_nhwc, %w) {channels_last=True, ...}
       return %r                                   %r_p = relu(%c)
     }                                             %r = permute(%r_p) {perm=(0, 3, 1, 2)}
                                                   return %r
@@ -51,10 +51,16 @@ def _flippable(node) -> bool:
 
 
 def _flip_spatial(graph, channels_last: bool):
-    """Every spatial op to ``channels_last``, wrapped in a permute before and after (logic unchanged)."""
+    """Every spatial op to ``channels_last``, wrapped in a permute before and after (logic unchanged).
+
+    The op's output keeps the source's name (Note [stored orders] in layout_sink.py records its
+    order); the permute back gets a new one, except for a graph output, which keeps its name.
+    """
     taken = {v.name for v in graph.inputs} | set(graph.params) | {v.name for n in graph.nodes for v in n.outputs}
-    nodes = []
+    orders = dict(graph.meta.get("stored_orders", {}))
+    nodes, renamed = [], {}
     for node in graph.nodes:
+        node = node.replace(inputs=tuple(renamed.get(v, v) for v in node.inputs))
         if not is_spatial(node) or node.attrs.get("channels_last", False) == channels_last or not _flippable(node):
             nodes.append(node)
             continue
@@ -65,17 +71,27 @@ def _flip_spatial(graph, channels_last: bool):
             nodes.append(node.replace(attrs=attrs))
             continue
         suffix = "cl" if channels_last else "cf"
-        names = [fresh_name(taken, f"{v.name}_{suffix}") for v in (x, y)]
-        taken.update(names)
-        inner_x = Value(names[0], x.type.with_shape(tuple(x.type.shape[p] for p in into)))
-        inner_y = Value(names[1], y.type.with_shape(tuple(y.type.shape[p] for p in into)))
+        inner_x = Value(_fresh(taken, f"{x.name}_{suffix}"), x.type.with_shape(tuple(x.type.shape[p] for p in into)))
+        inner_type = y.type.with_shape(tuple(y.type.shape[p] for p in into))
+        if y in graph.outputs:
+            inner_y, back = Value(_fresh(taken, f"{y.name}_{suffix}"), inner_type), y
+        else:
+            inner_y, back = Value(y.name, inner_type), Value(_fresh(taken, f"{y.name}_{suffix}"), y.type)
+            renamed[y] = back
+            orders[y.name] = _compose(orders.get(y.name), into)
         nodes.append(Node(PERMUTE, (x,), (inner_x,), {"perm": into}, node.scope))
         nodes.append(node.replace(inputs=(inner_x,) + tuple(node.inputs[1:]), outputs=(inner_y,), attrs=attrs))
-        nodes.append(Node(PERMUTE, (inner_y,), (y,), {"perm": inverse(into)}, node.scope))
-    return graph.replace(nodes=tuple(nodes))
+        nodes.append(Node(PERMUTE, (inner_y,), (back,), {"perm": inverse(into)}, node.scope))
+    return graph.replace(nodes=tuple(nodes), meta={**graph.meta, "stored_orders": orders})
 
 
-_MAX_TRIALS = 200  # Note [kept permutes]: sinker runs spent looking for permutes better left in place
+def _fresh(taken, base) -> str:
+    name = fresh_name(taken, base)
+    taken.add(name)
+    return name
+
+
+_TRIAL_BUDGET = 40_000  # Note [kept permutes]: node visits spent looking for permutes better left in place
 
 
 def _sunk(graph, keep):
@@ -86,22 +102,27 @@ def sink_permutes(graph):
     """Push permutes through the ops that allow it and cancel them (Note [physical layouts]).
 
     Note [kept permutes]: sinking every permute is not always best: a permute that mixes axes
-    (attention's head transposes) may only move the transpose somewhere it is needed several
+    (attention's head transposes) may only move the transpose to where it is needed several
     times. The source's own permutes (those not next to a spatial op) are tried one by one as
-    kept in place, and kept where that leaves fewer permutes overall. Returns whichever of the
-    result and the input has fewer data-moving permutes.
+    kept in place, and kept where that leaves fewer permutes overall; on graphs too large for
+    that (over ``_TRIAL_BUDGET`` node visits) all of them are tried kept at once instead.
+    Returns whichever of the results and the input has fewer data-moving permutes.
     Example: ``sink_permutes(g)`` turns ``permute -> relu -> inverse permute`` into ``relu``.
     """
     before = merge_reshapes_and_permutes(graph)
     best, keep = _sunk(graph, frozenset()), frozenset()
     producers, users = graph.producers(), graph.users()
     candidates = [n for n in graph.nodes if n.op is PERMUTE and not _next_to_spatial(n, producers, users)]
-    for node in candidates[:_MAX_TRIALS]:
+    if len(candidates) * len(graph.nodes) > _TRIAL_BUDGET:
+        candidates = [frozenset(candidates)]
+    else:
+        candidates = [frozenset([n]) for n in candidates]
+    for trial_keep in candidates:
         if count_permutes(best) == 0:
             break
-        trial = _sunk(graph, keep | {node})
+        trial = _sunk(graph, keep | trial_keep)
         if count_permutes(trial) < count_permutes(best):
-            best, keep = trial, keep | {node}
+            best, keep = trial, keep | trial_keep
     return best if count_permutes(best) <= count_permutes(before) else before
 
 

@@ -13,12 +13,12 @@ more permutes than the input: ``sink_permutes`` keeps whichever has fewer.
 
 Example (before / after; conv_cl is a conv with channels_last=True)::
 
-    %a = permute(%x) {perm=(0, 2, 3, 1)}         %a = permute(%x) {perm=(0, 2, 3, 1)}
-    %b = conv_cl(%a, %w)                          %b = conv_cl(%a, %w)
-    %c = permute(%b) {perm=(0, 3, 1, 2)}    ->    %e = relu(%b)
-    %d = relu(%c)                                 %f = conv_cl(%e, %w2)
-    %e2 = permute(%d) {perm=(0, 2, 3, 1)}         %g = permute(%f) {perm=(0, 3, 1, 2)}
-    %f = conv_cl(%e2, %w2)                        return %g
+    %a = permute(%x) {perm=(0, 2, 3, 1)}         %x_nhwc = permute(%x) {perm=(0, 2, 3, 1)}
+    %b = conv_cl(%a, %w)                          %b = conv_cl(%x_nhwc, %w)
+    %c = permute(%b) {perm=(0, 3, 1, 2)}    ->    %d = relu(%b)          # %d: NCHW, stored NHWC
+    %d = relu(%c)                                 %f = conv_cl(%d, %w2)
+    %e = permute(%d) {perm=(0, 2, 3, 1)}          %g = permute(%f) {perm=(0, 3, 1, 2)}
+    %f = conv_cl(%e, %w2)                         return %g
     %g = permute(%f) {perm=(0, 3, 1, 2)}
     return %g
 """
@@ -78,7 +78,7 @@ class Sinker:
         self.params, self.param_values = dict(graph.params), dict(graph.param_values)
         self.phys = {v: v for v in graph.inputs}
         self.phys.update({v: v for v in graph.param_values.values()})
-        self.perm, self.cache, self.scrambled = {}, {}, {}
+        self.perm, self.cache, self.scrambled, self.added = {}, {}, {}, set()
         self.nodes, self.node = [], None
 
     # -- values -----------------------------------------------------------------------------
@@ -130,8 +130,11 @@ class Sinker:
         shape = tuple(source.type.shape[p] for p in perm)
         hint = f"{source.name}_{_LAYOUT_SUFFIX.get(tuple(perm), 't')}"
         if moves_data(source.type.shape, perm):
-            return self.emit(PERMUTE, [source], {"perm": tuple(perm)}, hint=hint, scope="")[0]
-        return self.emit(RESHAPE, [source], {"shape": shape}, hint=hint, scope="")[0]
+            out = self.emit(PERMUTE, [source], {"perm": tuple(perm)}, hint=hint, scope="")[0]
+        else:
+            out = self.emit(RESHAPE, [source], {"shape": shape}, hint=hint, scope="")[0]
+        self.added.add(out.name)
+        return out
 
     def operand(self, value, target):
         """An operand broadcast against a result stored in ``target`` order (rank alignment included)."""
@@ -195,7 +198,12 @@ class Sinker:
 
     # -- driver -----------------------------------------------------------------------------
     def run(self):
-        """The rebuilt graph (outputs in logical order; unused nodes and constants are not removed yet)."""
+        """The rebuilt graph (outputs in logical order; unused nodes and constants are not removed yet).
+
+        Note [stored orders]: a value stored in another order keeps its name, so ``meta["stored_orders"]``
+        maps those names to their order (to compare them with the source's own intermediates), and
+        ``meta["layout_transposes"]`` names the transposes this pass added (they have no source layer).
+        """
         for node in self.graph.nodes:
             self.node = node
             rule = None if node in self.keep else self.rules.get(node.op)
@@ -203,8 +211,15 @@ class Sinker:
                 self.fallback(node)
         self.node = None
         outputs = tuple(self._final(v) for v in self.graph.outputs)
+        old = self.graph.meta.get("stored_orders", {})
+        orders = dict(old)
+        for value, perm in self.perm.items():
+            if perm != _identity(len(perm)) and self.phys[value].name == value.name:
+                orders[value.name] = perm if value.name not in old else tuple(old[value.name][p] for p in perm)
+        meta = {**self.graph.meta, "stored_orders": orders,
+                "layout_transposes": frozenset(self.graph.meta.get("layout_transposes", ())) | self.added}
         return self.graph.replace(nodes=tuple(self.nodes), outputs=outputs, params=self.params,
-                                  param_values=self.param_values)
+                                  param_values=self.param_values, meta=meta)
 
     def _final(self, value):
         """A graph output in logical order, under its own name where a permute has to be added."""
@@ -218,6 +233,7 @@ class Sinker:
         op, attrs = (PERMUTE, {"perm": perm}) if moves_data(source.type.shape, perm) else \
             (RESHAPE, {"shape": value.type.shape})
         self.nodes.append(Node(op, (source,), (value,), op.normalize_attrs(attrs), ""))
+        self.added.add(value.name)
         self.cache[(source, perm)] = value
         return value
 
