@@ -17,7 +17,7 @@ from portx.equivalence import compare_arrays, run_reference  # noqa: E402
 from portx.frontends.keras_files import from_keras_model  # noqa: E402
 from portx.ir import validate  # noqa: E402
 
-__all__ = ["check_keras_model", "randomize_weights", "seeded", "single_layer"]
+__all__ = ["APPLICATIONS", "build_application", "check_keras_model", "randomize_weights", "seeded", "single_layer"]
 
 
 def seeded(shape, seed=0, scale=1.0):
@@ -61,3 +61,47 @@ def check_keras_model(model, *arrays, atol=1e-5, rtol=1e-5, specs=(), randomize=
         result = compare_arrays(e, g, atol, rtol)
         assert result["passed"], f"output {i} ({graph.outputs[i].name}): {result}"
     return graph
+
+
+#: keras.applications constructor name -> (input side, RTOL against Keras, pixel range, slow).
+#: The smallest input each accepts with ``include_top=False`` (Xception 71, InceptionV3 75, else 32).
+#: RTOL is 2e-5 for the deepest graphs (DenseNet121, InceptionV3, NASNetMobile), 1e-5 otherwise.
+APPLICATIONS = {
+    "MobileNetV2": (32, 1e-5, 1.0, False),
+    "ResNet50": (32, 1e-5, 1.0, False),
+    "MobileNetV3Small": (32, 1e-5, 255.0, True),
+    "EfficientNetB0": (32, 1e-5, 255.0, True),
+    "EfficientNetV2B0": (32, 1e-5, 255.0, True),
+    "DenseNet121": (32, 2e-5, 1.0, True),
+    "ConvNeXtTiny": (32, 1e-5, 255.0, True),
+    "Xception": (71, 1e-5, 1.0, True),
+    "InceptionV3": (75, 2e-5, 1.0, True),
+    "NASNetMobile": (32, 2e-5, 1.0, True),
+}
+
+
+def _redraw_batch_norms(model, seed=0):
+    """Seeded BN statistics and affine weights, kept near their usual scale so activations stay O(1)."""
+    rng = np.random.default_rng(seed)
+    draws = {"moving_mean": lambda s: rng.normal(0, 0.1, s), "moving_variance": lambda s: rng.uniform(0.5, 1.5, s),
+             "beta": lambda s: rng.normal(0, 0.1, s)}
+    for var in model.weights:
+        leaf, shape = var.path.split("/")[-1], tuple(var.shape)
+        if leaf == "gamma" and "layer_scale" not in var.path:
+            var.assign(rng.uniform(0.8, 1.2, shape).astype(np.float32))
+        elif leaf in draws:
+            var.assign(draws[leaf](shape).astype(np.float32))
+
+
+def build_application(name):
+    """(model, x): keras.applications ``name`` (weights=None, include_top=False, seed 0) with BN statistics
+    redrawn (fresh ones are the identity) and a seeded input batch in its pixel range.
+
+    Example: ``model, x = build_application("MobileNetV2")``; ``x.shape == (1, 32, 32, 3)``.
+    """
+    side, _, pixels, _ = APPLICATIONS[name]
+    keras.utils.set_random_seed(0)
+    model = getattr(keras.applications, name)(weights=None, include_top=False, input_shape=(side, side, 3))
+    _redraw_batch_norms(model)
+    x = np.random.default_rng(0).uniform(0, pixels, (1, side, side, 3)).astype(np.float32)
+    return model, x

@@ -16,55 +16,23 @@ dominates, each weight initializer compiles once per shape); the rest are marked
 Example:
     PORTX_SLOW=1 pytest tests/frontends/test_keras_applications.py -k NASNet
 """
-import keras
 import numpy as np
 import pytest
 
 import portx.ops  # noqa: F401  (registers rules)
+from keras_harness import APPLICATIONS, build_application
 from portx.equivalence import compare_arrays, run_reference
 from portx.frontends.keras_files import from_keras_model
 from portx.ir import validate
 
 __all__ = []
 
-_A = keras.applications
-
-# name: (constructor, input side, RTOL, pixel range, slow)
-MODELS = {
-    "MobileNetV2": (_A.MobileNetV2, 32, 1e-5, 1.0, False),
-    "ResNet50": (_A.ResNet50, 32, 1e-5, 1.0, False),
-    "MobileNetV3Small": (_A.MobileNetV3Small, 32, 1e-5, 255.0, True),
-    "EfficientNetB0": (_A.EfficientNetB0, 32, 1e-5, 255.0, True),
-    "EfficientNetV2B0": (_A.EfficientNetV2B0, 32, 1e-5, 255.0, True),
-    "DenseNet121": (_A.DenseNet121, 32, 2e-5, 1.0, True),
-    "ConvNeXtTiny": (_A.ConvNeXtTiny, 32, 1e-5, 255.0, True),
-    "Xception": (_A.Xception, 71, 1e-5, 1.0, True),
-    "InceptionV3": (_A.InceptionV3, 75, 2e-5, 1.0, True),
-    "NASNetMobile": (_A.NASNetMobile, 32, 2e-5, 1.0, True),
-}
-
-
-def _redraw_batch_norms(model, seed=0):
-    """Seeded BN statistics and affine weights, kept near their usual scale so activations stay O(1)."""
-    rng = np.random.default_rng(seed)
-    draws = {"moving_mean": lambda s: rng.normal(0, 0.1, s), "moving_variance": lambda s: rng.uniform(0.5, 1.5, s),
-             "beta": lambda s: rng.normal(0, 0.1, s)}
-    for var in model.weights:
-        leaf, shape = var.path.split("/")[-1], tuple(var.shape)
-        if leaf == "gamma" and "layer_scale" not in var.path:
-            var.assign(rng.uniform(0.8, 1.2, shape).astype(np.float32))
-        elif leaf in draws:
-            var.assign(draws[leaf](shape).astype(np.float32))
-
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if row[-1] else [])
-                                  for n, row in MODELS.items()])
+                                  for n, row in APPLICATIONS.items()])
 def test_application_lowers_and_matches_keras(name):
-    make, side, rtol, pixels, _ = MODELS[name]
-    keras.utils.set_random_seed(0)
-    model = make(weights=None, include_top=False, input_shape=(side, side, 3))
-    _redraw_batch_norms(model)
-    x = np.random.default_rng(0).uniform(0, pixels, (1, side, side, 3)).astype(np.float32)
+    model, x = build_application(name)
+    rtol = APPLICATIONS[name][1]
     graph = from_keras_model(model).lower(name)
     validate(graph)
     got = run_reference(graph, [x])[graph.outputs[0]]

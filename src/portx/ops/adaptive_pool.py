@@ -17,7 +17,7 @@ from ._util import honors_channels_last, spatial_shape
 from .pool import check_emittable, pool_rank, values_only
 from .resize import apply_axis_matrices
 
-__all__ = ["ADAPTIVE_AVG_POOL", "ADAPTIVE_MAX_POOL", "adaptive_bins", "bin_mean_matrix"]
+__all__ = ["ADAPTIVE_AVG_POOL", "ADAPTIVE_MAX_POOL", "adaptive_bins", "bin_mean_matrix", "padded_bin_table"]
 
 ADAPTIVE_AVG_POOL = OpDef("adaptive_avg_pool", ("x",), {"size": REQUIRED, "channels_last": False}, family="pool",
                           doc="Mean over torch's adaptive bins of the trailing len(size) axes.")
@@ -29,6 +29,14 @@ def adaptive_bins(n_in, n_out):
     """torch's bin edges: ``adaptive_bins(5, 3)`` -> ``([0, 1, 3], [2, 4, 5])``."""
     i = np.arange(n_out)
     return (i * n_in) // n_out, -((-(i + 1) * n_in) // n_out)
+
+
+def padded_bin_table(n_in, n_out):
+    """(n_out, width) input indices of each torch bin, short bins padded by repeating their last index
+    (a repeat leaves a max unchanged): ``padded_bin_table(5, 3)`` -> ``[[0, 1, 1], [1, 2, 3], [3, 4, 4]]``."""
+    starts, ends = adaptive_bins(n_in, n_out)
+    width = int(max(ends - starts))
+    return np.minimum(starts[:, None] + np.arange(width), ends[:, None] - 1)
 
 
 def bin_mean_matrix(n_in, n_out):
@@ -122,9 +130,8 @@ def _adaptive_max_pool_to_keras(node, k):
             continue
         if expr != k.ref(x):  # one line per axis keeps the generated code readable
             expr = k.temp(node, expr, f"max_axis{axis - 1}")
-        starts, ends = adaptive_bins(n_in, n_out)
-        width = int(max(ends - starts))
-        table = np.minimum(starts[:, None] + np.arange(width), ends[:, None] - 1)  # repeats keep the max
+        table = padded_bin_table(n_in, n_out)
+        width = table.shape[1]
         index = k.const(node, table.reshape(-1).astype("int32"), f"bins_axis{axis}")
         grouped = tuple([-1] + shape[1:axis] + [n_out, width] + shape[axis + 1:])
         expr = f"ops.max(ops.reshape(ops.take({expr}, {index}, axis={axis}), {k.lit(grouped)}), axis={axis + 1})"

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from .adaptive_pool import ADAPTIVE_AVG_POOL, ADAPTIVE_MAX_POOL, adaptive_bins, bin_mean_matrix
+from .adaptive_pool import ADAPTIVE_AVG_POOL, ADAPTIVE_MAX_POOL, bin_mean_matrix, padded_bin_table
 from .pool import AVG_POOL, MAX_POOL, avg_divisors
 from .resize_torch import apply_axis_matrices_torch
 
@@ -132,9 +132,8 @@ def _adaptive_max_pool_to_torch(node, t):
             continue
         if expr != t.ref(x):  # one line per axis keeps the generated code readable
             expr = t.temp(node, expr, f"max_axis{axis}")
-        starts, ends = adaptive_bins(n_in, n_out)
-        width = int(max(ends - starts))
-        table = np.minimum(starts[:, None] + np.arange(width), ends[:, None] - 1)  # repeats keep the max
+        table = padded_bin_table(n_in, n_out)
+        width = table.shape[1]
         index = t.const(node, table.reshape(-1).astype("int32"), f"bins_axis{axis}")
         grouped = tuple(shape[:axis] + [n_out, width] + shape[axis + 1:])
         expr = f"torch.amax({expr}.index_select({axis}, {index}).reshape{t.lit(grouped)}, dim={axis + 1})"

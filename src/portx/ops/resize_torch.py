@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .resize import RESIZE, axis_matrix, nearest_indices
+from .resize import RESIZE, _repeat_factor, axis_matrix, nearest_indices
 
 __all__ = ["apply_axis_matrices_torch"]
 
@@ -33,12 +33,6 @@ def apply_axis_matrices_torch(node, t, x, matrices, hints=("rows", "cols")):
     if dtype != x.type.dtype:
         expr = f"{expr}.to({t.dtype(x.type.dtype)})"
     t.assign(node, expr)
-
-
-def _repeat_factor(indices, n_in):
-    """f when ``indices`` is ``arange(n_in * f) // f`` (a plain repeat), else None."""
-    f, rest = divmod(len(indices), n_in)
-    return f if not rest and np.array_equal(indices, np.arange(len(indices)) // f) else None
 
 
 def _nearest_to_torch(node, t, x, axes, exact):
