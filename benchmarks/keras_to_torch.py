@@ -1,8 +1,11 @@
 """Keras -> PyTorch benchmark: keras.applications models through ``portx convert --to torch-xla``.
 
-Run: .venv/bin/python benchmarks/keras_to_torch.py [--models a,b] [--repeat N] [--size S]
+Run: .venv/bin/python benchmarks/keras_to_torch.py [--models a,b] [--repeat N] [--size S] [--keep DIR]
 
-Prints one plain-text table, one row per model (random weights, ``weights=None``, seed 0):
+``--keep DIR`` keeps each converted folder as DIR/<model> (for benchmarks/torch_xla_check.py).
+
+Prints one plain-text table, one row per model (random weights, ``weights=None``, seed 0, batch-norm
+statistics redrawn as the tests do):
 
   model      keras.applications constructor; input (1, S, S, 3) channels-last (S defaults to the smallest
              size each architecture accepts, see SIZES)
@@ -39,6 +42,9 @@ import torch  # noqa: E402
 
 import portx  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from keras_harness import redraw_batch_norms  # noqa: E402
+
 #: constructor name -> smallest input size it accepts with include_top=True (224 where the top needs it)
 SIZES = {"MobileNetV2": 96, "MobileNetV3Small": 96, "ResNet50": 64, "EfficientNetB0": 64, "EfficientNetV2B0": 64,
          "DenseNet121": 64, "ConvNeXtTiny": 64, "Xception": 71, "InceptionV3": 75, "NASNetMobile": 224}
@@ -50,7 +56,9 @@ def build(name, size):
     kwargs = {"weights": None, "input_shape": (size, size, 3)}
     if name == "NASNetMobile" and size != 224:
         kwargs["include_top"] = False
-    return ctor(**kwargs)
+    model = ctor(**kwargs)
+    redraw_batch_norms(model)  # fresh statistics are the identity, which would hide folding errors
+    return model
 
 
 def keras_runner(model):
@@ -87,11 +95,12 @@ def median_ms(runners, x, repeat):
     return {k: statistics.median(v) for k, v in times.items()}
 
 
-def bench(name, size, repeat):
+def bench(name, size, repeat, keep=None):
     model = build(name, size)
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        result = portx.convert(model, to="torch-xla", out=os.path.join(tmp, "out"))
+        out = os.path.join(keep, name) if keep else os.path.join(tmp, "out")
+        result = portx.convert(model, to="torch-xla", out=out, force=bool(keep))
         seconds = time.perf_counter() - start
         ver = result.report["verification"]["outputs"][0]
         x = np.random.default_rng(0).standard_normal((1, size, size, 3)).astype(np.float32)
@@ -112,6 +121,7 @@ def main():
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--size", type=int, default=None)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--keep", default=None, help="write each converted folder to KEEP/<model> (replacing it)")
     args = parser.parse_args()
     head = (f"{'model':<18}{'size':>5}{'params':>8}{'convert':>9}{'max_abs':>10}{'rel':>9}{'tpu':>6}"
             f"{'keras_ms':>10}{'eager':>8}{'ratio':>7}{'torchax':>9}{'ratio':>7}")
@@ -119,7 +129,7 @@ def main():
     rows = []
     for name in args.models.split(","):
         try:
-            row = bench(name, args.size or SIZES[name], args.repeat)
+            row = bench(name, args.size or SIZES[name], args.repeat, args.keep)
         except Exception as exc:  # noqa: BLE001 - one failing model must not hide the others
             print(f"{name:<18} failed: {type(exc).__name__}: {str(exc).splitlines()[0][:150]}")
             continue

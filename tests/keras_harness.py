@@ -17,7 +17,7 @@ from portx.equivalence import compare_arrays, run_reference  # noqa: E402
 from portx.frontends.keras_files import from_keras_model  # noqa: E402
 from portx.ir import validate  # noqa: E402
 
-__all__ = ["APPLICATIONS", "build_application", "check_keras_model", "randomize_weights", "seeded", "single_layer"]
+__all__ = ["APPLICATIONS", "build_application", "redraw_batch_norms", "check_keras_model", "randomize_weights", "seeded", "single_layer"]
 
 
 def seeded(shape, seed=0, scale=1.0):
@@ -80,7 +80,7 @@ APPLICATIONS = {
 }
 
 
-def _redraw_batch_norms(model, seed=0):
+def redraw_batch_norms(model, seed=0):
     """Seeded BN statistics and affine weights, kept near their usual scale so activations stay O(1)."""
     rng = np.random.default_rng(seed)
     draws = {"moving_mean": lambda s: rng.normal(0, 0.1, s), "moving_variance": lambda s: rng.uniform(0.5, 1.5, s),
@@ -102,6 +102,6 @@ def build_application(name):
     side, _, pixels, _ = APPLICATIONS[name]
     keras.utils.set_random_seed(0)
     model = getattr(keras.applications, name)(weights=None, include_top=False, input_shape=(side, side, 3))
-    _redraw_batch_norms(model)
+    redraw_batch_norms(model)
     x = np.random.default_rng(0).uniform(0, pixels, (1, side, side, 3)).astype(np.float32)
     return model, x

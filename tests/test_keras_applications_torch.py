@@ -4,7 +4,7 @@ as ``.keras``, converted by the CLI (verification and the torchax TPU lowering o
 
 Models and input sizes are those of ``keras_harness.APPLICATIONS`` (weights=None, include_top=False,
 batch-norm statistics redrawn from seed 0). MobileNetV2 and ResNet50 run in the normal suite; the others are
-slow sweeps (``PORTX_SLOW=1``, about 1 to 3 minutes each on 2 cores).
+slow sweeps (``PORTX_SLOW=1``; 13 to 35 s each on 2 cores, 2 minutes for all ten with ``-n 2``).
 
 Example:
     PORTX_SLOW=1 pytest tests/test_keras_applications_torch.py -k "ConvNeXt or EfficientNet"

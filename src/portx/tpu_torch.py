@@ -4,8 +4,9 @@ PyTorch/XLA is being superseded by torchax (PyTorch on JAX), and JAX can lower f
 platform on a CPU-only machine. So the proof for the ``torch-xla`` target is: every ATen op the
 module uses has a torchax lowering (an op without one raises, which is the finding), and the
 resulting program lowers for TPU with no float64, dynamic shapes or host callbacks
-(``tpu.scan_stablehlo``). Where ``torch_xla`` itself is installed, ``xla_fallback_counters`` runs
-the module on its device and returns the ``aten::`` CPU-fallback counters (empty is the pass).
+(``tpu.scan_stablehlo``). Where ``torch_xla`` itself is installed, ``run_on_torch_xla`` runs the
+module on its device and returns its outputs and the ``aten::`` CPU-fallback counters (empty is the
+pass); ``benchmarks/torch_xla_check.py`` applies it to converted folders from a torch-xla venv.
 
 Example:
     >>> proof = prove_torch_tpu_lowering(module, graph)
@@ -20,7 +21,7 @@ import numpy as np
 
 from .tpu import scan_stablehlo
 
-__all__ = ["prove_torch_tpu_lowering", "xla_fallback_counters"]
+__all__ = ["prove_torch_tpu_lowering", "run_on_torch_xla"]
 
 
 def _input_specs(graph):
@@ -58,19 +59,23 @@ def prove_torch_tpu_lowering(module, graph) -> dict:
             "matmul_precision": "highest", **scan}
 
 
-def xla_fallback_counters(module, arrays) -> dict | None:
-    """Run ``module`` on a torch_xla device and return its ``aten::`` fallback counters (None without torch_xla)."""
+def run_on_torch_xla(module, arrays):
+    """Run ``module`` on a torch_xla device: (outputs as NumPy arrays, ``aten::`` CPU-fallback counters),
+    or None without torch_xla. Empty counters are the pass. Moves ``module`` to the device.
+
+    Example: ``outputs, fallbacks = run_on_torch_xla(load_model(), [x])``; ``fallbacks == {}``.
+    """
     if importlib.util.find_spec("torch_xla") is None:
         return None
     import torch
-    import torch_xla.core.xla_model as xm
+    import torch_xla
     import torch_xla.debug.metrics as met
 
-    device = xm.xla_device()
+    device = torch_xla.device()
     model = module.to(device)
     met.clear_all()
     with torch.no_grad():
         out = model(*[torch.from_numpy(np.ascontiguousarray(a)).to(device) for a in arrays])
-    xm.mark_step()
-    del out
-    return {name: met.counter_value(name) for name in met.counter_names() if name.startswith("aten::")}
+    torch_xla.sync()
+    outputs = [t.cpu().numpy() for t in (out if isinstance(out, (tuple, list)) else [out])]
+    return outputs, {name: met.counter_value(name) for name in met.counter_names() if name.startswith("aten::")}

@@ -53,6 +53,7 @@ def test_zoo_cnn_has_no_inner_transpose(name, io_layout, tmp_path):
     rows = result.report["layout"]["inputs"] + result.report["layout"]["outputs"]
     images = [row for row in rows if len(row["shape"]) == 4]
     assert all(row["source_layout"] == "NCHW" for row in images)
+    assert result.report["layout"]["inner_transposes"] == []
     arrays = [t.numpy() for t in inputs]
     if io_layout == "source":
         assert all(row["layout"] == "NCHW" and row["transposed_inside"] for row in images)
@@ -87,3 +88,29 @@ def test_cli_io_layout_channels_last_states_the_layouts(tmp_path):
     assert [(r["layout"], r["source_layout"], r["shape"]) for r in rows] == \
         [("NHWC", "NCHW", [1, 8, 8, 3]), ("NHWC", "NCHW", [1, 8, 8, 4])]
     assert f"{rows[0]['name']} NHWC (source NCHW)" in (out / "model.py").read_text()
+
+
+class _ChannelShuffle(torch.nn.Module):
+    """Conv, then ShuffleNet's channel shuffle: a reshape that splits channels and a permute that mixes them."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.head = torch.nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        n, c, h, w = y.shape
+        y = y.reshape(n, 2, c // 2, h, w).transpose(1, 2).reshape(n, c, h, w)
+        return self.head(y)
+
+
+def test_a_reshape_that_mixes_channels_keeps_one_transpose_and_the_report_says_where(tmp_path):
+    torch.manual_seed(0)
+    model, x = _ChannelShuffle().eval(), torch.randn(1, 3, 8, 8)
+    result = portx.convert(model, example_inputs=(x,), out=tmp_path / "out", io_layout="channels-last")
+    assert result.report["verification"]["passed"]
+    inner = result.report["layout"]["inner_transposes"]
+    assert [(row["origin"], row["feeds"]) for row in inner] == [("layout", ["reshape"])], inner
+    nhwc = np.ascontiguousarray(x.numpy().transpose(0, 2, 3, 1))
+    assert emitted_transposes(result, [nhwc]) == 1

@@ -8,7 +8,9 @@ model's inputs and outputs remain, one per image input or output. ``to_channels_
 same machinery the other way (a Keras graph's NHWC -> NCHW -> op -> NHWC pairs cancel for
 torch-xla). ``set_io_layout`` then keeps the source's I/O layout ("source"), or drops those
 boundary permutes and changes the graph's input and output types ("channels-last",
-"channels-first"); ``io_layouts`` says which layout each input and output ended up with.
+"channels-first"); ``io_layouts`` says which layout each input and output ended up with, and
+lists the transposes left inside (``inner_transposes``: the source's own, and those the layout pass
+keeps where a reshape mixes the channel axis with others).
 
 Example (before / after ``to_channels_last``)::
 
@@ -32,7 +34,7 @@ from .layout_rules import RULES
 from .layout_sink import Sinker, count_permutes, inverse
 
 __all__ = ["IO_LAYOUTS", "to_channels_last", "to_channels_first", "sink_permutes", "set_io_layout", "io_layouts",
-           "is_spatial", "source_arrays", "graph_arrays"]
+           "inner_transposes", "is_spatial", "source_arrays", "graph_arrays"]
 
 IO_LAYOUTS = ("source", "channels-last", "channels-first")
 _NAMES = {3: ("NCW", "NWC"), 4: ("NCHW", "NHWC"), 5: ("NCDHW", "NDHWC")}
@@ -245,7 +247,24 @@ def io_layouts(graph) -> dict:
                 boundary = []
             layout, transposed = _layout_of(value, boundary, [n for n in near if is_spatial(n)], rec)
             rows[kind].append(_row(value, layout, transposed, rec))
+    rows["inner_transposes"] = inner_transposes(graph)
     return rows
+
+
+def inner_transposes(graph) -> list:
+    """The permutes left inside the graph (not on an input or output): each with its scope, the ops it
+    feeds, and its origin: "source" (the model permutes there itself, e.g. splitting attention heads) or
+    "layout" (the layout pass kept one where a reshape really mixes the channel axis with others).
+
+    Example: ``inner_transposes(g)`` is
+    ``[{"value": "y_t", "scope": "", "perm": [0, 1, 2, 4, 3], "origin": "layout", "feeds": ["reshape"]}]``.
+    """
+    ends, users = set(graph.inputs) | set(graph.outputs), graph.users()
+    added = graph.meta.get("layout_transposes", ())
+    return [{"value": n.outputs[0].name, "scope": n.scope, "perm": list(n.attrs["perm"]),
+             "origin": "layout" if n.outputs[0].name in added else "source",
+             "feeds": sorted({u.op.name for u in users.get(n.outputs[0], [])})}
+            for n in graph.nodes if n.op is PERMUTE and n.inputs[0] not in ends and n.outputs[0] not in ends]
 
 
 def source_arrays(graph, arrays) -> list:

@@ -6,7 +6,9 @@ input run is stored contiguously and in order, the reshape can run on the stored
 output keeps the runs in their stored order, e.g. NCHW stored as NHWC reshaped to (N, C, HW) is
 stored as (N, HW, C). A run that is not stored in order ("flatten" of NCHW stored NHWC) cannot; when
 its result feeds only linear layers, the flatten runs in stored order and each linear's weight
-columns are reordered to match, so no transpose is needed at all.
+columns are reordered to match, so no transpose is needed at all. Otherwise (a channel shuffle: the
+channel axis split, permuted and merged again) one transpose puts each run in order where it is
+stored (``grouped_order``) and the reshape runs there, so the values after it stay channels-last.
 
 Example: ``reshape_groups((2, 3, 4, 5), (2, 3, 20)) == [([0], [0]), ([1], [1]), ([2, 3], [2])]``.
 """
@@ -16,7 +18,7 @@ import numpy as np
 
 from ..ops.linear import LINEAR
 
-__all__ = ["reshape_groups", "reshaped_order", "reshape_rule"]
+__all__ = ["grouped_order", "reshape_groups", "reshaped_order", "reshape_rule"]
 
 
 def reshape_groups(shape_in, shape_out):
@@ -86,7 +88,31 @@ def reshape_rule(s, node) -> bool:
     if order is not None:
         _bind_reshape(s, node, phys, order)
         return True
-    return _flatten_into_linear(s, node, perm, phys, groups)
+    if _flatten_into_linear(s, node, perm, phys, groups):
+        return True
+    target = grouped_order(perm, x.type.shape, groups)
+    if target == tuple(range(x.type.rank)):
+        return False  # the logical order itself: the fallback does just that
+    _bind_reshape(s, node, s.at(x, target), reshaped_order(target, x.type.shape, out.type.shape, groups))
+    return True
+
+
+def grouped_order(perm, shape_in, groups):
+    """The stored order nearest ``perm`` in which every input run is contiguous and in logical order:
+    each run moves to where its first stored axis is (Note [reshape groups]). One transpose gets there,
+    and the values after the reshape stay in their stored order (a channel shuffle keeps NHWC).
+
+    Example: ``grouped_order((0, 3, 4, 2, 1), (1, 4, 2, 8, 8), [([0], [0]), ([1, 2], [1]), ([3], [2]), ([4], [3])])``
+    is ``(0, 3, 4, 1, 2)``.
+    """
+    run_of = {a: tuple(gi) for gi, _ in groups for a in gi}
+    order, placed = [], set()
+    for p in perm:
+        run = run_of.get(p, (p,))  # size-1 axes stay where they are
+        if run not in placed:
+            placed.add(run)
+            order += run
+    return tuple(order)
 
 
 def _flatten_into_linear(s, node, perm, phys, groups) -> bool:
