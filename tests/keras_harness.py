@@ -1,7 +1,9 @@
-"""Layer-level check for the Keras frontend: Keras (JAX) output vs the IR's NumPy reference.
+"""Layer-level check for the Keras frontend: Keras (JAX) output vs the IR's NumPy reference and vs the
+emitted PyTorch module.
 
 ``check_keras_model(model, *arrays)`` wraps the model as a KerasSource, lowers it, validates the
-graph and compares every output of ``run_reference`` with Keras' own at ``atol``. Weights are
+graph and compares every output of ``run_reference`` with Keras' own at ``atol``; then it runs the
+torch-xla passes and emitter and compares the emitted ``nn.Module`` with Keras as well. Weights are
 re-drawn from a fixed seed first (``randomize_weights``), so biases, BN statistics and PReLU alphas
 are not the trivial initial zeros/ones.
 """
@@ -13,7 +15,11 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 import portx.ops  # noqa: E402,F401  (registers rules)
+import tempfile  # noqa: E402
+
+from portx.emitters.torch_xla import emit_torch, run_torch  # noqa: E402
 from portx.equivalence import compare_arrays, run_reference  # noqa: E402
+from portx.passes.pipeline import run_passes  # noqa: E402
 from portx.frontends.keras_files import from_keras_model  # noqa: E402
 from portx.ir import validate  # noqa: E402
 
@@ -46,8 +52,10 @@ def single_layer(layer, *shapes):
     return keras.Model(inputs, out)
 
 
-def check_keras_model(model, *arrays, atol=1e-5, rtol=1e-5, specs=(), randomize=True):
-    """Lower ``model`` and compare the IR reference with Keras on ``arrays``; returns the graph."""
+def check_keras_model(model, *arrays, atol=1e-5, rtol=1e-5, specs=(), randomize=True, torch_rtol=1e-4):
+    """Lower ``model`` and compare the IR reference with Keras on ``arrays``; then emit the torch-xla
+    target (its passes, ``model.py`` and weights, loaded as a user would) and compare that PyTorch module
+    with Keras too (``atol``, ``torch_rtol``). Returns the graph."""
     if randomize:
         randomize_weights(model)
     src = from_keras_model(model, specs)
@@ -60,8 +68,12 @@ def check_keras_model(model, *arrays, atol=1e-5, rtol=1e-5, specs=(), randomize=
     for i, (e, g) in enumerate(zip(expected, got)):
         result = compare_arrays(e, g, atol, rtol)
         assert result["passed"], f"output {i} ({graph.outputs[i].name}): {result}"
+    with tempfile.TemporaryDirectory() as tmp:
+        emitted = run_torch(emit_torch(run_passes(graph, "torch-xla"), tmp)["model"], list(arrays))
+    for i, (e, g) in enumerate(zip(expected, emitted)):
+        result = compare_arrays(e, np.asarray(g), atol, torch_rtol)
+        assert result["passed"], f"emitted torch, output {i} ({graph.outputs[i].name}): {result}"
     return graph
-
 
 #: keras.applications constructor name -> (input side, RTOL against Keras, pixel range, slow).
 #: The smallest input each accepts with ``include_top=False`` (Xception 71, InceptionV3 75, else 32).

@@ -12,7 +12,7 @@ from portx.ir import format_graph, parse_graph, validate
 from portx.ops.shape import PERMUTE, RESHAPE
 from portx.passes.layout import (graph_arrays, io_layouts, set_io_layout, sink_permutes, source_arrays,
                                  to_channels_first, to_channels_last)
-from portx.passes.layout_reshape import reshape_groups
+from portx.passes.layout_reshape import grouped_order, reshape_groups
 from portx.passes.layout_sink import count_permutes
 
 CONV = "stride=(1, 1), pads=((1, 1), (1, 1)), dilation=(1, 1), groups=1"
@@ -229,6 +229,30 @@ def test_reshape_groups_pair_runs_of_equal_size():
     assert reshape_groups((1, 6, 1), (2, 3)) == [([1], [0, 1])]
     assert reshape_groups((4, 6), (6, 4)) == [([0, 1], [0, 1])]
     assert reshape_groups((0, 2), (2, 0)) is None
+
+
+def test_grouped_order_moves_each_run_to_its_first_stored_axis():
+    merge = [([0], [0]), ([1, 2], [1]), ([3], [2]), ([4], [3])]  # (N, c, g, H, W) -> (N, C, H, W)
+    assert grouped_order((0, 3, 4, 2, 1), (1, 4, 2, 8, 8), merge) == (0, 3, 4, 1, 2)
+    assert grouped_order((0, 1, 2, 3, 4), (1, 4, 2, 8, 8), merge) == (0, 1, 2, 3, 4)
+    # a size-1 axis outside every run keeps its stored place
+    assert grouped_order((0, 2, 1), (2, 1, 6), [([0], [0]), ([2], [1])]) == (0, 2, 1)
+
+
+def test_channel_shuffle_keeps_one_permute_channels_last():
+    """ShuffleNet's shuffle between convolutions: boundary permutes plus one, none around the convs."""
+    conv = "{stride=(1, 1), pads=((0, 0), (0, 0)), dilation=(1, 1), groups=1}"
+    text = """graph g(%x: float32[1x3x8x8]) {
+      param %w: float32[8x3x1x1]
+      param %v: float32[4x8x1x1]
+      %c: float32[1x8x8x8] = conv(%x, %w, _) CONV
+      %s: float32[1x2x4x8x8] = reshape(%c) {shape=(1, 2, 4, 8, 8)}
+      %t: float32[1x4x2x8x8] = permute(%s) {perm=(0, 2, 1, 3, 4)}
+      %m: float32[1x8x8x8] = reshape(%t) {shape=(1, 8, 8, 8)}
+      %y: float32[1x4x8x8] = conv(%m, %v, _) CONV
+      return %y
+    }""".replace("CONV", conv)
+    check(text, to_channels_last, 3)
 
 
 def test_spatial_ops_flip_back_to_channels_first():
