@@ -72,8 +72,8 @@ def main(argv):
         fallbacks, diff, ok = check(folder)
         failed += not ok
         shown = ", ".join(f"{k} x{v}" for k, v in fallbacks.items()) or "none"
-        print(f"{folder.name:<20}{torch.__version__.split('+')[0]:>8}{shown:>12}{diff:>16.2e}  {'ok' if ok else 'FAIL'}",
-              flush=True)
+        version = torch.__version__.split("+")[0]
+        print(f"{folder.name:<20}{version:>8}{shown:>12}{diff:>16.2e}  {'ok' if ok else 'FAIL'}", flush=True)
     return 1 if failed or not folders else 0
 
 

@@ -23,7 +23,8 @@ from portx.passes.pipeline import run_passes  # noqa: E402
 from portx.frontends.keras_files import from_keras_model  # noqa: E402
 from portx.ir import validate  # noqa: E402
 
-__all__ = ["APPLICATIONS", "build_application", "redraw_batch_norms", "check_keras_model", "randomize_weights", "seeded", "single_layer"]
+__all__ = ["APPLICATIONS", "build_application", "redraw_batch_norms", "check_keras_model", "randomize_weights",
+           "seeded", "single_layer"]
 
 
 def seeded(shape, seed=0, scale=1.0):

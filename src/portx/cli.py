@@ -98,8 +98,8 @@ def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, unsaf
         click.echo(f"  warning: {note}", err=True)
     inner = result.report.get("layout", {}).get("inner_transposes", [])
     if inner:
-        click.echo(f"  layout: {len(inner)} transpose(s) inside the model: " + ", ".join(
-            f"{row['origin']} {row['value']} -> {'/'.join(row['feeds']) or 'output'}" for row in inner))
+        where = ", ".join(f"{row['origin']} {row['value']} -> {'/'.join(row['feeds']) or 'output'}" for row in inner)
+        click.echo(f"  layout: {len(inner)} transpose(s) inside the model: {where}")
     ver, tpu = result.report["verification"], result.report.get("tpu", {})
     if tpu:
         click.echo(f"  TPU lowering: {tpu['verdict']}" + (f" ({'; '.join(tpu['problems'])})" if tpu["problems"] else ""))

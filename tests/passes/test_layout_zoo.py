@@ -114,3 +114,15 @@ def test_a_reshape_that_mixes_channels_keeps_one_transpose_and_the_report_says_w
     assert [(row["origin"], row["feeds"]) for row in inner] == [("layout", ["reshape"])], inner
     nhwc = np.ascontiguousarray(x.numpy().transpose(0, 2, 3, 1))
     assert emitted_transposes(result, [nhwc]) == 1
+
+
+def test_cli_names_the_transposes_left_inside(tmp_path):
+    from click.testing import CliRunner
+
+    from portx.cli import main
+
+    torch.manual_seed(0)
+    torch.export.save(torch.export.export(_ChannelShuffle().eval(), (torch.randn(1, 3, 8, 8),)), tmp_path / "s.pt2")
+    run = CliRunner().invoke(main, ["convert", str(tmp_path / "s.pt2"), "-o", str(tmp_path / "out")])
+    assert run.exit_code == 0, run.output
+    assert "layout: 1 transpose(s) inside the model: layout " in run.output and "-> reshape" in run.output

@@ -21,7 +21,7 @@ import numpy as np
 from ..ir import REQUIRED, OpDef
 from ._util import honors_channels_last
 
-__all__ = ["RESIZE", "MODES", "nearest_indices", "linear_matrix", "cubic_matrix", "axis_matrix",
+__all__ = ["RESIZE", "MODES", "nearest_indices", "repeat_factor", "linear_matrix", "cubic_matrix", "axis_matrix",
            "apply_axis_matrices"]
 
 MODES = ("nearest", "nearest_exact", "linear", "cubic")
@@ -156,16 +156,17 @@ def apply_axis_matrices(node, k, x, matrices, hints=("rows", "cols")):
     k.assign(node, expr)
 
 
-def _repeat_factor(indices, n_in):
-    """f when ``indices`` is ``arange(n_in * f) // f`` (a plain repeat), else None."""
+def repeat_factor(indices, n_in):
+    """f when ``indices`` is ``arange(n_in * f) // f`` (every sample repeated f times), else None:
+    ``repeat_factor(np.array([0, 0, 1, 1]), 2) == 2``."""
     f, rest = divmod(len(indices), n_in)
-    return f if not rest and np.array_equal(indices, np.arange(len(indices)) // f) else None
+    return f if f and not rest and np.array_equal(indices, np.arange(len(indices)) // f) else None
 
 
 def _nearest_to_keras(node, k, x, tables):
     last = node.attrs.get("channels_last", False)
     first = 1 if last else 2  # the first spatial axis
-    factors = [_repeat_factor(idx, x.type.shape[first + i]) for i, idx in enumerate(tables)]
+    factors = [repeat_factor(idx, x.type.shape[first + i]) for i, idx in enumerate(tables)]
     if len(tables) == 2 and None not in factors and factors != [1, 1]:
         k.layer(node, "UpSampling2D", {"size": tuple(factors), "data_format": "channels_last" if last else
                                        "channels_first", "interpolation": "nearest"}, [x])

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .resize import RESIZE, _repeat_factor, axis_matrix, nearest_indices
+from .resize import RESIZE, axis_matrix, nearest_indices, repeat_factor
 
 __all__ = ["apply_axis_matrices_torch"]
 
@@ -38,7 +38,7 @@ def apply_axis_matrices_torch(node, t, x, matrices, hints=("rows", "cols")):
 def _nearest_to_torch(node, t, x, axes, exact):
     """A 2-d integer factor is ``nn.Upsample``; other axes repeat or gather a constant index table."""
     tables = [nearest_indices(*axis, exact=exact) for axis in axes]
-    factors = [_repeat_factor(idx, n_in) for idx, (n_in, _, _) in zip(tables, axes)]
+    factors = [repeat_factor(idx, n_in) for idx, (n_in, _, _) in zip(tables, axes)]
     rank = x.type.rank
     if len(axes) == 2 and rank == 4 and None not in factors and factors != [1, 1] and all(
             np.array_equal(idx, nearest_indices(n_in, n_in * f, float(f)))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ops.resize import RESIZE, axis_matrix, nearest_indices
+from ..ops.resize import RESIZE, axis_matrix, nearest_indices, repeat_factor
 from ..ops.shape import EXPAND, RESHAPE
 from ..ops.shape_index import INDEX_SELECT, SLICE
 from .rewrites import contract_axes, node_rule
@@ -41,12 +41,6 @@ def _nearest_tables(node):
     return [nearest_indices(*axis, exact=node.attrs["mode"] == "nearest_exact") for axis in axes]
 
 
-def _repeat_factor(table, n_in):
-    """f when ``table`` is ``arange(n_in * f) // f`` (every sample repeated f times), else None."""
-    f, rest = divmod(len(table), n_in)
-    return f if f and not rest and np.array_equal(table, np.arange(len(table)) // f) else None
-
-
 @node_rule(RESIZE)
 def resize_nearest_as_repeat(node, rw) -> bool:
     """Nearest resize by integer factors as a broadcast between two reshapes.
@@ -67,7 +61,7 @@ def resize_nearest_as_repeat(node, rw) -> bool:
         return False
     x = node.inputs[0]
     lead, spatial = x.type.shape[:x.type.rank - len(tables)], x.type.shape[x.type.rank - len(tables):]
-    factors = [_repeat_factor(t, n) for t, n in zip(tables, spatial)]
+    factors = [repeat_factor(t, n) for t, n in zip(tables, spatial)]
     if None in factors or all(f == 1 for f in factors):
         return False
     split, repeated = list(lead), list(lead)
