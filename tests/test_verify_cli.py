@@ -132,3 +132,15 @@ def test_trace_follows_a_conversion_made_with_no_fold_bn(tmp_path):
     run = _run("verify", SAMPLE, out, "--trace")
     assert run.exit_code == 0, run.output
     assert "stem.1 (batch_norm)" in run.output and "comparing outputs only" not in run.output
+
+
+def test_verify_finds_the_io_layout_a_folder_was_converted_with(tmp_path):
+    """--io-layout is not read from report.json either: the emitted model's input shapes decide."""
+    out = tmp_path / "nhwc"
+    assert _run("convert", SAMPLE, "-o", out, "--io-layout", "channels-last", "--json").exit_code == 0
+    run = _run("verify", SAMPLE, out, "--samples", 2, "--trace", "--json")
+    assert run.exit_code == 0, run.output
+    report = json.loads(run.stdout)
+    assert report["passed"] is True and report["io_layout"] == "channels-last"
+    assert report["code_matches"] is True and report["trace"], report.get("note")
+    assert report["inputs"] == [["x", [1, 32, 32, 3], "float32"]]

@@ -181,3 +181,14 @@ def test_trace_follows_no_fold_bn_and_channels_first_io(sources, tmp_path):
     report = json.loads(run.stdout)
     assert report["code_matches"] is True and report["inputs"] == [["image", [1, 3, 8, 8], "float32"]]
     assert ("bn", "batch_norm") in [(r["scope"], r["op"]) for r in report["trace"]]
+
+
+def test_assert_equivalent_takes_torch_xla_folders(sources, converted, tampered):
+    from portx.testing import assert_equivalent
+
+    model = keras.saving.load_model(sources[0])
+    report = assert_equivalent(model, converted, samples=2, seed=4)
+    assert report["target"] == "torch-xla" and [s["seed"] for s in report["samples"]] == [4, 5]
+    assert_equivalent(sources[0], converted / "model.py", [np.ones((1, 8, 8, 3), np.float32)])
+    with pytest.raises(AssertionError, match=r"(?s)DIFFERS.*first diverging layer.*conv_b"):
+        assert_equivalent(model, tampered)

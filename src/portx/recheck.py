@@ -23,8 +23,8 @@ import numpy as np
 from .errors import BadInput, VerificationFailed
 from .equivalence import DEFAULT_ATOL, DEFAULT_RTOL, compare, compare_arrays, make_inputs, run_reference
 
-__all__ = ["Converted", "open_converted", "lower_source", "check_converted", "verify_converted", "localize",
-           "observe", "trace_layers", "source_intermediates", "failure_message"]
+__all__ = ["Converted", "open_converted", "lower_source", "expected_outputs", "check_converted", "verify_converted",
+           "localize", "observe", "trace_layers", "source_intermediates", "failure_message"]
 
 TARGET = "keras-jax"
 # Intermediate values carry more rounding than outputs (same loosening as verify.first_divergence).
@@ -80,21 +80,46 @@ def _first_line(exc) -> str:
     return text.splitlines()[0][:200] if text else ""
 
 
-def lower_source(src, skip=(), raw=None):
-    """The source's IR after the keras-jax passes (minus ``skip``): the graph ``convert`` emitted from.
+def lower_source(src, skip=(), raw=None, io_layout="source"):
+    """The source's IR after the keras-jax passes (minus ``skip``) and ``--io-layout``: the graph
+    ``convert`` emitted from.
 
     ``raw`` reuses an already lowered, not yet rewritten graph (passes are pure functions).
     Example: ``make_inputs(lower_source(api.load("model.pt2")), seed=0)``.
     """
     from .api import _lower
+    from .passes.layout import set_io_layout
     from .passes.pipeline import run_passes
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # convert already reported these warnings
-        return run_passes(_lower(src) if raw is None else raw, TARGET, skip=skip)
+        graph = run_passes(_lower(src) if raw is None else raw, TARGET, skip=skip)
+    return set_io_layout(graph, io_layout) if io_layout != "source" else graph
 
 
-def _reemit(src, raw, converted):
+def _matching_layout(src, raw, model) -> tuple:
+    """(graph, io_layout): the first ``--io-layout`` whose input shapes the converted model takes
+    (its flags are not read back: Note [trust nothing in OUT]); the default graph when none does."""
+    from .passes.layout import IO_LAYOUTS
+
+    default = lower_source(src, raw=raw)
+    for io_layout in IO_LAYOUTS:
+        graph = default if io_layout == "source" else lower_source(src, raw=raw, io_layout=io_layout)
+        if not _signature_problem(graph, model):
+            return graph, io_layout
+    return default, "source"
+
+
+def expected_outputs(src, graph, arrays) -> list:
+    """The source's outputs on ``arrays`` (given in the graph's I/O layout), in the graph's layout."""
+    from .api import _source_outputs
+    from .passes.layout import graph_arrays, source_arrays
+
+    # --io-layout may have transposed inputs/outputs: the source sees and gives its own layout
+    return graph_arrays(graph, _source_outputs(src, source_arrays(graph, arrays)))
+
+
+def _reemit(src, raw, converted, io_layout="source"):
     """(graph, emitter) whose text is ``model.py`` (trying each pass set of ``_PASS_VARIANTS``), or a note.
 
     A live model has no text to compare: its layers are matched by name to the default pass set.
@@ -104,7 +129,7 @@ def _reemit(src, raw, converted):
 
     code = None if converted.code is None else converted.code.read_text(encoding="utf-8")
     for skip in _PASS_VARIANTS:
-        graph = lower_source(src, skip, raw)
+        graph = lower_source(src, skip, raw, io_layout)
         if missing_emit_rules(graph, TARGET):
             return None, None, "this portx version cannot emit the source again; comparing outputs only"
         emitter = KerasEmitter(graph)
@@ -260,8 +285,6 @@ def _run_samples(src, graph, model, batches, atol, rtol) -> list:
     """Per batch: the source and the converted model on the same inputs, compared output by output."""
     import jax
 
-    from .api import _source_outputs
-
     def forward(trainable, non_trainable, *inputs):  # one compile for all batches
         out, _ = model.stateless_call(trainable, non_trainable, list(inputs) if len(inputs) > 1 else inputs[0])
         return out
@@ -273,7 +296,7 @@ def _run_samples(src, graph, model, batches, atol, rtol) -> list:
     for seed, arrays in batches:
         got = run(*weights, *arrays)
         got = [np.asarray(o) for o in (got if isinstance(got, (list, tuple)) else [got])]
-        rows.append({"seed": seed, **compare(_source_outputs(src, arrays), got, names, atol, rtol)})
+        rows.append({"seed": seed, **compare(expected_outputs(src, graph, arrays), got, names, atol, rtol)})
     return rows
 
 
@@ -319,8 +342,8 @@ def check_converted(src, converted, *, batch=None, samples=1, seed=0, atol=DEFAU
     from .api import _lower
 
     raw = _lower(src)
-    graph = lower_source(src, raw=raw)
-    report = {"source": str(src.label), "out": converted.label, "atol": atol, "rtol": rtol,
+    graph, io_layout = _matching_layout(src, raw, converted.model)
+    report = {"source": str(src.label), "out": converted.label, "atol": atol, "rtol": rtol, "io_layout": io_layout,
               "inputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs]}
     problem = _signature_problem(graph, converted.model)
     if problem:
@@ -331,22 +354,24 @@ def check_converted(src, converted, *, batch=None, samples=1, seed=0, atol=DEFAU
     report.update(passed=all(r["passed"] for r in runs), samples=runs, outputs=_summary(runs))
     if trace or not report["passed"]:
         chosen = next((i for i, r in enumerate(runs) if not r["passed"]), 0)
-        report.update(_layer_report(src, raw, converted, batches[chosen], atol, rtol, trace))
+        report.update(_layer_report(src, raw, converted, batches[chosen], atol, rtol, trace, io_layout))
     if not report["passed"]:
         report["problem"] = failure_message(report)
     return report
 
 
-def _layer_report(src, raw, converted, batch, atol, rtol, trace) -> dict:
+def _layer_report(src, raw, converted, batch, atol, rtol, trace, io_layout="source") -> dict:
     """Trace rows (``trace``) and the first diverging layer, or a note saying why there are none."""
-    graph, emitter, note = _reemit(src, raw, converted)
+    from .passes.layout import source_arrays
+
+    graph, emitter, note = _reemit(src, raw, converted, io_layout)
     found = {"code_matches": emitter is not None and converted.code is not None, "note": note}
     if emitter is None:
         return found
     arrays = batch[1]
     observed = observe(_watch(graph, converted, emitter), arrays)
     try:
-        source = source_intermediates(src, arrays)
+        source = source_intermediates(src, source_arrays(graph, arrays))
     except Exception as exc:  # private torch APIs; the reference comparison still stands
         source, found["note"] = {}, f"source intermediates unavailable ({type(exc).__name__})"
     rows = trace_layers(graph, observed, run_reference(graph, arrays), source, atol, rtol, emitter.names)

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from .errors import BadInput, VerificationFailed
 from .equivalence import DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs, run_reference
-from .recheck import _explicit_batch, _summary, failure_message, source_intermediates, trace_layers
+from .recheck import (_explicit_batch, _summary, expected_outputs, failure_message, source_intermediates,
+                      trace_layers)
 
 __all__ = ["TARGET", "is_torch_folder", "open_torch", "observe_torch", "localize_torch", "lower_for_torch",
            "check_torch", "verify_torch"]
@@ -140,14 +141,6 @@ def _reemit(src, raw, code):
                            "(made by another portx version, or edited); comparing outputs only")
 
 
-def _expected(src, graph, arrays) -> list:
-    from .api import _source_outputs
-    from .passes.layout import graph_arrays, source_arrays
-
-    # --io-layout may have transposed inputs/outputs: the source sees and gives its own layout
-    return graph_arrays(graph, _source_outputs(src, source_arrays(graph, arrays)))
-
-
 def _run_samples(src, graph, model, batches, atol, rtol) -> list:
     from .emitters.torch_xla import run_torch
 
@@ -162,7 +155,7 @@ def _run_samples(src, graph, model, batches, atol, rtol) -> list:
                          "problem": f"the converted model fails on the source's inputs ({type(exc).__name__}: "
                                     f"{text})"})
             continue
-        rows.append({"seed": seed, **compare(_expected(src, graph, arrays), got, names, atol, rtol)})
+        rows.append({"seed": seed, **compare(expected_outputs(src, graph, arrays), got, names, atol, rtol)})
     return rows
 
 

@@ -38,10 +38,12 @@ def _input_specs(arrays) -> tuple:
 
 
 def _open_source(source, inputs, example_inputs, trust_pickle):
-    from .api import load
+    from .api import KERAS_SUFFIXES, load
 
     examples = example_inputs if example_inputs is not None else inputs
     if isinstance(source, (str, os.PathLike)):
+        if str(source).lower().endswith(KERAS_SUFFIXES):  # Keras files record their input shapes
+            return load(source)
         arrays = [_as_array(x) for x in examples] if examples is not None else None
         return load(source, inputs=_input_specs(arrays), trust_pickle=trust_pickle)
     return load(source, example_inputs=examples)
@@ -76,17 +78,22 @@ def assert_equivalent(source, converted, inputs=None, *, example_inputs=None, sa
     """Assert that ``converted`` computes what ``source`` computes; returns the report when it does.
 
     source: an ``nn.Module`` (with ``example_inputs``, or ``inputs``) or a model file path.
-    converted: an OUT folder from ``portx convert``, its ``model.py``, or a live ``keras.Model``.
+    converted: an OUT folder from ``portx convert`` (either target), its ``model.py``, or a live
+    ``keras.Model``.
     inputs: arrays to run both on (one batch); by default ``samples`` seeded valid batches
     (seeds ``seed``..``seed+samples-1``). Raises AssertionError with per-output max abs/rel errors.
     Example: ``assert_equivalent(net, "out/", example_inputs=(x,), samples=3, atol=1e-4)``.
     """
     from .recheck import check_converted, open_converted
+    from .recheck_torch import check_torch, is_torch_folder
 
     src = _open_source(source, inputs, example_inputs, trust_pickle)
     batch = None if inputs is None else [_as_array(x) for x in inputs]
-    report = check_converted(src, open_converted(converted), batch=batch, samples=samples, seed=seed,
-                             atol=atol, rtol=rtol)
+    if is_torch_folder(converted):  # --to torch-xla: model.py + model.safetensors
+        report = check_torch(src, converted, batch=batch, samples=samples, seed=seed, atol=atol, rtol=rtol)
+    else:
+        report = check_converted(src, open_converted(converted), batch=batch, samples=samples, seed=seed,
+                                 atol=atol, rtol=rtol)
     if not report["passed"]:
         raise AssertionError(_explain(report))
     return report
