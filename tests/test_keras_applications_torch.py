@@ -9,7 +9,6 @@ slow sweeps (``PORTX_SLOW=1``; 13 to 35 s each on 2 cores, 2 minutes for all ten
 Example:
     PORTX_SLOW=1 pytest tests/test_keras_applications_torch.py -k "ConvNeXt or EfficientNet"
 """
-import importlib.util
 import json
 
 import numpy as np
@@ -19,22 +18,14 @@ from click.testing import CliRunner
 
 from keras_harness import APPLICATIONS, build_application
 from portx.cli import main
+from portx.emitters.torch_xla import import_emitted_torch
 from portx.equivalence import compare_arrays
 
 __all__ = []
 
-FAST = {"MobileNetV2", "ResNet50"}
 
-
-def _import_emitted(path):
-    spec = importlib.util.spec_from_file_location("emitted_application", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.load_model()
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=[] if n in FAST else [pytest.mark.slow])
-                                  for n in APPLICATIONS])
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if row[-1] else [])
+                                  for n, row in APPLICATIONS.items()])
 def test_application_converts_to_torch_verifies_and_lowers_for_tpu(name, tmp_path):
     model, x = build_application(name)
     src, out = tmp_path / f"{name}.keras", tmp_path / "out"
@@ -44,7 +35,7 @@ def test_application_converts_to_torch_verifies_and_lowers_for_tpu(name, tmp_pat
     report = json.loads((out / "report.json").read_text())
     assert report["verification"]["passed"] is True, report["verification"]
     assert report["tpu"]["verdict"] == "ok", report["tpu"]
-    net = _import_emitted(out / "model.py")
+    net = import_emitted_torch(out / "model.py").load_model()
     with torch.no_grad():
         got = net(torch.from_numpy(x)).numpy()
     result = compare_arrays(model.predict(x, verbose=0), got, atol=1e-5, rtol=1e-4)

@@ -1,7 +1,6 @@
 """Keras -> PyTorch end to end: the CLI on .keras/.h5 files, the emitted module in a fresh process,
 the torchax TPU proof, bad Keras inputs, a small Keras transformer (Embedding, causal MultiHeadAttention,
 LayerNormalization, Dense) and the torch -> keras-jax -> torch round trip."""
-import importlib.util
 import json
 import os
 import subprocess
@@ -15,6 +14,7 @@ import torch
 
 import portx
 from portx.cli import main as cli_main
+from portx.emitters.torch_xla import import_emitted_torch
 from click.testing import CliRunner
 
 
@@ -149,10 +149,7 @@ def test_keras_transformer_with_causal_attention_converts_to_torch(tmp_path):
     assert code == 0, text
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["verification"]["passed"] is True and report["tpu"]["verdict"] == "ok", report
-    spec = importlib.util.spec_from_file_location("decoder", tmp_path / "out" / "model.py")
-    emitted = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(emitted)
-    net = emitted.load_model()
+    net = import_emitted_torch(tmp_path / "out" / "model.py").load_model()
     ids = np.random.default_rng(5).integers(0, 40, (1, 8)).astype(np.int32)
     with torch.no_grad():
         got = net(torch.from_numpy(ids)).numpy()
