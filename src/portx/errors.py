@@ -8,7 +8,7 @@ Example:
 """
 from __future__ import annotations
 
-__all__ = ["PortxError", "BadInput", "UnsupportedOps", "NotTpuLegal", "VerificationFailed", "Unsupported",
+__all__ = ["PortxError", "BadInput", "BadValue", "Interrupted", "UnsupportedOps", "NotTpuLegal", "VerificationFailed", "Unsupported",
            "EXIT_CODES"]
 
 
@@ -32,6 +32,18 @@ class BadInput(PortxError):
     """Unreadable, wrong-kind or unsafe input, or bad usage."""
 
     exit_code = 2
+
+
+class BadValue(BadInput, ValueError):
+    """A parameter value outside its domain (NaN tolerance, negative seed, ...); also a ValueError."""
+
+
+class Interrupted(BaseException):
+    """SIGINT/SIGTERM arrived; ``exit_code`` is 128 + the signal number. Nothing was written."""
+
+    def __init__(self, signum: int):
+        self.signum, self.exit_code = signum, 128 + signum
+        super().__init__(f"interrupted by signal {signum}")
 
 
 class UnsupportedOps(PortxError):
@@ -62,4 +74,7 @@ class Unsupported(Exception):
 
 
 EXIT_CODES = {0: "converted and verified", 1: "verification failed (artifacts written)",
-              2: "bad input or usage", 3: "unsupported ops", 4: "not TPU-legal under --strict-tpu"}
+              2: "bad input or usage", 3: "unsupported ops", 4: "not TPU-legal under --strict-tpu",
+              70: "internal error (a bug in portx; rerun with --debug and report it)",
+              130: "interrupted (SIGINT); nothing written, the previous OUT untouched",
+              143: "terminated (SIGTERM); nothing written, the previous OUT untouched"}
