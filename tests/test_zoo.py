@@ -49,7 +49,7 @@ def test_torchscript_pt_through_cli(tmp_path):
     torch.jit.save(torch.jit.trace(model, inputs), tmp_path / "model.pt")
     out = tmp_path / "out"
     run = CliRunner().invoke(main, ["convert", str(tmp_path / "model.pt"), "-o", str(out),
-                                    "--input", "x:1x3x64x64:float32"])
+                                    "--input", "x:1x3x64x64:float32", "--trust-pickle"])
     assert run.exit_code == 0, run.output
     assert json.loads((out / "report.json").read_text())["verification"]["passed"]
 

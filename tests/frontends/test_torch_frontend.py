@@ -54,9 +54,11 @@ def test_ts2ep_converter_private_api_is_pinned():
 
 def test_torchscript_needs_input_shapes(tmp_path):
     torch.jit.save(torch.jit.trace(Small().eval(), (torch.randn(1, 4),)), tmp_path / "m.pt")
+    with pytest.raises(BadInput, match="TorchScript.*runs code"):
+        load_torch_source(tmp_path / "m.pt", ["x:1x4"])
     with pytest.raises(BadInput, match="--input"):
-        load_torch_source(tmp_path / "m.pt")
-    src = load_torch_source(tmp_path / "m.pt", ["x:1x4"])
+        load_torch_source(tmp_path / "m.pt", trust_pickle=True)
+    src = load_torch_source(tmp_path / "m.pt", ["x:1x4"], trust_pickle=True)
     assert lower_exported(src.program).inputs[0].type.shape == (1, 4)
 
 

@@ -11,10 +11,11 @@ Example:
 """
 from __future__ import annotations
 
+import math
 import pickle
 import re
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,8 @@ from .torch import export_module
 __all__ = ["TorchSource", "load_torch_source", "from_module", "parse_input_spec"]
 
 _SPEC = re.compile(r"^(?P<name>[A-Za-z_][\w.]*)?:?(?P<shape>\d+(x\d+)*|scalar)(:(?P<dtype>\w+))?$")
+#: the largest example input portx allocates from an --input spec (2**31 elements: 8 GB of float32)
+MAX_INPUT_ELEMENTS = 1 << 31
 _DTYPES = {"float32", "float16", "bfloat16", "float64", "int64", "int32", "bool", "uint8", "int8"}
 
 
@@ -37,6 +40,7 @@ class TorchSource:
     example_inputs: tuple
     run: object  # callable(*torch tensors) -> tensor or tuple
     label: str
+    notes: list = field(default_factory=list)  # warnings for the report (renamed names, pinned dims)
 
 
 def parse_input_spec(spec: str):
@@ -46,6 +50,10 @@ def parse_input_spec(spec: str):
         raise BadInput(f"--input {spec!r}: expected NAME:SHAPE[:DTYPE] such as x:1x3x224x224:float32",
                        hint=f"dtype is one of {sorted(_DTYPES)}")
     shape = () if m.group("shape") == "scalar" else tuple(int(d) for d in m.group("shape").split("x"))
+    if math.prod(shape) > MAX_INPUT_ELEMENTS:
+        raise BadInput(f"--input {spec!r}: {math.prod(shape):.3g} elements is more than portx allocates for an "
+                       f"example input ({MAX_INPUT_ELEMENTS:.3g})", hint="convert for a smaller example shape; "
+                       "TPU programs are compiled per shape anyway")
     return m.group("name") or "", shape, m.group("dtype") or "float32"
 
 
@@ -73,22 +81,47 @@ def from_module(module, example_inputs, label=None) -> TorchSource:
     if example_inputs is None:
         raise BadInput(f"{type(module).__name__}: example_inputs are required for a live module",
                        hint="pass example_inputs=(tensor, ...) with the shapes to convert for")
+    if isinstance(example_inputs, (torch.Tensor, np.ndarray)):  # one bare input: the common slip
+        example_inputs = (example_inputs,)
+    if not isinstance(example_inputs, (tuple, list)):
+        raise BadInput(f"{type(module).__name__}: example_inputs is a {type(example_inputs).__name__}",
+                       hint="pass a tuple of tensors, one per forward argument: example_inputs=(x,)")
     inputs = tuple(torch.as_tensor(np.asarray(x)) if not isinstance(x, torch.Tensor) else x for x in example_inputs)
     module.eval()
     return TorchSource(export_module(module, inputs), inputs, module, label or type(module).__name__)
 
 
-def _load_pt2(path) -> TorchSource:
+def _load_pt2(path, trust_pickle=False) -> TorchSource:
+    from .torch_pt2 import load_pt2_safely
+
     try:
-        ep = torch.export.load(str(path))
-    except Exception as exc:
+        ep, notes = load_pt2_safely(path, trust_pickle)
+    except BadInput:
+        raise
+    except Exception as exc:  # noqa: BLE001 - torch's deserializer raises anything on a damaged archive
         raise BadInput(f"{path}: not a readable torch.export archive ({type(exc).__name__})",
                        hint="the file may be truncated; re-save it with torch.export.save") from None
+    user = set(ep.graph_signature.user_inputs)
+    placeholders = [n for n in ep.graph.nodes if n.op == "placeholder" and n.name in user]
+    notes += _pinned_dims(placeholders)
     args = ep.example_inputs[0] if getattr(ep, "example_inputs", None) else None
     if args is None:
         args = tuple(torch.zeros([int(d) for d in n.meta["val"].shape], dtype=n.meta["val"].dtype)
-                     for n in ep.graph.nodes if n.op == "placeholder" and n.name in ep.graph_signature.user_inputs)
-    return TorchSource(ep, tuple(args), ep.module(), path.name)
+                     for n in placeholders)
+    return TorchSource(ep, tuple(args), ep.module(), path.name, notes)
+
+
+def _pinned_dims(placeholders) -> list:
+    """A warning per input dimension the program declares dynamic: portx converts at the example size."""
+    notes = []
+    for n in placeholders:
+        val = n.meta.get("val")
+        for axis, dim in enumerate(getattr(val, "shape", ())):
+            if isinstance(dim, torch.SymInt):
+                notes.append(f"input {n.name} dim {axis} is dynamic ({dim.node.expr}) in the program; converted "
+                             f"for the example size {int(dim.node.hint) if dim.node.hint is not None else '?'} "
+                             "(the emitted model has static shapes)")
+    return notes
 
 
 def _is_torchscript(path) -> bool:
@@ -99,7 +132,12 @@ def _is_torchscript(path) -> bool:
         return False
 
 
-def _load_torchscript(path, specs) -> TorchSource:
+def _load_torchscript(path, specs, trust) -> TorchSource:
+    if not trust:
+        raise BadInput(f"{path}: is a TorchScript archive; torch.jit.load runs code stored in it (its "
+                       "__setstate__ methods and pickled constants)",
+                       hint="pass --trust-pickle only if you trust its author, or export the original module with "
+                            "torch.export.save and convert the .pt2")
     try:
         scripted = torch.jit.load(str(path), map_location="cpu")
     except Exception as exc:
@@ -138,8 +176,9 @@ def _load_pickle(path, specs, trust_pickle) -> TorchSource:
         return from_module(obj, _example_from_specs(specs, path), path.name)
     if isinstance(obj, dict) and obj and all(isinstance(v, torch.Tensor) for v in obj.values()):
         raise BadInput(f"{path}: holds a state_dict ({len(obj)} tensors) but no architecture",
-                       hint="pass the model instead: torch.export.save(model.eval(), 'model.pt2', ...) "
-                            "or portx.convert(model, example_inputs=...) after load_state_dict")
+                       hint="build the model in Python, model.load_state_dict(...), then "
+                            "torch.export.save(torch.export.export(model.eval(), (x,)), 'model.pt2') and convert "
+                            "that, or call portx.convert(model, example_inputs=(x,))")
     raise BadInput(f"{path}: holds a {type(obj).__name__}, not a model",
                    hint="save the model with torch.export.save (.pt2) or torch.jit.save (.pt)")
 
@@ -148,8 +187,11 @@ def _trusted_load(path):
     try:
         return torch.load(str(path), map_location="cpu", weights_only=False)
     except Exception as exc:  # the pickle may need classes that are not importable here
-        raise BadInput(f"{path}: could not unpickle ({type(exc).__name__}: {str(exc)[:200]})",
-                       hint="import the module that defines the model class first, or use torch.export.save") from None
+        missing = re.search(r"No module named '([\w.]+)'|Can't get attribute '(\w+)'", str(exc))
+        needs = f" (it needs {missing.group(1) or missing.group(2)})" if missing else ""
+        raise BadInput(f"{path}: could not unpickle{needs}: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}",
+                       hint="make the package that defines the model class importable (install it or add it to "
+                            "PYTHONPATH), or save the model with torch.export.save and convert the .pt2") from None
 
 
 def load_torch_source(path, input_specs=(), trust_pickle=False) -> TorchSource:
@@ -163,10 +205,10 @@ def load_torch_source(path, input_specs=(), trust_pickle=False) -> TorchSource:
         raise BadInput(f"{path}: is empty", hint="re-save the model")
     suffix = path.suffix.lower()
     if suffix == ".pt2":
-        return _load_pt2(path)
+        return _load_pt2(path, trust_pickle)
     if suffix in (".pt", ".pth", ".bin"):
         if _is_torchscript(path):
-            return _load_torchscript(path, input_specs)
+            return _load_torchscript(path, input_specs, trust_pickle)
         return _load_pickle(path, input_specs, trust_pickle)
     raise BadInput(f"{path}: unknown model format {suffix or '(no extension)'}",
                    hint="portx reads .pt2 (torch.export), .pt (TorchScript, or a pickled module "
