@@ -111,6 +111,28 @@ def _lower(src, strict_tpu=False):
     return lower_exported(src.program, name="model", strict_tpu=strict_tpu)
 
 
+def check_tolerances(atol, rtol):
+    """BadValue (exit 2; a ValueError) unless both tolerances are finite and >= 0: NaN would pass anything."""
+    import math
+
+    from .errors import BadValue
+
+    for name, value in (("atol", atol), ("rtol", rtol)):
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
+            raise BadValue(f"--{name} {value!r}: a tolerance must be a finite number >= 0",
+                           hint=f"e.g. --{name} {DEFAULT_ATOL if name == 'atol' else DEFAULT_RTOL:g} (the default)")
+
+
+def _keep_output_structure(src, graph):
+    """Record a torch program's nested outputs so the emitted model returns the same nesting."""
+    if _is_keras(src):
+        return graph
+    from .frontends.torch_files import output_structure
+
+    structure = output_structure(src.program)
+    return graph if structure is None else graph.replace(meta={**graph.meta, "output_structure": structure})
+
+
 def missing_emit_rules(graph, target) -> list:
     """(op, scopes, reason) for every op that has no emit rule for ``target``."""
     found = {}
@@ -168,11 +190,12 @@ def _source_outputs(src, arrays) -> list:
     import torch
 
     # the source gets its own input dtypes back (e.g. int64 ids the IR narrowed to int32)
-    tensors = [torch.from_numpy(np.ascontiguousarray(a)).to(ex.dtype) if isinstance(ex, torch.Tensor)
-               else torch.from_numpy(np.ascontiguousarray(a)) for a, ex in zip(arrays, src.example_inputs)]
+    # np.ascontiguousarray would turn a 0-d input into shape (1,); np.require keeps the rank
+    tensors = [torch.from_numpy(np.require(a, requirements="C")).to(ex.dtype) if isinstance(ex, torch.Tensor)
+               else torch.from_numpy(np.require(a, requirements="C")) for a, ex in zip(arrays, src.example_inputs)]
     with torch.no_grad():
         out = src.run(*tensors)
-    flat = list(out) if isinstance(out, (list, tuple)) else [out]
+    flat = torch.utils._pytree.tree_leaves(out)  # nested dicts/tuples/lists, in torch.export's output order
     return [t.detach().float().numpy() if t.dtype == torch.bfloat16 else t.detach().numpy() for t in flat]
 
 
@@ -240,7 +263,11 @@ def _tpu_proof(model, graph, strict, target="keras-jax"):
         from .tpu import prove_tpu_lowering
 
     proof = prove_tpu_lowering(model, graph)
-    if strict and proof["verdict"] not in ("ok", "skipped"):
+    if strict and proof["verdict"] == "skipped":
+        raise NotTpuLegal(f"the TPU lowering proof was skipped ({proof.get('why') or 'its tools are missing'}), so "
+                          "--strict-tpu cannot vouch for this model", hint="install portx with its dependencies "
+                          "(torchax for --to torch-xla) and convert again, or drop --strict-tpu")
+    if strict and proof["verdict"] != "ok":
         raise NotTpuLegal(f"model does not lower cleanly for TPU: {'; '.join(proof['problems'])}",
                           hint="drop --strict-tpu to convert anyway, or replace the listed constructs")
     return proof
@@ -259,6 +286,7 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
     Example: ``convert("model.pt2", to="keras-jax", out="out/")``.
     """
     _require_jax_backend()
+    check_tolerances(atol, rtol)
     if io_layout not in IO_LAYOUTS:
         raise BadInput(f"--io-layout {io_layout}: unknown layout", hint=f"choose one of {', '.join(IO_LAYOUTS)}")
     if to not in TARGETS:
@@ -272,6 +300,7 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
         src = stages.run("load", load, source, example_inputs=example_inputs, inputs=inputs,
                          trust_pickle=trust_pickle, unsafe_keras=unsafe_keras)
         graph = stages.run("lower", _lower, src, strict_tpu)
+        graph = _keep_output_structure(src, graph)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", PortxWarning)
             graph = stages.run("passes", run_passes, graph, to, skip=() if fold_bn else ("fold_batch_norm",))
@@ -342,5 +371,6 @@ def verify(source, out, *, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RT
     """
     from .recheck import verify_converted
 
+    check_tolerances(atol, rtol)
     return verify_converted(source, out, samples=samples, seed=seed, atol=atol, rtol=rtol, inputs=inputs,
                             trust_pickle=trust_pickle, trace=trace, check=check)

@@ -48,7 +48,7 @@ def prove_torch_tpu_lowering(module, graph) -> dict:
     """Lower ``module`` for TPU through torchax; {"verdict": "ok"|"problems"|"failed"|"skipped", ...}."""
     if importlib.util.find_spec("torchax") is None:
         return {"verdict": "skipped", "via": "torchax", "problems": [],
-                "why": "torchax is not installed (pip install 'portx[test]' or torchax==0.0.14.dev20261026)"}
+                "why": "torchax is not installed (a dependency of portx: pip install torchax==0.0.14.dev20261026)"}
     try:
         exported = _lower_with_torchax(module, graph)
     except Exception as exc:  # an op torchax cannot lower, or XLA refusing the program, is the finding
@@ -75,7 +75,7 @@ def run_on_torch_xla(module, arrays):
     model = module.to(device)
     met.clear_all()
     with torch.no_grad():
-        out = model(*[torch.from_numpy(np.ascontiguousarray(a)).to(device) for a in arrays])
+        out = model(*[torch.from_numpy(np.require(a, requirements="C")).to(device) for a in arrays])
     torch_xla.sync()
     outputs = [t.cpu().numpy() for t in (out if isinstance(out, (tuple, list)) else [out])]
     return outputs, {name: met.counter_value(name) for name in met.counter_names() if name.startswith("aten::")}

@@ -17,7 +17,7 @@ import keyword
 import math
 import re
 
-__all__ = ["Namespace", "literal", "LineWriter"]
+__all__ = ["Namespace", "literal", "LineWriter", "nested_outputs", "flatten_outputs"]
 
 _NOT_IDENT = re.compile(r"[^0-9A-Za-z_]+")
 _MAX_LEN = 48
@@ -92,3 +92,28 @@ class LineWriter:
     def text(self) -> str:
         """All lines joined, ending in a newline."""
         return "\n".join(self._lines) + "\n"
+
+
+# Note [output structure]: a source may return nested dicts, tuples and lists of tensors. The IR
+# keeps a flat output list; graph.meta["output_structure"] records the nesting as plain data
+# (a leaf is the output's index; {"tuple": [...]}, {"list": [...]}, {"dict": [[key, child], ...]}),
+# the emitters write the same nesting back, and ``flatten_outputs`` reads it in the IR's order
+# (dict values in insertion order, as torch.export and Keras both keep it).
+def nested_outputs(spec, refs) -> str:
+    """Python source for the nested output ``spec`` over the flat output expressions ``refs``."""
+    if isinstance(spec, int):
+        return refs[spec]
+    (kind, items), = spec.items()
+    if kind == "dict":
+        return "{" + ", ".join(f"{literal(key)}: {nested_outputs(child, refs)}" for key, child in items) + "}"
+    inner = ", ".join(nested_outputs(child, refs) for child in items)
+    return f"[{inner}]" if kind == "list" else f"({inner}{',' if len(items) == 1 else ''})"
+
+
+def flatten_outputs(out) -> list:
+    """The leaves of a model's (possibly nested) outputs in order: dict values in insertion order."""
+    if isinstance(out, dict):
+        return [leaf for value in out.values() for leaf in flatten_outputs(value)]
+    if isinstance(out, (list, tuple)):
+        return [leaf for value in out for leaf in flatten_outputs(value)]
+    return [out]

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..ir import Value
-from .codegen import LineWriter, Namespace, literal
+from .codegen import LineWriter, Namespace, flatten_outputs, literal, nested_outputs
 
 __all__ = ["TARGET", "WEIGHTS_FILE", "KerasEmitter", "emit_keras", "import_emitted", "build_with_locals", "run_jitted",
            "emit", "load_folder", "run_model"]
@@ -292,6 +292,9 @@ class KerasEmitter:
         ins = [self.names[v] for v in self.graph.inputs]
         ins_text = ins[0] if len(ins) == 1 else "[" + ", ".join(ins) + "]"
         outs_text = outs if len(self.graph.outputs) == 1 else f"[{outs}]"
+        if self.graph.meta.get("output_structure") is not None:  # Note [output structure]
+            outs_text = nested_outputs(self.graph.meta["output_structure"],
+                                       [self._output_ref(v) for v in self.graph.outputs])
         text += f"    return keras.Model(inputs={ins_text}, outputs={outs_text}, "
         text += f"name={literal(re.sub(r'[^0-9A-Za-z_]', '_', self.graph.name) or 'model')})\n"
         text += _LOAD_MODEL
@@ -371,11 +374,11 @@ def run_jitted(model, arrays) -> list:
 
     def forward(trainable, non_trainable, *inputs):
         out, _ = model.stateless_call(trainable, non_trainable, list(inputs) if len(inputs) > 1 else inputs[0])
-        return out
+        return flatten_outputs(out)  # inside jit: JAX would hand a dict back with its keys sorted
 
     out = jax.jit(forward)([v.value for v in model.trainable_variables],
                            [v.value for v in model.non_trainable_variables], *arrays)
-    return [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
+    return [np.asarray(o) for o in out]
 
 
 # The interface api.py uses for every target: emit(graph, folder), load_folder(folder), run_model(model, arrays).

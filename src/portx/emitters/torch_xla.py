@@ -30,7 +30,7 @@ import numpy as np
 from ..errors import UnsupportedOps
 from ..ir import DTYPES, IRError
 from ..ops._util import kind
-from .codegen import LineWriter, Namespace, literal
+from .codegen import LineWriter, Namespace, flatten_outputs, literal
 
 __all__ = ["TARGET", "WEIGHTS_FILE", "TorchEmitter", "emit_torch", "import_emitted_torch", "run_torch",
            "run_torch_with_locals", "emit", "load_folder", "run_model"]
@@ -370,7 +370,7 @@ def run_torch(model, arrays) -> list:
     device = next((t.device for t in list(model.parameters()) + list(model.buffers())), torch.device("cpu"))
     with torch.no_grad():
         out = model(*[_tensor(a).to(device) for a in arrays])
-    return [_numpy(t) for t in (out if isinstance(out, (list, tuple)) else [out])]
+    return [_numpy(t) for t in flatten_outputs(out)]
 
 
 emit = emit_torch  # the emitter interface api.py dispatches on: emit, load_folder, run_model, WEIGHTS_FILE

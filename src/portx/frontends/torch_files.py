@@ -24,7 +24,7 @@ import torch
 from ..errors import BadInput
 from .torch import export_module
 
-__all__ = ["TorchSource", "load_torch_source", "from_module", "parse_input_spec"]
+__all__ = ["TorchSource", "load_torch_source", "from_module", "parse_input_spec", "output_structure"]
 
 _SPEC = re.compile(r"^(?P<name>[A-Za-z_][\w.]*)?:?(?P<shape>\d+(x\d+)*|scalar)(:(?P<dtype>\w+))?$")
 #: the largest example input portx allocates from an --input spec (2**31 elements: 8 GB of float32)
@@ -50,8 +50,8 @@ def parse_input_spec(spec: str):
         raise BadInput(f"--input {spec!r}: expected NAME:SHAPE[:DTYPE] such as x:1x3x224x224:float32",
                        hint=f"dtype is one of {sorted(_DTYPES)}")
     shape = () if m.group("shape") == "scalar" else tuple(int(d) for d in m.group("shape").split("x"))
-    if math.prod(shape) > MAX_INPUT_ELEMENTS:
-        raise BadInput(f"--input {spec!r}: {math.prod(shape):.3g} elements is more than portx allocates for an "
+    if math.prod(max(d, 1) for d in shape) > MAX_INPUT_ELEMENTS:  # a 0 elsewhere does not make 1e20 fine
+        raise BadInput(f"--input {spec!r}: {math.prod(max(d, 1) for d in shape):.3g} elements is more than portx allocates for an "
                        f"example input ({MAX_INPUT_ELEMENTS:.3g})", hint="convert for a smaller example shape; "
                        "TPU programs are compiled per shape anyway")
     return m.group("name") or "", shape, m.group("dtype") or "float32"
@@ -213,3 +213,27 @@ def load_torch_source(path, input_specs=(), trust_pickle=False) -> TorchSource:
     raise BadInput(f"{path}: unknown model format {suffix or '(no extension)'}",
                    hint="portx reads .pt2 (torch.export), .pt (TorchScript, or a pickled module "
                         "with --trust-pickle)")
+
+
+def output_structure(program):
+    """The program's output nesting as plain data (see Note [output structure] in emitters/codegen),
+    or None when it is one tensor or a flat tuple (the emitted model then returns it as before)."""
+    spec = program.call_spec.out_spec
+    if spec is None or spec.is_leaf() or (spec.type in (tuple, list) and all(c.is_leaf() for c in spec.children())):
+        return None
+    counter = iter(range(spec.num_leaves))
+
+    def plain(node):
+        if node.is_leaf():
+            return next(counter)
+        children = [plain(c) for c in node.children()]
+        if node.type is dict and all(isinstance(k, (str, int)) for k in node.context):
+            return {"dict": [[k, c] for k, c in zip(node.context, children)]}
+        if node.type in (tuple, list):
+            return {node.type.__name__: children}
+        raise TypeError(node.type)
+
+    try:
+        return plain(spec)
+    except TypeError:  # namedtuples and custom containers: the emitted model returns the flat list
+        return None

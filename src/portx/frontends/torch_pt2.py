@@ -365,5 +365,24 @@ def load_pt2_safely(path, trust_pickle=False):
         program = torch.export.load(str(clean))
     finally:
         os.unlink(clean)
+    _check_stored_tensors(program, path)
     notes = [f"renamed {old!r} to {new!r} (not a safe Python identifier)" for old, new in renamed.items()]
     return program, notes
+
+
+def _check_stored_tensors(program, path):
+    """Each stored parameter, buffer and constant must have the shape and dtype the program declares."""
+    import torch
+
+    stored = {**program.state_dict, **program.constants}
+    placeholders = {n.name: n for n in program.graph.nodes if n.op == "placeholder"}
+    for spec in program.graph_signature.input_specs:
+        if spec.target is None or spec.target not in stored or spec.arg.name not in placeholders:
+            continue
+        tensor, declared = stored[spec.target], placeholders[spec.arg.name].meta.get("val")
+        if not isinstance(tensor, torch.Tensor) or declared is None:
+            continue
+        if tuple(tensor.shape) != tuple(declared.shape) or tensor.dtype != declared.dtype:
+            raise BadInput(f"{path}: stored {spec.target} is {tensor.dtype}{list(tensor.shape)} but the program "
+                           f"declares {declared.dtype}{list(declared.shape)}",
+                           hint="the archive's weights config and program disagree; export the model again")

@@ -56,7 +56,7 @@ def arranged(call, i, perm=None, shape=None, fn=None):
     out = fn(out) if fn is not None else out
     if out is array:
         return call.input(i)
-    return call.const(np.ascontiguousarray(out), torch_name(call.const_name(i)))
+    return call.const(np.require(out, requirements="C"), torch_name(call.const_name(i)))
 
 
 def named(rule, name: str):

@@ -1,0 +1,125 @@
+"""Fuzzers: random mutations of a .pt2's JSON members, and random --input specs.
+
+Whatever the mutation, portx answers with exit 0, 1, 2 or 3, one line and no traceback, never runs
+a payload, and leaves no OUT behind on failure. CI runs the "ci" hypothesis profile (a few
+derandomized examples each); ``PORTX_FUZZ=1`` runs 200 random examples per property.
+"""
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from portx.cli import main
+from portx.frontends.torch_files import parse_input_spec
+
+sys.path.insert(0, str(Path(__file__).parent))
+from pt2_hostile import export_small, rewrite  # noqa: E402
+
+MEMBERS = ["models/model.json", "data/weights/model_weights_config.json",
+           "data/constants/model_constants_config.json"]
+
+
+def _paths(doc, prefix=()):
+    """Every (path, value) in a JSON document, containers included."""
+    yield prefix, doc
+    items = doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
+    for key, value in items:
+        yield from _paths(value, prefix + (key,))
+
+
+def hostile_values(marker):
+    payload = f"__import__('builtins').open({str(marker)!r}, 'w')"
+    return st.one_of(
+        st.sampled_from([payload, f'x"); {payload}; ("', f"x=({payload})", f"a\n{payload}", "class", "", "-1",
+                         "Symbol('s0', positive=True)", "torch.ops.aten.nonexistent.default", "../../etc/passwd",
+                         "[1, {\"type\": \"os.system\", \"context\": \"null\", \"children_spec\": []}]"]),
+        st.text(max_size=12), st.integers(min_value=-2**70, max_value=2**70), st.none(), st.booleans(),
+        st.floats(allow_nan=True), st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=4),
+                                                                                       st.integers(), max_size=2))
+
+
+def mutate(doc, path, value, delete):
+    """Set (or delete) the item at ``path``; returns False when the path is the document itself."""
+    if not path:
+        return False
+    parent = doc
+    for key in path[:-1]:
+        parent = parent[key]
+    if delete and isinstance(parent, dict):
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = value
+    return True
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory):
+    return export_small(tmp_path_factory.mktemp("fuzz") / "model.pt2")
+
+
+def run_mutation(clean, workdir, member, index, value, delete, command):
+    """Apply one mutation and run ``command``; returns the CliRunner result."""
+    import zipfile
+
+    with zipfile.ZipFile(clean) as z:
+        doc = json.loads(z.read(f"model/{member}"))
+    paths = [p for p, _ in _paths(doc)]
+    path = paths[index % len(paths)]
+    if not mutate(doc, path, value, delete):
+        doc = value
+    src = rewrite(clean, workdir / "m.pt2", members={member: json.dumps(doc).encode()})
+    args = ["inspect", str(src)] if command == "inspect" else ["convert", str(src), "-o", str(workdir / "out"),
+                                                               "--no-verify"]
+    return CliRunner().invoke(main, args)
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data())
+@pytest.mark.parametrize("command", ["inspect", "convert"])
+def test_mutated_pt2_json_never_crashes_or_runs_code(tmp_path, clean, command, data):
+    member = data.draw(st.sampled_from(MEMBERS), label="member")
+    index = data.draw(st.integers(min_value=0, max_value=10_000), label="path index")
+    value = data.draw(hostile_values(tmp_path / "marker"), label="value")
+    delete = data.draw(st.booleans(), label="delete")
+    out = tmp_path / "out"
+    if out.exists():
+        import shutil
+
+        shutil.rmtree(out)
+    run = run_mutation(clean, tmp_path, member, index, value, delete, command)
+    assert run.exit_code in (0, 1, 2, 3), run.output
+    assert "Traceback" not in run.output and "Logging error" not in run.output, run.output
+    assert not (tmp_path / "marker").exists()
+    if run.exit_code == 2:
+        assert not out.exists()
+
+
+@given(spec=st.one_of(st.text(max_size=30), st.from_regex(r"\A[a-z]{0,3}:?[0-9x]{0,24}(:[a-z0-9]{0,9})?\Z")))
+def test_input_specs_parse_or_are_refused_cleanly(spec):
+    from portx.errors import BadInput
+
+    try:
+        name, shape, dtype = parse_input_spec(spec)
+    except BadInput as exc:
+        assert "--input" in str(exc)
+        return
+    assert all(d >= 0 for d in shape) and isinstance(dtype, str)
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(spec=st.from_regex(r"\Ax:[0-9]{1,12}(x[0-9]{1,12}){0,2}(:(float32|float16|int64|bool|int8))?\Z"))
+def test_input_specs_through_the_cli(tmp_path, spec):
+    import torch
+
+    from pt2_hostile import Small
+
+    path = tmp_path / "full.pt"
+    if not path.exists():
+        torch.save(Small().eval(), path)
+    run = CliRunner().invoke(main, ["inspect", str(path), "--trust-pickle", "--input", spec])
+    assert run.exit_code in (0, 2, 3), run.output
+    assert "Traceback" not in run.output
