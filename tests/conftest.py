@@ -7,9 +7,15 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import pytest  # noqa: E402
 from hypothesis import settings  # noqa: E402
 
+# ci: pull requests replay the same few examples; random: .ci/run's fuzz step, new examples every run
+# (the seed is printed: `pytest --hypothesis-seed=N` replays it); fuzz: the full nightly-style run.
 settings.register_profile("ci", max_examples=8, deadline=None, derandomize=True)
-settings.register_profile("fuzz", max_examples=200, deadline=None)
-settings.load_profile("fuzz" if os.environ.get("PORTX_FUZZ") == "1" else "ci")
+settings.register_profile("random", max_examples=20, deadline=None, print_blob=True)
+settings.register_profile("fuzz", max_examples=200, deadline=None, print_blob=True)
+settings.load_profile({"1": "fuzz", "random": "random"}.get(os.environ.get("PORTX_FUZZ", ""), "ci"))
+
+#: skip reasons that are allowed under CI=true: opt-in sweeps, and extras marked optional_extra
+_ALLOWED_SKIPS = ("slow sweep: run with PORTX_SLOW=1",)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -23,3 +29,22 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/ from the current emitter")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "optional_extra(reason): needs an optional extra; may skip even under CI=true")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Under CI=true a skip for a missing dependency is a failure: a red CI, not a quietly thinner one."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.skipped or os.environ.get("CI") != "true" or item.get_closest_marker("optional_extra"):
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    if any(allowed in reason for allowed in _ALLOWED_SKIPS):
+        return
+    report.outcome = "failed"
+    report.longrepr = (f"skipped under CI=true ({reason}): a required dependency or tool is missing; install it, or "
+                       "mark the test optional_extra(reason=...) if it belongs to an optional extra")

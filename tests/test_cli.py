@@ -28,7 +28,8 @@ def test_convert_sample_prints_verification_and_stage_times(tmp_path):
     assert "verified:" in run.output and "max abs" in run.output
     for stage in ("load", "lower", "passes", "emit", "verify"):
         assert stage in run.output
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["model.py", "model.weights.h5", "report.json"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [".portx-output", "model.py", "model.weights.h5",
+                                                                     "report.json"]
 
 
 def test_convert_json(tmp_path):
@@ -59,8 +60,12 @@ def test_existing_out_needs_force(tmp_path):
     run = _run("convert", SAMPLE, "-o", out)
     assert run.exit_code == 2 and "--force" in run.output
     assert (out / "keep.txt").read_text() == "mine"
+    run = _run("convert", SAMPLE, "-o", out, "--force", "--no-verify")  # --force replaces only portx's folders
+    assert run.exit_code == 2 and "was not written by portx" in run.output
+    assert (out / "keep.txt").read_text() == "mine"
+    (out / "keep.txt").unlink()  # an empty folder may be replaced
     assert _run("convert", SAMPLE, "-o", out, "--force", "--no-verify").exit_code == 0
-    assert not (out / "keep.txt").exists()
+    assert _run("convert", SAMPLE, "-o", out, "--force", "--no-verify").exit_code == 0  # and portx's own again
 
 
 @pytest.mark.parametrize("make,expect", [

@@ -296,10 +296,12 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
                        hint="drop --export-tpu, or convert with --to keras-jax")
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="portx-")) / "out"
     stages = _Stages(progress)
-    with staged_output(out, force) as tmp:
+    sizes = {}  # what a full disk would need: the weights are the bulk of every output folder
+    with staged_output(out, force, protect=(source,), need=lambda: sizes.get("weights", 0)) as tmp:
         src = stages.run("load", load, source, example_inputs=example_inputs, inputs=inputs,
                          trust_pickle=trust_pickle, unsafe_keras=unsafe_keras)
         graph = stages.run("lower", _lower, src, strict_tpu)
+        sizes["weights"] = 2 * graph.weight_bytes()  # the weights file, and jax.export's copy at most
         graph = _keep_output_structure(src, graph)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", PortxWarning)

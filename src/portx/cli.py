@@ -1,17 +1,25 @@
 """The ``portx`` command line. Argument handling and printing only; the work is in ``api``.
 
 Exit codes: 0 converted and verified; 1 verification failed (artifacts written); 2 bad input or
-usage; 3 unsupported ops; 4 not TPU-legal under --strict-tpu.
+usage; 3 unsupported ops; 4 not TPU-legal under --strict-tpu; 130/143 interrupted by SIGINT/SIGTERM
+(nothing written, the previous OUT untouched); 70 a bug in portx.
+
+Without --debug the frameworks' loggers and warnings are silenced, so a failure is one line on stderr.
 
 Example:
     $ portx convert model.pt2 --to keras-jax -o out/
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
+import math
+import signal
 import sys
 import traceback
 import warnings
+from pathlib import Path
 
 import click
 
@@ -37,14 +45,73 @@ def _progress(quiet):
     return lambda name, seconds: click.echo(f"  {name:<13}{seconds:8.2f}s", err=True)
 
 
-def _run(debug, fn):
+def _interrupted(signum):
     try:
-        return fn()
-    except KeyboardInterrupt:
-        click.echo("portx: interrupted; nothing was written", err=True)
-        sys.exit(130)
-    except Exception as exc:  # noqa: BLE001 - every failure becomes one line and an exit code
-        sys.exit(_fail(exc, debug))
+        name = signal.Signals(signum).name
+    except ValueError:
+        name = f"signal {signum}"
+    click.echo(f"portx: interrupted by {name}; nothing was written and any previous output is untouched", err=True)
+    return 128 + signum
+
+
+@contextlib.contextmanager
+def _quiet(debug):
+    """Silence the frameworks' loggers and warnings (torch logs whole tracebacks) unless ``--debug``."""
+    if debug:
+        yield
+        return
+    from .passes.legalize import PortxWarning
+
+    disabled, raising = logging.root.manager.disable, logging.raiseExceptions
+    logging.disable(logging.CRITICAL)
+    logging.raiseExceptions = False  # no "--- Logging error ---" from a handler whose stream went away
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            warnings.simplefilter("always", PortxWarning)  # portx's own notes go into the report
+            yield
+    finally:
+        logging.disable(disabled)
+        logging.raiseExceptions = raising
+
+
+def _run(debug, fn):
+    """Run ``fn`` with signals handled (outputs.handling_signals) and every failure turned into one line."""
+    from .errors import Interrupted
+    from .outputs import handling_signals
+
+    with _quiet(debug), handling_signals() as seen:
+        try:
+            result = fn()
+            if not seen:
+                return result
+            code = _interrupted(seen[0])  # a library swallowed the Interrupted exception
+        except Interrupted as exc:
+            code = _interrupted(exc.signum)
+        except KeyboardInterrupt:
+            code = _interrupted(seen[0] if seen else signal.SIGINT)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes one line and an exit code
+            code = _interrupted(seen[0]) if seen else _fail(exc, debug)
+    sys.exit(code)
+
+
+def _tolerance(ctx, param, value):
+    """--atol/--rtol: a finite number >= 0 (NaN, infinity or a negative value would disable verification)."""
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        default = {"atol": "1e-5", "rtol": "1e-4"}.get(param.name, "0")
+        click.echo(f"portx: --{param.name} {value}: must be a finite number >= 0 (NaN, infinite or negative "
+                   f"tolerances make verification meaningless). pass e.g. --{param.name} {default} (the default)",
+                   err=True)
+        ctx.exit(2)
+    return value
+
+
+def _seed(ctx, param, value):
+    """--seed: an integer >= 0 (NumPy's generators take no negative seeds)."""
+    if value < 0:
+        click.echo(f"portx: --seed {value}: must be 0 or more. pass e.g. --seed 0", err=True)
+        ctx.exit(2)
+    return value
 
 
 @click.group()
@@ -63,11 +130,12 @@ def main():
 @click.option("-o", "--out", default=None, help="output folder (default: SRC name + _keras)")
 @click.option("--input", "inputs", multiple=True, help="NAME:SHAPE[:DTYPE], e.g. x:1x3x224x224:float32")
 @click.option("--no-verify", is_flag=True, help="skip numerical verification")
-@click.option("--atol", type=float, default=None, help="absolute tolerance (default 1e-5)")
-@click.option("--rtol", type=float, default=None, help="tolerance relative to the output's scale (default 1e-4)")
+@click.option("--atol", type=float, default=None, callback=_tolerance, help="absolute tolerance (default 1e-5)")
+@click.option("--rtol", type=float, default=None, callback=_tolerance,
+              help="tolerance relative to the output's scale (default 1e-4)")
 @click.option("--trust-pickle", is_flag=True, help="allow loading a full pickle (runs code from the file)")
 @click.option("--unsafe-keras", is_flag=True, help="load .keras files with safe_mode off (runs Lambda code)")
-@click.option("--force", is_flag=True, help="replace OUT if it exists")
+@click.option("--force", is_flag=True, help="replace OUT if it exists and portx wrote it")
 @click.option("--strict-tpu", is_flag=True, help="fail (exit 4) unless the model lowers cleanly for TPU")
 @click.option("--no-fold-bn", is_flag=True, help="keep batch norms as layers (default: folded into convolutions)")
 @click.option("--export-tpu", is_flag=True, help="also write OUT/model.tpu.jaxexport (jax.export, tpu+cpu)")
@@ -78,12 +146,13 @@ def main():
 def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, unsafe_keras, force, strict_tpu, no_fold_bn,
             export_tpu, io_layout, as_json, debug):
     """Convert SRC (.pt2, .pt, .keras, .h5) into OUT/model.py + weights, and verify it."""
-    from . import api
     from .equivalence import DEFAULT_ATOL, DEFAULT_RTOL
 
-    out = out or f"{src.rstrip('/').rsplit('.', 1)[0]}_{target.split('-')[0]}"
+    out = out or str(Path(src).parent / f"{Path(src).stem or 'model'}_{target.split('-')[0]}")
 
-    def work():
+    def work():  # imports torch, Keras and JAX under _run's signal handlers
+        from . import api
+
         return api.convert(src, to=target, out=out, inputs=inputs, verify=not no_verify,
                            atol=DEFAULT_ATOL if atol is None else atol, rtol=DEFAULT_RTOL if rtol is None else rtol,
                            trust_pickle=trust_pickle, force=force, strict_tpu=strict_tpu, export_tpu=export_tpu,
@@ -116,22 +185,28 @@ def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, unsaf
 @click.argument("src", type=click.Path(path_type=str))
 @click.argument("out", type=click.Path(path_type=str))
 @click.option("--samples", type=click.IntRange(min=1), default=1, show_default=True, help="seeded input batches")
-@click.option("--seed", type=int, default=0, show_default=True, help="first seed (batches use SEED..SEED+N-1)")
+@click.option("--seed", type=int, default=0, show_default=True, callback=_seed,
+              help="first seed, 0 or more (batches use SEED..SEED+N-1)")
 @click.option("--input", "inputs", multiple=True, help="NAME:SHAPE[:DTYPE] for formats without shapes")
-@click.option("--atol", type=float, default=None, help="absolute tolerance (default 1e-5)")
-@click.option("--rtol", type=float, default=None, help="tolerance relative to the output's scale (default 1e-4)")
+@click.option("--atol", type=float, default=None, callback=_tolerance, help="absolute tolerance (default 1e-5)")
+@click.option("--rtol", type=float, default=None, callback=_tolerance,
+              help="tolerance relative to the output's scale (default 1e-4)")
 @click.option("--trust-pickle", is_flag=True, help="allow loading a full pickle (runs code from the file)")
 @click.option("--trace", is_flag=True, help="print each layer's error, up to the first diverging one")
 @click.option("--json", "as_json", is_flag=True, help="print the verification report as JSON on stdout")
 @click.option("--debug", is_flag=True, help="show tracebacks")
 def verify(src, out, samples, seed, inputs, atol, rtol, trust_pickle, trace, as_json, debug):
     """Re-check OUT (written by 'portx convert') against SRC on seeded inputs; exit 1 when they differ."""
-    from . import api
     from .equivalence import DEFAULT_ATOL, DEFAULT_RTOL
 
-    report = _run(debug, lambda: api.verify(
-        src, out, samples=samples, seed=seed, inputs=inputs, trust_pickle=trust_pickle, trace=trace, check=False,
-        atol=DEFAULT_ATOL if atol is None else atol, rtol=DEFAULT_RTOL if rtol is None else rtol))
+    def work():
+        from . import api
+
+        return api.verify(src, out, samples=samples, seed=seed, inputs=inputs, trust_pickle=trust_pickle, trace=trace,
+                          check=False, atol=DEFAULT_ATOL if atol is None else atol,
+                          rtol=DEFAULT_RTOL if rtol is None else rtol)
+
+    report = _run(debug, work)
     if as_json:
         click.echo(json.dumps(report, indent=2, default=str))
     else:
@@ -176,9 +251,12 @@ def _num(x):
 @click.option("--debug", is_flag=True, help="show tracebacks")
 def inspect(src, inputs, trust_pickle, target, as_json, debug):
     """List SRC's ops (as portx IR) with counts and source scopes."""
-    from . import api
+    def work():
+        from . import api
 
-    info = _run(debug, lambda: api.inspect(src, inputs=inputs, trust_pickle=trust_pickle, target=target))
+        return api.inspect(src, inputs=inputs, trust_pickle=trust_pickle, target=target)
+
+    info = _run(debug, work)
     if as_json:
         click.echo(json.dumps(info, indent=2))
         return

@@ -4,6 +4,16 @@ Tolerances (float32 outputs): pass when ``max_abs <= atol + rtol * scale``, wher
 largest magnitude of the source output (defaults atol=1e-5, rtol=1e-4). NaN and Inf must appear
 at the same places on both sides; they never make a comparison pass by themselves.
 
+Note [per-element check]: the scaled rule alone lets an error hide in the small entries of a
+wide-range output (probabilities beside logits, boxes beside scores): they share the tolerance of
+the largest entry. So every element must also satisfy
+``|got - ref| <= atol + ELEMENT_FLOOR * scale + ELEMENT_RTOL * |ref|``: a hundred times tighter
+than the scaled rule near zero (beyond atol), and never tighter than it for entries above 10 % of
+the scale. The constants
+come from the error distribution of correct conversions (``benchmarks/element_errors.py``, run on
+the test zoo and keras.applications at small sizes: the worst correct element used 0.005 of this
+allowance, so a real fault has two orders of magnitude of room to show).
+
 Example:
     >>> inputs = make_inputs(graph, seed=0)
     >>> result = compare(source_outputs, emitted_outputs, names)
@@ -12,11 +22,14 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["DEFAULT_ATOL", "DEFAULT_RTOL", "make_inputs", "compare_arrays", "compare", "run_reference",
-           "first_divergence", "index_limit"]
+__all__ = ["DEFAULT_ATOL", "DEFAULT_RTOL", "ELEMENT_FLOOR", "ELEMENT_RTOL", "make_inputs", "compare_arrays",
+           "compare", "run_reference", "first_divergence", "index_limit", "element_check"]
 
 DEFAULT_ATOL = 1e-5
 DEFAULT_RTOL = 1e-4
+#: per-element rule (Note [per-element check]): floor as a fraction of the output's scale, and rtol
+ELEMENT_FLOOR = 1e-6
+ELEMENT_RTOL = 1e-3
 
 
 def _indexing_ops():
@@ -54,8 +67,24 @@ def make_inputs(graph, seed=0) -> list:
     return arrays
 
 
-def compare_arrays(expected, got, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> dict:
-    """Errors of ``got`` against ``expected``; ``passed`` is False on shape, NaN or Inf mismatch."""
+def element_check(e, g, finite, atol, scale) -> dict:
+    """Per-element violations of Note [per-element check] (float64 arrays, ``finite`` mask)."""
+    allowed = atol + ELEMENT_FLOOR * scale + ELEMENT_RTOL * np.abs(e)
+    excess = np.where(finite, np.abs(e - g) / allowed, 0.0)
+    worst = np.unravel_index(int(np.argmax(excess)), excess.shape) if excess.size else ()
+    return {"violations": int(np.sum(excess > 1.0)), "worst_index": [int(i) for i in worst],
+            "worst_ratio": float(excess[worst]) if excess.size else 0.0,
+            "worst_got": float(g[worst]) if excess.size else None,
+            "worst_ref": float(e[worst]) if excess.size else None,
+            "floor": ELEMENT_FLOOR, "rtol": ELEMENT_RTOL}
+
+
+def compare_arrays(expected, got, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, elements=False) -> dict:
+    """Errors of ``got`` against ``expected``; ``passed`` is False on shape, NaN or Inf mismatch.
+
+    ``elements=True`` adds the per-element rule (Note [per-element check]) as ``row["elements"]``;
+    a violation fails the comparison.
+    """
     expected, got = np.asarray(expected), np.asarray(got)
     row = {"shape": list(expected.shape), "atol": atol, "rtol": rtol}
     if expected.shape != got.shape:
@@ -82,6 +111,13 @@ def compare_arrays(expected, got, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> dict:
         problem = f"max abs error {max_abs:.3g} > atol + rtol * scale = {atol + rtol * scale:.3g}"
     if nan_e.all() and e.size:
         problem = problem or "all outputs are NaN: the comparison would be vacuous"
+    if elements:
+        row["elements"] = element_check(e, g, finite, atol, scale)
+        if row["elements"]["violations"] and not problem:
+            worst = row["elements"]
+            problem = (f"{worst['violations']} element(s) off beyond atol + {ELEMENT_FLOOR:g}*scale + "
+                       f"{ELEMENT_RTOL:g}*|ref|; worst at {tuple(worst['worst_index'])}: {worst['worst_got']:.6g} "
+                       f"vs {worst['worst_ref']:.6g}")
     return {**row, "passed": not problem, "max_abs": max_abs, "max_rel": max_rel, "problem": problem}
 
 
@@ -89,7 +125,7 @@ def compare(expected: list, got: list, names: list, atol=DEFAULT_ATOL, rtol=DEFA
     """Per-output comparison rows and an overall verdict."""
     if len(expected) != len(got):
         return {"passed": False, "outputs": [], "problem": f"{len(got)} outputs, expected {len(expected)}"}
-    rows = [{"name": n, **compare_arrays(e, g, atol, rtol)} for n, e, g in zip(names, expected, got)]
+    rows = [{"name": n, **compare_arrays(e, g, atol, rtol, elements=True)} for n, e, g in zip(names, expected, got)]
     return {"passed": all(r["passed"] for r in rows), "outputs": rows}
 
 

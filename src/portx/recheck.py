@@ -21,6 +21,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from .errors import BadInput, VerificationFailed
+from .emitters.codegen import flatten_outputs
 from .equivalence import DEFAULT_ATOL, DEFAULT_RTOL, compare, compare_arrays, make_inputs, run_reference
 
 __all__ = ["Converted", "open_converted", "lower_source", "expected_outputs", "check_converted", "verify_converted",
@@ -244,8 +245,8 @@ def _torch_inputs(src, arrays) -> list:
     import torch
 
     # the source gets its own input dtypes back (e.g. int64 ids the IR narrowed to int32)
-    return [torch.from_numpy(np.ascontiguousarray(a)).to(ex.dtype) if isinstance(ex, torch.Tensor)
-            else torch.from_numpy(np.ascontiguousarray(a)) for a, ex in zip(arrays, src.example_inputs)]
+    return [torch.from_numpy(np.require(a, requirements="C")).to(ex.dtype) if isinstance(ex, torch.Tensor)
+            else torch.from_numpy(np.require(a, requirements="C")) for a, ex in zip(arrays, src.example_inputs)]
 
 
 def source_intermediates(src, arrays) -> dict:
@@ -287,7 +288,7 @@ def _run_samples(src, graph, model, batches, atol, rtol) -> list:
 
     def forward(trainable, non_trainable, *inputs):  # one compile for all batches
         out, _ = model.stateless_call(trainable, non_trainable, list(inputs) if len(inputs) > 1 else inputs[0])
-        return out
+        return flatten_outputs(out)  # inside jit: JAX would hand a dict back with its keys sorted
 
     run = jax.jit(forward)
     weights = ([v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables])
@@ -295,7 +296,7 @@ def _run_samples(src, graph, model, batches, atol, rtol) -> list:
     rows = []
     for seed, arrays in batches:
         got = run(*weights, *arrays)
-        got = [np.asarray(o) for o in (got if isinstance(got, (list, tuple)) else [got])]
+        got = [np.asarray(o) for o in got]
         rows.append({"seed": seed, **compare(expected_outputs(src, graph, arrays), got, names, atol, rtol)})
     return rows
 
@@ -412,13 +413,18 @@ def verify_converted(source, out, *, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=
     from .recheck_torch import is_torch_folder, verify_torch
 
     if is_torch_folder(out):  # model.safetensors beside model.py: written by --to torch-xla
-        return verify_torch(source, out, samples=samples, seed=seed, atol=atol, rtol=rtol, inputs=inputs,
-                            trust_pickle=trust_pickle, trace=trace, check=check)
-    src = load(source, inputs=inputs, trust_pickle=trust_pickle)
-    converted = open_converted(out)
-    if converted.code is None:
-        raise BadInput(f"{type(out).__name__}: OUT must be a folder or a model.py path", hint="pass the OUT folder")
-    report = check_converted(src, converted, samples=samples, seed=seed, atol=atol, rtol=rtol, trace=trace)
+        report = verify_torch(source, out, samples=samples, seed=seed, atol=atol, rtol=rtol, inputs=inputs,
+                              trust_pickle=trust_pickle, trace=trace, check=False)
+    else:
+        src = load(source, inputs=inputs, trust_pickle=trust_pickle)
+        converted = open_converted(out)
+        if converted.code is None:
+            raise BadInput(f"{type(out).__name__}: OUT must be a folder or a model.py path", hint="pass the OUT folder")
+        report = check_converted(src, converted, samples=samples, seed=seed, atol=atol, rtol=rtol, trace=trace)
+    if not report["passed"] and not report["outputs"]:  # nothing compared: OUT takes or gives other tensors
+        first = next((s.get("problem") for s in report["samples"] if s.get("problem")), None)
+        raise BadInput(f"{report['out']}: was converted from another model or for other input shapes: "
+                       f"{first or report['problem']}", hint="pass the model OUT was made from, or convert SRC anew")
     if check and not report["passed"]:
         raise VerificationFailed(report["problem"], hint="rerun with --trace for every layer's error")
     return report

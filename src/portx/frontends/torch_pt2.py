@@ -19,6 +19,7 @@ Example:
 """
 from __future__ import annotations
 
+import errno
 import io
 import json
 import keyword
@@ -358,7 +359,12 @@ def load_pt2_safely(path, trust_pickle=False):
         return torch.export.load(str(path)), []
     try:
         clean, renamed = _clean_archive(path, trust_pickle)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, KeyError, NotImplementedError) as exc:
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):  # the temp copy: the disk, not the file
+            raise
+        raise BadInput(f"{path}: not a readable torch.export archive ({type(exc).__name__})",
+                       hint="the file may be truncated; re-save it with torch.export.save") from None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, KeyError, NotImplementedError) as exc:
         raise BadInput(f"{path}: not a readable torch.export archive ({type(exc).__name__})",
                        hint="the file may be truncated; re-save it with torch.export.save") from None
     try:
