@@ -11,8 +11,8 @@ the largest entry. So every element must also satisfy
 than the scaled rule near zero (beyond atol), and never tighter than it for entries above 10 % of
 the scale. The constants
 come from the error distribution of correct conversions (``benchmarks/element_errors.py``, run on
-the test zoo and keras.applications at small sizes: the worst correct element used 0.005 of this
-allowance, so a real fault has two orders of magnitude of room to show).
+the test zoo and keras.applications at small sizes: the worst correct element used 0.017 of this
+allowance (gpt-ish), so a real fault has almost two orders of magnitude of room to show).
 
 Example:
     >>> inputs = make_inputs(graph, seed=0)
