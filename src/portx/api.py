@@ -95,7 +95,7 @@ def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_k
                 raise BadInput(f"subclassed Keras model {source.name} has no functional graph to read input "
                                "shapes from", hint="pass example_inputs=(array, ...) to portx.convert")
             return SubclassedKerasSource(source, [np.asarray(a) for a in example_inputs])
-        return from_keras_model(source, input_specs=inputs)
+        return from_keras_model(source, input_specs=inputs, example_inputs=example_inputs)
     from .frontends.torch_files import from_module, load_torch_source
 
     if isinstance(source, (str, os.PathLike)):

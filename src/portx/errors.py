@@ -8,8 +8,13 @@ Example:
 """
 from __future__ import annotations
 
-__all__ = ["PortxError", "BadInput", "BadValue", "Interrupted", "UnsupportedOps", "NotTpuLegal", "VerificationFailed", "Unsupported",
-           "EXIT_CODES"]
+__all__ = ["PortxError", "BadInput", "BadValue", "Interrupted", "UnsupportedOps", "NotTpuLegal", "VerificationFailed",
+           "Unsupported", "EXIT_CODES", "MAX_INPUT_ELEMENTS"]
+
+
+#: the largest tensor portx allocates from a user's shape (--input, a model file's input or layer
+#: shape): 2**31 elements, 8 GB of float32. Checked before allocating, in every frontend.
+MAX_INPUT_ELEMENTS = 1 << 31
 
 
 class PortxError(Exception):

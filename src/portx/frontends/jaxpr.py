@@ -222,11 +222,29 @@ class _Lowering:
         try:
             if found is None:
                 raise Unsupported(_REASONS.get(name, ""))
-            result = found[1](JaxCall(self, eqn, args, scope))
+            result = found[1](JaxCall(self, eqn, self.promoted(eqn, args, scope), scope))
             return self.checked(eqn, result, scope)
         except Unsupported as exc:
             self.failures.setdefault((name, str(exc)), []).append(scope)
             return [self.stand_in(v.aval) for v in eqn.outvars]
+
+    def promoted(self, eqn, args, scope) -> list:
+        """Operands of mixed dtypes cast to ``preferred_element_type`` (an int32 input to a float32 Dense: JAX's
+        dot_general converts it, an IR op would not)."""
+        want = eqn.params.get("preferred_element_type")
+        kinds = {str(v.aval.dtype) for v in eqn.invars}
+        if want is None or len(kinds) < 2 or str(want) not in DTYPES:
+            return args
+        out = []
+        for arg, var in zip(args, eqn.invars):
+            if str(var.aval.dtype) == str(want):
+                out.append(arg)
+            elif isinstance(arg, Const):
+                out.append(Const(arg.array.astype(str(want)), arg.name))
+            else:
+                out.append(self.builder.emit(CAST, [arg], {"dtype": str(want)}, scope,
+                                             self.hint(scope, eqn.primitive.name)))
+        return out
 
     def checked(self, eqn, result, scope) -> list:
         """Rule outputs against JAX's types: a dtype difference is cast away, a shape difference is a bug."""

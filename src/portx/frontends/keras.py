@@ -19,10 +19,12 @@ Example:
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import BadInput, Unsupported, UnsupportedOps
-from ..ir import IMPORT_RULES, GraphBuilder, TensorType, Value
+from ..ir import DTYPES, IMPORT_RULES, GraphBuilder, TensorType, Value
 from ..ir.validate import IRError
 from ..ops.shape import PERMUTE
 from .keras_activations import apply_activation
@@ -203,8 +205,14 @@ class _Walker:
         self.bind(node, env, result if isinstance(result, (list, tuple)) else [result])
 
     def bind(self, node, env, outs):
+        from ..errors import MAX_INPUT_ELEMENTS
+
         for tensor, value in zip(node.outputs, outs):
             known = self.static_shape(tensor.shape)
+            if value is not None and math.prod(value.type.shape) > MAX_INPUT_ELEMENTS:
+                raise BadInput(f"layer {node.operation.name} ({rule_key(node.operation)}): output shape "
+                               f"{tuple(value.type.shape)} has more than {MAX_INPUT_ELEMENTS:.3g} elements",
+                               hint="convert for a smaller --input shape, or check the model's config")
             if value is not None and (len(known) != value.type.rank or any(
                     d is not None and d != v for d, v in zip(known, value.type.shape))):
                 raise IRError(f"layer {node.operation.name} ({rule_key(node.operation)}): IR shape "
@@ -258,8 +266,14 @@ def _input_name(tensor) -> str:
 
 
 def input_types_for(model, overrides=None) -> list:
-    """Static TensorTypes for the model inputs: batch None -> 1 (or the shape in ``overrides[name]``)."""
+    """Static TensorTypes for the model inputs: batch None -> 1 (or the shape in ``overrides[name]``).
+
+    BadInput for a dimension below 1, more than MAX_INPUT_ELEMENTS elements or a dtype the IR has no name for
+    (Note [keras input checks]), before anything is allocated.
+    """
     import keras
+
+    from ..errors import MAX_INPUT_ELEMENTS
 
     fn = _functional_of(model)
     types = []
@@ -272,5 +286,15 @@ def input_types_for(model, overrides=None) -> list:
             raise BadInput(f"Keras input {name}: shape {tuple(tensor.shape)} has an unknown dimension "
                            "other than the batch", hint=f"pass --input {name}:SHAPE, e.g. "
                            f"{name}:" + "x".join(str(d or 8) for d in (1,) + tuple(tensor.shape[1:])))
-        types.append(TensorType(tuple(int(d) for d in shape), str(keras.backend.standardize_dtype(tensor.dtype))))
+        shape = tuple(int(d) for d in shape)
+        if any(d < 1 for d in shape) or math.prod(shape) > MAX_INPUT_ELEMENTS:
+            why = "a dimension below 1" if any(d < 1 for d in shape) else \
+                f"{math.prod(shape):.3g} elements, more than portx allocates ({MAX_INPUT_ELEMENTS:.3g})"
+            raise BadInput(f"Keras input {name}: shape {shape} has {why}", hint=f"pass --input {name}:SHAPE with "
+                           "dimensions >= 1 and a smaller example shape; TPU programs are compiled per shape anyway")
+        dtype = str(keras.backend.standardize_dtype(tensor.dtype))
+        if dtype not in DTYPES:
+            raise BadInput(f"Keras input {name}: dtype {dtype} cannot be converted",
+                           hint=f"portx converts inputs of {', '.join(DTYPES)}")
+        types.append(TensorType(shape, dtype))
     return types

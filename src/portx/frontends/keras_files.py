@@ -4,7 +4,16 @@ Note [keras safe mode]: files are loaded with ``safe_mode=True``, which refuses 
 Python code would run while loading). Before loading, the stored config is scanned so the refusal
 names every Lambda layer; ``unsafe=True`` (``--unsafe-keras``) loads with ``safe_mode=False``. A
 custom layer class that is not registered cannot be rebuilt from a file at all: the message names
-the layer and class and says to register it and pass the live model instead.
+the layer and class and says to register it and pass the live model instead. A class whose ``module`` lies
+outside Keras is refused before Keras sees the file, with or without ``unsafe`` (Keras would not import it
+either). The file itself is checked first (Note [keras archive checks]) and Keras loads it under
+Note [keras load guards].
+
+Note [keras input checks]: ``--input`` specs and example arrays may change the batch and the dimensions a
+model leaves unknown, never the rank or a fixed dimension, and their dtype must be the model's: a float16
+array for a model that computes float32 is the user's mistake, named as such (float64, NumPy's default, and
+any integer width for an integer input are accepted). Every input dimension is at least 1 and an input holds
+at most ``MAX_INPUT_ELEMENTS`` elements, checked before anything is allocated.
 
 Example:
     >>> src = load_keras_source("model.keras")
@@ -12,10 +21,9 @@ Example:
 """
 from __future__ import annotations
 
-import json
 import os
 import re
-import zipfile
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +31,8 @@ import numpy as np
 
 from ..errors import BadInput
 from .keras import input_types_for, lower_keras
+from .keras_archive import iter_objects, json_kind, object_name, read_stored_model, stored_layers
+from .keras_guards import load_guards
 
 __all__ = ["KerasSource", "load_keras_source", "from_keras_model", "is_keras_model", "stored_layers"]
 
@@ -63,16 +73,26 @@ def is_keras_model(obj) -> bool:
 
 
 def _overrides(specs) -> dict:
-    """``["x:1x8x8x3", ...]`` (or a {name: shape} dict) -> {name: shape}; unnamed specs keep their order."""
+    """``["x:1x8x8x3:float16", ...]`` (or a {name: shape} dict) -> {name: (shape, dtype or None)}.
+
+    Unnamed specs are keyed by their position; the dtype is None where the spec gives none.
+    """
     if isinstance(specs, dict):
-        return {k: tuple(v) for k, v in specs.items()}
+        return {k: (tuple(v), None) for k, v in specs.items()}
     from .torch_files import parse_input_spec  # the same NAME:SHAPE[:DTYPE] grammar as for torch
 
     found = {}
     for i, spec in enumerate(specs or ()):
-        name, shape, _ = parse_input_spec(spec)
-        found[name or i] = shape
+        name, shape, dtype = parse_input_spec(spec)
+        tail = spec.strip().rsplit(":", 1)[-1]
+        found[name or i] = (shape, dtype if ":" in spec and tail == dtype else None)
     return found
+
+
+def _example_overrides(arrays) -> dict:
+    """Example arrays (a tuple, or one array) -> {position: (shape, dtype)} like ``_overrides``."""
+    arrays = arrays if isinstance(arrays, (tuple, list)) else (arrays,)
+    return {i: (tuple(np.shape(a)), str(a.dtype) if hasattr(a, "dtype") else None) for i, a in enumerate(arrays)}
 
 
 def _policy_notes(model) -> list:
@@ -86,14 +106,16 @@ def _policy_notes(model) -> list:
     return notes[:5]
 
 
-def from_keras_model(model, input_specs=(), label=None) -> KerasSource:
-    """Wrap a live Sequential/Functional model; ``input_specs`` fix shapes (``["x:2x32x32x3"]``)."""
+def from_keras_model(model, input_specs=(), label=None, example_inputs=None) -> KerasSource:
+    """Wrap a live Sequential/Functional model; ``input_specs`` (``["x:2x32x32x3"]``) or ``example_inputs``
+    (arrays) fix its input shapes within Note [keras input checks]."""
     if not is_keras_model(model):
         raise BadInput(f"{type(model).__name__} is not a keras.Model", hint="pass a keras.Model or a .keras file")
     if not model.built or getattr(model, "_functional", "n/a") is None:
         raise BadInput(f"Keras model {model.name} is not built, so its input shapes are unknown",
                        hint="start it with keras.Input(shape=...) or call model.build(input_shape) first")
-    overrides = _overrides(input_specs)
+    overrides = _overrides(input_specs) if input_specs or example_inputs is None else \
+        _example_overrides(example_inputs)
     names = _input_names(model)
     for key in [k for k in overrides if isinstance(k, int)]:
         if key < len(names):
@@ -102,7 +124,43 @@ def from_keras_model(model, input_specs=(), label=None) -> KerasSource:
     if unknown:
         raise BadInput(f"--input {unknown[0]}: the Keras model has no input of that name",
                        hint=f"its inputs are {', '.join(names)}")
-    return KerasSource(model, input_types_for(model, overrides), label or model.name, _policy_notes(model))
+    _check_overrides(model, overrides)
+    shapes = {name: shape for name, (shape, _) in overrides.items()}
+    return KerasSource(model, input_types_for(model, shapes), label or model.name, _policy_notes(model))
+
+
+def _check_overrides(model, overrides):
+    """BadInput for a given shape or dtype the model cannot take (Note [keras input checks])."""
+    import keras
+
+    from .keras import _functional_of, _input_name
+
+    for tensor in keras.tree.flatten(_functional_of(model).inputs):
+        name = _input_name(tensor)
+        if name not in overrides:
+            continue
+        shape, dtype = overrides[name]
+        want = tuple(tensor.shape)
+        if len(shape) != len(want) or any(w is not None and i > 0 and w != d
+                                          for i, (w, d) in enumerate(zip(want, shape))):
+            raise BadInput(f"--input {name}: shape {shape} does not fit the Keras model's input {name} of shape "
+                           f"{want} (None: any size)", hint=f"give {len(want)} dimensions and keep the fixed ones, "
+                           f"e.g. {name}:" + "x".join(str(d or 1) for d in want))
+        expected = keras.backend.standardize_dtype(tensor.dtype)
+        if dtype is not None and _dtype_mistake(dtype, expected):
+            compute = getattr(getattr(model, "dtype_policy", None), "compute_dtype", expected)
+            raise BadInput(f"--input {name}: dtype {dtype} given, but the Keras model's input {name} is {expected} "
+                           f"(the model computes in {compute})",
+                           hint=f"give {expected} data (drop ':{dtype}' from --input, or cast example arrays with "
+                                f".astype('{expected}')); portx converts for the model's own input dtype")
+
+
+def _dtype_mistake(given, expected) -> bool:
+    given = str(given)
+    if given == expected or (given == "float64" and expected == "float32"):  # float64: NumPy's default
+        return False
+    ints = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+    return not (given in ints and expected in ints)
 
 
 def _input_names(model) -> list:
@@ -114,65 +172,92 @@ def _input_names(model) -> list:
     return [_input_name(t) for t in keras.tree.flatten(fn.inputs)] if fn is not None else []
 
 
-def _read_config(path) -> dict:
-    """The stored model config (``config.json`` of a .keras zip; ``model_config`` of an .h5)."""
-    if path.suffix.lower() == ".keras":
-        try:
-            with zipfile.ZipFile(path) as z:
-                return json.loads(z.read("config.json"))
-        except (zipfile.BadZipFile, KeyError, OSError, ValueError):
-            raise BadInput(f"{path}: not a readable .keras archive (no config.json in a zip file)",
-                           hint="the file may be truncated or of another kind; re-save it with model.save()") from None
-    import h5py
-
-    try:
-        with h5py.File(path, "r") as f:
-            raw = f.attrs.get("model_config")
-    except OSError:
-        raise BadInput(f"{path}: not a readable HDF5 file",
-                       hint="the file may be truncated or of another kind; re-save it with model.save()") from None
-    if raw is None:
-        raise BadInput(f"{path}: holds weights but no model architecture",
-                       hint="save the whole model (model.save('model.keras')) or pass the live model")
-    return json.loads(raw.decode() if isinstance(raw, bytes) else raw)
+_KERAS_PACKAGES = {"keras", "keras_hub", "keras_cv", "keras_nlp"}  # the packages Keras itself imports from
+_SPECIAL = {"__keras_tensor__", "__tensor__", "__numpy__", "__bytes__", "__ellipsis__", "__slice__", "__typespec__",
+            "__lambda__"}
 
 
-def stored_layers(config) -> list:
-    """Every (class_name, layer name) in a stored config, nested models included."""
-    found = []
-    if isinstance(config, dict):
-        if "class_name" in config and isinstance(config.get("config"), dict) and "name" in config["config"]:
-            found.append((config["class_name"], config["config"]["name"]))
-        for value in config.values():
-            found += stored_layers(value)
-    elif isinstance(config, list):
-        for value in config:
-            found += stored_layers(value)
-    return found
+#: layer classes whose loading runs code from the file: Python bytecode, a pickle, an external SavedModel graph
+_CODE_LAYERS = ("Lambda", "TorchModuleWrapper", "TFSMLayer")
 
 
-def _refuse_lambdas(path, layers):
-    names = [name for cls, name in layers if cls == "Lambda"]
-    if names:
-        raise BadInput(f"{path}: Lambda layer{'s' if len(names) > 1 else ''} {', '.join(names)} hold Python code "
-                       "that loading would run; refused in safe mode",
-                       hint="pass --unsafe-keras (unsafe=True) only if you trust the file's author: the Lambda "
-                            "code then runs while loading")
+def _refuse_code(path, config):
+    """BadInput naming every layer that carries code: Lambda-like layers and serialized lambdas (Note [keras
+    safe mode]). Keras' safe mode refuses them too; portx names them all, before Keras reads anything."""
+    found = {}  # what -> layer names
+    for obj, layer in iter_objects(config):
+        if obj["class_name"] in _CODE_LAYERS:
+            found.setdefault(f"{obj['class_name']} layer", []).append(object_name(obj) or layer or "?")
+        elif obj["class_name"] == "__lambda__" and not any(layer in names for names in found.values()):
+            found.setdefault("layer", []).append(layer or "<top>")
+    if not found:
+        return
+    what = [f"{kind}{'s' if len(names) > 1 else ''} {', '.join(dict.fromkeys(names))}"
+            + (" (a serialized lambda)" if kind == "layer" else "") for kind, names in found.items()]
+    verb = "holds" if sum(map(len, found.values())) == 1 else "hold"
+    raise BadInput(f"{path}: {' and '.join(what)} {verb} code that loading would run; refused in safe mode",
+                   hint="pass --unsafe-keras (unsafe=True) only if you trust the file's author: the Lambda "
+                        "code then runs while loading")
 
 
-_MISSING_CLASS = re.compile(r"(?:Could not locate class|Unknown layer:|Unknown object:?)\s*'([^']+)'")
+def _unresolvable(path, config):
+    """BadInput listing objects whose fields have the wrong type or that name code outside Keras."""
+    import keras
+
+    problems, damaged = [], []
+    for obj, layer in iter_objects(config):
+        where = f"layer {layer}" if layer else "the model"
+        fields = {key: obj.get(key) for key in ("class_name", "module", "registered_name")}
+        wrong = [k for k, v in fields.items() if not (isinstance(v, str) or (v is None and k != "class_name"))]
+        if wrong:
+            damaged.append(f"{where}: field {wrong[0]} is {json_kind(fields[wrong[0]])}, expected a string")
+            continue
+        cls, module = fields["class_name"], fields["module"]
+        if cls in _SPECIAL or "config" not in obj or module is None:
+            continue  # Keras' own encodings, plain dicts, and legacy .h5 entries Keras resolves by name
+        lookup = obj["config"] if cls == "function" else obj.get("registered_name", cls)
+        if module.split(".")[0] in _KERAS_PACKAGES or (cls == "function" and module == "builtins") or (
+                isinstance(lookup, str) and keras.saving.get_registered_object(lookup) is not None):
+            continue
+        problems.append(f"{where} has custom class {cls} (module {module}), which is not registered")
+    if damaged:
+        more = f" (and {len(damaged) - 3} more)" if len(damaged) > 3 else ""
+        raise BadInput(f"{path}: {'; '.join(damaged[:3])}{more}",
+                       hint="Keras writes strings there, so the file was edited or damaged; re-save the model")
+    if problems:
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        raise BadInput(f"{path}: {'; '.join(problems[:3])}{more}",
+                       hint="a file cannot name code for portx to import: portx rebuilds Keras classes and classes "
+                            "registered with @keras.saving.register_keras_serializable(); load the model in Python "
+                            "and pass the live model to portx.convert")
+
+
+_MISSING_CLASS = re.compile(r"(?:Could not locate class|Unknown layer:|Unknown object:?)\s*'([^']+)'"
+                            r"|Could not deserialize '(?:[\w.]+\.)?([^'.]+)' because it is not a KerasSaveable")
+# Keras rewraps a failing from_config as "... could not be deserialized properly ... Exception encountered: <cause>"
+_CAUSE = re.compile(r"Exception encountered:\s*(.*)$", re.S)
+_CONFIG_DUMP = re.compile(r"\s*(Full object config:|Received: config=|config=\{).*", re.S)
 
 
 def _load_failure(path, exc, layers) -> BadInput:
     text = str(exc)
-    missing = {m.split(">")[-1] for m in _MISSING_CLASS.findall(text)}
+    while _CAUSE.search(text):
+        text = _CAUSE.search(text).group(1)
+    text = _CONFIG_DUMP.sub("", text)
+    missing = {m.split(">")[-1] for pair in _MISSING_CLASS.findall(str(exc)) for m in pair if m}
     for cls, name in layers:
         bare = cls.split(">")[-1]
         if bare in missing:
             return BadInput(f"{path}: layer {name} has custom class {bare}, which is not registered",
                             hint="define it with @keras.saving.register_keras_serializable(), load the model in "
                                  "Python and pass the live model to portx.convert")
-    first = text.strip().splitlines()[0][:300] if text.strip() else type(exc).__name__
+    if isinstance(exc, RecursionError):
+        return BadInput(f"{path}: Keras ran out of stack rebuilding the model (RecursionError)",
+                        hint="the model's graph is deeper than portx allows for its layer count; report it if the "
+                             "file is genuine")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    first = (" ".join(lines[:2]) if lines[0].endswith(":") and len(lines) > 1 else lines[0])[:300] if lines \
+        else type(exc).__name__
     return BadInput(f"{path}: Keras could not load the model ({type(exc).__name__}: {first})",
                     hint="check that it was saved by Keras 3 with model.save(); custom classes must be "
                          "registered and the live model passed to portx.convert")
@@ -180,8 +265,6 @@ def _load_failure(path, exc, layers) -> BadInput:
 
 def load_keras_source(path, input_specs=(), unsafe=False) -> KerasSource:
     """Open a ``.keras`` or ``.h5`` model (see Note [keras safe mode])."""
-    import keras
-
     path = Path(path)
     if not path.exists():
         raise BadInput(f"{path}: no such file", hint="check the path")
@@ -193,11 +276,36 @@ def load_keras_source(path, input_specs=(), unsafe=False) -> KerasSource:
                        hint="portx reads .keras archives and legacy .h5 full-model files")
     if path.stat().st_size == 0:
         raise BadInput(f"{path}: is empty", hint="re-save the model")
-    layers = stored_layers(_read_config(path))
+    stored = read_stored_model(path)
     if not unsafe:
-        _refuse_lambdas(path, layers)
+        _refuse_code(path, stored.config)
+    _unresolvable(path, stored.config)
+    model, notes = _load_model(path, stored, unsafe)
     try:
-        model = keras.saving.load_model(os.fspath(path), safe_mode=not unsafe, compile=False)
-    except Exception as exc:  # Keras raises ValueError/TypeError/OSError/KeyError for bad files
-        raise _load_failure(path, exc, layers) from None
-    return from_keras_model(model, input_specs, path.name)
+        src = from_keras_model(model, input_specs, path.name)
+    except BadInput as exc:  # name the file the input belongs to
+        raise BadInput(f"{path}: {exc.message}", hint=exc.hint) from None
+    src.notes = notes + src.notes
+    return src
+
+
+def _load_model(path, stored, unsafe):
+    """``keras.saving.load_model`` under Note [keras load guards]; Keras' warnings become report notes."""
+    import keras
+
+    layers = stored_layers(stored.config)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with load_guards(stored.weight_bytes, len(layers), str(path)):
+                model = keras.saving.load_model(os.fspath(path), safe_mode=not unsafe, compile=False)
+        except BadInput:
+            raise
+        except MemoryError:
+            raise BadInput(f"{path}: rebuilding the model ran out of memory",
+                           hint="the model is too large for this machine, or its config is hostile") from None
+        except Exception as exc:  # Keras raises ValueError/TypeError/OSError/KeyError/RecursionError for bad files
+            raise _load_failure(path, exc, layers) from None
+    notes = [f"Keras: {str(w.message).splitlines()[0][:200]}" for w in caught
+             if not issubclass(w.category, (DeprecationWarning, FutureWarning))]
+    return model, list(dict.fromkeys(notes))[:5]

@@ -109,6 +109,19 @@ def lower_keras_subclassed(model, example_arrays, name=None) -> Graph:
     return lower_jaxpr(closed, _input_names(model, len(arrays)), params, name or model.name)
 
 
+def _check_float_dtypes(model, arrays):
+    """BadInput for a float example in another float type than the model computes in or keeps its weights in
+    (float64, NumPy's default, is narrowed to float32)."""
+    compute = str(getattr(model, "compute_dtype", None) or "float32")
+    accepted = {compute, str(getattr(model, "variable_dtype", None) or compute), "float64"}
+    for i, array in enumerate(arrays):
+        dtype = str(array.dtype)
+        if dtype.startswith(("float", "bfloat")) and dtype not in accepted:
+            raise BadInput(f"example input {i}: dtype {dtype} given, but Keras model {model.name} computes in "
+                           f"{compute}", hint=f"pass {compute} arrays (x.astype('{compute}')); portx converts for "
+                                              "the model's own dtype")
+
+
 class SubclassedKerasSource:
     """A subclassed Keras model with example inputs: runs the model and lowers it by tracing.
 
@@ -120,6 +133,7 @@ class SubclassedKerasSource:
     def __init__(self, model, example_arrays, label=None):
         self.model = model
         self.example_arrays = [np.asarray(a) for a in example_arrays]
+        _check_float_dtypes(model, self.example_arrays)
         self.label = label or model.name
         self.notes = ["subclassed Keras model: lowered by tracing its JAX computation (scopes from name scopes)"]
 

@@ -21,14 +21,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..errors import BadInput
+from ..errors import MAX_INPUT_ELEMENTS, BadInput
 from .torch import export_module
 
 __all__ = ["TorchSource", "load_torch_source", "from_module", "parse_input_spec", "output_structure"]
 
 _SPEC = re.compile(r"^(?P<name>[A-Za-z_][\w.]*)?:?(?P<shape>\d+(x\d+)*|scalar)(:(?P<dtype>\w+))?$")
-#: the largest example input portx allocates from an --input spec (2**31 elements: 8 GB of float32)
-MAX_INPUT_ELEMENTS = 1 << 31
 _DTYPES = {"float32", "float16", "bfloat16", "float64", "int64", "int32", "bool", "uint8", "int8"}
 
 
