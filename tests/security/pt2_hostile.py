@@ -99,3 +99,17 @@ def rename_everywhere(doc, old, new):
     renamed = visit(doc)
     doc.clear()
     doc.update(renamed)
+
+
+def mutate(doc, path, value, delete):
+    """Set (or delete) the item at ``path`` of a JSON document; returns it (``value`` when ``path`` is empty)."""
+    if not path:
+        return value
+    parent = doc
+    for key in path[:-1]:
+        parent = parent[key]
+    if delete:
+        parent.pop(path[-1])
+    else:
+        parent[path[-1]] = value
+    return doc

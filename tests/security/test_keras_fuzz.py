@@ -22,6 +22,7 @@ from portx.cli import main
 
 sys.path.insert(0, str(Path(__file__).parent))
 from keras_hostile import lambda_code, layer_config, rewrite, small_cnn  # noqa: E402
+from pt2_hostile import mutate  # noqa: E402
 
 DEEP = re.compile(rb'"DEEP:(\d+)"')
 CLASS_NAMES = ["Lambda", "__lambda__", "__numpy__", "__tensor__", "__keras_tensor__", "function", "system", "eval",
@@ -74,20 +75,6 @@ def hostile_values(marker):
         st.sampled_from(CLASS_NAMES + MODULES + REGISTERED), st.text(max_size=8),
         st.integers(min_value=-2 ** 70, max_value=2 ** 70), st.sampled_from([0, -1, 1, 2, 3, 10 ** 9, 2 ** 62]),
         st.floats(allow_nan=True), st.none(), st.booleans(), st.lists(st.integers(-3, 9), max_size=4))
-
-
-def mutate(doc, path, value, delete):
-    """Set (or delete) the item at ``path``; a mutation of the document itself replaces it."""
-    if not path:
-        return value
-    parent = doc
-    for key in path[:-1]:
-        parent = parent[key]
-    if delete:
-        parent.pop(path[-1])
-    else:
-        parent[path[-1]] = value
-    return doc
 
 
 def convert(src, doc, workdir):

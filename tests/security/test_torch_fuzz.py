@@ -17,7 +17,7 @@ from portx.cli import main
 from portx.frontends.torch_files import parse_input_spec
 
 sys.path.insert(0, str(Path(__file__).parent))
-from pt2_hostile import export_small, rewrite  # noqa: E402
+from pt2_hostile import export_small, mutate, rewrite  # noqa: E402
 
 MEMBERS = ["models/model.json", "data/weights/model_weights_config.json",
            "data/constants/model_constants_config.json"]
@@ -42,20 +42,6 @@ def hostile_values(marker):
                                                                                        st.integers(), max_size=2))
 
 
-def mutate(doc, path, value, delete):
-    """Set (or delete) the item at ``path``; returns False when the path is the document itself."""
-    if not path:
-        return False
-    parent = doc
-    for key in path[:-1]:
-        parent = parent[key]
-    if delete and isinstance(parent, dict):
-        del parent[path[-1]]
-    else:
-        parent[path[-1]] = value
-    return True
-
-
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory):
     return export_small(tmp_path_factory.mktemp("fuzz") / "model.pt2")
@@ -69,8 +55,7 @@ def run_mutation(clean, workdir, member, index, value, delete, command):
         doc = json.loads(z.read(f"model/{member}"))
     paths = [p for p, _ in _paths(doc)]
     path = paths[index % len(paths)]
-    if not mutate(doc, path, value, delete):
-        doc = value
+    doc = mutate(doc, path, value, delete)
     src = rewrite(clean, workdir / "m.pt2", members={member: json.dumps(doc).encode()})
     args = ["inspect", str(src)] if command == "inspect" else ["convert", str(src), "-o", str(workdir / "out"),
                                                                "--no-verify"]
