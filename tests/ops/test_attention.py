@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn
 
-from harness import check_torch_op
+from harness import TARGETS, check_torch_op
 from portx.ops.attention import ATTENTION
 
 TOL = {"atol": 1e-5, "rtol": 1e-4}
@@ -78,11 +78,12 @@ def _make(spec):
     return spec() if callable(spec) else torch.randn(spec)
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("fn, specs", CASES)
-def test_attention_case(fn, specs):
+def test_attention_case(target, fn, specs):
     torch.manual_seed(0)
     module = fn() if isinstance(fn, type) else fn
-    check_torch_op(module, *[_make(s) for s in specs], expect_ops=["attention"], **TOL)
+    check_torch_op(module, *[_make(s) for s in specs], expect_ops=["attention"], target=target, **TOL)
 
 
 class MHA(nn.Module):
@@ -135,15 +136,17 @@ MODULES = [
 ]
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("make, shapes", MODULES)
-def test_attention_module(make, shapes):
+def test_attention_module(target, make, shapes):
     torch.manual_seed(0)
-    check_torch_op(make(), *[torch.randn(s) for s in shapes], **TOL)
+    check_torch_op(make(), *[torch.randn(s) for s in shapes], target=target, **TOL)
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @given(st.integers(1, 2), st.integers(1, 3), st.integers(1, 4), st.integers(1, 4), st.integers(1, 3),
        st.sampled_from(["none", "causal", "bool", "float"]), st.booleans())
-def test_attention_property(heads, kv_groups, lq, lk, e, mask_kind, explicit_scale):
+def test_attention_property(target, heads, kv_groups, lq, lk, e, mask_kind, explicit_scale):
     torch.manual_seed(0)
     shapes = _qkv(b=1, h=heads * kv_groups, hk=heads, lq=lq, lk=lk, e=e, ev=e + 1)
     inputs = [torch.randn(s) for s in shapes]
@@ -157,7 +160,7 @@ def test_attention_property(heads, kv_groups, lq, lk, e, mask_kind, explicit_sca
     def fn(q, k, v, m=None):
         return sdpa(q, k, v, attn_mask=m, is_causal=causal, scale=scale, enable_gqa=kv_groups > 1)
 
-    graph = check_torch_op(fn, *inputs, **TOL)
+    graph = check_torch_op(fn, *inputs, target=target, **TOL)
     assert [n.op for n in graph.nodes] == [ATTENTION]
 
 

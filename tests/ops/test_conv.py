@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn
 
-from harness import check_torch_op
+from harness import TARGETS, check_torch_op
 from portx.emitters.keras_jax import emit_keras
 from portx.frontends.torch import export_module, lower_exported
 from portx.ops.conv import CONV, conv_numpy, keras_same_pads
@@ -99,11 +99,12 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("make, shapes, op", CASES)
-def test_conv_case(make, shapes, op):
+def test_conv_case(target, make, shapes, op):
     torch.manual_seed(0)
     inputs = [torch.randn(s) for s in shapes]
-    check_torch_op(make(), *inputs, expect_ops=[op], **TOL)
+    check_torch_op(make(), *inputs, expect_ops=[op], target=target, **TOL)
 
 
 def _keras_layers(module, x):
@@ -200,9 +201,10 @@ def test_conv_transpose_numpy_matches_torch(rank, attrs, seed):
     np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @given(st.integers(1, 3), st.integers(1, 2), st.integers(0, 2), st.integers(1, 2), st.sampled_from([1, 2]),
        st.integers(0, 4), st.booleans())
-def test_conv2d_property(k, stride, pad, dilation, groups, extra, transposed):
+def test_conv2d_property(target, k, stride, pad, dilation, groups, extra, transposed):
     torch.manual_seed(0)
     size = (k - 1) * dilation + 1 + extra
     if transposed:
@@ -213,5 +215,5 @@ def test_conv2d_property(k, stride, pad, dilation, groups, extra, transposed):
     else:
         module = nn.Conv2d(2 * groups, 2 * groups, k, stride, pad, dilation, groups)
         op = CONV
-    graph = check_torch_op(module, torch.randn(1, 2 * groups, size, size + 1), **TOL)
+    graph = check_torch_op(module, torch.randn(1, 2 * groups, size, size + 1), target=target, **TOL)
     assert [n.op for n in graph.nodes] == [op]

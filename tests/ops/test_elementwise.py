@@ -6,7 +6,7 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness import check_torch_op
+from harness import TARGETS, check_torch_op
 from portx.ops import elementwise, unary
 
 F32 = (2, 3, 4)
@@ -147,11 +147,12 @@ CAST_CASES = [
 ALL_CASES = UNARY_CASES + BINARY_CASES + CAST_CASES
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("fn, inputs, ops", ALL_CASES)
-def test_elementwise_case(fn, inputs, ops):
+def test_elementwise_case(target, fn, inputs, ops):
     gen = torch.Generator().manual_seed(0)
     tensors = [_make(kind, shape, gen) for kind, shape in inputs]
-    check_torch_op(fn, *tensors, expect_ops=ops, atol=1e-5, rtol=1e-5)
+    check_torch_op(fn, *tensors, expect_ops=ops, atol=1e-5, rtol=1e-5, target=target)
 
 
 def test_every_elementwise_op_has_a_case():
@@ -177,16 +178,17 @@ BINARY_FNS = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "maximum": t
               "where": lambda a, b: torch.where(a > b, a, b)}
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @given(st.lists(st.integers(1, 3), min_size=1, max_size=3), st.integers(0, 3), st.lists(st.booleans(), max_size=3),
        st.sampled_from(sorted(BINARY_FNS)),
        st.booleans(), st.integers(0, 2**16))
-def test_binary_broadcast_property(shape, drop, ones, name, swap, seed):
+def test_binary_broadcast_property(target, shape, drop, ones, name, swap, seed):
     other = _broadcast_pair(shape, drop, ones)
     gen = torch.Generator().manual_seed(seed)
     a, b = torch.randn(tuple(shape), generator=gen), torch.randn(other, generator=gen)
     if swap:
         a, b = b, a
-    check_torch_op(BINARY_FNS[name], a, b, expect_ops=[name if name in elementwise.BINARY else "where"])
+    check_torch_op(BINARY_FNS[name], a, b, expect_ops=[name if name in elementwise.BINARY else "where"], target=target)
 
 
 @given(st.sampled_from(sorted(unary.UNARY)), shapes, st.integers(0, 2**16))

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn
 
-from harness import check_torch_op
+from harness import TARGETS, check_torch_op
 from portx.frontends.torch import export_module, lower_exported
 from portx.equivalence import make_inputs
 
@@ -61,10 +61,11 @@ def _make(spec):
     return spec() if callable(spec) else torch.randn(spec)
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("make, specs, ops", CASES)
-def test_embedding_case(make, specs, ops):
+def test_embedding_case(target, make, specs, ops):
     torch.manual_seed(0)
-    check_torch_op(make(), *[_make(s) for s in specs], expect_ops=ops, **TOL)
+    check_torch_op(make(), *[_make(s) for s in specs], expect_ops=ops, target=target, **TOL)
 
 
 def test_verify_draws_indices_inside_the_table():
@@ -80,10 +81,11 @@ def test_tied_weights_are_one_parameter_in_the_ir():
     assert emb.inputs[0] is lin.inputs[1]
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @given(st.integers(1, 12), st.integers(1, 5), st.lists(st.integers(1, 4), min_size=1, max_size=3))
-def test_embedding_property(rows, dim, shape):
+def test_embedding_property(target, rows, dim, shape):
     torch.manual_seed(0)
     ids = torch.randint(0, rows, shape)
-    graph = check_torch_op(nn.Embedding(rows, dim), ids, **TOL)
+    graph = check_torch_op(nn.Embedding(rows, dim), ids, target=target, **TOL)
     assert [n.op.name for n in graph.nodes] == ["embedding"]
     assert np.issubdtype(graph.outputs[0].type.dtype, np.floating)

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn
 
-from harness import Wrap, check_torch_op
+from harness import TARGETS, Wrap, check_torch_op
 from portx.emitters.keras_jax import emit_keras
 from portx.frontends.torch import export_module, lower_exported
 
@@ -57,11 +57,12 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("make, shapes, ops", CASES)
-def test_linear_case(make, shapes, ops):
+def test_linear_case(target, make, shapes, ops):
     torch.manual_seed(0)
     inputs = [torch.randn(s) for s in shapes]
-    check_torch_op(make(), *inputs, expect_ops=ops, atol=1e-5, rtol=1e-4)
+    check_torch_op(make(), *inputs, expect_ops=ops, atol=1e-5, rtol=1e-4, target=target)
 
 
 def _emitted_source(module, inputs) -> str:
@@ -82,19 +83,21 @@ def test_computed_weight_is_a_matmul():
     assert "ops.matmul(" in source and "Dense" not in source
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @given(st.lists(st.integers(1, 3), min_size=0, max_size=2), st.integers(1, 4), st.integers(1, 4), st.booleans())
-def test_linear_property(batch, n_in, n_out, bias):
+def test_linear_property(target, batch, n_in, n_out, bias):
     torch.manual_seed(0)
-    check_torch_op(nn.Linear(n_in, n_out, bias=bias), torch.randn(*batch, n_in), expect_ops=["linear"])
+    check_torch_op(nn.Linear(n_in, n_out, bias=bias), torch.randn(*batch, n_in), expect_ops=["linear"], target=target)
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @given(st.lists(st.sampled_from([1, 2]), min_size=0, max_size=2), st.lists(st.sampled_from([1, 2]), min_size=0,
        max_size=2), st.integers(1, 3), st.integers(1, 3), st.integers(1, 3))
-def test_matmul_property(batch_a, batch_b, m, k, n):
+def test_matmul_property(target, batch_a, batch_b, m, k, n):
     torch.manual_seed(0)
     a, b = torch.randn(*batch_a, m, k), torch.randn(*batch_b, k, n)
     try:
         torch.broadcast_shapes(tuple(batch_a), tuple(batch_b))
     except RuntimeError:
         return  # batch dims that do not broadcast are torch's error, not a conversion case
-    check_torch_op(lambda x, y: x @ y, a, b, expect_ops=["matmul"])
+    check_torch_op(lambda x, y: x @ y, a, b, expect_ops=["matmul"], target=target)

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn
 
-from harness import check_torch_op
+from harness import TARGETS, check_torch_op
 from portx.emitters.keras_jax import emit_keras
 from portx.errors import UnsupportedOps
 from portx.frontends.torch import export_module, lower_exported
@@ -36,11 +36,13 @@ def _fn(fn):
 
 
 # (module factory, input shapes, IR op expected); inputs are seeded normal floats (+1 offset).
+# The eps rows use an eps large enough against the unit variance to move the result beyond rtol.
 CASES = [
     pytest.param(_mod(nn.BatchNorm1d, 4), [(3, 4)], "batch_norm", id="bn1d-NC"),
     pytest.param(_mod(nn.BatchNorm1d, 4), [(2, 4, 5)], "batch_norm", id="bn1d-NCL"),
     pytest.param(_mod(nn.BatchNorm2d, 3), [(2, 3, 4, 5)], "batch_norm", id="bn2d"),
     pytest.param(_mod(nn.BatchNorm2d, 3, eps=1e-3), [(1, 3, 4, 4)], "batch_norm", id="bn2d-eps"),
+    pytest.param(_mod(nn.BatchNorm1d, 4, eps=0.1), [(2, 4, 5)], "batch_norm", id="bn1d-eps-large"),
     pytest.param(_mod(nn.BatchNorm2d, 3, affine=False), [(2, 3, 4, 4)], "batch_norm", id="bn2d-no-affine"),
     pytest.param(_mod(nn.BatchNorm2d, 3, track_running_stats=False), [(2, 3, 4, 4)], "batch_norm",
                  id="bn2d-batch-statistics"),
@@ -54,6 +56,7 @@ CASES = [
     pytest.param(_mod(nn.LayerNorm, (3, 4, 5)), [(2, 3, 4, 5)], "layer_norm", id="ln-all-but-batch"),
     pytest.param(_mod(nn.LayerNorm, 6, elementwise_affine=False), [(2, 6)], "layer_norm", id="ln-no-affine"),
     pytest.param(_mod(nn.LayerNorm, 6, bias=False, eps=1e-6), [(2, 3, 6)], "layer_norm", id="ln-no-bias"),
+    pytest.param(_mod(nn.LayerNorm, 6, eps=1e-2), [(2, 5, 6)], "layer_norm", id="ln-eps"),
     pytest.param(_fn(lambda x, w: F.layer_norm(x, (6,), w + 1, -w)), [(2, 6), (6,)], "layer_norm",
                  id="ln-computed-weight"),
     pytest.param(_mod(nn.GroupNorm, 2, 6), [(2, 6, 4, 4)], "group_norm", id="gn2d"),
@@ -61,11 +64,14 @@ CASES = [
     pytest.param(_mod(nn.GroupNorm, 1, 4), [(2, 4, 3, 3)], "group_norm", id="gn-one-group"),
     pytest.param(_mod(nn.GroupNorm, 4, 4, affine=False), [(2, 4, 3, 3)], "group_norm", id="gn-no-affine"),
     pytest.param(_mod(nn.GroupNorm, 2, 4), [(3, 4)], "group_norm", id="gn-NC"),
+    pytest.param(_mod(nn.GroupNorm, 2, 6, eps=1e-2), [(2, 6, 4, 4)], "group_norm", id="gn-eps"),
     pytest.param(_fn(lambda x, w: F.group_norm(x, 2, w * 3, w)), [(2, 4, 5), (4,)], "group_norm",
                  id="gn-computed-weight"),
     pytest.param(_mod(nn.InstanceNorm2d, 3), [(2, 3, 4, 4)], "group_norm", id="instance-norm"),
     pytest.param(_mod(nn.InstanceNorm1d, 3, affine=True), [(2, 3, 6)], "group_norm", id="instance-norm-affine"),
     pytest.param(_mod(nn.InstanceNorm1d, 3), [(3, 6)], "group_norm", id="instance-norm-unbatched"),
+    pytest.param(_mod(nn.InstanceNorm2d, 3, eps=1e-3, affine=True), [(2, 3, 4, 4)], "group_norm",
+                 id="instance-norm-eps"),
     pytest.param(_mod(nn.InstanceNorm2d, 3, affine=True, track_running_stats=True), [(2, 3, 4, 4)], "batch_norm",
                  id="instance-norm-running-stats"),
     pytest.param(_mod(nn.RMSNorm, 6), [(2, 5, 6)], "rms_norm", id="rms-last"),
@@ -74,11 +80,12 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("make, shapes, op", CASES)
-def test_norm_case(make, shapes, op):
+def test_norm_case(target, make, shapes, op):
     torch.manual_seed(0)
     inputs = [torch.randn(s) + 1.0 for s in shapes]
-    check_torch_op(make(), *inputs, expect_ops=[op], **TOL)
+    check_torch_op(make(), *inputs, expect_ops=[op], target=target, **TOL)
 
 
 def _keras_configs(module, x):
@@ -106,9 +113,10 @@ def test_reading_batch_norm_saved_statistics_is_reported():
         lower_exported(export_module(SavedMean(), [torch.randn(2, 3)]))
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @given(st.sampled_from(["batch", "layer", "group", "rms"]), st.integers(1, 3), st.integers(1, 3),
-       st.sampled_from([1e-5, 1e-3]), st.booleans())
-def test_norm_property(kind, groups, per_group, eps, affine):
+       st.sampled_from([1e-5, 1e-3, 0.1]), st.booleans())
+def test_norm_property(target, kind, groups, per_group, eps, affine):
     torch.manual_seed(0)
     channels = groups * per_group
     x = torch.randn(2, channels, 3) * 3 + 2
@@ -116,5 +124,5 @@ def test_norm_property(kind, groups, per_group, eps, affine):
               "layer": lambda: nn.LayerNorm((channels, 3), eps=eps, elementwise_affine=affine),
               "group": lambda: nn.GroupNorm(groups, channels, eps=eps, affine=affine),
               "rms": lambda: nn.RMSNorm(3, eps=eps, elementwise_affine=affine)}[kind]()
-    graph = check_torch_op(_randomized(module), x, **TOL)
+    graph = check_torch_op(_randomized(module), x, target=target, **TOL)
     assert [n.op.name for n in graph.nodes] == [f"{kind}_norm"]

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn
 
-from harness import check_torch_op
+from harness import TARGETS, check_torch_op
 from portx.ops.pad import PAD, torch_pads
 
 EXACT = {"atol": 0.0, "rtol": 0.0}  # data movement: every element must match bit for bit
@@ -40,10 +40,11 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("fn, shape", CASES)
-def test_pad_matches_torch(fn, shape):
+def test_pad_matches_torch(target, fn, shape):
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-    check_torch_op(fn, x, expect_ops=["pad"], **EXACT)
+    check_torch_op(fn, x, expect_ops=["pad"], target=target, **EXACT)
 
 
 def test_zero_pad_on_spatial_axes_is_a_keras_layer(tmp_path):
@@ -56,8 +57,9 @@ def test_zero_pad_on_spatial_axes_is_a_keras_layer(tmp_path):
         (tmp_path / "model.py").read_text()
 
 
-def test_all_zero_pads_add_no_node():
-    graph = check_torch_op(lambda x: F.pad(x, (0, 0, 0, 0)), np.ones((1, 2, 3), np.float32), **EXACT)
+@pytest.mark.parametrize("target", TARGETS)
+def test_all_zero_pads_add_no_node(target):
+    graph = check_torch_op(lambda x: F.pad(x, (0, 0, 0, 0)), np.ones((1, 2, 3), np.float32), target=target, **EXACT)
     assert graph.nodes == ()
 
 
@@ -100,8 +102,9 @@ def _pads(draw):
     return shape, tuple(flat), mode
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @given(_pads())
-def test_pad_property(case):
+def test_pad_property(target, case):
     shape, flat, mode = case
     x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
-    check_torch_op(lambda t: F.pad(t, flat, mode=mode) * 1, x, **EXACT)
+    check_torch_op(lambda t: F.pad(t, flat, mode=mode) * 1, x, target=target, **EXACT)

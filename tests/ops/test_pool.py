@@ -9,7 +9,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from torch import nn
 
-from harness import check_torch_op
+from harness import TARGETS, check_torch_op
 from portx.emitters.keras_jax import emit_keras
 from portx.errors import UnsupportedOps
 from portx.frontends.torch import export_module, lower_exported
@@ -72,10 +72,11 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("make, shape, op", CASES)
-def test_pool_case(make, shape, op):
+def test_pool_case(target, make, shape, op):
     torch.manual_seed(0)
-    graph = check_torch_op(make(), torch.randn(shape), expect_ops=[op], **TOL)
+    graph = check_torch_op(make(), torch.randn(shape), expect_ops=[op], target=target, **TOL)
     assert [n.op.name for n in graph.nodes][-1] == op
 
 
@@ -146,8 +147,9 @@ def test_window_pool_references_match_torch(h, w, attrs):
     np.testing.assert_allclose(got, want, atol=1e-6, rtol=1e-5)
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @given(st.integers(1, 9), st.integers(1, 9), window, st.booleans())
-def test_window_pool_property(h, w, attrs, use_max):
+def test_window_pool_property(target, h, w, attrs, use_max):
     k, s, pad, dilation, ceil_mode, include = attrs
     pad = min(pad, k // 2)
     assume(pooled_size(min(h, w), k, s, (pad, pad), dilation, ceil_mode) >= 1)
@@ -156,11 +158,13 @@ def test_window_pool_property(h, w, attrs, use_max):
     else:
         module = nn.AvgPool2d(k, s, pad, ceil_mode=ceil_mode, count_include_pad=include)
     torch.manual_seed(0)
-    check_torch_op(module, torch.randn(1, 2, h, w), expect_ops=["max_pool" if use_max else "avg_pool"], **TOL)
+    op = "max_pool" if use_max else "avg_pool"
+    check_torch_op(module, torch.randn(1, 2, h, w), expect_ops=[op], target=target, **TOL)
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @given(st.integers(1, 9), st.integers(1, 9), st.integers(1, 9), st.integers(1, 9), st.booleans())
-def test_adaptive_pool_property(h, w, oh, ow, use_max):
+def test_adaptive_pool_property(target, h, w, oh, ow, use_max):
     module = nn.AdaptiveMaxPool2d((oh, ow)) if use_max else nn.AdaptiveAvgPool2d((oh, ow))
     torch.manual_seed(0)
-    check_torch_op(module, torch.randn(1, 2, h, w), **TOL)
+    check_torch_op(module, torch.randn(1, 2, h, w), target=target, **TOL)

@@ -4,7 +4,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness import check_torch_op
+from harness import TARGETS, check_torch_op
 
 TOL = {"atol": 1e-5, "rtol": 1e-4}
 
@@ -75,8 +75,9 @@ CASES = [
 ]
 
 
-def test_max_dim_emits_argmax_only_when_indices_are_read():
-    graph = check_torch_op(lambda x: x.max(1)[0] * 2, torch.randn(3, 4), **TOL)
+@pytest.mark.parametrize("target", TARGETS)
+def test_max_dim_emits_argmax_only_when_indices_are_read(target):
+    graph = check_torch_op(lambda x: x.max(1)[0] * 2, torch.randn(3, 4), target=target, **TOL)
     assert "argmax" not in {n.op.name for n in graph.nodes}
 
 
@@ -84,10 +85,11 @@ def _make(spec):
     return spec() if callable(spec) else torch.randn(spec)
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("fn, specs, ops", CASES)
-def test_reduce_case(fn, specs, ops):
+def test_reduce_case(target, fn, specs, ops):
     torch.manual_seed(0)
-    check_torch_op(fn, *[_make(s) for s in specs], expect_ops=ops, **TOL)
+    check_torch_op(fn, *[_make(s) for s in specs], expect_ops=ops, target=target, **TOL)
 
 
 _REDUCTIONS = {
@@ -100,12 +102,14 @@ _REDUCTIONS = {
 }
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @given(st.sampled_from(sorted(_REDUCTIONS)), st.lists(st.integers(2, 3), min_size=1, max_size=3),
        st.data(), st.booleans())
-def test_reduce_property(name, shape, data, keepdim):
+def test_reduce_property(target, name, shape, data, keepdim):
     rank = len(shape)
     dims = data.draw(st.lists(st.integers(-rank, rank - 1), min_size=1, max_size=rank,
                               unique_by=lambda d: d % rank))
     torch.manual_seed(0)
-    graph = check_torch_op(lambda x: _REDUCTIONS[name](x, tuple(dims), keepdim), torch.randn(shape), **TOL)
+    graph = check_torch_op(lambda x: _REDUCTIONS[name](x, tuple(dims), keepdim), torch.randn(shape), target=target,
+                           **TOL)
     assert [n.op.name for n in graph.nodes] == [name]

@@ -9,7 +9,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from torch import nn
 
-from harness import check_torch_op
+from harness import TARGETS, check_torch_op
 from portx.emitters.keras_jax import emit_keras
 from portx.frontends.torch import export_module, lower_exported
 from portx.ops.resize import RESIZE, linear_matrix, nearest_indices
@@ -66,10 +66,11 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("make, shape", CASES)
-def test_resize_case(make, shape):
+def test_resize_case(target, make, shape):
     torch.manual_seed(0)
-    graph = check_torch_op(make(), torch.randn(shape), expect_ops=["resize"], **TOL)
+    graph = check_torch_op(make(), torch.randn(shape), expect_ops=["resize"], target=target, **TOL)
     assert [n.op for n in graph.nodes][-1] is RESIZE
 
 
@@ -115,9 +116,10 @@ def test_linear_matrix_clamps_negative_source_to_zero():
 modes = st.sampled_from(["nearest", "nearest-exact", "bilinear", "bicubic"])
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @given(st.integers(1, 9), st.integers(1, 9), st.integers(1, 4), st.integers(1, 4), modes, st.booleans(),
        st.booleans())
-def test_resize_property(h, w, sh, sw, mode, align_corners, by_size):
+def test_resize_property(target, h, w, sh, sw, mode, align_corners, by_size):
     align = align_corners if mode in ("bilinear", "bicubic") else None
     if by_size:  # arbitrary output sizes, including downsampling
         kwargs = {"size": (max(1, h * sh - sw), w + sh)}
@@ -126,7 +128,7 @@ def test_resize_property(h, w, sh, sw, mode, align_corners, by_size):
         assume(int(h * kwargs["scale_factor"][0]) >= 1)
     torch.manual_seed(0)
     check_torch_op(_Fn(mode=mode, align_corners=align, **kwargs), torch.randn(1, 2, h, w), expect_ops=["resize"],
-                   **TOL)
+                   **TOL, target=target)
 
 
 @given(st.integers(1, 9), st.integers(1, 30), st.sampled_from([None, 0.5, 1.25, 1.5, 2.0, 2.5, 3.0, 1 / 3]),

@@ -5,7 +5,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness import check_torch_op
+from harness import TARGETS, check_torch_op
 from portx.errors import UnsupportedOps
 from portx.ir import Graph, IRError, Node, TensorType, Value, format_graph, parse_graph, validate
 from portx.ops import shape, shape_index
@@ -88,13 +88,16 @@ def _inputs(specs, seed=0):
     return [rng.standard_normal(s).astype(np.float32) if isinstance(s, tuple) else np.asarray(s) for s in specs]
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("fn, specs, op", CASES)
-def test_shape_op_matches_torch(fn, specs, op):
-    check_torch_op(fn, *_inputs(specs), expect_ops=[op], **EXACT)
+def test_shape_op_matches_torch(target, fn, specs, op):
+    check_torch_op(fn, *_inputs(specs), expect_ops=[op], target=target, **EXACT)
 
 
-def test_identities_add_no_node():
-    graph = check_torch_op(lambda x: x.squeeze(1).permute(0, 1).contiguous()[:, 0:3], *_inputs([(2, 3)]), **EXACT)
+@pytest.mark.parametrize("target", TARGETS)
+def test_identities_add_no_node(target):
+    graph = check_torch_op(lambda x: x.squeeze(1).permute(0, 1).contiguous()[:, 0:3], *_inputs([(2, 3)]),
+                           target=target, **EXACT)
     assert graph.nodes == ()
 
 
@@ -153,8 +156,9 @@ def _permute_and_slice(draw):
     return dims, perm, axis, start, end, draw(st.integers(1, 3))
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @given(_permute_and_slice())
-def test_permute_then_slice_property(case):
+def test_permute_then_slice_property(target, case):
     dims, perm, axis, start, end, step = case
 
     def fn(x):
@@ -163,4 +167,4 @@ def test_permute_then_slice_property(case):
         index[axis] = slice(start, end, step)
         return y[tuple(index)] * 1  # keep one computed node even if the slice is whole
 
-    check_torch_op(fn, *_inputs([dims]), **EXACT)
+    check_torch_op(fn, *_inputs([dims]), target=target, **EXACT)
