@@ -73,8 +73,8 @@ def test_divergence_exits_1_writes_files_and_names_the_first_bad_node(tmp_path, 
 
 def test_per_element_check_catches_an_error_hidden_in_small_entries():
     logits = np.linspace(-20, 20, 8)
-    probs = np.full(8, 1e-3)
-    wide, wrong = np.concatenate([logits, probs]), np.concatenate([logits, probs * 1.3])
+    probs = np.full(8, 1e-3)  # next to logits of +-20: the scaled tolerance is 2e-3
+    wide, wrong = np.concatenate([logits, probs]), np.concatenate([logits, probs * 2])
     row = compare_arrays(wide, wrong, elements=True)
     assert row["max_abs"] <= 1e-5 + 1e-4 * 20  # the scaled rule alone would pass this
     assert not row["passed"] and row["elements"]["violations"] == 8
@@ -94,14 +94,14 @@ class Heads(nn.Module):
 
 
 def test_fault_in_small_entries_fails_verification_and_reports_the_element(tmp_path, monkeypatch):
-    def slightly_wrong_sigmoid(node, k):
-        k.assign(node, f"ops.sigmoid({k.ref(node.inputs[0])}) * 1.2")
+    def wrong_sigmoid(node, k):
+        k.assign(node, f"ops.sigmoid({k.ref(node.inputs[0])}) * 3.0")
 
     torch.manual_seed(0)
     ok = portx.convert(Heads(), example_inputs=(torch.randn(2, 8),), out=tmp_path / "ok")
     row = ok.report["verification"]["outputs"][0]
     assert row["passed"] and row["elements"]["violations"] == 0 and row["elements"]["worst_ratio"] < 0.1
-    monkeypatch.setitem(UNARY["sigmoid"].emit_rules, "keras-jax", slightly_wrong_sigmoid)
+    monkeypatch.setitem(UNARY["sigmoid"].emit_rules, "keras-jax", wrong_sigmoid)
     with pytest.raises(VerificationFailed, match="element"):
         portx.convert(Heads(), example_inputs=(torch.randn(2, 8),), out=tmp_path / "out")
     row = json.loads((tmp_path / "out" / "report.json").read_text())["verification"]["outputs"][0]

@@ -1,4 +1,5 @@
-"""End-to-end: every zoo model converts through the API and through the CLI (.pt2), and verifies."""
+"""End-to-end: every zoo model (one per family, see zoo.py) converts to Keras-JAX through the API and through
+the CLI (.pt2), and verifies. The way back to PyTorch is in test_zoo_both_ways.py."""
 import json
 import subprocess
 import sys

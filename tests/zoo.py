@@ -1,10 +1,16 @@
 """The end-to-end model zoo: small, standard-shaped architectures built here with fixed seeds.
 
-Each entry is (constructor, example inputs). No torchvision, nothing downloaded.
+Each entry is a function returning (model in eval mode, example inputs). One model per family: MLP, ResNet,
+MobileNetV3, EfficientNet, DenseNet, ConvNeXt, UNet, ViT, Swin, GPT and a text transformer encoder with a
+padding mask. No torchvision (it does not import with this torch), nothing downloaded.
 """
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from zoo_attention import GPTish, Swinish, TextEncoderish, ViTish
+
+__all__ = ["ZOO"]
 
 
 def _randomize_bn(model):
@@ -125,57 +131,107 @@ class UNetish(nn.Module):
         return self.head(torch.cat([d2, skip], dim=1))
 
 
-class ViTish(nn.Module):
-    def __init__(self, dim=32, classes=10):
+class MBConv(nn.Module):
+    """EfficientNet's block: 1x1 expand, depthwise kxk, squeeze-excite (SiLU then sigmoid gate), 1x1 project."""
+
+    def __init__(self, cin, cout, expand, kernel, stride):
         super().__init__()
-        self.patch = nn.Conv2d(3, dim, 8, stride=8)
-        self.cls_token = nn.Parameter(torch.randn(1, 1, dim) * 0.02)
-        self.pos = nn.Parameter(torch.randn(1, 17, dim) * 0.02)
-        layer = nn.TransformerEncoderLayer(dim, 4, dim * 2, dropout=0.1, activation="gelu", batch_first=True,
-                                           norm_first=True)
-        self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
-        self.norm = nn.LayerNorm(dim)
-        self.head = nn.Linear(dim, classes)
+        mid, squeeze = cin * expand, max(1, cin // 4)
+        self.expand = (nn.Sequential(nn.Conv2d(cin, mid, 1, bias=False), nn.BatchNorm2d(mid), nn.SiLU())
+                       if expand != 1 else nn.Identity())
+        self.depthwise = nn.Sequential(nn.Conv2d(mid, mid, kernel, stride, kernel // 2, groups=mid, bias=False),
+                                       nn.BatchNorm2d(mid), nn.SiLU())
+        self.se = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(mid, squeeze, 1), nn.SiLU(),
+                                nn.Conv2d(squeeze, mid, 1), nn.Sigmoid())
+        self.project = nn.Sequential(nn.Conv2d(mid, cout, 1, bias=False), nn.BatchNorm2d(cout))
+        self.use_res = stride == 1 and cin == cout
 
     def forward(self, x):
-        t = self.patch(x).flatten(2).transpose(1, 2)
-        t = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), t], dim=1) + self.pos
-        t = self.norm(self.encoder(t))
-        return self.head(t[:, 0])
+        y = self.depthwise(self.expand(x))
+        y = self.project(y * self.se(y))
+        return x + y if self.use_res else y
 
 
-class GPTBlock(nn.Module):
-    def __init__(self, dim, heads):
+class EfficientNetish(nn.Module):
+    def __init__(self, classes=10):
         super().__init__()
-        self.heads = heads
-        self.ln1, self.ln2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
-        self.qkv = nn.Linear(dim, 3 * dim)
-        self.proj = nn.Linear(dim, dim)
-        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(approximate="tanh"), nn.Linear(4 * dim, dim))
+        self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1, bias=False), nn.BatchNorm2d(16), nn.SiLU())
+        self.blocks = nn.Sequential(MBConv(16, 16, 1, 3, 1), MBConv(16, 24, 4, 3, 2), MBConv(24, 24, 4, 5, 1))
+        self.head = nn.Sequential(nn.Conv2d(24, 64, 1, bias=False), nn.BatchNorm2d(64), nn.SiLU())
+        self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(64, classes))
 
     def forward(self, x):
-        b, t, c = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
-        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(y.transpose(1, 2).reshape(b, t, c))
-        return x + self.mlp(self.ln2(x))
+        x = self.head(self.blocks(self.stem(x)))
+        return self.classifier(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
 
 
-class GPTish(nn.Module):
-    def __init__(self, vocab=101, dim=32, heads=4, layers=2, ctx=16):
+class DenseBlock(nn.Module):
+    """DenseNet: each layer (BN-ReLU-1x1-BN-ReLU-3x3) reads the concatenation of every earlier output."""
+
+    def __init__(self, layers, cin, growth):
         super().__init__()
-        self.tok = nn.Embedding(vocab, dim)
-        self.pos = nn.Embedding(ctx, dim)
-        self.blocks = nn.Sequential(*[GPTBlock(dim, heads) for _ in range(layers)])
-        self.ln_f = nn.LayerNorm(dim)
-        self.lm_head = nn.Linear(dim, vocab, bias=False)
-        self.lm_head.weight = self.tok.weight  # tied
+        self.layers = nn.ModuleList(
+            nn.Sequential(nn.BatchNorm2d(c), nn.ReLU(), nn.Conv2d(c, 4 * growth, 1, bias=False),
+                          nn.BatchNorm2d(4 * growth), nn.ReLU(), nn.Conv2d(4 * growth, growth, 3, 1, 1, bias=False))
+            for c in range(cin, cin + layers * growth, growth))
 
-    def forward(self, idx):
-        pos = torch.arange(idx.shape[1], device=idx.device)
-        x = self.tok(idx) + self.pos(pos)
-        return self.lm_head(self.ln_f(self.blocks(x)))
+    def forward(self, x):
+        features = [x]
+        for layer in self.layers:
+            features.append(layer(torch.cat(features, 1)))
+        return torch.cat(features, 1)
+
+
+class DenseNetish(nn.Module):
+    def __init__(self, growth=8, classes=10):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
+                                  nn.MaxPool2d(3, 2, 1))
+        c = 16 + 3 * growth
+        self.block1, self.block2 = DenseBlock(3, 16, growth), DenseBlock(3, c // 2, growth)
+        self.transition = nn.Sequential(nn.BatchNorm2d(c), nn.ReLU(), nn.Conv2d(c, c // 2, 1, bias=False),
+                                        nn.AvgPool2d(2, 2))
+        self.norm, self.fc = nn.BatchNorm2d(c // 2 + 3 * growth), nn.Linear(c // 2 + 3 * growth, classes)
+
+    def forward(self, x):
+        x = self.norm(self.block2(self.transition(self.block1(self.stem(x)))))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(F.relu(x), 1), 1))
+
+
+class LayerNorm2d(nn.LayerNorm):
+    """LayerNorm over the channels of an NCHW tensor (ConvNeXt's stem and downsampling)."""
+
+    def forward(self, x):
+        return super().forward(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+
+
+class ConvNeXtBlock(nn.Module):
+    """Depthwise 7x7, LayerNorm over channels (channels-last), 4x MLP with GELU, layer scale, residual."""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.dwconv = nn.Conv2d(dim, dim, 7, padding=3, groups=dim)
+        self.norm = nn.LayerNorm(dim, eps=1e-6)
+        self.pwconv1, self.pwconv2 = nn.Linear(dim, 4 * dim), nn.Linear(4 * dim, dim)
+        self.gamma = nn.Parameter(torch.rand(dim) + 0.25)
+
+    def forward(self, x):
+        y = self.norm(self.dwconv(x).permute(0, 2, 3, 1))
+        y = self.gamma * self.pwconv2(F.gelu(self.pwconv1(y)))
+        return x + y.permute(0, 3, 1, 2)
+
+
+class ConvNeXtish(nn.Module):
+    def __init__(self, dims=(16, 32), classes=10):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, dims[0], 4, 4), LayerNorm2d(dims[0], eps=1e-6))
+        self.stage1, self.stage2 = ConvNeXtBlock(dims[0]), ConvNeXtBlock(dims[1])
+        self.down = nn.Sequential(LayerNorm2d(dims[0], eps=1e-6), nn.Conv2d(dims[0], dims[1], 2, 2))
+        self.norm, self.head = nn.LayerNorm(dims[1], eps=1e-6), nn.Linear(dims[1], classes)
+
+    def forward(self, x):
+        x = self.stage2(self.down(self.stage1(self.stem(x))))
+        return self.head(self.norm(x.mean((2, 3))))
 
 
 def _build(cls, *inputs):
@@ -185,11 +241,26 @@ def _build(cls, *inputs):
     return make
 
 
+def _normal(*shape):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(0))
+
+
+def _padded_ids(vocab, lengths, ctx):
+    """Token ids in 1..vocab-1, zero (padding) after each row's length."""
+    ids = torch.randint(1, vocab, (len(lengths), ctx), generator=torch.Generator().manual_seed(0))
+    return ids * (torch.arange(ctx) < torch.tensor(lengths)[:, None])
+
+
 ZOO = {
-    "mlp": _build(MLP, torch.randn(4, 32, generator=torch.Generator().manual_seed(0))),
-    "resnet": _build(ResNetish, torch.randn(1, 3, 64, 64, generator=torch.Generator().manual_seed(0))),
-    "mobilenetv3": _build(MobileNetV3ish, torch.randn(1, 3, 64, 64, generator=torch.Generator().manual_seed(0))),
-    "unet": _build(UNetish, torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(0))),
-    "vit": _build(ViTish, torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(0))),
+    "mlp": _build(MLP, _normal(4, 32)),
+    "resnet": _build(ResNetish, _normal(1, 3, 64, 64)),
+    "mobilenetv3": _build(MobileNetV3ish, _normal(1, 3, 64, 64)),
+    "efficientnet": _build(EfficientNetish, _normal(1, 3, 32, 32)),
+    "densenet": _build(DenseNetish, _normal(1, 3, 32, 32)),
+    "convnext": _build(ConvNeXtish, _normal(1, 3, 32, 32)),
+    "unet": _build(UNetish, _normal(1, 3, 32, 32)),
+    "vit": _build(ViTish, _normal(2, 3, 32, 32)),
+    "swin": _build(Swinish, _normal(2, 3, 32, 32)),
     "gpt": _build(GPTish, torch.randint(0, 101, (2, 16), generator=torch.Generator().manual_seed(0))),
+    "text_encoder": _build(TextEncoderish, _padded_ids(50, (8, 5), 12)),
 }

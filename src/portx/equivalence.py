@@ -7,12 +7,12 @@ at the same places on both sides; they never make a comparison pass by themselve
 Note [per-element check]: the scaled rule alone lets an error hide in the small entries of a
 wide-range output (probabilities beside logits, boxes beside scores): they share the tolerance of
 the largest entry. So every element must also satisfy
-``|got - ref| <= atol + ELEMENT_FLOOR * scale + ELEMENT_RTOL * |ref|``: a hundred times tighter
-than the scaled rule near zero (beyond atol), and never tighter than it for entries above 10 % of
-the scale. The constants
-come from the error distribution of correct conversions (``benchmarks/element_errors.py``, run on
-the test zoo and keras.applications at small sizes: the worst correct element used 0.017 of this
-allowance (gpt-ish), so a real fault has almost two orders of magnitude of room to show).
+``|got - ref| <= atol + ELEMENT_FLOOR * scale + ELEMENT_RTOL * |ref|``: three times tighter than
+the scaled rule near zero, and never tighter than it for entries above 7 % of the scale. The floor
+is what correct conversions need: at full size, EfficientNetV2B0's top activations (scale 336) differ
+from Keras by 1.5e-5 * scale on an entry of 1.35, and Keras against itself (eager vs jitted) by 0.7e-5
+* scale. The small-size zoo and keras.applications use at most 0.005 of this allowance
+(``benchmarks/element_errors.py``).
 
 Example:
     >>> inputs = make_inputs(graph, seed=0)
@@ -28,7 +28,7 @@ __all__ = ["DEFAULT_ATOL", "DEFAULT_RTOL", "ELEMENT_FLOOR", "ELEMENT_RTOL", "mak
 DEFAULT_ATOL = 1e-5
 DEFAULT_RTOL = 1e-4
 #: per-element rule (Note [per-element check]): floor as a fraction of the output's scale, and rtol
-ELEMENT_FLOOR = 1e-6
+ELEMENT_FLOOR = 3e-5
 ELEMENT_RTOL = 1e-3
 
 

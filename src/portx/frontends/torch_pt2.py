@@ -48,7 +48,11 @@ _SYMPY_NAMES = {"FloorDiv", "ModularIndexing", "Where", "PythonMod", "Mod", "Cle
                 "IntTrueDiv", "IsNonOverlappingAndDenseIndicator", "TruncToFloat", "TruncToInt",
                 "RoundToInt", "RoundDecimal", "ToFloat", "Identity", "Max", "Min", "Abs", "Eq", "Ne", "Ge",
                 "Gt", "Le", "Lt", "And", "Or", "Not", "True", "False", "oo", "Integer", "floor", "ceiling",
-                "Piecewise", "OpaqueUnaryFn_sqrt", "BitwiseFn_bitwise_and", "BitwiseFn_bitwise_or"}
+                "Piecewise", "OpaqueUnaryFn_sqrt", "BitwiseFn_bitwise_and", "BitwiseFn_bitwise_or",
+                # sympy's srepr forms (guards on unbacked symbols are saved as LessThan(Symbol(...), Integer(6)))
+                "LessThan", "GreaterThan", "StrictLessThan", "StrictGreaterThan", "Equality", "Unequality",
+                "Add", "Mul", "Pow", "Rational", "NegativeOne", "One", "Zero", "Half", "Infinity",
+                "NegativeInfinity", "BooleanTrue", "BooleanFalse"}
 _SYMBOL_NAME = re.compile(r"^[a-z]+[0-9]+$")
 # keys whose string values are value names (placeholders, node outputs): become Python identifiers
 _NAME_KEYS = {"as_name", "user_input_name", "user_output_name", "as_custom_obj_name"}
