@@ -10,7 +10,7 @@ from hypothesis import settings  # noqa: E402
 # ci: pull requests replay the same few examples; random: .ci/run's fuzz step, new examples every run
 # (the seed is printed: `pytest --hypothesis-seed=N` replays it); fuzz: the full nightly-style run.
 settings.register_profile("ci", max_examples=8, deadline=None, derandomize=True)
-settings.register_profile("random", max_examples=20, deadline=None, print_blob=True)
+settings.register_profile("random", max_examples=50, deadline=None, print_blob=True)
 settings.register_profile("fuzz", max_examples=200, deadline=None, print_blob=True)
 settings.load_profile({"1": "fuzz", "random": "random"}.get(os.environ.get("PORTX_FUZZ", ""), "ci"))
 
