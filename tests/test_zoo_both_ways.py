@@ -9,6 +9,7 @@ Example:
 """
 import pytest
 import torch
+from torch import nn
 
 import portx
 from portx.equivalence import compare_arrays
@@ -16,18 +17,10 @@ from zoo import ZOO
 
 __all__ = []
 
-#: Note [round trip gaps]: the Keras frontend has no import rule for the ``Constant`` layer that the keras-jax
-#: emitter writes for a stored array used outside a Keras layer, so reading portx's own Keras output back
-#: fails with ``UnsupportedOps: Keras model model: 1 unsupported op: Constant at <layers>``. Family -> the
-#: arrays that became Constant layers (the <layers> of the message).
-ROUND_TRIP_GAPS = {
-    "convnext": "the layer-scale gamma (stage2_gamma)",
-    "swin": "the relative position bias gathered from its table, and the shift mask (unsqueeze, unsqueeze_1, ...)",
-    "vit": "the class token and the position embedding (expand, pos)",
-    "gpt": "the position embedding looked up at the folded arange (embedding_1_layer)",
-    "text_encoder": "the position embedding and the padding mask's zeros (pos, full_like_layer)",
-    "unet": "the bilinear-resize interpolation matrices (upsample_bilinear2d_cols_t, upsample_bilinear2d_rows)",
-}
+#: Note [round trip gaps]: families that cannot make the round trip yet, with the reason. Empty since the Keras
+#: frontend reads portx's own ``Constant`` layer (stored arrays used outside a Keras layer: layer scale, class
+#: tokens, position embeddings, masks, resize matrices) and eagerly computed ``ops.where`` conditions.
+ROUND_TRIP_GAPS = {}
 ROUND_TRIP = sorted(set(ZOO) - set(ROUND_TRIP_GAPS))
 
 
@@ -59,3 +52,18 @@ def test_zoo_model_converts_to_keras_and_back_to_torch(name, tmp_path):
 def test_round_trip_gaps_name_zoo_families():
     """A new zoo family round-trips unless it is named here; a stale name fails."""
     assert set(ROUND_TRIP_GAPS) <= set(ZOO), sorted(set(ROUND_TRIP_GAPS) - set(ZOO))
+
+
+class Masked(nn.Module):
+    """The padding-mask idiom ``~(ids == 0)`` and one-sided clamps (torch ``clamp_min`` -> ``ops.clip(x, a, None)``)."""
+
+    def forward(self, x, ids):
+        return torch.where(~(ids == 0), x.clamp_min(0.5), x.clamp_max(-0.2))
+
+
+def test_mask_not_and_one_sided_clamps_convert_both_ways(tmp_path):
+    model = Masked()
+    inputs = (torch.randn(2, 5), torch.tensor([[0, 1, 2, 0, 3], [1, 0, 0, 2, 2]]))
+    to_keras = portx.convert(model, example_inputs=inputs, to="keras-jax", out=tmp_path / "keras")
+    _passed(to_keras, "torch -> keras-jax")
+    _passed(portx.convert(to_keras.model, to="torch-xla", out=tmp_path / "torch"), "keras -> torch-xla")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir import Value
 from ._util import kind, promote
 from .elementwise import BINARY, CAST, WHERE
 from .unary import UNARY
@@ -122,6 +123,8 @@ def _where_from_keras(call):
     if a is None or b is None:
         call.unsupported("ops.where(condition) without x and y (its result size depends on the data)")
     a, b = keras_operands(call, [a, b], out_dtype(call))
+    if not isinstance(cond, Value):  # a condition Keras computed eagerly (e.g. ops.tril(ops.ones(...)))
+        cond = call.const(np.asarray(cond).astype(bool), "condition")
     return call.emit(WHERE, [cast_to(call, cond, "bool"), a, b])
 
 
@@ -168,10 +171,13 @@ def _clip_from_keras(call):
     low, high = call.layer.x_min, call.layer.x_max
     if _is_value(low) or _is_value(high) or np.ndim(low) or np.ndim(high):
         for bound, name in ((low, "maximum"), (high, "minimum")):
+            if bound is None:  # ops.clip(x, low, None): one-sided
+                continue
             bound = bound if _is_value(bound) else keras_number(call, bound, x.type.dtype, f"clip_{name}")
             x = call.emit(BINARY[name], [x, cast_to(call, bound, x.type.dtype)])
         return x
-    return call.emit(UNARY["clamp"], [x], {"min": float(low), "max": float(high)})
+    return call.emit(UNARY["clamp"], [x], {"min": None if low is None else float(low),
+                                           "max": None if high is None else float(high)})
 
 
 @UNARY["softplus"].imports("keras", "ops.Softplus")

@@ -174,3 +174,12 @@ UNARY = {name: _make_unary(name, *row) for name, row in _UNARY_TABLE.items()}
 @UNARY["clamp"].imports("torch", "aten::relu6")
 def _relu6_from_aten(call):
     return call.emit(UNARY["clamp"], [_unary_input(call, "clamp")], {"min": 0.0, "max": 6.0})
+
+
+@UNARY["logical_not"].imports("torch", "aten::bitwise_not")
+def _bitwise_not_from_aten(call):
+    """``~mask`` on a bool tensor (the padding-mask idiom) is logical not; on integers it is refused."""
+    x = call.arg("self")
+    if x.type.dtype != "bool":
+        call.unsupported(f"bitwise not on {x.type.dtype} (only bool tensors are supported)")
+    return call.emit(UNARY["logical_not"], [x])

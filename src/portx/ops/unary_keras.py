@@ -99,3 +99,12 @@ def _softmax_from_keras(call):
 def _inference_identity_from_keras(call):
     """Dropout, noise and regularization layers: the input itself at inference."""
     return call.inputs[0]
+
+
+@CAST.imports("keras", "Constant")
+def _stored_array_from_keras(call):
+    """portx's own ``Constant`` layer (a stored array the Keras-JAX emitter writes): its value, as a parameter."""
+    weights = call.layer.weights
+    if len(weights) != 1 or not hasattr(call.layer, "value"):
+        call.unsupported("a Constant layer that is not portx's (one stored array in .value)")
+    return call.param(np.asarray(weights[0].numpy()), "value")
