@@ -312,3 +312,11 @@ def test_the_payloads_are_live_against_plain_torch(tmp_path, clean_pt2, name):
     except Exception:  # noqa: BLE001 - most payloads break the program after they ran
         pass
     assert marker.exists()
+
+
+def test_float16_input_for_a_float32_model_names_the_mistake(tmp_path):
+    """Found by the random-seed fuzz step (--hypothesis-seed=1697565394): was exit 70."""
+    path = tmp_path / "full.pt"
+    torch.save(Small().eval(), path)
+    run = CliRunner().invoke(main, ["inspect", str(path), "--trust-pickle", "--input", "x:4:float16"])
+    assert run.exit_code == 2 and "float16 but the model's weights are float32" in run.output, run.output

@@ -85,8 +85,25 @@ def from_module(module, example_inputs, label=None) -> TorchSource:
         raise BadInput(f"{type(module).__name__}: example_inputs is a {type(example_inputs).__name__}",
                        hint="pass a tuple of tensors, one per forward argument: example_inputs=(x,)")
     inputs = tuple(torch.as_tensor(np.asarray(x)) if not isinstance(x, torch.Tensor) else x for x in example_inputs)
+    _check_input_dtypes(module, inputs)
     module.eval()
     return TorchSource(export_module(module, inputs), inputs, module, label or type(module).__name__)
+
+
+def _check_input_dtypes(module, inputs):
+    """A floating input of another dtype than the model's floating weights is the user's mistake (float16
+    given to a float32 model): say so, instead of failing deep inside lowering."""
+    weights = {p.dtype for p in module.parameters() if p.is_floating_point()}
+    if len(weights) != 1:
+        return
+    (dtype,) = weights
+    for i, x in enumerate(inputs):
+        if x.is_floating_point() and x.dtype != dtype:
+            name = str(dtype).replace("torch.", "")
+            raise BadInput(f"{type(module).__name__}: input {i} is {str(x.dtype).replace('torch.', '')} but the "
+                           f"model's weights are {name}",
+                           hint=f"give {name} inputs (--input NAME:SHAPE:{name}), or convert the model to the "
+                                "input dtype first")
 
 
 def _load_pt2(path, trust_pickle=False) -> TorchSource:
