@@ -48,9 +48,10 @@ def parse_input_spec(spec: str):
         raise BadInput(f"--input {spec!r}: expected NAME:SHAPE[:DTYPE] such as x:1x3x224x224:float32",
                        hint=f"dtype is one of {sorted(_DTYPES)}")
     shape = () if m.group("shape") == "scalar" else tuple(int(d) for d in m.group("shape").split("x"))
-    if math.prod(max(d, 1) for d in shape) > MAX_INPUT_ELEMENTS:  # a 0 elsewhere does not make 1e20 fine
-        raise BadInput(f"--input {spec!r}: {math.prod(max(d, 1) for d in shape):.3g} elements is more than portx allocates for an "
-                       f"example input ({MAX_INPUT_ELEMENTS:.3g})", hint="convert for a smaller example shape; "
+    elements = math.prod(max(d, 1) for d in shape)  # a 0 elsewhere does not make 1e20 fine
+    if elements > MAX_INPUT_ELEMENTS:
+        raise BadInput(f"--input {spec!r}: {elements:.3g} elements is more than portx allocates for an example "
+                       f"input ({MAX_INPUT_ELEMENTS:.3g})", hint="convert for a smaller example shape; "
                        "TPU programs are compiled per shape anyway")
     return m.group("name") or "", shape, m.group("dtype") or "float32"
 
@@ -123,7 +124,7 @@ def _load_pt2(path, trust_pickle=False) -> TorchSource:
     if args is None:
         args = tuple(torch.zeros([int(d) for d in n.meta["val"].shape], dtype=n.meta["val"].dtype)
                      for n in placeholders)
-    return TorchSource(ep, tuple(args), ep.module(), path.name, notes)
+    return TorchSource(ep, tuple(args), ep.module(), path.name, notes)  # trusted: names cleaned, guards dropped
 
 
 def _pinned_dims(placeholders) -> list:
@@ -154,7 +155,7 @@ def _load_torchscript(path, specs, trust) -> TorchSource:
                        hint="pass --trust-pickle only if you trust its author, or export the original module with "
                             "torch.export.save and convert the .pt2")
     try:
-        scripted = torch.jit.load(str(path), map_location="cpu")
+        scripted = torch.jit.load(str(path), map_location="cpu")  # trusted: only with --trust-pickle
     except Exception as exc:
         raise BadInput(f"{path}: not a readable TorchScript archive ({type(exc).__name__})",
                        hint="the file may be truncated; re-save it with torch.jit.save") from None
@@ -200,7 +201,7 @@ def _load_pickle(path, specs, trust_pickle) -> TorchSource:
 
 def _trusted_load(path):
     try:
-        return torch.load(str(path), map_location="cpu", weights_only=False)
+        return torch.load(str(path), map_location="cpu", weights_only=False)  # trusted: --trust-pickle
     except Exception as exc:  # the pickle may need classes that are not importable here
         missing = re.search(r"No module named '([\w.]+)'|Can't get attribute '(\w+)'", str(exc))
         needs = f" (it needs {missing.group(1) or missing.group(2)})" if missing else ""

@@ -360,7 +360,7 @@ def load_pt2_safely(path, trust_pickle=False):
 
     path = Path(path)
     if trust_pickle:  # the user vouched for the file: torch reads it as it is
-        return torch.export.load(str(path)), []
+        return torch.export.load(str(path)), []  # trusted: --trust-pickle
     try:
         clean, renamed = _clean_archive(path, trust_pickle)
     except OSError as exc:
@@ -372,7 +372,7 @@ def load_pt2_safely(path, trust_pickle=False):
         raise BadInput(f"{path}: not a readable torch.export archive ({type(exc).__name__})",
                        hint="the file may be truncated; re-save it with torch.export.save") from None
     try:
-        program = torch.export.load(str(clean))
+        program = torch.export.load(str(clean))  # trusted: the validated, cleaned copy
     finally:
         os.unlink(clean)
     _check_stored_tensors(program, path)
