@@ -21,7 +21,7 @@ from portx.ops.attention import ATTENTION
 from portx.ops.elementwise import BINARY, CAST, WHERE
 from portx.ops.embedding import EMBEDDING
 from portx.ops.linear import LINEAR, MATMUL
-from portx.ops.unary import UNARY
+from portx.ops.elementwise.unary import UNARY
 
 __all__ = ["FAMILIES"]
 

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from portx.ir import Graph, Node, TensorType, Value, infer_outputs, param_value
 from portx.ops._util import broadcast_shapes, kind
 from portx.ops.elementwise import BINARY
-from portx.ops.unary import UNARY
+from portx.ops.elementwise.unary import UNARY
 
 __all__ = ["Builder", "graphs", "is_float", "is_int", "broadcast_partner_shape"]
 

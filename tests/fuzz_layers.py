@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from fuzz_graphs import is_float, is_int
-from portx.ops.adaptive_pool import ADAPTIVE_AVG_POOL, ADAPTIVE_MAX_POOL
+from portx.ops.pool.adaptive import ADAPTIVE_AVG_POOL, ADAPTIVE_MAX_POOL
 from portx.ops.conv import CONV
-from portx.ops.conv_transpose import CONV_TRANSPOSE
+from portx.ops.conv.transpose import CONV_TRANSPOSE
 from portx.ops.norm import BATCH_NORM, GROUP_NORM, LAYER_NORM, RMS_NORM
 from portx.ops.pool import AVG_POOL, MAX_POOL
 from portx.ops.reduce import ARGMAX, ARGMIN, LOG_SOFTMAX, REDUCE, SOFTMAX, STD, VAR, VECTOR_NORM

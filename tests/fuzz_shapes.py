@@ -12,7 +12,7 @@ import numpy as np
 
 from portx.ops.pad import PAD
 from portx.ops.shape import CONCAT, EXPAND, PERMUTE, RESHAPE, SPLIT, STACK
-from portx.ops.shape_index import FLIP, GATHER, INDEX_SELECT, ROLL, SELECT, SLICE, TILE
+from portx.ops.shape.index import FLIP, GATHER, INDEX_SELECT, ROLL, SELECT, SLICE, TILE
 
 __all__ = ["SHAPE_FAMILIES"]
 

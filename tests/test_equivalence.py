@@ -8,7 +8,7 @@ from torch import nn
 
 import portx
 from portx.errors import VerificationFailed
-from portx.ops.unary import UNARY
+from portx.ops.elementwise.unary import UNARY
 from portx.equivalence import compare_arrays, make_inputs
 
 

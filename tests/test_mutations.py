@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from portx.ops import norm_torch
+from portx.ops.norm import to_torch as norm_torch
 from portx.ops.conv import CONV
 from portx.ops.linear import LINEAR
 from portx.ops.shape import PERMUTE

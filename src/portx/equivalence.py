@@ -34,7 +34,7 @@ ELEMENT_RTOL = 1e-3
 
 def _indexing_ops():
     from .ops.embedding import EMBEDDING
-    from .ops.shape_index import GATHER, INDEX_SELECT
+    from .ops.shape.index import GATHER, INDEX_SELECT
 
     return (EMBEDDING, GATHER, INDEX_SELECT)
 

@@ -14,8 +14,8 @@ from keras import ops
 
 from keras_harness import check_keras_model, seeded, single_layer
 from portx.ops.resize import RESIZE
-from portx.ops.resize_keras import jax_resize_matrix, keras_nearest_table
-from portx.ops.shape_index import INDEX_SELECT
+from portx.ops.resize.from_keras import jax_resize_matrix, keras_nearest_table
+from portx.ops.shape.index import INDEX_SELECT
 
 __all__ = []
 

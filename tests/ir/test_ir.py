@@ -264,7 +264,7 @@ _FORBIDDEN_EVERYWHERE = ("torch", "keras", "jax", "tensorflow")
                                              ("ops", ("portx.ir", "portx.errors", "portx.ops"))])
 def test_imports_point_one_way(layer, allowed):
     bad = []
-    for path in sorted((SRC / layer).glob("*.py")):
+    for path in sorted((SRC / layer).rglob("*.py")):
         for line, module in _portx_imports(path):
             top = module.split(".")[0]
             inside = module == "portx" or module.startswith("portx.")
@@ -274,5 +274,5 @@ def test_imports_point_one_way(layer, allowed):
 
 
 def test_import_checker_sees_relative_imports():
-    modules = {m for _, m in _portx_imports(SRC / "ops" / "conv.py")}
+    modules = {m for _, m in _portx_imports(SRC / "ops" / "conv" / "__init__.py")}
     assert "portx.ir" in modules and "portx.ops._util" in modules

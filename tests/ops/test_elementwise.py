@@ -7,7 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness import TARGETS, check_torch_op
-from portx.ops import elementwise, unary
+from portx.ops import elementwise
+from portx.ops.elementwise import unary
 
 F32 = (2, 3, 4)
 

@@ -13,7 +13,7 @@ from harness import TARGETS, check_torch_op
 from portx.emitters.keras_jax import emit_keras
 from portx.errors import UnsupportedOps
 from portx.frontends.torch import export_module, lower_exported
-from portx.ops.adaptive_pool import adaptive_bins
+from portx.ops.pool.adaptive import adaptive_bins
 from portx.ops.pool import AVG_POOL, MAX_POOL, pooled_size
 
 TOL = {"atol": 1e-5, "rtol": 1e-4}

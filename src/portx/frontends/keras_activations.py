@@ -16,7 +16,7 @@ import numpy as np
 
 from ..ops.elementwise import BINARY
 from ..ops.reduce import LOG_SOFTMAX, SOFTMAX
-from ..ops.unary import UNARY
+from ..ops.elementwise.unary import UNARY
 
 __all__ = ["apply_activation", "activation_name", "ACTIVATIONS"]
 

@@ -1,54 +1,34 @@
-"""Op families. Importing this package registers every OpDef and its rules (one line per family)."""
-from . import adaptive_pool  # noqa: F401  (registration)
-from . import attention  # noqa: F401
-from . import conv  # noqa: F401
-from . import conv_transpose  # noqa: F401
-from . import conv_keras  # noqa: F401  (Keras import rules)
-from . import elementwise  # noqa: F401
-from . import embedding  # noqa: F401
-from . import linear  # noqa: F401
-from . import linear_keras  # noqa: F401  (Keras import rules)
-from . import norm  # noqa: F401
-from . import norm_keras  # noqa: F401  (Keras import rules)
-from . import pad  # noqa: F401
-from . import pool  # noqa: F401
-from . import pool_keras  # noqa: F401  (Keras import rules)
-from . import reduce  # noqa: F401
-from . import resize  # noqa: F401
-from . import shape  # noqa: F401
-from . import shape_keras  # noqa: F401  (Keras import rules)
-from . import shape_index  # noqa: F401
-from . import unary  # noqa: F401
-from . import unary_keras  # noqa: F401  (Keras import rules)
-from . import elementwise_kops  # noqa: F401  (keras.ops and more Keras layers)
-from . import elementwise_keras_layers  # noqa: F401
-from . import reduce_kops  # noqa: F401
-from . import shape_kops  # noqa: F401
-from . import resize_keras  # noqa: F401
-from . import embedding_keras  # noqa: F401
-from . import attention_keras  # noqa: F401
-from . import linear_kops  # noqa: F401
-from . import conv_jax  # noqa: F401  (JAX import rules, after every family they use)
-from . import elementwise_jax  # noqa: F401
-from . import reduce_jax  # noqa: F401
-from . import shape_jax  # noqa: F401
-from . import attention_torch  # noqa: F401  (torch-xla emit rules)
-from . import conv_torch  # noqa: F401
-from . import elementwise_torch  # noqa: F401
-from . import embedding_torch  # noqa: F401
-from . import linear_torch  # noqa: F401
-from . import norm_torch  # noqa: F401
-from . import pad_torch  # noqa: F401
-from . import pool_torch  # noqa: F401
-from . import reduce_torch  # noqa: F401
-from . import resize_torch  # noqa: F401
-from . import shape_torch  # noqa: F401
+"""Op families, one package each. Importing this package registers every OpDef and all of its rules.
 
-__all__ = ["adaptive_pool", "attention", "conv", "conv_transpose", "elementwise", "embedding", "linear", "norm",
-           "pad", "pool", "reduce", "resize", "shape", "shape_index", "unary"]
-__all__ += ["conv_keras", "linear_keras", "norm_keras", "pool_keras", "shape_keras", "unary_keras"]
-__all__ += ["elementwise_kops", "elementwise_keras_layers", "reduce_kops", "shape_kops", "resize_keras",
-            "embedding_keras", "attention_keras", "linear_kops"]
-__all__ += ["conv_jax", "elementwise_jax", "reduce_jax", "shape_jax"]
-__all__ += ["attention_torch", "conv_torch", "elementwise_torch", "embedding_torch", "linear_torch", "norm_torch",
-            "pad_torch", "pool_torch", "reduce_torch", "resize_torch", "shape_torch"]
+A family package declares its OpDefs (with shape rules and NumPy references) in ``__init__.py`` and
+keeps one module per direction beside it, named for the source or target it serves:
+``from_torch.py``, ``from_keras.py`` (layers), ``from_keras_ops.py`` (``keras.ops`` calls),
+``from_jax.py`` (JAX primitives), ``to_keras.py``, ``to_torch.py``. Registration is order-free:
+each rule module imports the OpDefs it uses, and ``register_all`` imports every module of every family.
+
+Example:
+    >>> import portx.ops
+    >>> from portx.ir import lookup
+    >>> lookup("conv").family
+    'conv'
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from . import attention, conv, elementwise, embedding, linear, norm, pad, pool, reduce, resize, shape
+
+FAMILIES = (attention, conv, elementwise, embedding, linear, norm, pad, pool, reduce, resize, shape)
+
+__all__ = ["FAMILIES", "register_all"] + [family.__name__.rsplit(".", 1)[1] for family in FAMILIES]
+
+
+def register_all() -> None:
+    """Import every module of every family package (each attaches its rules to the OpDefs)."""
+    for family in FAMILIES:
+        for module in pkgutil.iter_modules(family.__path__):
+            importlib.import_module(f"{family.__name__}.{module.name}")
+
+
+register_all()

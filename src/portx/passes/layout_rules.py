@@ -19,8 +19,8 @@ from ..ops.norm import LAYER_NORM, RMS_NORM
 from ..ops.pad import PAD
 from ..ops.reduce import ARGMAX, ARGMIN, LOG_SOFTMAX, REDUCE, SOFTMAX, STD, VAR, VECTOR_NORM
 from ..ops.shape import CONCAT, EXPAND, PERMUTE, RESHAPE, SPLIT, STACK
-from ..ops.shape_index import FLIP, GATHER, INDEX_SELECT, ROLL, SELECT, SLICE, TILE
-from ..ops.unary import UNARY
+from ..ops.shape.index import FLIP, GATHER, INDEX_SELECT, ROLL, SELECT, SLICE, TILE
+from ..ops.elementwise.unary import UNARY
 from .layout_reshape import reshape_rule
 from .layout_sink import inverse, most_common
 

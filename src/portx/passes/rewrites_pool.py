@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ops.adaptive_pool import ADAPTIVE_AVG_POOL, ADAPTIVE_MAX_POOL, adaptive_bins, bin_mean_matrix
+from ..ops.pool.adaptive import ADAPTIVE_AVG_POOL, ADAPTIVE_MAX_POOL, adaptive_bins, bin_mean_matrix
 from ..ops.reduce import REDUCE
 from ..ops.shape import RESHAPE
-from ..ops.shape_index import INDEX_SELECT
+from ..ops.shape.index import INDEX_SELECT
 from .rewrites import contract_axes, node_rule
 
 __all__ = ["adaptive_avg_pool_as_matmul", "adaptive_max_pool_as_gather_max"]

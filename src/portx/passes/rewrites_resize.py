@@ -14,7 +14,7 @@ import numpy as np
 
 from ..ops.resize import RESIZE, axis_matrix, nearest_indices, repeat_factor
 from ..ops.shape import EXPAND, RESHAPE
-from ..ops.shape_index import INDEX_SELECT, SLICE
+from ..ops.shape.index import INDEX_SELECT, SLICE
 from .rewrites import contract_axes, node_rule
 
 __all__ = ["resize_nearest_as_repeat", "resize_nearest_as_gather", "resize_linear_as_matmul",

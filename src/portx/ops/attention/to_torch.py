@@ -1,0 +1,31 @@
+"""torch-xla emit rule for attention: ``F.scaled_dot_product_attention`` with the IR's options.
+
+The IR op has SDPA's exact meaning (including Note [fully masked rows], which torch's math path
+implements with its safe softmax), so the call carries only what differs from SDPA's defaults.
+
+Example generated code:
+    attn = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+"""
+from __future__ import annotations
+
+import math
+
+from ..attention import ATTENTION
+
+__all__ = []
+
+
+@ATTENTION.emits("torch-xla")
+def _attention_to_torch(node, t):
+    q, k, v, mask = (list(node.inputs) + [None])[:4]
+    a = node.attrs
+    args = [t.ref(q), t.ref(k), t.ref(v)]
+    if mask is not None:
+        args.append(f"attn_mask={t.ref(mask)}")
+    if a["is_causal"]:
+        args.append("is_causal=True")
+    if float(a["scale"]) != 1.0 / math.sqrt(q.type.shape[-1]):
+        args.append(f"scale={t.lit(float(a['scale']))}")
+    if a["enable_gqa"] and q.type.rank > 2 and q.type.shape[-3] != k.type.shape[-3]:
+        args.append("enable_gqa=True")
+    t.assign(node, f"F.scaled_dot_product_attention({', '.join(args)})")

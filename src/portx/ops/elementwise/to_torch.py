@@ -1,0 +1,117 @@
+"""torch-xla emit rules for the elementwise families (elementwise.py, unary.py): operators and torch calls.
+
+Binary arithmetic and comparisons are Python operators, so a stored 0-d operand can be a plain
+number (``relu * 0.5``) where torch then computes in the IR's dtype (TorchEmitter.operand).
+Activations are functional calls (``F.gelu(x, approximate="tanh")``): stateless, and the way
+hand-written forward methods use them.
+
+Example:
+    >>> BINARY["add"].emit_rules["torch-xla"]   # writes ``add = a + b``
+"""
+from __future__ import annotations
+
+from .._util import kind, promote
+from ..elementwise import BINARY, CAST, WHERE
+from ..elementwise.unary import UNARY
+
+__all__ = []
+
+_OPERATORS = {"add": "+", "sub": "-", "mul": "*", "pow": "**", "eq": "==", "ne": "!=", "lt": "<", "le": "<=",
+              "gt": ">", "ge": ">="}
+_CALLS = {"minimum": "torch.minimum", "maximum": "torch.maximum", "logical_and": "torch.logical_and",
+          "logical_or": "torch.logical_or"}
+
+
+def _named(rule, name):
+    """Name a generated rule after its op (``_add_to_torch``) so tracebacks and listings read well."""
+    rule.__name__ = rule.__qualname__ = f"_{name}_to_torch"
+    return rule
+
+
+def _binary_operands(node, t):
+    """Both operands; a stored 0-d one becomes a number when torch keeps the IR's compute dtype."""
+    a, b = node.inputs
+    compute = promote(a.type, b.type)
+    return t.operand(a, b, compute), t.operand(b, a, compute)
+
+
+def _binary_rule(name):
+    def emit(node, t):
+        a, b = _binary_operands(node, t)
+        if name in _OPERATORS:
+            t.assign(node, f"{a} {_OPERATORS[name]} {b}")
+        elif name == "div":
+            mode = node.attrs.get("rounding_mode")
+            t.assign(node, f"{a} / {b}" if mode is None else f"torch.div({a}, {b}, rounding_mode={t.lit(mode)})")
+        else:
+            t.assign(node, f"{_CALLS[name]}({t.ref(node.inputs[0])}, {t.ref(node.inputs[1])})")
+    return _named(emit, name)
+
+
+for _name, _op in BINARY.items():
+    _op.emits("torch-xla")(_binary_rule(_name))
+
+
+@WHERE.emits("torch-xla")
+def _where_to_torch(node, t):
+    cond, a, b = node.inputs
+    out = node.outputs[0].type.dtype
+    t.assign(node, f"torch.where({t.ref(cond)}, {t.operand(a, b, out)}, {t.operand(b, a, out)})")
+
+
+@CAST.emits("torch-xla")
+def _cast_to_torch(node, t):
+    t.assign(node, f"{t.ref(node.inputs[0])}.to({t.dtype(node.attrs['dtype'])})")
+
+
+# name: expression template; {x} is the input, other fields are the node's attributes as literals.
+_UNARY_TEMPLATES = {
+    "relu": "torch.relu({x})", "silu": "F.silu({x})", "sigmoid": "torch.sigmoid({x})", "tanh": "torch.tanh({x})",
+    "hardswish": "F.hardswish({x})", "hardsigmoid": "F.hardsigmoid({x})", "mish": "F.mish({x})",
+    "exp": "torch.exp({x})", "log": "torch.log({x})", "neg": "-{x}", "abs": "torch.abs({x})",
+    "sqrt": "torch.sqrt({x})", "rsqrt": "torch.rsqrt({x})", "reciprocal": "torch.reciprocal({x})",
+    "erf": "torch.erf({x})", "sin": "torch.sin({x})", "cos": "torch.cos({x})", "floor": "torch.floor({x})",
+    "ceil": "torch.ceil({x})", "sign": "torch.sign({x})", "logical_not": "torch.logical_not({x})",
+}
+_DEFAULTS = {"leaky_relu": {"negative_slope": 0.01}, "elu": {"alpha": 1.0}, "gelu": {"approximate": "none"},
+             "softplus": {"beta": 1.0, "threshold": 20.0}}
+_WITH_OPTIONS = {"leaky_relu": "F.leaky_relu", "elu": "F.elu", "gelu": "F.gelu", "softplus": "F.softplus"}
+
+
+def _options(t, node, name) -> str:
+    """``, key=value`` for each attribute that differs from the torch default."""
+    defaults = _DEFAULTS[name]
+    return "".join(f", {k}={t.lit(node.attrs[k])}" for k in defaults if node.attrs.get(k, defaults[k]) != defaults[k])
+
+
+def _unary_rule(name):
+    def emit(node, t):
+        x = t.ref(node.inputs[0])
+        if name in _UNARY_TEMPLATES:
+            t.assign(node, _UNARY_TEMPLATES[name].format(x=x))
+        else:
+            t.assign(node, f"{_WITH_OPTIONS[name]}({x}{_options(t, node, name)})")
+    return _named(emit, name)
+
+
+for _name, _op in UNARY.items():
+    if _name != "clamp":
+        _op.emits("torch-xla")(_unary_rule(_name))
+
+
+def _bound(t, value, dtype) -> str:
+    """A clamp bound; whole numbers stay ints on integer tensors (a float bound would promote them)."""
+    if kind(dtype) == 1 and float(value).is_integer():
+        return t.lit(int(value))
+    return t.lit(float(value))
+
+
+@UNARY["clamp"].emits("torch-xla")
+def _clamp_to_torch(node, t):
+    x, a = node.inputs[0], node.attrs
+    dtype = x.type.dtype
+    if (a["min"], a["max"]) == (0.0, 6.0) and kind(dtype) >= 2:
+        t.assign(node, f"F.relu6({t.ref(x)})")
+        return
+    bounds = "".join(f", {k}={_bound(t, a[k], dtype)}" for k in ("min", "max") if a[k] is not None)
+    t.assign(node, f"torch.clamp({t.ref(x)}{bounds})")

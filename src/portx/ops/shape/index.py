@@ -1,0 +1,280 @@
+"""Indexing and reordering: slice, select, index_select (take), gather (take_along_axis), tile, flip, roll.
+
+Note [torch slice bounds]: ``aten::slice`` accepts None, negative and out-of-range bounds and
+clamps them (``x[-10:100]`` is the whole axis). The import rule settles them once, the way
+``at::slice`` does, so the IR ``slice`` only holds ``0 <= start <= end <= size`` and ``step >= 1``.
+
+Example IR:
+    %y: float32[1x2x4] = slice(%x) {axis=1, start=1, end=4, step=2}
+    %z: float32[1x3x4] = index_select(%x, %idx) {axis=1}
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir import REQUIRED, OpDef
+from .._util import kind, norm_axis, same_type
+from ..shape import RESHAPE
+
+__all__ = ["SLICE", "SELECT", "INDEX_SELECT", "GATHER", "TILE", "FLIP", "ROLL", "index_text", "subscript_text",
+           "torch_slice_bounds"]
+
+
+def index_text(axis: int, item: str) -> str:
+    """Subscript text that applies ``item`` on ``axis`` only: ``index_text(1, "2")`` -> ``"[:, 2]"``."""
+    return subscript_text([":"] * axis + [item])
+
+
+def subscript_text(items) -> str:
+    """``[a, b]`` from item texts; a lone slice gets ``, ...`` since KerasTensors only take tuple keys."""
+    items = list(items) + (["..."] if len(items) == 1 and ":" in items[0] else [])
+    return "[" + ", ".join(items) + "]"
+
+
+def torch_slice_bounds(size: int, start, end) -> tuple:
+    """Clamp torch slice bounds into ``0 <= start <= end <= size`` (Note [torch slice bounds]).
+
+    Example: ``torch_slice_bounds(5, -10, 100)`` -> ``(0, 5)``; ``torch_slice_bounds(5, 4, 2)`` -> ``(4, 4)``.
+    """
+    start = 0 if start is None else start
+    end = size if end is None else end
+    start = start + size if start < 0 else start
+    end = end + size if end < 0 else end
+    start = min(max(start, 0), size)
+    return start, min(max(end, start), size)
+
+
+SLICE = OpDef("slice", ("x",), {"axis": REQUIRED, "start": REQUIRED, "end": REQUIRED, "step": 1}, family="shape",
+              doc="x[start:end:step] on one axis, with settled bounds 0 <= start <= end <= size.")
+
+
+@SLICE.infer
+def _slice_type(x, *, axis, start, end, step):
+    size = x.shape[axis]
+    if not (0 <= start <= end <= size and step >= 1):
+        raise ValueError(f"slice {start}:{end}:{step} is not settled for axis {axis} of size {size}")
+    return x.with_shape(x.shape[:axis] + (-(-(end - start) // step),) + x.shape[axis + 1:])
+
+
+@SLICE.reference
+def _slice_numpy(x, *, axis, start, end, step):
+    return x[(slice(None),) * axis + (slice(start, end, step),)]
+
+
+@SLICE.emits("keras-jax")
+def _slice_to_keras(node, k):
+    x, a = node.inputs[0], node.attrs
+    item = f"{a['start'] or ''}:{a['end'] if a['end'] != x.type.shape[a['axis']] else ''}"
+    item += f":{a['step']}" if a["step"] != 1 else ""
+    k.assign(node, k.ref(x) + index_text(a["axis"], item))
+
+
+def emit_slice(call, x, axis, start, end, step=1):
+    """Emit a settled slice, or give back ``x`` when it would keep the whole axis."""
+    if (start, end, step) == (0, x.type.shape[axis], 1):
+        return x
+    return call.emit(SLICE, [x], {"axis": axis, "start": start, "end": end, "step": step})
+
+
+@SLICE.imports("torch", "aten::slice")
+def _slice_from_aten(call):
+    x = call.arg("self")
+    axis = norm_axis(call.arg("dim", 0), x.type.rank)
+    step = call.arg("step", 1)
+    if step < 1:
+        call.unsupported(f"slice step {step}: torch needs a positive step")
+    start, end = torch_slice_bounds(x.type.shape[axis], call.arg("start"), call.arg("end"))
+    return emit_slice(call, x, axis, start, end, step)
+
+
+@SLICE.imports("torch", "aten::narrow")
+def _narrow_from_aten(call):
+    x, start = call.arg("self"), call.arg("start")
+    if hasattr(start, "type"):
+        call.unsupported("narrow with a tensor start (data-dependent offset)")
+    axis = norm_axis(call.arg("dim"), x.type.rank)
+    start = start + x.type.shape[axis] if start < 0 else start
+    return emit_slice(call, x, axis, start, start + call.arg("length"))
+
+
+SELECT = OpDef("select", ("x",), {"axis": REQUIRED, "index": REQUIRED}, family="shape",
+               doc="x[..., index, ...] on one axis, which is dropped; 0 <= index < size.")
+
+
+@SELECT.infer
+def _select_type(x, *, axis, index):
+    if not 0 <= index < x.shape[axis]:
+        raise ValueError(f"select index {index} is out of range for axis {axis} of size {x.shape[axis]}")
+    return x.with_shape(x.shape[:axis] + x.shape[axis + 1:])
+
+
+@SELECT.reference
+def _select_numpy(x, *, axis, index):
+    return np.take(x, index, axis=axis)
+
+
+@SELECT.emits("keras-jax")
+def _select_to_keras(node, k):
+    x, a = node.inputs[0], node.attrs
+    k.assign(node, k.ref(x) + index_text(a["axis"], str(a["index"])))
+
+
+@SELECT.imports("torch", "aten::select")
+def _select_from_aten(call):
+    x = call.arg("self")
+    axis = norm_axis(call.arg("dim"), x.type.rank)
+    return call.emit(SELECT, [x], {"axis": axis, "index": norm_axis(call.arg("index"), x.type.shape[axis])})
+
+
+INDEX_SELECT = OpDef("index_select", ("x", "index"), {"axis": REQUIRED}, family="shape",
+                     doc="numpy.take along axis: the index's dims replace that axis; negative indices wrap.")
+
+
+@INDEX_SELECT.infer
+def _index_select_type(x, index, *, axis):
+    if kind(index.dtype) != 1:
+        raise ValueError(f"index_select needs an integer index, got {index.dtype}")
+    return x.with_shape(x.shape[:axis] + index.shape + x.shape[axis + 1:])
+
+
+@INDEX_SELECT.reference
+def _index_select_numpy(x, index, *, axis):
+    return np.take(x, index, axis=axis)
+
+
+@INDEX_SELECT.emits("keras-jax")
+def _index_select_to_keras(node, k):
+    x, index = node.inputs
+    k.assign(node, f"ops.take({k.ref(x)}, {k.ref(index)}, axis={node.attrs['axis']})")
+
+
+@INDEX_SELECT.imports("torch", "aten::index_select")
+def _index_select_from_aten(call):
+    x, index = call.arg("self"), call.arg("index")
+    if index.type.rank == 0:  # torch keeps the axis for a 0-d index here, numpy.take would drop it
+        index = call.emit(RESHAPE, [index], {"shape": (1,)})
+    return call.emit(INDEX_SELECT, [x, index], {"axis": norm_axis(call.arg("dim"), x.type.rank)})
+
+
+@INDEX_SELECT.imports("torch", "aten::index")
+def _index_from_aten(call):
+    """``x[:, idx]`` with one integer index tensor; other advanced indexing is refused."""
+    x, indices = call.arg("self"), call.arg("indices")
+    present = [(axis, v) for axis, v in enumerate(indices) if v is not None]
+    if len(present) != 1:
+        call.unsupported(f"advanced indexing with {len(present)} index tensors (only one is supported)")
+    axis, index = present[0]
+    if kind(index.type.dtype) != 1 or index.type.dtype == "uint8":
+        call.unsupported("boolean mask indexing (its result size depends on the data)")
+    return call.emit(INDEX_SELECT, [x, index], {"axis": axis})
+
+
+GATHER = OpDef("gather", ("x", "index"), {"axis": REQUIRED}, family="shape",
+               doc="numpy.take_along_axis; index has x's shape except on axis.")
+
+
+@GATHER.infer
+def _gather_type(x, index, *, axis):
+    if kind(index.dtype) != 1 or index.rank != x.rank or any(
+            a != b for i, (a, b) in enumerate(zip(x.shape, index.shape)) if i != axis):
+        raise ValueError(f"gather index {index} does not fit {x} on axis {axis}")
+    return x.with_shape(index.shape)
+
+
+@GATHER.reference
+def _gather_numpy(x, index, *, axis):
+    return np.take_along_axis(x, index, axis=axis)
+
+
+@GATHER.emits("keras-jax")
+def _gather_to_keras(node, k):
+    x, index = node.inputs
+    k.assign(node, f"ops.take_along_axis({k.ref(x)}, {k.ref(index)}, axis={node.attrs['axis']})")
+
+
+@GATHER.imports("torch", "aten::gather")
+def _gather_from_aten(call):
+    """torch allows an index smaller than x on the other axes; those axes are sliced to fit first."""
+    x, index = call.arg("self"), call.arg("index")
+    axis = norm_axis(call.arg("dim"), x.type.rank)
+    for i, (size, want) in enumerate(zip(x.type.shape, index.type.shape)):
+        if i != axis and want != size:
+            x = emit_slice(call, x, i, 0, want)
+    return call.emit(GATHER, [x, index], {"axis": axis})
+
+
+TILE = OpDef("tile", ("x",), {"reps": REQUIRED}, family="shape", doc="numpy.tile (torch repeat / tile).")
+
+
+@TILE.infer
+def _tile_type(x, *, reps):
+    rank = max(len(reps), x.rank)
+    shape = (1,) * (rank - x.rank) + x.shape
+    reps = (1,) * (rank - len(reps)) + tuple(reps)
+    return x.with_shape(tuple(d * r for d, r in zip(shape, reps)))
+
+
+@TILE.reference
+def _tile_numpy(x, *, reps):
+    return np.tile(x, reps)
+
+
+@TILE.emits("keras-jax")
+def _tile_to_keras(node, k):
+    k.assign(node, f"ops.tile({k.ref(node.inputs[0])}, {k.lit(tuple(node.attrs['reps']))})")
+
+
+@TILE.imports("torch", "aten::repeat", "aten::tile")
+def _tile_from_aten(call):
+    x = call.arg("self")
+    reps = tuple(call.arg("repeats", call.arg("dims")))
+    if len(reps) <= x.type.rank and all(r == 1 for r in reps):
+        return x
+    return call.emit(TILE, [x], {"reps": reps})
+
+
+FLIP = OpDef("flip", ("x",), {"axes": REQUIRED}, family="shape", doc="Reverse the order along each axis.")
+FLIP.infer(same_type)
+
+
+@FLIP.reference
+def _flip_numpy(x, *, axes):
+    return np.flip(x, axis=tuple(axes))
+
+
+@FLIP.emits("keras-jax")
+def _flip_to_keras(node, k):
+    k.assign(node, f"ops.flip({k.ref(node.inputs[0])}, axis={k.lit(tuple(node.attrs['axes']))})")
+
+
+@FLIP.imports("torch", "aten::flip")
+def _flip_from_aten(call):
+    x = call.arg("self")
+    axes = tuple(norm_axis(d, x.type.rank) for d in call.arg("dims"))
+    return x if not axes else call.emit(FLIP, [x], {"axes": axes})
+
+
+ROLL = OpDef("roll", ("x",), {"shifts": REQUIRED, "axes": None}, family="shape",
+             doc="numpy.roll; axes None rolls the flattened tensor.")
+ROLL.infer(same_type)
+
+
+@ROLL.reference
+def _roll_numpy(x, *, shifts, axes):
+    return np.roll(x, tuple(shifts) if axes is not None else shifts[0], axis=None if axes is None else tuple(axes))
+
+
+@ROLL.emits("keras-jax")
+def _roll_to_keras(node, k):
+    shifts, axes = tuple(node.attrs["shifts"]), node.attrs["axes"]
+    shift = k.lit(shifts if axes is not None else shifts[0])
+    axis = k.lit(None if axes is None else tuple(axes))
+    k.assign(node, f"ops.roll({k.ref(node.inputs[0])}, {shift}, axis={axis})")
+
+
+@ROLL.imports("torch", "aten::roll")
+def _roll_from_aten(call):
+    x = call.arg("self")
+    shifts, dims = tuple(call.arg("shifts")), tuple(call.arg("dims", ()))
+    axes = tuple(norm_axis(d, x.type.rank) for d in dims) if dims else None
+    return call.emit(ROLL, [x], {"shifts": shifts, "axes": axes})
