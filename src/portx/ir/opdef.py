@@ -7,7 +7,7 @@ Example:
 """
 from __future__ import annotations
 
-__all__ = ["OpDef", "REQUIRED", "REGISTRY", "IMPORT_RULES", "lookup"]
+__all__ = ["OpDef", "REQUIRED", "REGISTRY", "IMPORT_RULES", "imports", "lookup"]
 
 
 class _Required:
@@ -92,14 +92,31 @@ class OpDef:
     def imports(self, frontend, *names):
         """Attach an import rule for source op names, e.g. ``imports("torch", "aten::relu")``."""
         def register(fn):
-            table = IMPORT_RULES.setdefault(frontend, {})
-            for name in names:
-                if name in table:
-                    raise ValueError(f"{frontend} op {name!r} has two import rules")
-                table[name] = (self, fn)
+            _register_import(frontend, names, self, fn)
             self.import_names.setdefault(frontend, []).extend(names)
             return fn
         return register
+
+
+def imports(frontend, *names):
+    """Register an import rule that belongs to no single OpDef.
+
+    For source ops that become several IR ops or none (``Dropout``, ``PReLU``, ``StochasticDepth``):
+    hanging them on one of the OpDefs they emit would make ``portx ops`` list them there.
+    Example: ``@imports("keras", "Dropout")`` over ``def _dropout_from_keras(call): ...``.
+    """
+    def register(fn):
+        _register_import(frontend, names, None, fn)
+        return fn
+    return register
+
+
+def _register_import(frontend, names, op, fn):
+    table = IMPORT_RULES.setdefault(frontend, {})
+    for name in names:
+        if name in table:
+            raise ValueError(f"{frontend} op {name!r} has two import rules")
+        table[name] = (op, fn)
 
 
 def lookup(name: str) -> OpDef:

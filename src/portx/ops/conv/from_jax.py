@@ -1,4 +1,4 @@
-"""JAX import rules for conv_general_dilated and dot_general.
+"""JAX import rule for conv_general_dilated.
 
 conv_general_dilated: the operand is permuted into (N, C, spatial...) by ``lhs_spec``, the kernel
 into torch's (O, I/groups, k...) by ``rhs_spec`` (in NumPy, once, when it is a weight), and the
@@ -7,12 +7,8 @@ result back by ``out_spec``; the layout pass cancels the permutes around channel
 transposed convolution with padding ``d*(k-1) - low`` and output padding ``high - low``, whose
 kernel is the flipped, in/out-swapped forward kernel; it needs a stored kernel.
 
-dot_general: with no batch axes and a weight on the right it is ``linear`` (the weight stored as
-(out, in)); otherwise both sides are permuted to (batch..., M, K) @ (batch..., K, N) and the
-result reshaped to JAX's (batch..., lhs free..., rhs free...).
-
 Example:
-    dot_general[(([1], [0]), ([], []))](%x, %dense.kernel) -> linear(%x, %dense.weight) {}
+    conv_general_dilated(%x, %conv.kernel) -> permute -> conv(%x_nchw, %conv.weight) -> permute
 """
 from __future__ import annotations
 
@@ -23,7 +19,6 @@ import numpy as np
 from .._jax import arranged, inverse, permuted, reshaped
 from ..conv import CONV
 from ..conv.transpose import CONV_TRANSPOSE
-from ..linear import LINEAR, MATMUL
 from ..pad import PAD
 
 __all__ = []
@@ -83,26 +78,3 @@ def _transposed(call, x, pads, stride, dilation, groups):
     if any(c != (0, 0) for c in crop):
         y = call.emit(PAD, [y], {"pads": ((0, 0), (0, 0)) + tuple(crop)})
     return y
-
-
-@MATMUL.imports("jax", "dot_general")
-def _dot_general_from_jax(call):
-    (lc, rc), (lb, rb) = call.params["dimension_numbers"]
-    a, b = call.in_type(0), call.in_type(1)
-    lc, rc, lb, rb = (tuple(int(i) for i in t) for t in (lc, rc, lb, rb))
-    lfree = [i for i in range(a.rank) if i not in lc and i not in lb]
-    rfree = [i for i in range(b.rank) if i not in rc and i not in rb]
-    k = math.prod(a.shape[i] for i in lc)
-    lshape, rshape = [a.shape[i] for i in lfree], [b.shape[i] for i in rfree]
-    n = math.prod(rshape)
-    if not lb and call.const_value(1) is not None:
-        x = reshaped(call, permuted(call, call.input(0), lfree + list(lc)), (*lshape, k))
-        w = arranged(call, 1, perm=rfree + list(rc), shape=(n, k))
-        y = call.emit(LINEAR, [x, w])
-    else:
-        batch = [a.shape[i] for i in lb]
-        x = reshaped(call, permuted(call, call.input(0), list(lb) + lfree + list(lc)),
-                     (*batch, math.prod(lshape), k))
-        w = arranged(call, 1, perm=list(rb) + list(rc) + rfree, shape=(*batch, k, n))
-        y = call.emit(MATMUL, [x, w])
-    return reshaped(call, y, call.out_type().shape)

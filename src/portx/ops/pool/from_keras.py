@@ -1,4 +1,4 @@
-"""Keras import rules for pooling, global pooling, ZeroPadding and Cropping layers.
+"""Keras import rules for pooling and global pooling layers.
 
 Keras "same" pooling pads like its convolutions (``keras_same_pads``, more at the end); max pooling
 pads with -inf (IR max_pool's meaning) and average pooling leaves the padding out of the divisor
@@ -11,20 +11,12 @@ Example:
 """
 from __future__ import annotations
 
+from .._keras import keras_spatial_axes
 from ..conv.from_keras import keras_conv_pads, spatial_in, spatial_out
-from ..pad import PAD
 from ..pool import AVG_POOL, MAX_POOL
 from ..reduce import REDUCE
-from ..shape.index import SLICE
 
-__all__ = ["keras_spatial_axes"]
-
-
-def keras_spatial_axes(layer, rank) -> tuple:
-    """The spatial axes of a rank-``rank`` tensor in the layer's data format."""
-    if getattr(layer, "data_format", "channels_last") == "channels_first":
-        return tuple(range(2, rank))
-    return tuple(range(1, rank - 1))
+__all__ = []
 
 
 def _pool(call, op, extra):
@@ -66,31 +58,3 @@ def _global_avg_pool_from_keras(call):
 def _global_max_pool_from_keras(call):
     """GlobalMaxPoolingND: amax over the spatial axes."""
     return _global(call, "amax")
-
-
-def _per_axis_pairs(value, rank):
-    """Keras padding/cropping for ``rank`` spatial axes as ((begin, end), ...)."""
-    if rank == 1:
-        return (tuple(value),)
-    return tuple(tuple(p) for p in value)
-
-
-@PAD.imports("keras", "ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D")
-def _zero_padding_from_keras(call):
-    """ZeroPaddingND: a constant pad of the spatial axes in the layer's layout."""
-    x = call.inputs[0]
-    axes = keras_spatial_axes(call.layer, x.type.rank)
-    spatial = dict(zip(axes, _per_axis_pairs(call.layer.padding, len(axes))))
-    pads = tuple(tuple(int(p) for p in spatial.get(a, (0, 0))) for a in range(x.type.rank))
-    return call.emit(PAD, [x], {"pads": pads, "mode": "constant", "value": 0.0})
-
-
-@SLICE.imports("keras", "Cropping1D", "Cropping2D", "Cropping3D")
-def _cropping_from_keras(call):
-    """CroppingND: one slice per cropped spatial axis."""
-    x = y = call.inputs[0]
-    axes = keras_spatial_axes(call.layer, x.type.rank)
-    for axis, (begin, end) in zip(axes, _per_axis_pairs(call.layer.cropping, len(axes))):
-        if begin or end:
-            y = call.emit(SLICE, [y], {"axis": axis, "start": int(begin), "end": y.type.shape[axis] - int(end)})
-    return y
