@@ -74,7 +74,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--zoo-only", action="store_true")
     args = parser.parse_args()
-    from portx.equivalence import ELEMENT_FLOOR, ELEMENT_RTOL
+    from portx.verification.compare import ELEMENT_FLOOR, ELEMENT_RTOL
 
     print(f"per-element allowance: atol + {ELEMENT_FLOOR:g} * scale + {ELEMENT_RTOL:g} * |ref|")
     print(f"{'model':<18}{'direction':<14}{'output':<16}{'max_rel':>10}{'worst_ratio':>13}{'violations':>12}"

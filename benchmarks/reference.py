@@ -17,7 +17,7 @@ blocks, which take turns with the JAX blocks three times (see timed_blocks). Col
            wide_mlp: 18 x (Linear(4096, 4096) + GELU), 302M float32 parameters, convert/memory rows only
   batch    batch size; torch and the emitted model take (N, 3, 224, 224), keras.applications (N, 224, 224, 3)
   portx    latency: median ms per call of the emitted Keras model under jax.jit (weights are jit
-             arguments through model.stateless_call, as portx.emitters.keras_jax.run_jitted does;
+             arguments through model.stateless_call, as portx.targets.keras_jax.runtime.run_jitted does;
              warmed up; jax.block_until_ready), converted at that batch size (the batch is static)
            convert: seconds of portx.convert in a fresh process (verify on; stages in note)
            memory: MB (1e6 bytes) of peak RSS (ru_maxrss) during conversion above the import baseline (RSS after
@@ -263,7 +263,7 @@ def _maxrss_kb() -> int:
 
 def memory_child(name, verify, quick):
     """Subprocess body: build, take the baseline, convert at batch 1, print one JSON line."""
-    import portx.emitters.keras_jax  # noqa: F401  (imports belong to the baseline, not the conversion)
+    import portx.targets.keras_jax  # noqa: F401  (imports belong to the baseline, not the conversion)
     import portx.frontends.torch  # noqa: F401
 
     model = torch_models.wide_mlp(width=1024, depth=4) if name == "wide_mlp" and quick else TORCH_MODELS[name]()

@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from portx.emitters.torch_xla import import_emitted_torch  # noqa: E402
-from portx.tpu_torch import run_on_torch_xla  # noqa: E402
+from portx.targets.codegen import import_by_path  # noqa: E402
+from portx.targets.torch_xla.tpu import run_on_torch_xla  # noqa: E402
 
 
 def seeded_inputs(report, seed=0):
@@ -47,9 +47,9 @@ def check(folder):
     report = json.loads((folder / "report.json").read_text())
     arrays = seeded_inputs(report)
     with torch.no_grad():
-        eager = import_emitted_torch(folder / "model.py").load_model()(*[torch.from_numpy(a) for a in arrays])
+        eager = import_by_path(folder / "model.py").load_model()(*[torch.from_numpy(a) for a in arrays])
     eager = [t.numpy() for t in (eager if isinstance(eager, (tuple, list)) else [eager])]
-    outputs, fallbacks = run_on_torch_xla(import_emitted_torch(folder / "model.py").load_model(), arrays)
+    outputs, fallbacks = run_on_torch_xla(import_by_path(folder / "model.py").load_model(), arrays)
     diffs = [float(np.max(np.abs(x - e))) if e.size else 0.0 for x, e in zip(outputs, eager)]
     close = all(d <= 1e-4 + 1e-4 * float(np.max(np.abs(e), initial=0.0)) for d, e in zip(diffs, eager))
     return fallbacks, max(diffs), close and not fallbacks

@@ -14,8 +14,7 @@ import numpy as np
 
 from fuzz_graphs import is_float, is_int
 from portx.ops.pool.adaptive import ADAPTIVE_AVG_POOL, ADAPTIVE_MAX_POOL
-from portx.ops.conv import CONV
-from portx.ops.conv.transpose import CONV_TRANSPOSE
+from portx.ops.conv import CONV, CONV_TRANSPOSE
 from portx.ops.norm import BATCH_NORM, GROUP_NORM, LAYER_NORM, RMS_NORM
 from portx.ops.pool import AVG_POOL, MAX_POOL
 from portx.ops.reduce import ARGMAX, ARGMIN, LOG_SOFTMAX, REDUCE, SOFTMAX, STD, VAR, VECTOR_NORM

@@ -21,9 +21,11 @@ import numpy as np
 import torch
 
 import portx  # noqa: F401  (registers ops)
-from portx.emitters.keras_jax import emit_keras, import_emitted
-from portx.emitters.torch_xla import emit_torch, import_emitted_torch, run_torch
-from portx.equivalence import compare_arrays, run_reference
+from portx.targets.codegen import import_by_path
+from portx.targets.keras_jax.emitter import emit_keras
+from portx.targets.torch_xla.emitter import emit_torch
+from portx.targets.torch_xla.runtime import run_torch
+from portx.verification.compare import compare_arrays, run_reference
 from portx.frontends.torch import export_module, lower_exported
 from portx.ir import validate
 from portx.passes.pipeline import run_passes
@@ -82,14 +84,14 @@ def lower_torch(fn, *inputs):
 
 def _run_keras(graph, arrays, folder):
     emit_keras(graph, folder)
-    model = import_emitted(os.path.join(folder, "model.py")).load_model()
+    model = import_by_path(os.path.join(folder, "model.py")).load_model()
     return [np.asarray(o) for o in _flat(model(arrays if len(arrays) > 1 else arrays[0]))]
 
 
 def _run_torch(graph, arrays, folder):
     code = emit_torch(graph, folder)["code"].read_text()
     assert imported_modules(code) <= ALLOWED_IMPORTS, f"model.py imports {sorted(imported_modules(code))}"
-    return run_torch(import_emitted_torch(os.path.join(folder, "model.py")).load_model(), arrays)
+    return run_torch(import_by_path(os.path.join(folder, "model.py")).load_model(), arrays)
 
 
 def emit_and_run(graph, arrays, target):
@@ -112,7 +114,7 @@ def _compare(target, graph, expected, got, atol, rtol, what):
 
 def _check_dtypes(target, lowered, got):
     """The emitted model gives the dtypes its graph declares after the passes (which narrow float64, and
-    int64 for keras-jax, on purpose: passes/legalize.py); the values are compared with torch's either way."""
+    int64 for keras-jax, on purpose: passes/legalize/dtypes.py); the values are compared with torch's either way."""
     for value, have in zip(lowered.outputs, got):
         assert str(have.dtype) == value.type.dtype, f"{target}, output {value.name}: dtype {have.dtype}, " \
                                                     f"the graph declares {value.type.dtype}"

@@ -8,7 +8,8 @@ import os
 
 import portx  # noqa: F401  (registers ops)
 from harness import ALLOWED_IMPORTS, check_torch_op, imported_modules
-from portx.emitters.torch_xla import emit_torch, import_emitted_torch
+from portx.targets.codegen import import_by_path
+from portx.targets.torch_xla.emitter import emit_torch
 
 __all__ = ["ALLOWED_IMPORTS", "check_torch_xla_op", "emit_and_load", "imported_modules"]
 
@@ -19,4 +20,4 @@ def emit_and_load(graph, folder):
     """Emit ``graph`` into ``folder`` and return (the user's load_model() module, model.py text)."""
     files = emit_torch(graph, folder)
     code = files["code"].read_text()
-    return import_emitted_torch(os.path.join(folder, "model.py")).load_model(), code
+    return import_by_path(os.path.join(folder, "model.py")).load_model(), code

@@ -17,8 +17,9 @@ import numpy as np  # noqa: E402
 import portx.ops  # noqa: E402,F401  (registers rules)
 import tempfile  # noqa: E402
 
-from portx.emitters.torch_xla import emit_torch, run_torch  # noqa: E402
-from portx.equivalence import compare_arrays, run_reference  # noqa: E402
+from portx.targets.torch_xla.emitter import emit_torch  # noqa: E402
+from portx.targets.torch_xla.runtime import run_torch  # noqa: E402
+from portx.verification.compare import compare_arrays, run_reference  # noqa: E402
 from portx.passes.pipeline import run_passes  # noqa: E402
 from portx.frontends.keras_files import from_keras_model  # noqa: E402
 from portx.ir import validate  # noqa: E402

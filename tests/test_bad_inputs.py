@@ -180,12 +180,12 @@ def test_zero_size_dimension_is_refused(tmp_path):
 
 
 def test_interrupt_during_emission_leaves_nothing(tmp_path, monkeypatch):
-    import portx.api
+    from portx.targets import KERAS_JAX
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(portx.api, "_emit", interrupted)
+    monkeypatch.setattr(KERAS_JAX, "emit", interrupted)
     run = CliRunner().invoke(main, ["convert", str(_pt2(tmp_path / "m.pt2")), "-o", str(tmp_path / "out")])
     assert run.exit_code == 130 and "interrupted" in run.output
     assert not (tmp_path / "out").exists()

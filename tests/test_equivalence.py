@@ -9,7 +9,7 @@ from torch import nn
 import portx
 from portx.errors import VerificationFailed
 from portx.ops.elementwise.unary import UNARY
-from portx.equivalence import compare_arrays, make_inputs
+from portx.verification.compare import compare_arrays, make_inputs
 
 
 def test_equal_arrays_pass():

@@ -27,10 +27,12 @@ from hypothesis import strategies as st
 
 from fuzz_graphs import graphs
 from harness import check_torch_op
-from portx.emitters.keras_jax import emit_keras, import_emitted, run_jitted
+from portx.targets.codegen import import_by_path
+from portx.targets.keras_jax.emitter import emit_keras
+from portx.targets.keras_jax.runtime import run_jitted
 from portx.ir import format_graph, load_graph, parse_graph, save_graph, validate
 from portx.passes.pipeline import run_passes
-from portx.equivalence import compare_arrays, make_inputs, run_reference
+from portx.verification.compare import compare_arrays, make_inputs, run_reference
 
 # Each example builds and runs a Keras model (0.1-2 s), and a few are rejected on purpose
 # (meaningful_reference): neither is a problem of the strategy.
@@ -61,7 +63,7 @@ def keras_outputs(graph, arrays, jitted=False) -> list:
     """
     with tempfile.TemporaryDirectory() as tmp:
         emit_keras(graph, tmp)
-        model = import_emitted(Path(tmp) / "model.py").load_model()
+        model = import_by_path(Path(tmp) / "model.py").load_model()
         if jitted:
             return run_jitted(model, arrays)
         out = model(arrays if len(arrays) > 1 else arrays[0])
@@ -189,7 +191,7 @@ PASSES_FOUND = {
           return %y1, %y2
         }""",
     # greedy decoding, torch.cat([ids, logits.argmax(-1, keepdim=True)], 1): int64 narrowing made the
-    # ids int32 but left argmax int64, so the concat failed validation (fixed in passes/legalize.py).
+    # ids int32 but left argmax int64, so the concat failed validation (fixed in passes/legalize/dtypes.py).
     "int64-ids-join-argmax": """
         graph model(%ids: int64[1x3], %logits: float32[1x5]) {
           %next: int64[1x1] = argmax(%logits) {axis=1, keepdims=True}

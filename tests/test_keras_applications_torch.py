@@ -21,8 +21,8 @@ from click.testing import CliRunner
 
 import portx
 from portx.cli import main
-from portx.emitters.torch_xla import import_emitted_torch
-from portx.equivalence import compare_arrays
+from portx.targets.codegen import import_by_path
+from portx.verification.compare import compare_arrays
 from zoo_keras import APPLICATIONS, FULL_SIDES, build_application
 
 __all__ = []
@@ -38,7 +38,7 @@ def _emitted_matches_keras(model, x, out):
     Keras runs eagerly, as verification just did on a batch of the same shape, so its per-op programs are
     compiled already; ``predict`` would compile the whole model once more (2 to 6 s of CPU a model).
     """
-    net = import_emitted_torch(out / "model.py").load_model()
+    net = import_by_path(out / "model.py").load_model()
     with torch.no_grad():
         got = net(torch.from_numpy(x)).numpy()
     want = np.asarray(model(x, training=False))

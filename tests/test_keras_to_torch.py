@@ -14,7 +14,7 @@ import torch
 
 import portx
 from portx.cli import main as cli_main
-from portx.emitters.torch_xla import import_emitted_torch
+from portx.targets.codegen import import_by_path
 from click.testing import CliRunner
 
 
@@ -149,7 +149,7 @@ def test_keras_transformer_with_causal_attention_converts_to_torch(tmp_path):
     assert code == 0, text
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["verification"]["passed"] is True and report["tpu"]["verdict"] == "ok", report
-    net = import_emitted_torch(tmp_path / "out" / "model.py").load_model()
+    net = import_by_path(tmp_path / "out" / "model.py").load_model()
     ids = np.random.default_rng(5).integers(0, 40, (1, 8)).astype(np.int32)
     with torch.no_grad():
         got = net(torch.from_numpy(ids)).numpy()

@@ -37,9 +37,9 @@ def test_nested_outputs_keep_their_structure(tmp_path):
     torch.export.save(torch.export.export(model, (x,)), tmp_path / "m.pt2")
     run = CliRunner().invoke(main, ["convert", str(tmp_path / "m.pt2"), "-o", str(tmp_path / "out")])
     assert run.exit_code == 0, run.output
-    from portx.emitters.keras_jax import import_emitted
+    from portx.targets.codegen import import_by_path
 
-    emitted = import_emitted(tmp_path / "out" / "model.py").load_model()
+    emitted = import_by_path(tmp_path / "out" / "model.py").load_model()
     got, want = emitted(x.numpy()), model(x)
     assert list(got) == ["logits", "extra"] and isinstance(got["extra"], tuple) and isinstance(got["extra"][1], list)
     np.testing.assert_allclose(np.asarray(got["logits"]), want["logits"].detach().numpy(), atol=1e-5)

@@ -13,7 +13,7 @@ from torch import nn
 
 import portx
 from portx import BadInput
-from portx.emitters.keras_jax import import_emitted
+from portx.targets.codegen import import_by_path
 from portx.testing import assert_equivalent
 
 SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "tiny_cnn.pt2"
@@ -35,7 +35,7 @@ def converted(tmp_path_factory):
 def _scaled_copy(out, dest, layer_name, factor):
     """``out`` with one layer's kernel scaled (a stand-in for a wrong conversion); returns the live model too."""
     shutil.copytree(out, dest)
-    model = import_emitted(dest / "model.py").load_model()
+    model = import_by_path(dest / "model.py").load_model()
     layer = model.get_layer(layer_name)
     weights = layer.get_weights()
     layer.set_weights([weights[0] * factor] + weights[1:])
@@ -48,7 +48,7 @@ def test_module_against_folder_model_py_and_live_model(converted):
     report = assert_equivalent(net, out, example_inputs=(x,), samples=3, seed=2)
     assert [s["seed"] for s in report["samples"]] == [2, 3, 4]
     assert_equivalent(net, out / "model.py", example_inputs=(x,))
-    assert_equivalent(net, import_emitted(out / "model.py").load_model(), example_inputs=(x,))
+    assert_equivalent(net, import_by_path(out / "model.py").load_model(), example_inputs=(x,))
 
 
 def test_explicit_inputs_arrays_or_tensors(converted):

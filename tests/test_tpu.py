@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import portx
-from portx.tpu import scan_stablehlo
+from portx.targets.stablehlo import scan_stablehlo
 
 SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "tiny_cnn.pt2"
 

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 import portx
 from portx.cli import main
-from portx.emitters.keras_jax import import_emitted
+from portx.targets.codegen import import_by_path
 
 SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "tiny_cnn.pt2"
 
@@ -30,7 +30,7 @@ def tampered(converted, tmp_path_factory):
     """A copy of OUT whose block.3 convolution kernel was scaled after conversion."""
     out = tmp_path_factory.mktemp("tampered") / "out"
     shutil.copytree(converted, out)
-    model = import_emitted(out / "model.py").load_model()
+    model = import_by_path(out / "model.py").load_model()
     layer = model.get_layer("block_3")
     weights = layer.get_weights()
     layer.set_weights([weights[0] * 1.5] + weights[1:])

@@ -16,8 +16,8 @@ from safetensors.numpy import load_file, save_file
 import portx
 from portx import api
 from portx.cli import main
-from portx.emitters.torch_xla import emit_torch
-from portx.equivalence import DEFAULT_ATOL, DEFAULT_RTOL
+from portx.targets.torch_xla.emitter import emit_torch
+from portx.verification.compare import DEFAULT_ATOL, DEFAULT_RTOL
 
 
 def _run(*args):
@@ -136,9 +136,9 @@ def test_convert_localises_a_corrupted_weight_in_the_written_safetensors(sources
     _scale_weight(tmp_path / "out", "head.weight", -1.0)
     emitted = emit_torch(result.graph, (tmp_path / "again").mkdir() or tmp_path / "again")
     assert (tmp_path / "again" / "model.py").read_text() == (tmp_path / "out" / "model.py").read_text()
-    corrupted = api._load_emitted(tmp_path / "out", "torch-xla")
+    corrupted = api.TARGETS["torch-xla"].load(tmp_path / "out")
     src = api.load(sources[0])
-    ver = api._verify(src, result.graph, corrupted, emitted, "torch-xla", 0, DEFAULT_ATOL, DEFAULT_RTOL)
+    ver = api._verify(src, result.graph, corrupted, emitted, api.TARGETS["torch-xla"], 0, DEFAULT_ATOL, DEFAULT_RTOL)
     assert ver["passed"] is False
     assert (ver["first_divergence"]["scope"], ver["first_divergence"]["op"]) == ("head", "linear")
     result.report["verification"], result.ok = ver, False

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 import portx
-from portx.equivalence import compare_arrays
+from portx.verification.compare import compare_arrays
 from zoo import ZOO
 
 __all__ = []

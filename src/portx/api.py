@@ -19,19 +19,20 @@ os.environ.setdefault("KERAS_BACKEND", "jax")
 import numpy as np  # noqa: E402
 
 from . import ops  # noqa: E402,F401  (registers every op)
-from .errors import BadInput, NotTpuLegal, UnsupportedOps, VerificationFailed  # noqa: E402
+from .errors import BadInput, NotTpuLegal, VerificationFailed  # noqa: E402
+from .frontends import KERAS_SUFFIXES, load  # noqa: E402
 from .outputs import staged_output  # noqa: E402
-from .passes.legalize import PortxWarning  # noqa: E402
-from .passes.layout import IO_LAYOUTS, graph_arrays, io_layouts, set_io_layout, source_arrays  # noqa: E402
+from .passes.legalize import PortxWarning, load_table, status_of  # noqa: E402
+from .passes.layout import IO_LAYOUTS, io_layouts, set_io_layout  # noqa: E402
 from .passes.pipeline import run_passes  # noqa: E402
-from .equivalence import DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs  # noqa: E402
+from .targets import TARGETS, find_target  # noqa: E402
+from .targets.codegen import missing_emit_rules  # noqa: E402
+from .verification.compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs  # noqa: E402
+from .verification.recheck import expected_outputs, verify_converted  # noqa: E402
+from .verification.trace import localize  # noqa: E402
 
-__all__ = ["convert", "load", "inspect", "op_table", "ConversionResult", "TARGETS", "missing_emit_rules", "verify"]
-
-#: target name -> the emitter module (portx.emitters.<module>) that writes it
-TARGETS = {"keras-jax": "keras_jax", "torch-xla": "torch_xla"}
-#: source file suffixes read by the Keras frontend (everything else goes to the torch frontend)
-KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
+__all__ = ["convert", "load", "inspect", "op_table", "ConversionResult", "TARGETS", "KERAS_SUFFIXES",
+           "missing_emit_rules", "verify", "DEFAULT_ATOL", "DEFAULT_RTOL"]
 
 
 @dataclass
@@ -62,55 +63,6 @@ class _Stages:
         return result
 
 
-def _is_keras_source(source) -> bool:
-    if isinstance(source, (str, os.PathLike)):
-        return Path(source).suffix.lower() in KERAS_SUFFIXES
-    from .frontends.keras_files import is_keras_model
-
-    return is_keras_model(source)
-
-
-def _is_keras(src) -> bool:
-    from .frontends.keras_files import KerasSource
-    from .frontends.keras_subclassed import SubclassedKerasSource
-
-    return isinstance(src, (KerasSource, SubclassedKerasSource))
-
-
-def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_keras=False):
-    """Open a source (path or live model) as a frontend object with ``run`` and ``label``.
-
-    Torch sources (``.pt2``, ``.pt``, ``nn.Module``) carry an ExportedProgram; Keras sources
-    (``.keras``, ``.h5``, ``keras.Model``) carry the model and lower themselves.
-    """
-    if _is_keras_source(source):
-        from .frontends.keras_files import from_keras_model, load_keras_source
-
-        from .frontends.keras_subclassed import SubclassedKerasSource, needs_tracing
-
-        if isinstance(source, (str, os.PathLike)):
-            return load_keras_source(source, input_specs=inputs, unsafe=unsafe_keras)
-        if needs_tracing(source):
-            if not example_inputs:
-                raise BadInput(f"subclassed Keras model {source.name} has no functional graph to read input "
-                               "shapes from", hint="pass example_inputs=(array, ...) to portx.convert")
-            return SubclassedKerasSource(source, [np.asarray(a) for a in example_inputs])
-        return from_keras_model(source, input_specs=inputs, example_inputs=example_inputs)
-    from .frontends.torch_files import from_module, load_torch_source
-
-    if isinstance(source, (str, os.PathLike)):
-        return load_torch_source(source, inputs, trust_pickle)
-    return from_module(source, example_inputs)
-
-
-def _lower(src, strict_tpu=False):
-    if _is_keras(src):
-        return src.lower("model")
-    from .frontends.torch import lower_exported
-
-    return lower_exported(src.program, name="model", strict_tpu=strict_tpu)
-
-
 def check_tolerances(atol, rtol):
     """BadValue (exit 2; a ValueError) unless both tolerances are finite and >= 0: NaN would pass anything."""
     import math
@@ -121,25 +73,6 @@ def check_tolerances(atol, rtol):
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
             raise BadValue(f"--{name} {value!r}: a tolerance must be a finite number >= 0",
                            hint=f"e.g. --{name} {DEFAULT_ATOL if name == 'atol' else DEFAULT_RTOL:g} (the default)")
-
-
-def _keep_output_structure(src, graph):
-    """Record a torch program's nested outputs so the emitted model returns the same nesting."""
-    if _is_keras(src):
-        return graph
-    from .frontends.torch_files import output_structure
-
-    structure = output_structure(src.program)
-    return graph if structure is None else graph.replace(meta={**graph.meta, "output_structure": structure})
-
-
-def missing_emit_rules(graph, target) -> list:
-    """(op, scopes, reason) for every op that has no emit rule for ``target``."""
-    found = {}
-    for node in graph.nodes:
-        if target not in node.op.emit_rules:
-            found.setdefault(node.op.name, []).append(node.scope)
-    return [(op, scopes, f"no {target} emitter") for op, scopes in found.items()]
 
 
 def inventory(graph) -> dict:
@@ -154,11 +87,13 @@ def inventory(graph) -> dict:
 
 
 def op_table(target=None) -> list:
-    """One row per IR op: name, family, torch names, keras-jax support, and the table's TPU status."""
-    from .ir import REGISTRY
-    from .optables import load_table
+    """One row per IR op: name, family, torch names, emit targets, and the TPU status from ``target``'s op table.
 
-    table = load_table(target) if target else {}
+    ``target`` is a target name or alias (``"tpu"``, ``"torch_xla"``). Example: ``op_table("tpu")[0]["status"]``.
+    """
+    from .ir import REGISTRY
+
+    table = load_table(find_target(target, "--target").table) if target else {}
     rows = [{"op": op.name, "family": op.family, "torch": sorted(op.import_names.get("torch", [])),
              "emits": sorted(op.emit_rules), **table.get("op", {}).get(op.name, {})}
             for op in sorted(REGISTRY.values(), key=lambda o: (o.family, o.name))]
@@ -170,71 +105,31 @@ def op_table(target=None) -> list:
 def inspect(source, *, example_inputs=None, inputs=(), trust_pickle=False, target=None) -> dict:
     """Op inventory of a source without converting: {"ops": {...}, "inputs": [...], "outputs": [...]}.
 
-    With ``target="tpu"`` each op row also carries its status, reason and source from the op table.
+    With ``target="tpu"`` (a target name or alias) each op row also carries its status, reason and source
+    from that target's op table. Example: ``inspect("model.pt2")["ops"]["conv"]["count"]``.
     """
-    graph = _lower(load(source, example_inputs=example_inputs, inputs=inputs, trust_pickle=trust_pickle))
+    table = find_target(target, "--target").table if target else None
+    graph = load(source, example_inputs=example_inputs, inputs=inputs, trust_pickle=trust_pickle).lower()
     ops_rows = inventory(graph)
-    if target:
-        from .optables import status_of
-
+    if table:
         for op, row in ops_rows.items():
-            row.update(status_of(target, op))
+            row.update(status_of(table, op))
     return {"ops": ops_rows, "nodes": len(graph.nodes), "weight_bytes": graph.weight_bytes(),
             "inputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs],
             "outputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.outputs]}
 
 
-def _source_outputs(src, arrays) -> list:
-    if _is_keras(src):
-        return [np.asarray(a) for a in src.run(*arrays)]
-    import torch
-
-    # the source gets its own input dtypes back (e.g. int64 ids the IR narrowed to int32)
-    # np.ascontiguousarray would turn a 0-d input into shape (1,); np.require keeps the rank
-    tensors = [torch.from_numpy(np.require(a, requirements="C")).to(ex.dtype) if isinstance(ex, torch.Tensor)
-               else torch.from_numpy(np.require(a, requirements="C")) for a, ex in zip(arrays, src.example_inputs)]
-    with torch.no_grad():
-        out = src.run(*tensors)
-    flat = torch.utils._pytree.tree_leaves(out)  # nested dicts/tuples/lists, in torch.export's output order
-    return [t.detach().float().numpy() if t.dtype == torch.bfloat16 else t.detach().numpy() for t in flat]
-
-
 def _verify(src, graph, model, emitted, target, seed, atol, rtol) -> dict:
+    """Convert's own check: the source against the loaded ``model`` on one seeded batch; when they differ,
+    the first IR node whose emitted value differs from the IR reference (verification/trace.py)."""
     arrays = make_inputs(graph, seed)
-    # --io-layout may have transposed inputs/outputs: the source sees and gives its own layout
-    expected = graph_arrays(graph, _source_outputs(src, source_arrays(graph, arrays)))
-    got = _emitter(target).run_model(model, arrays)
-    result = compare(expected, got, [v.name for v in graph.outputs], atol, rtol)
+    got = target.run(model, arrays)
+    result = compare(expected_outputs(src, graph, arrays), got, [v.name for v in graph.outputs], atol, rtol)
     result.update({"seed": seed, "inputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs]})
     if not result["passed"]:
-        result["first_divergence"] = _localize(graph, emitted, arrays, atol, rtol, target, model)
+        result["first_divergence"] = localize(target, graph, model, emitted["var_of"], arrays, atol, rtol,
+                                              emitted["code"])
     return result
-
-
-def _localize(graph, emitted, arrays, atol, rtol, target="keras-jax", model=None):
-    """Compare every intermediate value of the emitted model with the IR's NumPy reference."""
-    if target == "torch-xla":  # the loaded module's forward locals, as var_of names them
-        from .recheck_torch import localize_torch
-
-        return localize_torch(graph, model, emitted["var_of"], arrays, atol, rtol)
-    from .recheck import localize
-
-    return localize(graph, emitted["code"], emitted["var_of"], arrays, atol, rtol)
-
-
-def _emitter(target):
-    """The emitter module for ``target``: ``emit(graph, folder)``, ``load_folder(folder)``, ``run_model``."""
-    import importlib
-
-    return importlib.import_module(f".emitters.{TARGETS[target]}", __package__)
-
-
-def _emit(graph, folder, target):
-    return _emitter(target).emit(graph, folder)
-
-
-def _load_emitted(folder, target):
-    return _emitter(target).load_folder(folder)
 
 
 def _nonfinite_params(graph) -> list:
@@ -256,13 +151,8 @@ def _require_jax_backend():
                        "Keras-JAX models", hint="set KERAS_BACKEND=jax before importing keras")
 
 
-def _tpu_proof(model, graph, strict, target="keras-jax"):
-    if target == "torch-xla":
-        from .tpu_torch import prove_torch_tpu_lowering as prove_tpu_lowering
-    else:
-        from .tpu import prove_tpu_lowering
-
-    proof = prove_tpu_lowering(model, graph)
+def _tpu_proof(target, model, graph, strict):
+    proof = target.prove_tpu(model, graph)
     if strict and proof["verdict"] == "skipped":
         raise NotTpuLegal(f"the TPU lowering proof was skipped ({proof.get('why') or 'its tools are missing'}), so "
                           "--strict-tpu cannot vouch for this model", hint="install portx with its dependencies "
@@ -271,6 +161,19 @@ def _tpu_proof(model, graph, strict, target="keras-jax"):
         raise NotTpuLegal(f"model does not lower cleanly for TPU: {'; '.join(proof['problems'])}",
                           hint="drop --strict-tpu to convert anyway, or replace the listed constructs")
     return proof
+
+
+def _checked_options(to, atol, rtol, io_layout, export_tpu):
+    """The target called ``to``, once every option is known to be valid (BadInput otherwise)."""
+    check_tolerances(atol, rtol)
+    if io_layout not in IO_LAYOUTS:
+        raise BadInput(f"--io-layout {io_layout}: unknown layout", hint=f"choose one of {', '.join(IO_LAYOUTS)}")
+    target = find_target(to)
+    if export_tpu and not target.tpu_artifact:
+        exporting = " or ".join(t.name for t in TARGETS.values() if t.tpu_artifact)
+        raise BadInput(f"--export-tpu writes a deployable TPU artifact, which --to {target.name} does not have",
+                       hint=f"drop --export-tpu, or convert with --to {exporting}")
+    return target
 
 
 def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(), verify=True,
@@ -286,47 +189,34 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
     Example: ``convert("model.pt2", to="keras-jax", out="out/")``.
     """
     _require_jax_backend()
-    check_tolerances(atol, rtol)
-    if io_layout not in IO_LAYOUTS:
-        raise BadInput(f"--io-layout {io_layout}: unknown layout", hint=f"choose one of {', '.join(IO_LAYOUTS)}")
-    if to not in TARGETS:
-        raise BadInput(f"--to {to}: unknown target", hint=f"choose one of {', '.join(TARGETS)}")
-    if export_tpu and to != "keras-jax":
-        raise BadInput(f"--export-tpu writes a jax.export artifact of a Keras-JAX model, not of --to {to}",
-                       hint="drop --export-tpu, or convert with --to keras-jax")
+    target = _checked_options(to, atol, rtol, io_layout, export_tpu)
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="portx-")) / "out"
     stages = _Stages(progress)
     sizes = {}  # what a full disk would need: the weights are the bulk of every output folder
     with staged_output(out, force, protect=(source,), need=lambda: sizes.get("weights", 0)) as tmp:
         src = stages.run("load", load, source, example_inputs=example_inputs, inputs=inputs,
                          trust_pickle=trust_pickle, unsafe_keras=unsafe_keras)
-        graph = stages.run("lower", _lower, src, strict_tpu)
+        graph = stages.run("lower", src.lower, "model", strict_tpu)
         sizes["weights"] = 2 * graph.weight_bytes()  # the weights file, and jax.export's copy at most
-        graph = _keep_output_structure(src, graph)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", PortxWarning)
-            graph = stages.run("passes", run_passes, graph, to, skip=() if fold_bn else ("fold_batch_norm",))
+            graph = stages.run("passes", run_passes, graph, target.name, skip=() if fold_bn else ("fold_batch_norm",))
             graph = set_io_layout(graph, io_layout) if io_layout != "source" else graph
         notes = ([str(w.message) for w in caught if issubclass(w.category, PortxWarning)] + _nonfinite_params(graph)
                  + list(getattr(src, "notes", [])))
-        missing = missing_emit_rules(graph, to)
-        if missing:
-            raise UnsupportedOps(missing)
-        emitted = stages.run("emit", _emit, graph, tmp, to)
+        emitted = stages.run("emit", target.emit, graph, tmp)  # UnsupportedOps (3) names every node it cannot write
         emitted.pop("model", None)  # the writer's copy; free it before loading the user's view of the files
-        model = stages.run("load-emitted", _load_emitted, tmp, to)
-        report = _report(src, graph, to, notes)
-        report["verification"] = (stages.run("verify", _verify, src, graph, model, emitted, to, seed, atol, rtol)
+        model = stages.run("load-emitted", target.load, tmp)
+        report = _report(src, graph, target, notes)
+        report["verification"] = (stages.run("verify", _verify, src, graph, model, emitted, target, seed, atol, rtol)
                                   if verify else {"passed": None, "skipped": True})
-        report["tpu"] = stages.run("tpu-lower", _tpu_proof, model, graph, strict_tpu, to)
+        report["tpu"] = stages.run("tpu-lower", _tpu_proof, target, model, graph, strict_tpu)
         if export_tpu:
-            from .tpu import export_artifact
-
-            report["tpu"]["artifact"] = stages.run("tpu-export", export_artifact, model, graph,
-                                                   tmp / "model.tpu.jaxexport")
+            report["tpu"]["artifact"] = stages.run("tpu-export", target.export_tpu, model, graph,
+                                                   tmp / target.tpu_artifact)
         report["stages"] = stages.times
         (tmp / "report.json").write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
-    result = ConversionResult(model, report, _files(out, export_tpu, to), graph, out,
+    result = ConversionResult(model, report, _files(out, target, export_tpu), graph, out,
                               report["verification"].get("passed") is not False, stages.times)
     if not result.ok:
         raise _verification_failed(result)
@@ -334,18 +224,18 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
 
 
 def _report(src, graph, target, notes) -> dict:
-    return {"source": str(src.label), "target": target, "portx_ir_nodes": len(graph.nodes),
+    return {"source": str(src.label), "target": target.name, "portx_ir_nodes": len(graph.nodes),
             "weight_bytes": graph.weight_bytes(), "ops": inventory(graph),
             "inputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs],
             "outputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.outputs],
             "layout": io_layouts(graph), "warnings": notes}
 
 
-def _files(out, export_tpu, target="keras-jax") -> dict:
-    files = {"code": out / "model.py", "weights": out / _emitter(target).WEIGHTS_FILE, "report": out / "report.json"}
+def _files(out, target, export_tpu) -> dict:
+    files = {"code": out / "model.py", "weights": out / target.weights_file, "report": out / "report.json"}
     if export_tpu:
-        files["tpu_artifact"] = out / "model.tpu.jaxexport"
-        files["tpu_weights"] = out / "model.tpu.jaxexport.weights.npz"
+        files["tpu_artifact"] = out / target.tpu_artifact
+        files["tpu_weights"] = out / f"{target.tpu_artifact}.weights.npz"
     return files
 
 
@@ -371,8 +261,6 @@ def verify(source, out, *, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RT
     Raises BadInput (2), or VerificationFailed (1) when ``check`` and the outputs differ.
     Example: ``verify("model.pt2", "out/", samples=3)["outputs"][0]["max_abs"]``.
     """
-    from .recheck import verify_converted
-
     check_tolerances(atol, rtol)
     return verify_converted(source, out, samples=samples, seed=seed, atol=atol, rtol=rtol, inputs=inputs,
                             trust_pickle=trust_pickle, trace=trace, check=check)

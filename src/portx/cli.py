@@ -23,18 +23,20 @@ from pathlib import Path
 
 import click
 
+from .targets import NAMES
+
 __all__ = ["main"]
 
 
 def _fail(exc, debug):
-    from .errors import PortxError
+    from .errors import PortxError, first_line
 
     if debug:
         traceback.print_exc()
     if isinstance(exc, PortxError):
         click.echo(f"portx: {exc}", err=True)
         return exc.exit_code
-    click.echo(f"portx: internal error ({type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}). "
+    click.echo(f"portx: internal error ({type(exc).__name__}: {first_line(exc, 300)}). "
                "This is a bug: please report it with the output of --debug.", err=True)
     return 70
 
@@ -146,15 +148,14 @@ def main():
 def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, unsafe_keras, force, strict_tpu, no_fold_bn,
             export_tpu, io_layout, as_json, debug):
     """Convert SRC (.pt2, .pt, .keras, .h5) into OUT/model.py + weights, and verify it."""
-    from .equivalence import DEFAULT_ATOL, DEFAULT_RTOL
-
     out = out or str(Path(src).parent / f"{Path(src).stem or 'model'}_{target.split('-')[0]}")
 
     def work():  # imports torch, Keras and JAX under _run's signal handlers
         from . import api
 
         return api.convert(src, to=target, out=out, inputs=inputs, verify=not no_verify,
-                           atol=DEFAULT_ATOL if atol is None else atol, rtol=DEFAULT_RTOL if rtol is None else rtol,
+                           atol=api.DEFAULT_ATOL if atol is None else atol,
+                           rtol=api.DEFAULT_RTOL if rtol is None else rtol,
                            trust_pickle=trust_pickle, force=force, strict_tpu=strict_tpu, export_tpu=export_tpu,
                            fold_bn=not no_fold_bn, unsafe_keras=unsafe_keras, io_layout=io_layout,
                            progress=_progress(as_json))
@@ -197,14 +198,12 @@ def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, unsaf
 @click.option("--debug", is_flag=True, help="show tracebacks")
 def verify(src, out, samples, seed, inputs, atol, rtol, trust_pickle, trace, as_json, debug):
     """Re-check OUT (written by 'portx convert') against SRC on seeded inputs; exit 1 when they differ."""
-    from .equivalence import DEFAULT_ATOL, DEFAULT_RTOL
-
     def work():
         from . import api
 
         return api.verify(src, out, samples=samples, seed=seed, inputs=inputs, trust_pickle=trust_pickle, trace=trace,
-                          check=False, atol=DEFAULT_ATOL if atol is None else atol,
-                          rtol=DEFAULT_RTOL if rtol is None else rtol)
+                          check=False, atol=api.DEFAULT_ATOL if atol is None else atol,
+                          rtol=api.DEFAULT_RTOL if rtol is None else rtol)
 
     report = _run(debug, work)
     if as_json:
@@ -245,8 +244,8 @@ def _num(x):
 @click.argument("src", type=click.Path(path_type=str))
 @click.option("--input", "inputs", multiple=True, help="NAME:SHAPE[:DTYPE] for formats without shapes")
 @click.option("--trust-pickle", is_flag=True, help="allow loading a full pickle (runs code from the file)")
-@click.option("--target", type=click.Choice(["tpu", "torch_xla"]), default=None,
-              help="add each op's TPU status from that op table (tpu: keras-jax; torch_xla: PyTorch/XLA)")
+@click.option("--target", type=click.Choice(["keras-jax", "torch-xla", "tpu", "torch_xla"]), default=None,
+              help="add each op's TPU status from that target's op table (tpu, torch_xla: older names)")
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 @click.option("--debug", is_flag=True, help="show tracebacks")
 def inspect(src, inputs, trust_pickle, target, as_json, debug):
@@ -273,8 +272,8 @@ def inspect(src, inputs, trust_pickle, target, as_json, debug):
 
 
 @main.command()
-@click.option("--target", type=click.Choice(["tpu", "torch_xla"]), default=None,
-              help="show that op table's TPU status (tpu: keras-jax; torch_xla: PyTorch/XLA or torchax)")
+@click.option("--target", type=click.Choice(["keras-jax", "torch-xla", "tpu", "torch_xla"]), default=None,
+              help="show that target's op table (tpu, torch_xla: older names of keras-jax, torch-xla)")
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 def ops(target, as_json):
     """List the IR ops and the PyTorch ops each imports; with --target, each op's status, reason and source."""

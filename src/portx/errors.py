@@ -9,12 +9,22 @@ Example:
 from __future__ import annotations
 
 __all__ = ["PortxError", "BadInput", "BadValue", "Interrupted", "UnsupportedOps", "NotTpuLegal", "VerificationFailed",
-           "Unsupported", "EXIT_CODES", "MAX_INPUT_ELEMENTS"]
+           "Unsupported", "EXIT_CODES", "MAX_INPUT_ELEMENTS", "first_line"]
 
 
 #: the largest tensor portx allocates from a user's shape (--input, a model file's input or layer
 #: shape): 2**31 elements, 8 GB of float32. Checked before allocating, in every frontend.
 MAX_INPUT_ELEMENTS = 1 << 31
+
+
+def first_line(exc, limit: int = 200, default: str = "") -> str:
+    """The first line of ``exc``'s message, cut to ``limit`` characters (``default`` when it has none).
+
+    How a message quotes a library's exception, which may be long or span many lines.
+    Example: ``first_line(ValueError("bad shape\\n  details"))`` -> ``"bad shape"``.
+    """
+    text = str(exc).strip()
+    return text.splitlines()[0][:limit] if text else default
 
 
 class PortxError(Exception):
@@ -75,7 +85,11 @@ class NotTpuLegal(PortxError):
 
 
 class Unsupported(Exception):
-    """Raised by an import rule for an op variant it cannot express; collected by the frontend."""
+    """Raised by an import or emit rule for an op variant it cannot express (the message says why).
+
+    Never escapes: the frontend, or the emitter (Note [emit-time unsupported] in targets/codegen.py),
+    collects every such node and raises one ``UnsupportedOps``.
+    """
 
 
 EXIT_CODES = {0: "converted and verified", 1: "verification failed (artifacts written)",

@@ -19,7 +19,7 @@ import os
 
 import numpy as np
 
-from .equivalence import DEFAULT_ATOL, DEFAULT_RTOL
+from .verification.compare import DEFAULT_ATOL, DEFAULT_RTOL
 
 __all__ = ["assert_equivalent"]
 
@@ -38,7 +38,7 @@ def _input_specs(arrays) -> tuple:
 
 
 def _open_source(source, inputs, example_inputs, trust_pickle):
-    from .api import KERAS_SUFFIXES, load
+    from .frontends import KERAS_SUFFIXES, load
 
     examples = example_inputs if example_inputs is not None else inputs
     if isinstance(source, (str, os.PathLike)):
@@ -84,16 +84,13 @@ def assert_equivalent(source, converted, inputs=None, *, example_inputs=None, sa
     (seeds ``seed``..``seed+samples-1``). Raises AssertionError with per-output max abs/rel errors.
     Example: ``assert_equivalent(net, "out/", example_inputs=(x,), samples=3, atol=1e-4)``.
     """
-    from .recheck import check_converted, open_converted
-    from .recheck_torch import check_torch, is_torch_folder
+    os.environ.setdefault("KERAS_BACKEND", "jax")  # as the API does, before anything imports Keras
+    from .verification.recheck import check_converted, open_converted
 
     src = _open_source(source, inputs, example_inputs, trust_pickle)
     batch = None if inputs is None else [_as_array(x) for x in inputs]
-    if is_torch_folder(converted):  # --to torch-xla: model.py + model.safetensors
-        report = check_torch(src, converted, batch=batch, samples=samples, seed=seed, atol=atol, rtol=rtol)
-    else:
-        report = check_converted(src, open_converted(converted), batch=batch, samples=samples, seed=seed,
-                                 atol=atol, rtol=rtol)
+    report = check_converted(src, open_converted(converted), batch=batch, samples=samples, seed=seed,
+                             atol=atol, rtol=rtol)
     if not report["passed"]:
         raise AssertionError(_explain(report))
     return report

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from portx.emitters.codegen import LineWriter, Namespace, literal
+from portx.targets.codegen import LineWriter, Namespace, literal
 
 HOSTILE = [
     "layer1.0.conv1",

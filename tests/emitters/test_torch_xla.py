@@ -12,8 +12,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from harness_torch import ALLOWED_IMPORTS, check_torch_xla_op, emit_and_load, imported_modules
-from portx.emitters.torch_xla import emit_torch, run_torch, run_torch_with_locals
-from portx.equivalence import compare_arrays, run_reference
+from portx.targets.torch_xla.emitter import emit_torch
+from portx.targets.torch_xla.runtime import run_torch, run_torch_with_locals
+from portx.verification.compare import compare_arrays, run_reference
 from portx.frontends.torch import export_module, lower_exported
 from portx.ir import GraphBuilder, IRError, TensorType
 
@@ -172,7 +173,7 @@ def test_run_torch_with_locals_exposes_every_node_output(emitted):
 @pytest.mark.parametrize("name", ["cnn", "transformer"])
 def test_emitted_module_lowers_for_tpu_through_torchax(emitted, name):
     pytest.importorskip("torchax")
-    from portx.tpu_torch import prove_torch_tpu_lowering
+    from portx.targets.torch_xla.tpu import prove_torch_tpu_lowering
 
     graph, files, _ = emitted[name]
     proof = prove_torch_tpu_lowering(files["model"], graph)

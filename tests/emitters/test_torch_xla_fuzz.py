@@ -11,8 +11,8 @@ from hypothesis import given
 
 from fuzz_graphs import graphs
 from harness_torch import emit_and_load
-from portx.emitters.torch_xla import run_torch
-from portx.equivalence import make_inputs
+from portx.targets.torch_xla.runtime import run_torch
+from portx.verification.compare import make_inputs
 from portx.ir import parse_graph, validate
 from test_fuzz import FOUND, FUZZ, assert_outputs_match, meaningful_reference, reference_outputs
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from keras import layers
 
-from portx.equivalence import run_reference
+from portx.verification.compare import run_reference
 from portx.errors import UnsupportedOps
 from portx.frontends.jaxpr import lower_jaxpr, scope_of
 from portx.frontends.keras_subclassed import lower_keras_subclassed, needs_tracing, param_name

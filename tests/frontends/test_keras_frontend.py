@@ -26,7 +26,7 @@ def _small_cnn(name="cnn"):
 
 
 def _assert_same(src, arrays, graph=None):
-    from portx.equivalence import run_reference
+    from portx.verification.compare import run_reference
 
     graph = graph or src.lower()
     values = run_reference(graph, arrays)

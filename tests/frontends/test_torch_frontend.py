@@ -8,9 +8,10 @@ from torch import nn
 import portx  # noqa: F401
 from portx.errors import BadInput, UnsupportedOps
 from portx.frontends.torch import export_module, lower_exported
-from portx.frontends.torch_files import from_module, load_torch_source, parse_input_spec
+from portx.frontends.input_spec import parse_input_spec
 
 
+from portx.frontends.torch_files import from_module, load_torch_source
 class Small(nn.Module):
     def __init__(self):
         super().__init__()
@@ -90,7 +91,7 @@ def test_pickled_module_loads_with_trust(tmp_path):
     with pytest.raises(BadInput, match="full pickle"):
         load_torch_source(tmp_path / "full.pt", ["x:1x4"])
     src = load_torch_source(tmp_path / "full.pt", ["x:1x4"], trust_pickle=True)
-    assert isinstance(src.run, nn.Module)
+    assert isinstance(src.module, nn.Module)
 
 
 @pytest.mark.parametrize("content", [b"", b"\x00garbage" * 10, "half"])

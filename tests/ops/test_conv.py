@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 from torch import nn
 
 from harness import TARGETS, check_torch_op
-from portx.emitters.keras_jax import emit_keras
+from portx.targets.keras_jax.emitter import emit_keras
 from portx.frontends.torch import export_module, lower_exported
-from portx.ops.conv import CONV, conv_numpy, keras_same_pads
-from portx.ops.conv.transpose import CONV_TRANSPOSE, conv_transpose_numpy, transposed_as_conv_pads
+from portx.ops.conv import CONV, CONV_TRANSPOSE, conv_numpy, conv_transpose_numpy, keras_same_pads
+from portx.ops.conv.to_keras import transposed_as_conv_pads
 
 TOL = {"atol": 1e-5, "rtol": 1e-4}
 

@@ -9,7 +9,7 @@ from torch import nn
 
 from harness import TARGETS, check_torch_op
 from portx.frontends.torch import export_module, lower_exported
-from portx.equivalence import make_inputs
+from portx.verification.compare import make_inputs
 
 TOL = {"atol": 1e-5, "rtol": 1e-4}
 

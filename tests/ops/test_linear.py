@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from harness import TARGETS, Wrap, check_torch_op
-from portx.emitters.keras_jax import emit_keras
+from portx.targets.keras_jax.emitter import emit_keras
 from portx.frontends.torch import export_module, lower_exported
 
 

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 from torch import nn
 
 from harness import TARGETS, check_torch_op
-from portx.ops.pad import PAD, torch_pads
+from portx.ops.pad import PAD
+from portx.ops.pad.from_torch import torch_pads
 
 EXACT = {"atol": 0.0, "rtol": 0.0}  # data movement: every element must match bit for bit
 aten = torch.ops.aten
@@ -48,7 +49,7 @@ def test_pad_matches_torch(target, fn, shape):
 
 
 def test_zero_pad_on_spatial_axes_is_a_keras_layer(tmp_path):
-    from portx.emitters.keras_jax import emit_keras
+    from portx.targets.keras_jax.emitter import emit_keras
 
     x = np.zeros((1, 2, 4, 5), np.float32)
     graph = check_torch_op(nn.ZeroPad2d((1, 2, 0, 1)), x, **EXACT)

@@ -10,11 +10,13 @@ from hypothesis import strategies as st
 from torch import nn
 
 from harness import TARGETS, check_torch_op
-from portx.emitters.keras_jax import emit_keras
+from portx.targets.keras_jax.emitter import emit_keras
+from portx.targets.torch_xla.emitter import emit_torch
 from portx.errors import UnsupportedOps
 from portx.frontends.torch import export_module, lower_exported
 from portx.ops.pool.adaptive import adaptive_bins
 from portx.ops.pool import AVG_POOL, MAX_POOL, pooled_size
+from portx.passes.pipeline import run_passes
 
 TOL = {"atol": 1e-5, "rtol": 1e-4}
 
@@ -81,8 +83,8 @@ def test_pool_case(target, make, shape, op):
 
 
 def _emitted(module, x):
-    """Lower and emit ``module``; return (Keras layer class names, model.py text)."""
-    graph = lower_exported(export_module(module, [x]))
+    """Lower ``module``, run the keras-jax passes and emit; return (Keras layer class names, model.py text)."""
+    graph = run_passes(lower_exported(export_module(module, [x])), "keras-jax")
     with tempfile.TemporaryDirectory() as tmp:
         files = emit_keras(graph, tmp)
         code = files["code"].read_text()
@@ -102,10 +104,20 @@ def _emitted(module, x):
     (nn.AdaptiveAvgPool2d((3, 4)), (1, 2, 7, 9), "InputLayer", "bin_rows"),
 ])
 def test_keras_form(module, shape, layer, padding):
-    # Keras "same" only where it pads exactly as torch; -inf border for max; divisor map for avg.
+    # Keras "same" only where it pads exactly as torch; -inf border for max; divisor map for avg;
+    # uneven adaptive bins legalized into bin-mean matmuls (passes/legalize/pool.py).
     layers, code = _emitted(module, torch.randn(shape))
     assert layer in layers
     assert padding in code
+
+
+@pytest.mark.parametrize("emit", [emit_keras, emit_torch])
+@pytest.mark.parametrize("module", [nn.AdaptiveAvgPool2d((3, 4)), nn.AdaptiveMaxPool2d((3, 4))])
+def test_uneven_adaptive_bins_are_left_to_legalization(emit, module):
+    # the emit rules write pooling layers only; an unlegalized graph with uneven bins is refused (exit 3)
+    graph = lower_exported(export_module(module, [torch.randn(1, 2, 7, 9)]))
+    with tempfile.TemporaryDirectory() as tmp, pytest.raises(UnsupportedOps, match=r"7->3 x 9->4 has uneven bins"):
+        emit(graph, tmp)
 
 
 def test_divisor_override_is_refused():

@@ -10,9 +10,12 @@ from hypothesis import strategies as st
 from torch import nn
 
 from harness import TARGETS, check_torch_op
-from portx.emitters.keras_jax import emit_keras
+from portx.targets.keras_jax.emitter import emit_keras
+from portx.targets.torch_xla.emitter import emit_torch
+from portx.errors import UnsupportedOps
 from portx.frontends.torch import export_module, lower_exported
-from portx.ops.resize import RESIZE, linear_matrix, nearest_indices
+from portx.ops.resize import RESIZE, is_identity, linear_matrix, nearest_indices
+from portx.passes.pipeline import run_passes
 
 TOL = {"atol": 1e-5, "rtol": 1e-4}
 aten = torch.ops.aten
@@ -74,11 +77,12 @@ def test_resize_case(target, make, shape):
     assert [n.op for n in graph.nodes][-1] is RESIZE
 
 
-def _code(fn, shape):
-    """The emitted model.py text for ``fn`` on a random input of ``shape``."""
+def _code(fn, shape, emit=emit_keras, passes="keras-jax"):
+    """The emitted model.py text for ``fn`` on a random input of ``shape`` (after ``passes``' pipeline)."""
     graph = lower_exported(export_module(fn, [torch.randn(shape)]))
+    graph = run_passes(graph, passes) if passes else graph
     with tempfile.TemporaryDirectory() as tmp:
-        return emit_keras(graph, tmp)["code"].read_text()
+        return emit(graph, tmp)["code"].read_text()
 
 
 class _Fn(nn.Module):
@@ -91,22 +95,42 @@ class _Fn(nn.Module):
 
 
 @pytest.mark.parametrize("kwargs, shape, expected, absent", [
-    ({"scale_factor": 2, "mode": "nearest"}, (1, 2, 4, 4), "layers.UpSampling2D(size=(2, 2)", "ops.take"),
-    ({"scale_factor": (1.5, 3), "mode": "nearest"}, (1, 2, 4, 4), "ops.repeat(", "UpSampling2D"),
+    ({"scale_factor": 2, "mode": "nearest"}, (1, 2, 4, 4), "ops.broadcast_to(", "ops.take"),
+    ({"scale_factor": (1.5, 3), "mode": "nearest"}, (1, 2, 4, 4), "ops.take(", "UpSampling2D"),
     ({"scale_factor": 1.5, "mode": "nearest"}, (1, 2, 4, 4), "ops.take(", "UpSampling2D"),
-    ({"scale_factor": 2, "mode": "bilinear"}, (1, 2, 4, 5), "ops.matmul(upsample_bilinear2d_rows", "UpSampling2D"),
+    ({"scale_factor": 2, "mode": "bilinear"}, (1, 2, 4, 5), "upsample_bilinear2d_rows", "UpSampling2D"),
     ({"size": (4, 10), "mode": "bilinear"}, (1, 2, 4, 5), "ops.matmul(x, upsample_bilinear2d_cols)", "_rows"),
 ])
 def test_keras_form(kwargs, shape, expected, absent):
-    # Integer nearest is a repeat; keras' own nearest resize picks other pixels elsewhere, so a gather.
+    # The keras-jax pipeline legalizes every resize (passes/legalize/resize.py): integer nearest is a
+    # broadcast, other nearest a gather with torch's indices (keras' own nearest resize picks other
+    # pixels), (bi)linear one matmul per resized axis.
     code = _code(_Fn(**kwargs), shape)
     assert expected in code and absent not in code
+
+
+@pytest.mark.parametrize("emit, native", [(emit_keras, "layers.UpSampling2D(size=(2, 2)"),
+                                          (emit_torch, "nn.Upsample(scale_factor=2.0, mode='nearest')")])
+def test_emit_rules_write_native_forms_only(emit, native):
+    # Note [resize native forms]: an emitter fed an unlegalized graph writes its framework's own
+    # upsampling where it has torch's sampling, and refuses the rest with a one-line reason (exit 3).
+    assert native in _code(_Fn(scale_factor=2, mode="nearest"), (1, 2, 4, 4), emit, passes=None)
+    with pytest.raises(UnsupportedOps, match=r"cubic resize 4->8 x 5->10 .*\(passes/legalize/resize.py\)"):
+        _code(_Fn(scale_factor=2, mode="bicubic"), (1, 2, 4, 5), emit, passes=None)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_an_identity_resize_is_left_to_the_emitter(target):
+    # no rule rewrites a resize that keeps every size; both emitters write it as the identity
+    graph = check_torch_op(_Fn(size=(4, 5), mode="bilinear"), torch.randn(1, 2, 4, 5), target=target, **TOL)
+    assert RESIZE in [n.op for n in run_passes(graph, target).nodes]
 
 
 def test_nearest_indices_follow_torch_not_half_pixel():
     # torch: floor(dst * 5 / 7); keras/JAX nearest would give floor((dst + 0.5) * 5 / 7).
     assert nearest_indices(5, 7).tolist() == [0, 0, 1, 2, 2, 3, 4]
     assert nearest_indices(5, 7, exact=True).tolist() == [0, 1, 1, 2, 3, 3, 4]
+    assert nearest_indices(4, 3).tolist() == [0, 1, 2] and not is_identity(nearest_indices(4, 3), 4)  # a crop
 
 
 def test_linear_matrix_clamps_negative_source_to_zero():

@@ -4,7 +4,7 @@ import numpy as np
 import portx  # noqa: F401
 from portx.ir import format_graph, parse_graph, validate
 from portx.passes.fold import fold_batch_norm, merge_reshapes_and_permutes, remove_dead_nodes
-from portx.equivalence import run_reference
+from portx.verification.compare import run_reference
 
 CHAIN = """
 graph model(%x: float32[2x3x4]) {

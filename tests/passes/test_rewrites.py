@@ -1,4 +1,4 @@
-"""Rewrite rules (passes/rewrites*.py): before/after pairs, and each rule property-tested against
+"""Rewrite rules (passes/legalize/resize.py, pool.py): before/after pairs, and each rule property-tested against
 the un-rewritten op (NumPy reference), the framework's own op (torch; Keras where it has one) and
 the emitted Keras model, at <= 1e-6 max abs on inputs in [-1, 1]."""
 import os
@@ -13,12 +13,12 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from harness import Wrap
-from portx.emitters.keras_jax import emit_keras, import_emitted
+from portx.targets.codegen import import_by_path as import_emitted
+from portx.targets.keras_jax.emitter import emit_keras
 from portx.frontends.torch import export_module, lower_exported
 from portx.ir import format_graph, parse_graph, validate
-from portx.passes.legalize import RULES, legalize
-from portx.passes.rewrites import NODE_RULES
-from portx.equivalence import run_reference
+from portx.passes.legalize import NODE_RULES, RULES, legalize
+from portx.verification.compare import run_reference
 
 TOL = 1e-6
 # torch's own float32 bicubic evaluates the cubic polynomials in float32 with cancellation: its
@@ -85,7 +85,7 @@ graph model(%x: float32[1x2x5x4x6]) {
                                            (AVG_3D, AVG_3D_AFTER)], ids=["repeat", "linear-half", "avg-3d"])
 def test_rewrite_before_after(before, after):
     graph = _graph(before)
-    rewritten = validate(legalize(graph, "tpu"))
+    rewritten = validate(legalize(graph, "keras-jax"))
     assert format_graph(rewritten) == format_graph(parse_graph(after, params=rewritten.params))
     x = np.random.default_rng(0).uniform(-1, 1, graph.inputs[0].type.shape).astype(graph.inputs[0].type.dtype)
     want = run_reference(graph, [x])[graph.outputs[0]]
@@ -100,7 +100,7 @@ graph model(%x: float32[1x2x5x5]) {
   %y: float32[1x2x3x7] = resize(%x) {size=(3, 7), mode='nearest', align_corners=False, scales=None}  # up
   return %y
 }""")
-    rewritten = legalize(graph, "tpu")
+    rewritten = legalize(graph, "keras-jax")
     assert [n.op.name for n in rewritten.nodes] == ["index_select", "index_select"]
     assert rewritten.params["up.src_rows"].tolist() == [0, 1, 3]  # floor(i * 5 / 3)
     assert rewritten.params["up.src_cols"].tolist() == [0, 0, 1, 2, 2, 3, 4]  # floor(i * 5 / 7)
@@ -115,7 +115,7 @@ graph model(%x: float32[1x2x4x6]) {
   %c: float32[1x2x2x3] = resize(%b) {size=(2, 3), mode='linear', align_corners=False, scales=None}  # noop
   return %c
 }""")
-    assert legalize(graph, "tpu") is graph
+    assert legalize(graph, "keras-jax") is graph
 
 
 def test_every_rule_is_registered_with_a_before_after_docstring():
@@ -146,7 +146,7 @@ def _check(fn, x, gone, want_ops, tol=TOL, torch64_tol=None):
     Returns the rewritten graph's emitted-Keras output (for comparisons with Keras's own ops).
     """
     graph = _lower(fn, x)
-    rewritten = validate(legalize(graph, "tpu"))
+    rewritten = validate(legalize(graph, "keras-jax"))
     ops = {n.op.name for n in rewritten.nodes}
     assert gone not in ops and want_ops <= ops, sorted(ops)
     arrays = [x.numpy()]
@@ -283,3 +283,15 @@ def test_uneven_adaptive_max_pool_is_a_gather_and_max(case):
     x, size = case
     pool = F.adaptive_max_pool1d if x.dim() == 3 else F.adaptive_max_pool2d
     _check(lambda t: pool(t, size), x, "adaptive_max_pool", {"index_select", "amax"}, tol=0.0)
+
+
+def test_torch_xla_keeps_resizes_that_nn_upsample_computes():
+    graph = _graph("""
+graph model(%x: float32[1x2x2x3]) {
+  %a: float32[1x2x4x6] = resize(%x) {size=(4, 6), mode='nearest', align_corners=None, scales=(2.0, 2.0)}
+  %b: float32[1x2x8x12] = resize(%a) {size=(8, 12), mode='linear', align_corners=False, scales=None}
+  %c: float32[1x2x9x12] = resize(%b) {size=(9, 12), mode='nearest', align_corners=None, scales=None}
+  return %c
+}""")
+    ops = [n.op.name for n in legalize(graph, "torch-xla").nodes]
+    assert ops[:2] == ["resize", "resize"] and "resize" not in ops[2:], ops

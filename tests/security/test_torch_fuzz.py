@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from portx.cli import main
-from portx.frontends.torch_files import parse_input_spec
+from portx.frontends.input_spec import parse_input_spec
 
 sys.path.insert(0, str(Path(__file__).parent))
 from pt2_hostile import export_small, mutate, rewrite  # noqa: E402

@@ -1,1 +1,85 @@
-"""Frontends: load a source model, walk it, record scopes, call the ops' import rules."""
+"""Sources: ``load`` opens a model file or a live model, whichever framework wrote it, as one ``Source``.
+
+Every Source (``TorchSource``, ``KerasSource``, ``SubclassedKerasSource``) answers the same questions,
+so api and verification never ask which framework a model came from:
+
+- ``label``: how messages and reports name it; ``notes``: warnings for the report;
+- ``lower(name="model", strict_tpu=False) -> Graph``: the IR (UnsupportedOps lists every op without a rule);
+- ``run(*arrays) -> [array]``: the source's own outputs on NumPy inputs, flat, in the IR's output order;
+- ``intermediates(arrays) -> {IR value name: array}``: its own values where it can pair them with IR
+  values (torch programs), ``{}`` otherwise.
+
+Loading this package imports no framework: ``load`` imports the frontend it needs.
+
+Example:
+    >>> src = load("model.pt2")                  # or load(module, example_inputs=(x,)), load("m.keras")
+    >>> graph = src.lower()
+    >>> outputs = src.run(*make_inputs(graph, seed=0))
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from ..errors import BadInput
+
+__all__ = ["Source", "load", "is_keras_source", "KERAS_SUFFIXES"]
+
+#: source file suffixes read by the Keras frontend (everything else goes to the torch frontend)
+KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
+
+
+class Source(Protocol):
+    """What every frontend's loaded model offers (see the module docstring)."""
+
+    label: str
+    notes: list
+
+    def lower(self, name: str = "model", strict_tpu: bool = False): ...
+
+    def run(self, *arrays) -> list: ...
+
+    def intermediates(self, arrays) -> dict: ...
+
+
+def is_keras_source(source) -> bool:
+    """True for a Keras file path or a live ``keras.Model`` (without importing Keras when it was never loaded)."""
+    if isinstance(source, (str, os.PathLike)):
+        return Path(source).suffix.lower() in KERAS_SUFFIXES
+    from .keras_files import is_keras_model
+
+    return is_keras_model(source)
+
+
+def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_keras=False) -> Source:
+    """Open ``source`` (a path or a live model) as a Source.
+
+    Torch sources are ``.pt2``, ``.pt`` files and ``nn.Module`` (with ``example_inputs``); Keras sources are
+    ``.keras``, ``.h5`` files and ``keras.Model`` (subclassed models need ``example_inputs``). ``inputs`` are
+    ``NAME:SHAPE[:DTYPE]`` specs (frontends/input_spec.py). Loading is safe by default (Note [safe loading],
+    Note [keras safe mode]). Example: ``load("model.pt2").lower()``.
+    """
+    if is_keras_source(source):
+        return _load_keras(source, example_inputs, inputs, unsafe_keras)
+    from .torch_files import from_module, load_torch_source
+
+    if isinstance(source, (str, os.PathLike)):
+        return load_torch_source(source, inputs, trust_pickle)
+    return from_module(source, example_inputs)
+
+
+def _load_keras(source, example_inputs, inputs, unsafe_keras):
+    from .keras_files import from_keras_model, load_keras_source
+    from .keras_subclassed import SubclassedKerasSource, needs_tracing
+
+    if isinstance(source, (str, os.PathLike)):
+        return load_keras_source(source, input_specs=inputs, unsafe=unsafe_keras)
+    if needs_tracing(source):
+        if not example_inputs:
+            raise BadInput(f"subclassed Keras model {source.name} has no functional graph to read input "
+                           "shapes from", hint="pass example_inputs=(array, ...) to portx.convert")
+        return SubclassedKerasSource(source, [np.asarray(a) for a in example_inputs])
+    return from_keras_model(source, input_specs=inputs, example_inputs=example_inputs)

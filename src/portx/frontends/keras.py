@@ -29,7 +29,7 @@ from ..ir.validate import IRError
 from ..ops.shape import PERMUTE
 from .keras_activations import apply_activation
 
-__all__ = ["KerasCall", "lower_keras", "input_types_for", "rule_key", "is_model"]
+__all__ = ["KerasCall", "lower_keras", "input_types_for", "rule_key", "is_model", "functional_of", "input_name"]
 
 
 def rule_key(operation) -> str:
@@ -44,10 +44,10 @@ def is_model(operation) -> bool:
     """True for a nested Functional or Sequential model (walked in place, not looked up)."""
     import keras
 
-    return isinstance(operation, keras.Model) and _functional_of(operation) is not None
+    return isinstance(operation, keras.Model) and functional_of(operation) is not None
 
 
-def _functional_of(model):
+def functional_of(model):
     """The Functional graph behind ``model`` (Sequential keeps one in ``_functional``), or None."""
     if hasattr(model, "_nodes_by_depth"):
         return model
@@ -168,7 +168,7 @@ class _Walker:
         """Lower ``model``'s graph with its inputs bound to ``in_values``; returns its output Values."""
         import keras
 
-        fn = _functional_of(model)
+        fn = functional_of(model)
         env = {id(t): v for t, v in zip(fn.inputs, in_values)}
         for depth in sorted(fn._nodes_by_depth, reverse=True):
             for node in fn._nodes_by_depth[depth]:
@@ -244,13 +244,13 @@ def lower_keras(model, input_types, name="model") -> "Graph":  # noqa: F821
     """
     import keras
 
-    fn = _functional_of(model)
+    fn = functional_of(model)
     if fn is None:
         raise BadInput(f"model {model.name} ({type(model).__name__}) has no functional graph",
                        hint="build it on keras.Input(...) (Sequential: pass an Input first or call build)")
     batch = input_types[0].shape[0] if input_types and input_types[0].rank else 1
     walker = _Walker(name, batch)
-    values = [walker.builder.input(_input_name(t), ty) for t, ty in zip(keras.tree.flatten(fn.inputs), input_types)]
+    values = [walker.builder.input(input_name(t), ty) for t, ty in zip(keras.tree.flatten(fn.inputs), input_types)]
     outs = walker.walk(model, values, "")
     if walker.failures:
         items = {}
@@ -260,7 +260,8 @@ def lower_keras(model, input_types, name="model") -> "Graph":  # noqa: F821
     return walker.builder.finish(outs)
 
 
-def _input_name(tensor) -> str:
+def input_name(tensor) -> str:
+    """The name of a functional model's input tensor: its InputLayer's name."""
     history = getattr(tensor, "_keras_history", None)
     return history.operation.name if history and history.operation is not None else (tensor.name or "input")
 
@@ -275,10 +276,10 @@ def input_types_for(model, overrides=None) -> list:
 
     from ..errors import MAX_INPUT_ELEMENTS
 
-    fn = _functional_of(model)
+    fn = functional_of(model)
     types = []
     for tensor in keras.tree.flatten(fn.inputs):
-        name = _input_name(tensor)
+        name = input_name(tensor)
         shape = (overrides or {}).get(name)
         if shape is None:
             shape = tuple(1 if (d is None and i == 0) else d for i, d in enumerate(tensor.shape))

@@ -30,7 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BadInput
-from .keras import input_types_for, lower_keras
+from .input_spec import parse_input_spec
+from .keras import functional_of, input_name, input_types_for, lower_keras
 from .keras_archive import iter_objects, json_kind, object_name, read_stored_model, stored_layers
 from .keras_guards import load_guards
 
@@ -41,7 +42,7 @@ _MIXED = ("float16", "bfloat16", "mixed_float16", "mixed_bfloat16")
 
 @dataclass
 class KerasSource:
-    """A loaded Keras model with static input types, a runner and a lowering to IR."""
+    """A loaded Keras model with static input types, a runner and a lowering to IR (a Source, frontends/__init__)."""
 
     model: object
     input_types: list
@@ -59,9 +60,16 @@ class KerasSource:
         out = self.model(inputs, training=False)
         return [np.asarray(t) for t in keras.tree.flatten(out)]
 
-    def lower(self, name="model"):
-        """The IR Graph (UnsupportedOps lists every layer without a rule)."""
+    def lower(self, name="model", strict_tpu=False):
+        """The IR Graph (UnsupportedOps lists every layer without a rule).
+
+        ``strict_tpu`` is accepted for the Source protocol: a functional graph has no data-dependent op to refuse.
+        """
         return lower_keras(self.model, self.input_types, name)
+
+    def intermediates(self, arrays) -> dict:
+        """Nothing: Keras layers are not paired with IR values, so a trace compares with the IR reference only."""
+        return {}
 
 
 def is_keras_model(obj) -> bool:
@@ -79,8 +87,6 @@ def _overrides(specs) -> dict:
     """
     if isinstance(specs, dict):
         return {k: (tuple(v), None) for k, v in specs.items()}
-    from .torch_files import parse_input_spec  # the same NAME:SHAPE[:DTYPE] grammar as for torch
-
     found = {}
     for i, spec in enumerate(specs or ()):
         name, shape, dtype = parse_input_spec(spec)
@@ -133,10 +139,8 @@ def _check_overrides(model, overrides):
     """BadInput for a given shape or dtype the model cannot take (Note [keras input checks])."""
     import keras
 
-    from .keras import _functional_of, _input_name
-
-    for tensor in keras.tree.flatten(_functional_of(model).inputs):
-        name = _input_name(tensor)
+    for tensor in keras.tree.flatten(functional_of(model).inputs):
+        name = input_name(tensor)
         if name not in overrides:
             continue
         shape, dtype = overrides[name]
@@ -166,10 +170,8 @@ def _dtype_mistake(given, expected) -> bool:
 def _input_names(model) -> list:
     import keras
 
-    from .keras import _functional_of, _input_name
-
-    fn = _functional_of(model)
-    return [_input_name(t) for t in keras.tree.flatten(fn.inputs)] if fn is not None else []
+    fn = functional_of(model)
+    return [input_name(t) for t in keras.tree.flatten(fn.inputs)] if fn is not None else []
 
 
 _KERAS_PACKAGES = {"keras", "keras_hub", "keras_cv", "keras_nlp"}  # the packages Keras itself imports from

@@ -17,7 +17,7 @@ import inspect
 import jax
 import numpy as np
 
-from ..errors import BadInput
+from ..errors import BadInput, first_line
 from ..ir import Graph
 from .jaxpr import lower_jaxpr
 
@@ -101,7 +101,7 @@ def lower_keras_subclassed(model, example_arrays, name=None) -> Graph:
     try:
         closed = jax.make_jaxpr(traced)([v.value for v in variables], *arrays)
     except Exception as exc:  # tracing runs user code: any exception means "cannot trace"
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        first = first_line(exc, 300, type(exc).__name__)
         raise BadInput(f"model {model.name}: tracing {type(model).__name__}.call failed: {first}",
                        hint="make call() traceable by JAX (no Python branches on tensor values, static shapes)") \
             from exc
@@ -146,6 +146,10 @@ class SubclassedKerasSource:
             out = self.model(flat[0] if len(flat) == 1 else flat)
         return [np.asarray(t) for t in keras.tree.flatten(out)]
 
-    def lower(self, name="model"):
-        """The IR Graph traced from ``model.stateless_call``."""
+    def lower(self, name="model", strict_tpu=False):
+        """The IR Graph traced from ``model.stateless_call`` (``strict_tpu``: see KerasSource.lower)."""
         return lower_keras_subclassed(self.model, self.example_arrays, name=name)
+
+    def intermediates(self, arrays) -> dict:
+        """Nothing: traced values are not paired with the model's layers."""
+        return {}

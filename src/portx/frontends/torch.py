@@ -19,14 +19,14 @@ import operator
 import numpy as np
 import torch
 
-from ..errors import BadInput, Unsupported, UnsupportedOps
+from ..errors import BadInput, Unsupported, UnsupportedOps, first_line
 from ..ir import IMPORT_RULES, Graph, Node, TensorType, Value, fresh_name, infer_outputs, param_value
 from ..ir.validate import IRError
 from .torch_names import op_name as _op_name
 from .torch_names import scope_of
 from .torch_dynamic import refuse_data_dependent
 
-__all__ = ["lower_exported", "walk_program", "export_module", "torch_dtype_name", "TorchCall", "rule_for"]
+__all__ = ["lower_exported", "walk_program", "export_module", "torch_dtype_name", "TorchCall", "rule_for", "state_of"]
 
 _SKIP = {"aten::_assert_tensor_metadata", "aten::_assert_scalar", "aten::sym_constrain_range_for_size",
          "aten::_assert_async", "aten::sym_constrain_range"}
@@ -54,7 +54,7 @@ def export_module(module, example_inputs):
         with torch.no_grad():
             return torch.export.export(module, tuple(example_inputs), strict=False)
     except Exception as exc:  # torch raises many kinds here; all mean "cannot trace"
-        first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc, 300, type(exc).__name__)
         raise BadInput(f"torch.export could not trace {type(module).__name__}: {first}",
                        hint="make forward() traceable (no data-dependent Python control flow, "
                             "static shapes) or pass a .pt2 saved with torch.export.save") from exc
@@ -298,7 +298,7 @@ def _prepare(ep):
     return ep
 
 
-def _state_of(ep) -> dict:
+def state_of(ep) -> dict:
     """Placeholder name -> (state_dict key, tensor) for parameters, buffers and constants."""
     sig, state, consts = ep.graph_signature, ep.state_dict, ep.constants
     result = {}
@@ -319,7 +319,7 @@ def walk_program(ep):
     """
     ep = _prepare(ep)
     low = _Lowering(ep)
-    state = _state_of(ep)
+    state = state_of(ep)
     user_inputs = set(ep.graph_signature.user_inputs)
     low.inputs, low.fx_outputs = [], []
     for node in ep.graph.nodes:

@@ -11,7 +11,6 @@ Example:
 """
 from __future__ import annotations
 
-import math
 import pickle
 import re
 import zipfile
@@ -21,39 +20,50 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..errors import MAX_INPUT_ELEMENTS, BadInput
-from .torch import export_module
+from ..errors import BadInput, first_line
+from .input_spec import parse_input_spec
+from .torch import export_module, lower_exported
 
-__all__ = ["TorchSource", "load_torch_source", "from_module", "parse_input_spec", "output_structure"]
-
-_SPEC = re.compile(r"^(?P<name>[A-Za-z_][\w.]*)?:?(?P<shape>\d+(x\d+)*|scalar)(:(?P<dtype>\w+))?$")
-_DTYPES = {"float32", "float16", "bfloat16", "float64", "int64", "int32", "bool", "uint8", "int8"}
-
+__all__ = ["TorchSource", "load_torch_source", "from_module", "output_structure"]
 
 @dataclass
 class TorchSource:
-    """A loaded PyTorch model: its ExportedProgram, example inputs and a callable for verification."""
+    """A loaded PyTorch model: its ExportedProgram, example inputs and the module (or callable) to run.
+
+    It follows the Source protocol of ``frontends/__init__.py``: ``lower()``, ``run(*arrays)``, ``intermediates()``.
+    Example: ``src = from_module(net, (x,)); src.run(x.numpy())[0].shape``.
+    """
 
     program: object
     example_inputs: tuple
-    run: object  # callable(*torch tensors) -> tensor or tuple
+    module: object  # callable(*torch tensors) -> tensor or nested tensors
     label: str
     notes: list = field(default_factory=list)  # warnings for the report (renamed names, pinned dims)
 
+    def lower(self, name="model", strict_tpu=False):
+        """The IR Graph, with the program's output nesting in ``meta`` (Note [output structure])."""
+        graph = lower_exported(self.program, name=name, strict_tpu=strict_tpu)
+        structure = output_structure(self.program)
+        return graph if structure is None else graph.replace(meta={**graph.meta, "output_structure": structure})
 
-def parse_input_spec(spec: str):
-    """``"x:1x3x32x32:float32"`` -> ("x", (1, 3, 32, 32), "float32"); BadInput when malformed."""
-    m = _SPEC.match(spec.strip())
-    if not m or (m.group("dtype") and m.group("dtype") not in _DTYPES):
-        raise BadInput(f"--input {spec!r}: expected NAME:SHAPE[:DTYPE] such as x:1x3x224x224:float32",
-                       hint=f"dtype is one of {sorted(_DTYPES)}")
-    shape = () if m.group("shape") == "scalar" else tuple(int(d) for d in m.group("shape").split("x"))
-    elements = math.prod(max(d, 1) for d in shape)  # a 0 elsewhere does not make 1e20 fine
-    if elements > MAX_INPUT_ELEMENTS:
-        raise BadInput(f"--input {spec!r}: {elements:.3g} elements is more than portx allocates for an example "
-                       f"input ({MAX_INPUT_ELEMENTS:.3g})", hint="convert for a smaller example shape; "
-                       "TPU programs are compiled per shape anyway")
-    return m.group("name") or "", shape, m.group("dtype") or "float32"
+    def torch_inputs(self, arrays) -> list:
+        """NumPy arrays as tensors of the example inputs' dtypes (int64 ids the IR narrowed to int32 go back)."""
+        # np.ascontiguousarray would turn a 0-d input into shape (1,); np.require keeps the rank
+        return [torch.from_numpy(np.require(a, requirements="C")).to(ex.dtype) if isinstance(ex, torch.Tensor)
+                else torch.from_numpy(np.require(a, requirements="C")) for a, ex in zip(arrays, self.example_inputs)]
+
+    def run(self, *arrays) -> list:
+        """The module's outputs on NumPy inputs, flattened in torch.export's output order, as NumPy."""
+        with torch.no_grad():
+            out = self.module(*self.torch_inputs(arrays))
+        flat = torch.utils._pytree.tree_leaves(out)  # nested dicts/tuples/lists, in torch.export's output order
+        return [t.detach().float().numpy() if t.dtype == torch.bfloat16 else t.detach().numpy() for t in flat]
+
+    def intermediates(self, arrays) -> dict:
+        """IR value name -> the program's own intermediate on ``arrays`` (see torch_intermediates.py)."""
+        from .torch_intermediates import source_intermediates
+
+        return source_intermediates(self, arrays)
 
 
 def _example_from_specs(specs, path) -> tuple:
@@ -166,7 +176,7 @@ def _load_torchscript(path, specs, trust) -> TorchSource:
         ep = TS2EPConverter(scripted, inputs).convert()
     except Exception as exc:
         raise BadInput(f"{path}: TorchScript could not be converted to torch.export ({type(exc).__name__}: "
-                       f"{str(exc).splitlines()[0][:200] if str(exc) else ''})",
+                       f"{first_line(exc)})",
                        hint="export the original nn.Module with torch.export.save and convert the .pt2") from None
     return TorchSource(ep, inputs, scripted, path.name)
 
@@ -205,7 +215,7 @@ def _trusted_load(path):
     except Exception as exc:  # the pickle may need classes that are not importable here
         missing = re.search(r"No module named '([\w.]+)'|Can't get attribute '(\w+)'", str(exc))
         needs = f" (it needs {missing.group(1) or missing.group(2)})" if missing else ""
-        raise BadInput(f"{path}: could not unpickle{needs}: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}",
+        raise BadInput(f"{path}: could not unpickle{needs}: {type(exc).__name__}: {first_line(exc, 160)}",
                        hint="make the package that defines the model class importable (install it or add it to "
                             "PYTHONPATH), or save the model with torch.export.save and convert the .pt2") from None
 
@@ -232,7 +242,7 @@ def load_torch_source(path, input_specs=(), trust_pickle=False) -> TorchSource:
 
 
 def output_structure(program):
-    """The program's output nesting as plain data (see Note [output structure] in emitters/codegen),
+    """The program's output nesting as plain data (see Note [output structure] in targets/codegen.py),
     or None when it is one tensor or a flat tuple (the emitted model then returns it as before)."""
     spec = program.call_spec.out_spec
     if spec is None or spec.is_leaf() or (spec.type in (tuple, list) and all(c.is_leaf() for c in spec.children())):

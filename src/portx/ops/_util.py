@@ -112,3 +112,16 @@ def honors_channels_last(rule):
         back = channels_last_perm(rank)
         return [_move(o, back) for o in out] if isinstance(out, (list, tuple)) else _move(out, back)
     return wrapped
+
+
+# -- generated rules ---------------------------------------------------------------------------
+def named_rule(rule, name: str, suffix: str):
+    """Name a rule made by a factory after its op and direction, for tracebacks and ``portx ops``.
+
+    Example: ``named_rule(emit, "add", "to_keras").__name__ == "_add_to_keras"``.
+    """
+    rule.__name__ = rule.__qualname__ = f"_{name}_{suffix}"
+    return rule
+
+
+__all__ += ["named_rule"]

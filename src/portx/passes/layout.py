@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Node, Value, fresh_name
+from ..ir import GraphBuilder, Node, Value
 from ..ops._util import channels_first_perm, channels_last_perm
 from ..ops.shape import PERMUTE
 from .fold import merge_reshapes_and_permutes, remove_dead_nodes
@@ -58,7 +58,9 @@ def _flip_spatial(graph, channels_last: bool):
     The op's output keeps the source's name (Note [stored orders] in layout_sink.py records its
     order); the permute back gets a new one, except for a graph output, which keeps its name.
     """
-    taken = {v.name for v in graph.inputs} | set(graph.params) | {v.name for n in graph.nodes for v in n.outputs}
+    names = GraphBuilder(graph.name)  # fresh value names only
+    names.taken |= {v.name for v in graph.inputs} | set(graph.params)
+    names.taken |= {v.name for n in graph.nodes for v in n.outputs}
     orders = dict(graph.meta.get("stored_orders", {}))
     nodes, renamed = [], {}
     for node in graph.nodes:
@@ -73,24 +75,18 @@ def _flip_spatial(graph, channels_last: bool):
             nodes.append(node.replace(attrs=attrs))
             continue
         suffix = "cl" if channels_last else "cf"
-        inner_x = Value(_fresh(taken, f"{x.name}_{suffix}"), x.type.with_shape(tuple(x.type.shape[p] for p in into)))
+        inner_x = Value(names.fresh(f"{x.name}_{suffix}"), x.type.with_shape(tuple(x.type.shape[p] for p in into)))
         inner_type = y.type.with_shape(tuple(y.type.shape[p] for p in into))
         if y in graph.outputs:
-            inner_y, back = Value(_fresh(taken, f"{y.name}_{suffix}"), inner_type), y
+            inner_y, back = Value(names.fresh(f"{y.name}_{suffix}"), inner_type), y
         else:
-            inner_y, back = Value(y.name, inner_type), Value(_fresh(taken, f"{y.name}_{suffix}"), y.type)
+            inner_y, back = Value(y.name, inner_type), Value(names.fresh(f"{y.name}_{suffix}"), y.type)
             renamed[y] = back
             orders[y.name] = _compose(orders.get(y.name), into)
         nodes.append(Node(PERMUTE, (x,), (inner_x,), {"perm": into}, node.scope))
         nodes.append(node.replace(inputs=(inner_x,) + tuple(node.inputs[1:]), outputs=(inner_y,), attrs=attrs))
         nodes.append(Node(PERMUTE, (inner_y,), (back,), {"perm": inverse(into)}, node.scope))
     return graph.replace(nodes=tuple(nodes), meta={**graph.meta, "stored_orders": orders})
-
-
-def _fresh(taken, base) -> str:
-    name = fresh_name(taken, base)
-    taken.add(name)
-    return name
 
 
 _TRIAL_BUDGET = 40_000  # Note [kept permutes]: node visits spent looking for permutes better left in place

@@ -28,7 +28,7 @@ from collections import Counter
 
 import numpy as np
 
-from ..ir import Node, Value, fresh_name, infer_outputs, param_value
+from ..ir import GraphBuilder, Node, Value, infer_outputs
 from ..ops._util import channels_first_perm, channels_last_perm
 from ..ops.shape import PERMUTE, RESHAPE
 
@@ -73,9 +73,10 @@ class Sinker:
     def __init__(self, graph, rules, keep=frozenset()):
         self.graph, self.rules, self.keep = graph, rules, keep
         self.users = graph.users()
-        self.taken = {v.name for v in graph.inputs} | set(graph.params)
-        self.taken |= {v.name for n in graph.nodes for v in n.outputs}
-        self.params, self.param_values = dict(graph.params), dict(graph.param_values)
+        self.builder = GraphBuilder(graph.name)  # fresh names and new constants (the graph's own kept)
+        self.builder.taken |= {v.name for v in graph.inputs} | set(graph.params)
+        self.builder.taken |= {v.name for n in graph.nodes for v in n.outputs}
+        self.builder.params, self.builder.param_values = dict(graph.params), dict(graph.param_values)
         self.phys = {v: v for v in graph.inputs}
         self.phys.update({v: v for v in graph.param_values.values()})
         self.perm, self.cache, self.scrambled, self.added = {}, {}, {}, set()
@@ -92,17 +93,11 @@ class Sinker:
 
     def fresh(self, base) -> str:
         """An unused value name derived from ``base``."""
-        name = fresh_name(self.taken, base)
-        self.taken.add(name)
-        return name
+        return self.builder.fresh(base)
 
     def const(self, array, hint) -> Value:
         """A new stored array named from ``hint``."""
-        array = np.ascontiguousarray(array)
-        name = self.fresh(hint)
-        self.params[name] = array
-        self.param_values[name] = value = param_value(name, array)
-        return value
+        return self.builder.param(hint, array)
 
     def at(self, value, target):
         """``value`` stored in physical order ``target``: as it is, a transposed constant, or a permute."""
@@ -218,8 +213,8 @@ class Sinker:
                 orders[value.name] = perm if value.name not in old else tuple(old[value.name][p] for p in perm)
         meta = {**self.graph.meta, "stored_orders": orders,
                 "layout_transposes": frozenset(self.graph.meta.get("layout_transposes", ())) | self.added}
-        return self.graph.replace(nodes=tuple(self.nodes), outputs=outputs, params=self.params,
-                                  param_values=self.param_values, meta=meta)
+        return self.graph.replace(nodes=tuple(self.nodes), outputs=outputs, params=self.builder.params,
+                                  param_values=self.builder.param_values, meta=meta)
 
     def _final(self, value):
         """A graph output in logical order, under its own name where a permute has to be added."""

@@ -12,13 +12,10 @@ Example:
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from .._jax import arranged, inverse, permuted, reshaped
-from ..conv import CONV
-from ..conv.transpose import CONV_TRANSPOSE
+from .._jax import arranged, inverse, permuted
+from ..conv import CONV, CONV_TRANSPOSE
 from ..pad import PAD
 
 __all__ = []

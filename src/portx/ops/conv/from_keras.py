@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..conv import CONV, keras_same_pads
-from ..conv.transpose import CONV_TRANSPOSE
+from ..conv import CONV, CONV_TRANSPOSE, keras_same_pads
 from ..shape.index import SLICE
 
 __all__ = ["keras_conv_pads", "keras_transpose_crops", "spatial_in", "spatial_out"]

@@ -3,7 +3,8 @@
 The IR already holds torch's weight layouts, so stored weights go into the module as they are.
 Padding torch cannot express in the module (different begin and end amounts, as Keras "same"
 with stride 2 gives) is an ``F.pad`` of the input, and the module pads nothing. Computed
-weights (not stored arrays) use ``F.conv2d`` and friends.
+weights (not stored arrays) use ``F.conv2d`` and friends. More than three spatial axes are
+``Unsupported``: torch has no 4-d convolution.
 
 Example generated code:
     self.conv1 = nn.Conv2d(3, 16, kernel_size=3, stride=2, padding=1)
@@ -11,8 +12,8 @@ Example generated code:
 """
 from __future__ import annotations
 
-from ..conv import CONV, operands, stored
-from ..conv.transpose import CONV_TRANSPOSE
+from ...errors import Unsupported
+from ..conv import CONV, CONV_TRANSPOSE, operands, stored
 
 __all__ = ["conv_input"]
 
@@ -37,9 +38,10 @@ def _options(t, attrs, padding, skip=()) -> dict:
     return {k: v for k, v in options.items() if k not in skip and v != _DEFAULTS[k]}
 
 
-def _check_rank(node, rank):
+def _check_rank(rank):
+    """Torch convolves 1 to 3 spatial axes; more is ``Unsupported``."""
     if not 1 <= rank <= 3:
-        raise NotImplementedError(f"{node.where()}: PyTorch has 1-d to 3-d convolutions, not {rank}-d")
+        raise Unsupported(f"PyTorch has 1-d to 3-d convolutions, not {rank}-d")
 
 
 def _functional_conv(node, t, fn, src, padding, skip=()):
@@ -53,7 +55,7 @@ def _functional_conv(node, t, fn, src, padding, skip=()):
 def _conv_to_torch(node, t):
     x, w, b = operands(node)
     rank = len(node.attrs["stride"])
-    _check_rank(node, rank)
+    _check_rank(rank)
     src, padding = conv_input(node, t, x, node.attrs["pads"])
     if not stored(t, w, b):
         _functional_conv(node, t, f"F.conv{rank}d", src, padding, skip=("output_padding",))
@@ -70,7 +72,7 @@ def _conv_transpose_to_torch(node, t):
     x, w, b = operands(node)
     a = node.attrs
     rank = len(a["stride"])
-    _check_rank(node, rank)
+    _check_rank(rank)
     padding = t.compact(a["padding"])
     if not stored(t, w, b):
         _functional_conv(node, t, f"F.conv_transpose{rank}d", t.ref(x), padding)

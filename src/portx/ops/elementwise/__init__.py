@@ -1,5 +1,10 @@
 """Elementwise binary ops (arithmetic, comparisons, logic), where, and cast; unary ops are in unary.py.
 
+The binary ops differ only by name, so they are declared from one table, ``BINARY_TABLE``: each row
+gives the NumPy meaning, the Keras function and the ATen names. This module declares the OpDefs with
+their shape rules and NumPy references; ``from_torch.py`` registers the ATen import rules and
+``to_keras.py`` the Keras emit rules from the same rows.
+
 Python-number operands become 0-d constants typed the way torch promotes them (``scalar_const``),
 so every node's type equals torch's; where torch's result dtype still differs (``a // 2`` on
 ints), a cast follows.
@@ -14,9 +19,10 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import OpDef, TensorType
-from .._util import broadcast_shapes, kind, promote
+from .._util import broadcast_shapes, kind, named_rule, promote
 
-__all__ = ["BINARY", "WHERE", "CAST", "scalar_const"]
+__all__ = ["BINARY", "BINARY_TABLE", "WHERE", "CAST", "scalar_const"]
+
 
 def _div(a, b, rounding_mode=None):
     if rounding_mode == "floor":
@@ -26,8 +32,8 @@ def _div(a, b, rounding_mode=None):
     return np.true_divide(a, b)
 
 
-# name: (reference, keras function, aten names, result is bool)
-_BINARY_TABLE = {
+#: name: (reference, keras function, aten names, result is bool)
+BINARY_TABLE = {
     "add": (np.add, "ops.add", ["aten::add"], False),
     "sub": (np.subtract, "ops.subtract", ["aten::sub", "aten::rsub"], False),
     "mul": (np.multiply, "ops.multiply", ["aten::mul"], False),
@@ -72,71 +78,18 @@ def _binary_type(name, boolean):
     return infer
 
 
-def _binary_operands(call):
-    """(a, b) with numbers as typed constants; rsub swaps, and alpha scales the subtrahend/addend."""
-    a, b = call.arg("self"), call.arg("other", call.arg("exponent"))
-    if not hasattr(a, "type"):
-        a = scalar_const(call, a, b)
-    if not hasattr(b, "type"):
-        b = scalar_const(call, b, a)
-    if call.node.target._schema.name == "aten::rsub":  # rsub(self, other, alpha) = other - alpha * self
-        a, b = b, a
-    alpha = call.arg("alpha", 1)
-    if alpha != 1:
-        b = call.emit(BINARY["mul"], [b, scalar_const(call, alpha, b)])
-    return a, b
-
-
-def _div_to_keras(node, k, a, b):
-    """Division by rounding mode; integer trunc stays exact (no float round trip)."""
-    mode = node.attrs.get("rounding_mode")
-    if mode == "floor":
-        return f"ops.floor_divide({a}, {b})"
-    if mode == "trunc" and kind(node.outputs[0].type.dtype) == 1:
-        return f"ops.multiply(ops.multiply(ops.sign({a}), ops.sign({b})), ops.floor_divide(ops.abs({a}), ops.abs({b})))"
-    if mode == "trunc":
-        return f"ops.trunc(ops.divide({a}, {b}))"
-    return f"ops.divide({a}, {b})"
-
-
-def _named(rule, name, suffix):
-    """Name a generated rule after its op (``_add_to_keras``) so tracebacks and listings read well."""
-    rule.__name__ = rule.__qualname__ = f"_{name}_{suffix}"
-    return rule
-
-
 def _binary_reference(name, ref, infer):
     def reference(a, b, **kw):
         want = infer(TensorType(np.shape(a), str(a.dtype)), TensorType(np.shape(b), str(b.dtype)), **kw)
         return np.asarray(ref(a, b, **kw)).astype(want.dtype)
-    return _named(reference, name, "numpy")
+    return named_rule(reference, name, "numpy")
 
 
-def _binary_emit(name, fn):
-    def emit(node, k):
-        a, b = (k.ref(v) for v in node.inputs)
-        k.assign(node, _div_to_keras(node, k, a, b) if name == "div" else f"{fn}({a}, {b})")
-    return _named(emit, name, "to_keras")
-
-
-def _binary_import(op):
-    def import_torch(call):
-        a, b = _binary_operands(call)
-        extra = {"rounding_mode": call.arg("rounding_mode")} if op.name == "div" else {}
-        out = call.emit(op, [a, b], extra)
-        if out.type.dtype != call.out_type().dtype:
-            out = call.emit(CAST, [out], {"dtype": call.out_type().dtype})
-        return out
-    return _named(import_torch, op.name, "from_aten")
-
-
-def _make_binary(name, ref, fn, aten, boolean):
+def _make_binary(name, ref, boolean):
     attrs = {"rounding_mode": None} if name == "div" else {}
     op = OpDef(name, ("a", "b"), attrs, family="elementwise")
-    infer = op.infer(_named(_binary_type(name, boolean), name, "type"))
+    infer = op.infer(named_rule(_binary_type(name, boolean), name, "type"))
     op.reference(_binary_reference(name, ref, infer))
-    op.emits("keras-jax")(_binary_emit(name, fn))
-    op.imports("torch", *aten)(_binary_import(op))
     return op
 
 
@@ -153,21 +106,7 @@ def _cast_numpy(x, *, dtype):
     return x.astype(dtype)
 
 
-@CAST.emits("keras-jax")
-def _cast_to_keras(node, k):
-    k.assign(node, f"ops.cast({k.ref(node.inputs[0])}, {k.lit(node.attrs['dtype'])})")
-
-
-@CAST.imports("torch", "aten::_to_copy", "aten::clone", "aten::alias", "aten::detach", "aten::lift_fresh_copy",
-              "aten::contiguous", "aten::dropout", "aten::feature_dropout", "aten::alpha_dropout")
-def _cast_from_aten(call):
-    """Copies and eval-time dropout are identities; ``_to_copy`` with a new dtype is a cast."""
-    x = call.arg("self", call.arg("input"))
-    dtype = call.out_type().dtype
-    return x if x.type.dtype == dtype else call.emit(CAST, [x], {"dtype": dtype})
-
-
-BINARY = {name: _make_binary(name, *row) for name, row in _BINARY_TABLE.items()}
+BINARY = {name: _make_binary(name, ref, boolean) for name, (ref, _, _, boolean) in BINARY_TABLE.items()}
 
 WHERE = OpDef("where", ("cond", "a", "b"), family="elementwise")
 
@@ -180,19 +119,3 @@ def _where_type(cond, a, b):
 @WHERE.reference
 def _where_numpy(cond, a, b):
     return np.where(cond, a, b).astype(promote(TensorType(a.shape, str(a.dtype)), TensorType(b.shape, str(b.dtype))))
-
-
-@WHERE.emits("keras-jax")
-def _where_to_keras(node, k):
-    c, a, b = (k.ref(v) for v in node.inputs)
-    k.assign(node, f"ops.where({c}, {a}, {b})")
-
-
-@WHERE.imports("torch", "aten::where")
-def _where_from_aten(call):
-    a, b = call.arg("self"), call.arg("other")
-    if not hasattr(a, "type"):
-        a = scalar_const(call, a, b)
-    if not hasattr(b, "type"):
-        b = scalar_const(call, b, a)
-    return call.emit(WHERE, [call.arg("condition"), a, b])

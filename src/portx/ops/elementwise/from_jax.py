@@ -3,7 +3,9 @@
 JAX's binary primitives take operands of one dtype (literals are already typed), so each maps to
 the IR op directly. Math the IR has no op for is composed: ``log1p(x) = log(x + 1)``,
 ``erfc(x) = 1 - erf(x)``, ``exp2(x) = exp(x * ln 2)``, ``square(x) = x * x``, ``is_finite(x) =
-(x - x == 0)``. ``max(x, 0.0)`` (what ``jax.nn.relu`` traces to) becomes ``relu``.
+(x - x == 0)``. ``max(x, 0.0)`` (what ``jax.nn.relu`` traces to) becomes ``relu``. Copies, gradient
+stops, scheduling barriers and a ``reduce_precision`` to the operand's own format compute nothing, so
+their rules hang on no OpDef (``ir.imports``).
 
 Example:
     add(%x, 1.0) -> add(%x, %scalar) {};  integer_pow[y=3](%x) -> mul(mul(%x, %x), %x)
@@ -12,8 +14,8 @@ from __future__ import annotations
 
 import math
 
-from .._jax import named
-from .._util import kind
+from ...ir import imports
+from .._util import kind, named_rule
 from ..elementwise import BINARY, CAST, WHERE
 from ..shape import EXPAND
 from ..elementwise.unary import UNARY
@@ -41,7 +43,7 @@ def _binary_rule(prim, op):
                         other.type.shape == call.out_type().shape:
                     return call.emit(UNARY["relu"], [other])
         return call.emit(op, [a, b])
-    return named(rule, prim)
+    return named_rule(rule, prim, "from_jax")
 
 
 for _prim, _op in _BINARY.items():
@@ -51,7 +53,7 @@ for _prim, _op in _BINARY.items():
 def _unary_rule(prim, op):
     def rule(call):
         return call.emit(op, [call.input(0)])
-    return named(rule, prim)
+    return named_rule(rule, prim, "from_jax")
 
 
 for _prim, _op in _UNARY.items():
@@ -63,7 +65,7 @@ def _logical_rule(prim, op):
         if call.in_type(0).dtype != "bool":
             call.unsupported(f"bitwise {prim} on {call.in_type(0).dtype} (only bool operands are supported)")
         return call.emit(op, call.inputs)
-    return named(rule, prim)
+    return named_rule(rule, prim, "from_jax")
 
 
 for _prim, _op in _LOGICAL.items():
@@ -197,7 +199,7 @@ def _convert_from_jax(call):
     return x if x.type.dtype == dtype else call.emit(CAST, [x], {"dtype": dtype})
 
 
-@CAST.imports("jax", "copy", "copy_p", "stop_gradient", "optimization_barrier")
+@imports("jax", "copy", "copy_p", "stop_gradient", "optimization_barrier")
 def _identity_from_jax(call):
     """Copies, gradient stops and scheduling barriers compute nothing at inference."""
     return call.inputs
@@ -206,7 +208,7 @@ def _identity_from_jax(call):
 _BITS = {"float32": (8, 23), "bfloat16": (8, 7), "float16": (5, 10), "float64": (11, 52)}
 
 
-@CAST.imports("jax", "reduce_precision")
+@imports("jax", "reduce_precision")
 def _reduce_precision_from_jax(call):
     """An identity when it rounds to the operand's own format; other formats are refused."""
     bits = (call.params["exponent_bits"], call.params["mantissa_bits"])

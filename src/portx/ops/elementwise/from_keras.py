@@ -1,9 +1,11 @@
-"""Keras import rules for activation layers and the layers that are identities at inference.
+"""Keras import rules for activation layers, the layers that are identities at inference, and portx's Constant.
 
 ``Activation("gelu")`` goes through ``call.activation`` (frontends/keras_activations.py); ReLU with
 ``max_value`` / ``threshold`` / ``negative_slope`` follows ``keras.activations.relu`` term by term:
 ``clip(where(x > t, x, 0), 0, max) - slope * relu(t - x)``. Dropout-like layers, noise layers and
-ActivityRegularization do nothing at inference and return their input.
+ActivityRegularization do nothing at inference and return their input. Rules that build several
+IR ops or none (Activation, PReLU, the identities, Constant) hang on no OpDef (``ir.imports``).
+The Softmax layer is in reduce/from_keras.py.
 
 Example:
     ReLU(max_value=6.0) -> clamp {min=0.0, max=6.0};  PReLU -> relu(x) - alpha * relu(-x)
@@ -12,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..elementwise import BINARY, CAST, WHERE
-from ..reduce import REDUCE, SOFTMAX
+from ...ir import imports
+from ..elementwise import BINARY, WHERE
 from ..elementwise.unary import UNARY
 
 __all__ = []
@@ -23,7 +25,7 @@ def _scalar(call, value, hint):
     return call.const(np.array(value, np.float32), hint)
 
 
-@UNARY["relu"].imports("keras", "Activation")
+@imports("keras", "Activation")
 def _activation_from_keras(call):
     """Activation(name): the Keras activation composed from IR ops."""
     return call.activation(call.inputs[0], call.layer.activation)
@@ -65,7 +67,7 @@ def _leaky_relu_from_keras(call):
     return call.emit(UNARY["leaky_relu"], [call.inputs[0]], {"negative_slope": float(call.layer.negative_slope)})
 
 
-@UNARY["relu"].imports("keras", "PReLU")
+@imports("keras", "PReLU")
 def _prelu_from_keras(call):
     """PReLU: relu(x) - alpha * relu(-x), alpha broadcast over its shared axes."""
     x = call.inputs[0]
@@ -80,28 +82,14 @@ def _elu_from_keras(call):
     return call.emit(UNARY["elu"], [call.inputs[0]], {"alpha": float(call.layer.alpha)})
 
 
-@SOFTMAX.imports("keras", "Softmax")
-def _softmax_from_keras(call):
-    """Softmax(axis); several axes as exp(x - logsumexp(x, axes))."""
-    if call.kwargs.get("mask") is not None:
-        call.unsupported("Softmax with a mask")
-    x = call.inputs[0]
-    axes = call.layer.axis if isinstance(call.layer.axis, (list, tuple)) else [call.layer.axis]
-    axes = tuple(sorted(int(a) % x.type.rank for a in axes))
-    if len(axes) == 1:
-        return call.emit(SOFTMAX, [x], {"axis": axes[0]})
-    total = call.emit(REDUCE["logsumexp"], [x], {"axes": axes, "keepdims": True})
-    return call.emit(UNARY["exp"], [call.emit(BINARY["sub"], [x, total])])
-
-
-@CAST.imports("keras", "Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "GaussianNoise",
-              "GaussianDropout", "AlphaDropout", "ActivityRegularization", "Identity")
+@imports("keras", "Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "GaussianNoise",
+         "GaussianDropout", "AlphaDropout", "ActivityRegularization", "Identity")
 def _inference_identity_from_keras(call):
     """Dropout, noise and regularization layers: the input itself at inference."""
     return call.inputs[0]
 
 
-@CAST.imports("keras", "Constant")
+@imports("keras", "Constant")
 def _stored_array_from_keras(call):
     """portx's own ``Constant`` layer (a stored array the Keras-JAX emitter writes): its value, as a parameter."""
     weights = call.layer.weights

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ir import imports
 from ..elementwise import BINARY
 from ..elementwise.from_keras_ops import cast_to, out_dtype
 
@@ -62,7 +63,7 @@ def _layer_scale_from_keras(call):
     return call.emit(BINARY["mul"], [call.inputs[0], call.param(gamma, "gamma")])
 
 
-@BINARY["mul"].imports("keras", "StochasticDepth")
+@imports("keras", "StochasticDepth")
 def _stochastic_depth_from_keras(call):
     """Drops whole residual branches while training only; inference passes the input through."""
     return call.inputs[0]

@@ -16,16 +16,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import Value
-from .._util import kind, promote
+from .._util import kind, named_rule, promote
 from ..elementwise import BINARY, CAST, WHERE
 from ..elementwise.unary import UNARY
 
 __all__ = ["keras_operands", "keras_number", "out_dtype", "cast_to"]
-
-
-def _named(rule, name):
-    rule.__name__ = rule.__qualname__ = f"_{name}_from_keras"
-    return rule
 
 
 def out_dtype(call, index=0) -> str:
@@ -87,7 +82,7 @@ def _arithmetic_rule(ir_name):
             call.unsupported(f"integer division producing {dtype}")
         a, b = keras_operands(call, call.args[:2], dtype)
         return call.emit(op, [a, b])
-    return _named(rule, ir_name)
+    return named_rule(rule, ir_name, "from_keras")
 
 
 def _compare_rule(ir_name):
@@ -96,7 +91,7 @@ def _compare_rule(ir_name):
     def rule(call):
         dtype = "bool" if ir_name.startswith("logical") else None
         return call.emit(op, keras_operands(call, call.args[:2], dtype))
-    return _named(rule, ir_name)
+    return named_rule(rule, ir_name, "from_keras")
 
 
 for _cls, _name in _ARITHMETIC.items():
@@ -146,7 +141,7 @@ def _unary_rule(ir_name, attr_spec):
     def rule(call):
         attrs = {ir: float(getattr(call.layer, attr, default)) for ir, (attr, default) in attr_spec.items()}
         return call.emit(op, [cast_to(call, call.inputs[0], out_dtype(call))], attrs)
-    return _named(rule, ir_name)
+    return named_rule(rule, ir_name, "from_keras")
 
 
 for _cls, (_name, _spec) in _UNARY.items():

@@ -1,4 +1,4 @@
-"""torch-xla emit rules for the elementwise families (elementwise.py, unary.py): operators and torch calls.
+"""torch-xla emit rules for the elementwise ops (binary, unary, where, cast): operators and torch calls.
 
 Binary arithmetic and comparisons are Python operators, so a stored 0-d operand can be a plain
 number (``relu * 0.5``) where torch then computes in the IR's dtype (TorchEmitter.operand).
@@ -10,7 +10,7 @@ Example:
 """
 from __future__ import annotations
 
-from .._util import kind, promote
+from .._util import kind, named_rule, promote
 from ..elementwise import BINARY, CAST, WHERE
 from ..elementwise.unary import UNARY
 
@@ -20,12 +20,6 @@ _OPERATORS = {"add": "+", "sub": "-", "mul": "*", "pow": "**", "eq": "==", "ne":
               "gt": ">", "ge": ">="}
 _CALLS = {"minimum": "torch.minimum", "maximum": "torch.maximum", "logical_and": "torch.logical_and",
           "logical_or": "torch.logical_or"}
-
-
-def _named(rule, name):
-    """Name a generated rule after its op (``_add_to_torch``) so tracebacks and listings read well."""
-    rule.__name__ = rule.__qualname__ = f"_{name}_to_torch"
-    return rule
 
 
 def _binary_operands(node, t):
@@ -45,7 +39,7 @@ def _binary_rule(name):
             t.assign(node, f"{a} / {b}" if mode is None else f"torch.div({a}, {b}, rounding_mode={t.lit(mode)})")
         else:
             t.assign(node, f"{_CALLS[name]}({t.ref(node.inputs[0])}, {t.ref(node.inputs[1])})")
-    return _named(emit, name)
+    return named_rule(emit, name, "to_torch")
 
 
 for _name, _op in BINARY.items():
@@ -91,7 +85,7 @@ def _unary_rule(name):
             t.assign(node, _UNARY_TEMPLATES[name].format(x=x))
         else:
             t.assign(node, f"{_WITH_OPTIONS[name]}({x}{_options(t, node, name)})")
-    return _named(emit, name)
+    return named_rule(emit, name, "to_torch")
 
 
 for _name, _op in UNARY.items():

@@ -1,17 +1,22 @@
-"""Keras import rule for Dense on inputs of any rank.
+"""Keras import rules for the Dense and EinsumDense layers on inputs of any rank.
 
 A Dense kernel is ``(in, units)``; IR linear takes torch's ``(out, in)`` weight, so the kernel is
 transposed once at import. LoRA-enabled layers use Keras' merged ``kernel`` property; quantized
-kernels (int8, float8, int4) are refused.
+kernels (int8, float8, int4) are refused. EinsumDense goes through ``emit_einsum``
+(from_keras_ops.py, Note [einsum as matmul]) with its stored kernel, so it is a ``linear`` when
+the equation has no batch indices.
 
 Example:
     Dense(4, activation="relu") on (1, 5, 3) -> linear(%x, %dense.weight[4x3], %dense.bias) -> relu
+    EinsumDense("abc,cd->abd", (4, 8)) -> linear(%x, %einsum_dense.kernel)
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..elementwise import BINARY
 from ..linear import LINEAR
+from ..linear.from_keras_ops import emit_einsum
 
 __all__ = []
 
@@ -27,3 +32,14 @@ def _dense_from_keras(call):
     bias = call.param(call.weight("bias"), "bias") if layer.use_bias else None
     y = call.emit(LINEAR, [call.inputs[0], weight, bias])
     return call.activation(y, call.layer.activation)
+
+
+@LINEAR.imports("keras", "EinsumDense")
+def _einsum_dense_from_keras(call):
+    layer = call.layer
+    if getattr(layer, "quantization_mode", None):
+        call.unsupported(f"quantized EinsumDense ({layer.quantization_mode})")
+    y = emit_einsum(call, layer.equation, call.inputs[0], kernel=np.asarray(layer.kernel))  # property merges LoRA
+    if layer.bias is not None:
+        y = call.emit(BINARY["add"], [y, call.param(np.asarray(layer.bias), "bias")])
+    return call.activation(y, layer.get_config().get("activation"))

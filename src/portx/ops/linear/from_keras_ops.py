@@ -1,22 +1,22 @@
-"""keras.ops.einsum and the EinsumDense layer -> permute / reshape / matmul (or linear) / sum.
+"""keras.ops.einsum and keras.ops.matmul -> permute / reshape / matmul (or linear) / sum.
 
 Note [einsum as matmul]: a two-operand einsum without repeated or ``...`` indices sorts its
 indices into batch (both operands and the output), contracted (both operands only) and free (one
 operand and the output); indices found in one operand only are summed out first. Each operand is
 permuted to ``(*batch, *free, *contracted)`` / ``(*batch, *contracted, *free)``, reshaped to
 ``(*batch, M, K)`` / ``(*batch, K, N)`` and multiplied; the product is reshaped back and permuted
-to the output order. With a stored kernel and no batch indices (EinsumDense) the product is a
-``linear`` with a torch-layout ``(N, K)`` weight, which becomes ``nn.Linear`` downstream.
+to the output order. With a stored kernel and no batch indices (the EinsumDense layer, in
+from_keras.py) the product is a ``linear`` with a torch-layout ``(N, K)`` weight, which becomes
+``nn.Linear`` downstream. ``ops.matmul`` casts both operands to the dtype Keras recorded.
 
 Example:
-    >>> keras.layers.EinsumDense("abc,cd->abd", (4, 8))   # -> linear(%x, %einsum_dense.kernel)
+    >>> keras.ops.einsum("bij,bjk->bik", a, b)   # -> matmul(%a, %b)
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..elementwise import BINARY
-from ..elementwise.from_keras_ops import cast_to, out_dtype
+from ..elementwise.from_keras_ops import cast_to, keras_operands, out_dtype
 from ..linear import LINEAR, MATMUL
 from ..reduce import REDUCE
 from ..shape.from_keras_ops import permute_to, reshape_to
@@ -95,12 +95,6 @@ def _einsum_from_keras(call):
     return emit_einsum(call, call.layer.subscripts, *operands)
 
 
-@LINEAR.imports("keras", "EinsumDense")
-def _einsum_dense_from_keras(call):
-    layer = call.layer
-    if getattr(layer, "quantization_mode", None):
-        call.unsupported(f"quantized EinsumDense ({layer.quantization_mode})")
-    y = emit_einsum(call, layer.equation, call.inputs[0], kernel=np.asarray(layer.kernel))  # property merges LoRA
-    if layer.bias is not None:
-        y = call.emit(BINARY["add"], [y, call.param(np.asarray(layer.bias), "bias")])
-    return call.activation(y, layer.get_config().get("activation"))
+@MATMUL.imports("keras", "ops.Matmul")
+def _matmul_from_keras(call):
+    return call.emit(MATMUL, keras_operands(call, call.args[:2], out_dtype(call)))

@@ -1,10 +1,14 @@
-"""Keras import rules for ZeroPadding*D (a ``pad``) and Cropping*D (a ``slice`` per axis).
+"""Keras import rules for ZeroPadding*D (a ``pad``) and Cropping*D (a ``slice`` per cropped axis, or none).
+
+Cropping belongs to no single OpDef (it is several slices, or the input itself), so it is a
+free-standing ``imports`` rule here rather than one hung on shape's ``SLICE``.
 
 Example:
     ZeroPadding2D(padding=((1, 1), (2, 2))) on (N, H, W, C) -> pad {pads=((0, 0), (1, 1), (2, 2), (0, 0))}
 """
 from __future__ import annotations
 
+from ...ir import imports
 from .._keras import keras_spatial_axes
 from ..pad import PAD
 from ..shape.index import SLICE
@@ -29,7 +33,7 @@ def _zero_padding_from_keras(call):
     return call.emit(PAD, [x], {"pads": pads, "mode": "constant", "value": 0.0})
 
 
-@SLICE.imports("keras", "Cropping1D", "Cropping2D", "Cropping3D")
+@imports("keras", "Cropping1D", "Cropping2D", "Cropping3D")
 def _cropping_from_keras(call):
     """CroppingND: one slice per cropped spatial axis."""
     x = y = call.inputs[0]

@@ -1,9 +1,10 @@
 """torch-xla emit rule for pad: ``F.pad`` in every mode torch can express, index gathers elsewhere.
 
-Negative pads crop first (a slice), as in the IR (Note [torch pad order] in pad.py). Torch's
-reflect / replicate / circular modes pad the last 1-3 axes of a tensor with one or two leading
-axes; any other layout of a non-constant pad is one ``index_select`` per padded axis with a
-constant index table (``numpy.pad`` of ``arange``), which is exact and static.
+Negative pads crop first (a slice), as in the IR (pad/__init__.py); ``F.pad`` takes its pads last
+axis first (Note [torch pad order] in from_torch.py). Torch's reflect / replicate / circular modes
+pad the last 1-3 axes of a tensor with one or two leading axes; any other layout of a non-constant
+pad is one ``index_select`` per padded axis with a constant index table (``numpy.pad`` of
+``arange``), which is exact and static.
 
 Example generated code:
     pad = F.pad(x, (1, 1, 2, 2), mode="reflect")
@@ -12,18 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..pad import PAD
+from ..pad import PAD, crop_and_pad
 from ..shape.to_torch import subscript
 
 __all__ = []
 
 _TORCH_MODES = {"reflect": "reflect", "edge": "replicate", "wrap": "circular"}
-
-
-def _split(pads):
-    crop = tuple((max(-lo, 0), max(-hi, 0)) for lo, hi in pads)
-    grow = tuple((max(lo, 0), max(hi, 0)) for lo, hi in pads)
-    return crop, grow
 
 
 def _torch_axes(rank, grow):
@@ -38,7 +33,7 @@ def _torch_axes(rank, grow):
 @PAD.emits("torch-xla")
 def _pad_to_torch(node, t):
     x, a = node.inputs[0], node.attrs
-    crop, grow = _split(a["pads"])
+    crop, grow = crop_and_pad(a["pads"])
     src = t.ref(x)
     if any(c0 or c1 for c0, c1 in crop):
         items = [f"{c0 or ''}:{x.type.shape[i] - c1 if c1 else ''}" if c0 or c1 else ":"

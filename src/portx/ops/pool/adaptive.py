@@ -1,9 +1,11 @@
 """Adaptive pooling on NC... tensors: any output size, with torch's bins.
 
 Bin ``i`` of an axis covers ``[floor(i * in / out), ceil((i + 1) * in / out))``; bins may differ in
-length and overlap. Global and evenly divided cases are plain Keras pooling layers; uneven
-average bins are a constant matrix per axis (Note [resize as matrices] in ``resize.py``), and
-uneven max bins are a gather of each bin, padded to the longest one, followed by a max.
+length and overlap. Global and evenly divided cases are plain pooling layers in both targets
+(``to_keras.py``, ``to_torch.py``). Uneven bins are rewritten before emitting
+(``passes/legalize/pool.py``), with the tables built here: average bins are a constant matrix per
+axis (``bin_mean_matrix``; Note [resize as matrices] in ``resize/__init__.py``), and max bins a
+gather of each bin, padded to the longest one (``padded_bin_table``), followed by a max.
 
 Example IR:
     %y: float32[1x8x3x3] = adaptive_avg_pool(%x) {size=(3, 3)}  # pool
@@ -13,9 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import REQUIRED, OpDef
-from .._util import honors_channels_last, spatial_shape
-from ..pool import check_emittable, pool_rank, values_only
-from ..resize import apply_axis_matrices
+from .._util import honors_channels_last
 
 __all__ = ["ADAPTIVE_AVG_POOL", "ADAPTIVE_MAX_POOL", "adaptive_bins", "bin_mean_matrix", "padded_bin_table"]
 
@@ -78,82 +78,3 @@ def _adaptive_avg_pool_numpy(x, *, size):
 @honors_channels_last
 def _adaptive_max_pool_numpy(x, *, size):
     return _bin_reduce(x, size, np.max)
-
-
-def _adaptive_as_keras_pool(node, k, kind) -> bool:
-    """Global or evenly divided bins are a plain Keras pooling layer; True when written."""
-    x, size = node.inputs[0], node.attrs["size"]
-    last = node.attrs.get("channels_last", False)
-    rank, in_spatial = len(size), spatial_shape(x.type.shape, last)
-    fmt = "channels_last" if last else "channels_first"
-    if all(n == 1 for n in size):
-        k.layer(node, f"Global{kind}Pooling{rank}D", {"keepdims": True, "data_format": fmt}, [x])
-        return True
-    if all(n % o == 0 for n, o in zip(in_spatial, size)):
-        window = tuple(n // o for n, o in zip(in_spatial, size))
-        k.layer(node, f"{kind}Pooling{rank}D", {"pool_size": window, "strides": window, "padding": "valid",
-                                                "data_format": fmt}, [x])
-        return True
-    return False
-
-
-@ADAPTIVE_AVG_POOL.emits("keras-jax")
-def _adaptive_avg_pool_to_keras(node, k):
-    size = node.attrs["size"]
-    check_emittable(node, len(size))
-    if _adaptive_as_keras_pool(node, k, "Average"):
-        return
-    if node.attrs.get("channels_last", False):  # the bin matrices below are written for channels-first
-        k.via_channels_first(node, _adaptive_avg_pool_to_keras)
-        return
-    if len(size) > 2:
-        raise NotImplementedError(f"{node.where()}: uneven 3-d adaptive average pooling is not emitted")
-    matrices = [None if n_in == n_out else bin_mean_matrix(n_in, n_out)
-                for n_in, n_out in zip(node.inputs[0].type.shape[2:], size)]
-    apply_axis_matrices(node, k, node.inputs[0], matrices, hints=("bin_rows", "bin_cols"))
-
-
-@ADAPTIVE_MAX_POOL.emits("keras-jax")
-def _adaptive_max_pool_to_keras(node, k):
-    """Uneven bins: gather each bin padded to the longest by repeating its last index, then max."""
-    check_emittable(node, len(node.attrs["size"]))
-    if _adaptive_as_keras_pool(node, k, "Max"):
-        return
-    if node.attrs.get("channels_last", False):  # the bin gathers below are written for channels-first
-        k.via_channels_first(node, _adaptive_max_pool_to_keras)
-        return
-    x = node.inputs[0]
-    shape, expr = list(x.type.shape), k.ref(x)
-    for axis, n_out in enumerate(node.attrs["size"], start=2):
-        n_in = shape[axis]
-        if n_in == n_out:
-            continue
-        if expr != k.ref(x):  # one line per axis keeps the generated code readable
-            expr = k.temp(node, expr, f"max_axis{axis - 1}")
-        table = padded_bin_table(n_in, n_out)
-        width = table.shape[1]
-        index = k.const(node, table.reshape(-1).astype("int32"), f"bins_axis{axis}")
-        grouped = tuple([-1] + shape[1:axis] + [n_out, width] + shape[axis + 1:])
-        expr = f"ops.max(ops.reshape(ops.take({expr}, {index}, axis={axis}), {k.lit(grouped)}), axis={axis + 1})"
-        shape[axis] = n_out
-    k.assign(node, expr)
-
-
-def _adaptive_from_aten(call, op):
-    rank = pool_rank(call)
-    x = call.arg("self")
-    if x.type.rank != rank + 2:
-        call.unsupported(f"unbatched input {x.type.shape}: add a batch dimension before pooling")
-    size = tuple(call.out_type(0).shape[2:])  # torch has resolved None entries of output_size
-    return values_only(call, call.emit(op, [x], {"size": size}))
-
-
-@ADAPTIVE_AVG_POOL.imports("torch", "aten::adaptive_avg_pool1d", "aten::adaptive_avg_pool2d",
-                           "aten::_adaptive_avg_pool2d")
-def _adaptive_avg_pool_from_aten(call):
-    return _adaptive_from_aten(call, ADAPTIVE_AVG_POOL)
-
-
-@ADAPTIVE_MAX_POOL.imports("torch", "aten::adaptive_max_pool1d", "aten::adaptive_max_pool2d")
-def _adaptive_max_pool_from_aten(call):
-    return _adaptive_from_aten(call, ADAPTIVE_MAX_POOL)

@@ -5,7 +5,9 @@ Torch's pooling modules pad both ends alike and at most half a window. Other pad
 for average) and an unpadded pool; an average whose divisor then differs from torch's
 (``count_include_pad``, windows clipped at the border) is rescaled by a constant map of
 ``kernel size / divisor`` (Note [pool padding]). Adaptive pools with uneven bins fall back to the
-CPU under PyTorch/XLA, so those are constant matmuls (average) or an index gather and a max.
+CPU under PyTorch/XLA, so legalization rewrites them first (``passes/legalize/pool.py``: constant
+matmuls for average, an index gather and a max for max); this rule writes the even ones as
+``nn.Adaptive*PoolNd`` and refuses any other (``Unsupported``).
 
 Example generated code:
     self.pool = nn.MaxPool2d(3, stride=2, padding=1)
@@ -17,16 +19,16 @@ import math
 
 import numpy as np
 
-from ..pool.adaptive import ADAPTIVE_AVG_POOL, ADAPTIVE_MAX_POOL, bin_mean_matrix, padded_bin_table
-from ..pool import AVG_POOL, MAX_POOL, avg_divisors
-from ..resize.to_torch import apply_axis_matrices_torch
+from ...errors import Unsupported
+from ..pool import AVG_POOL, MAX_POOL, divisor_map, end_pad
+from ..pool.adaptive import ADAPTIVE_AVG_POOL, ADAPTIVE_MAX_POOL
 
 __all__ = []
 
 
 def _rank(node, rank):
     if not 1 <= rank <= 3:
-        raise NotImplementedError(f"{node.where()}: PyTorch pools 1 to 3 spatial axes, not {rank}")
+        raise Unsupported(f"PyTorch pools 1 to 3 spatial axes, not {rank}")
     return rank
 
 
@@ -35,7 +37,7 @@ def _end_pads(node, dilation):
     a, x = node.attrs, node.inputs[0]
     rank = len(a["kernel"])
     out = node.outputs[0].type.shape[-rank:]
-    return tuple((lo, max((o - 1) * s + d * (k - 1) + 1 - n - lo, 0)) for n, k, s, (lo, _), d, o in
+    return tuple((lo, end_pad(n, k, s, lo, d, o)) for n, k, s, (lo, _), d, o in
                  zip(x.type.shape[-rank:], a["kernel"], a["stride"], a["pads"], dilation, out))
 
 
@@ -71,9 +73,8 @@ def _divisor_scale(node):
     a, x = node.attrs, node.inputs[0]
     rank = len(a["kernel"])
     out = node.outputs[0].type.shape[-rank:]
-    per_axis = [avg_divisors(n, k, s, p, o, a["count_include_pad"])
-                for n, k, s, p, o in zip(x.type.shape[-rank:], a["kernel"], a["stride"], a["pads"], out)]
-    return math.prod(a["kernel"]) / math.prod(np.ix_(*per_axis))
+    return math.prod(a["kernel"]) / divisor_map(x.type.shape[-rank:], out, a["kernel"], a["stride"], a["pads"],
+                                                a["count_include_pad"])
 
 
 @AVG_POOL.emits("torch-xla")
@@ -109,33 +110,22 @@ def _adaptive_module(node, t, kind) -> bool:
     return True
 
 
+def _uneven(node):
+    x, size = node.inputs[0], node.attrs["size"]
+    sizes = " x ".join(f"{n}->{o}" for n, o in zip(x.type.shape[-len(size):], size))
+    return Unsupported(f"adaptive pooling {sizes} has uneven bins, which PyTorch/XLA runs on the CPU; the "
+                       "legalize pass rewrites them (passes/legalize/pool.py)")
+
+
 @ADAPTIVE_AVG_POOL.emits("torch-xla")
 def _adaptive_avg_pool_to_torch(node, t):
-    if _adaptive_module(node, t, "Avg"):
-        return
-    x, size = node.inputs[0], node.attrs["size"]
-    matrices = [None if n_in == n_out else bin_mean_matrix(n_in, n_out)
-                for n_in, n_out in zip(x.type.shape[-len(size):], size)]
-    apply_axis_matrices_torch(node, t, x, matrices, hints=("bin_rows", "bin_cols"))
+    """nn.AdaptiveAvgPoolNd (even bins only: legalization rewrote uneven ones)."""
+    if not _adaptive_module(node, t, "Avg"):
+        raise _uneven(node)
 
 
 @ADAPTIVE_MAX_POOL.emits("torch-xla")
 def _adaptive_max_pool_to_torch(node, t):
-    """Uneven bins: gather each bin padded to the longest by repeating its last index, then amax."""
-    if _adaptive_module(node, t, "Max"):
-        return
-    x, size = node.inputs[0], node.attrs["size"]
-    shape, expr = list(x.type.shape), t.ref(x)
-    for axis in range(x.type.rank - len(size), x.type.rank):
-        n_in, n_out = shape[axis], size[axis - x.type.rank + len(size)]
-        if n_in == n_out:
-            continue
-        if expr != t.ref(x):  # one line per axis keeps the generated code readable
-            expr = t.temp(node, expr, f"max_axis{axis}")
-        table = padded_bin_table(n_in, n_out)
-        width = table.shape[1]
-        index = t.const(node, table.reshape(-1).astype("int32"), f"bins_axis{axis}")
-        grouped = tuple(shape[:axis] + [n_out, width] + shape[axis + 1:])
-        expr = f"torch.amax({expr}.index_select({axis}, {index}).reshape{t.lit(grouped)}, dim={axis + 1})"
-        shape[axis] = n_out
-    t.assign(node, expr)
+    """nn.AdaptiveMaxPoolNd (even bins only: legalization rewrote uneven ones)."""
+    if not _adaptive_module(node, t, "Max"):
+        raise _uneven(node)

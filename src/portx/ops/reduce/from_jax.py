@@ -3,14 +3,14 @@
 ``cumsum`` along an axis of n is a matmul with an n x n triangular constant.
 
 Example:
-    reduce_sum[axes=(1,)](%x) -> reduce {op=sum, axes=(1,)}
+    reduce_sum[axes=(1,)](%x) -> sum(%x) {axes=(1,), keepdims=False}
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .._jax import inverse, named, permuted, reshaped
-from .._util import kind
+from .._jax import inverse, permuted
+from .._util import kind, named_rule
 from ..linear import MATMUL
 from ..reduce import ARGMAX, ARGMIN, REDUCE
 
@@ -25,7 +25,7 @@ def _reduce_rule(prim, op):
         axes = tuple(sorted(int(a) for a in call.params["axes"]))
         x = call.input(0)
         return x if not axes else call.emit(op, [x], {"axes": axes, "keepdims": False})
-    return named(rule, prim)
+    return named_rule(rule, prim, "from_jax")
 
 
 for _prim, _op in _REDUCE.items():
@@ -36,7 +36,7 @@ def _arg_rule(prim, op):
     def rule(call):
         (axis,) = call.params["axes"]
         return call.emit(op, [call.input(0)], {"axis": int(axis), "keepdims": False})  # cast to index_dtype after
-    return named(rule, prim)
+    return named_rule(rule, prim, "from_jax")
 
 
 ARGMAX.imports("jax", "argmax")(_arg_rule("argmax", ARGMAX))

@@ -1,4 +1,4 @@
-"""keras.ops reductions, softmax and matmul in functional graphs (``ops.mean(x, axis=1)``, ``ops.softmax``) -> IR.
+"""keras.ops reductions and softmax in functional graphs (``ops.mean(x, axis=1)``, ``ops.softmax``) -> IR.
 
 Keras reduces over ``axis`` (int, list or None for all) with ``keepdims``; result dtypes are
 Keras' (mean of ints is float32, argmax is int32, sum of int32 stays int32), so each rule casts the
@@ -11,19 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._util import kind, norm_axes, norm_axis
+from .._util import kind, named_rule, norm_axes, norm_axis
 from ..elementwise import BINARY
-from ..elementwise.from_keras_ops import cast_to, keras_operands, out_dtype
-from ..linear import MATMUL
-from ..reduce import ARGMAX, ARGMIN, LOG_SOFTMAX, REDUCE, SOFTMAX, STD, VAR, VECTOR_NORM
+from ..elementwise.from_keras_ops import cast_to, out_dtype
 from ..elementwise.unary import UNARY
+from ..reduce import ARGMAX, ARGMIN, LOG_SOFTMAX, REDUCE, SOFTMAX, STD, VAR, VECTOR_NORM
 
 __all__ = []
-
-
-def _named(rule, name):
-    rule.__name__ = rule.__qualname__ = f"_{name}_from_keras"
-    return rule
 
 
 def _axes(call, x):
@@ -40,7 +34,7 @@ def _reduce_rule(ir_name, float_input):
             x = cast_to(call, x, dtype)
         y = call.emit(op, [x], {"axes": _axes(call, x), "keepdims": bool(call.layer.keepdims)})
         return cast_to(call, y, dtype)
-    return _named(rule, ir_name)
+    return named_rule(rule, ir_name, "from_keras")
 
 
 # keras.ops class -> (IR reduce name, compute in the output dtype)
@@ -56,7 +50,7 @@ def _moment_rule(op):
     def rule(call):
         x = cast_to(call, call.inputs[0], out_dtype(call))
         return call.emit(op, [x], {"axes": _axes(call, x), "keepdims": bool(call.layer.keepdims), "correction": 0.0})
-    return _named(rule, op.name)
+    return named_rule(rule, op.name, "from_keras")
 
 
 VAR.imports("keras", "ops.Var")(_moment_rule(VAR))
@@ -68,7 +62,7 @@ def _arg_rule(op):
         x, axis = call.inputs[0], call.layer.axis
         attrs = {"axis": None if axis is None else norm_axis(axis, x.type.rank), "keepdims": bool(call.layer.keepdims)}
         return cast_to(call, call.emit(op, [x], attrs), out_dtype(call))
-    return _named(rule, op.name)
+    return named_rule(rule, op.name, "from_keras")
 
 
 ARGMAX.imports("keras", "ops.Argmax")(_arg_rule(ARGMAX))
@@ -115,8 +109,3 @@ def _norm_from_keras(call):
         call.unsupported(f"norm ord {ord_!r}")
     ord_ = 2.0 if ord_ is None else float(ord_)
     return call.emit(VECTOR_NORM, [x], {"axes": axes, "keepdims": bool(call.layer.keepdims), "ord": ord_})
-
-
-@MATMUL.imports("keras", "ops.Matmul")
-def _matmul_from_keras(call):
-    return call.emit(MATMUL, keras_operands(call, call.args[:2], out_dtype(call)))

@@ -10,6 +10,7 @@ Example generated code:
 """
 from __future__ import annotations
 
+from .._util import named_rule
 from ..reduce import ARGMAX, ARGMIN, LOG_SOFTMAX, REDUCE, SOFTMAX, STD, VAR, VECTOR_NORM
 
 __all__ = []
@@ -39,8 +40,7 @@ def _reduce_rule(name):
             t.assign(node, expr)
             return
         t.assign(node, f"{_FUNCTIONS[name]}({x}, {_where(t, node)})")
-    emit.__name__ = emit.__qualname__ = f"_{name}_to_torch"
-    return emit
+    return named_rule(emit, name, "to_torch")
 
 
 for _name, _op in REDUCE.items():
@@ -52,8 +52,7 @@ def _arg_rule(fn):
         axis, keep = node.attrs["axis"], node.attrs["keepdims"]
         where = (f", dim={axis}" if axis is not None else "") + (", keepdim=True" if keep else "")
         t.assign(node, f"{fn}({t.ref(node.inputs[0])}{where})")
-    emit.__name__ = emit.__qualname__ = f"_{fn.split('.')[-1]}_to_torch"
-    return emit
+    return named_rule(emit, fn.split(".")[-1], "to_torch")
 
 
 ARGMAX.emits("torch-xla")(_arg_rule("torch.argmax"))
@@ -66,8 +65,7 @@ def _moment_rule(fn):
         number = int(correction) if correction.is_integer() else correction
         text = "" if correction == 1 else f", correction={t.lit(number)}"
         t.assign(node, f"{fn}({t.ref(node.inputs[0])}, {_where(t, node)}{text})")
-    emit.__name__ = emit.__qualname__ = f"_{fn.split('.')[-1]}_to_torch"
-    return emit
+    return named_rule(emit, fn.split(".")[-1], "to_torch")
 
 
 VAR.emits("torch-xla")(_moment_rule("torch.var"))

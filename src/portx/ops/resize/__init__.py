@@ -10,6 +10,10 @@ torch's own float32 coordinate arithmetic (``area_pixel_compute_source_index``,
 a scale factor was given), while keras/JAX resize picks ``floor((dst + 0.5) * in / out)``; the two
 agree only for integer upscales, so non-integer nearest is always a gather here.
 
+This module declares the op with its shape rule and NumPy reference, and builds those tables for
+everyone: the rules beside it (``from_torch.py``, ``from_keras.py``, ``to_keras.py``,
+``to_torch.py``) and the legalize rewrites (``passes/legalize/resize.py``).
+
 Example IR:
     %y: float32[1x3x16x16] = resize(%x) {size=(16, 16), mode="linear", align_corners=False,
         scales=(2.0, 2.0)}  # up
@@ -21,8 +25,8 @@ import numpy as np
 from ...ir import REQUIRED, OpDef
 from .._util import honors_channels_last
 
-__all__ = ["RESIZE", "MODES", "nearest_indices", "repeat_factor", "linear_matrix", "cubic_matrix", "axis_matrix",
-           "apply_axis_matrices"]
+__all__ = ["torch_upsample_kwargs", "RESIZE", "MODES", "nearest_indices", "repeat_factor", "linear_matrix", "cubic_matrix", "axis_matrix",
+           "resized_axes", "axis_maps", "is_identity"]
 
 MODES = ("nearest", "nearest_exact", "linear", "cubic")
 
@@ -140,22 +144,6 @@ def _resize_numpy(x, *, size, mode, align_corners, scales):
     return y.astype(x.dtype)
 
 
-def apply_axis_matrices(node, k, x, matrices, hints=("rows", "cols")):
-    """Write ``y = rows @ x @ cols`` for the last one or two axes (see Note [resize as matrices]).
-
-    ``matrices`` holds an (n_out, n_in) array or None (identity) per spatial axis.
-    """
-    dtype = x.type.dtype if x.type.dtype in ("float32", "float64") else "float32"
-    expr = k.ref(x)
-    if matrices[-1] is not None:
-        expr = f"ops.matmul({expr}, {k.const(node, matrices[-1].T.astype(dtype), hints[-1])})"
-    if len(matrices) == 2 and matrices[0] is not None:
-        expr = f"ops.matmul({k.const(node, matrices[0].astype(dtype), hints[0])}, {expr})"
-    if dtype != x.type.dtype:
-        expr = f"ops.cast({expr}, {k.lit(x.type.dtype)})"
-    k.assign(node, expr)
-
-
 def repeat_factor(indices, n_in):
     """f when ``indices`` is ``arange(n_in * f) // f`` (every sample repeated f times), else None:
     ``repeat_factor(np.array([0, 0, 1, 1]), 2) == 2``."""
@@ -163,64 +151,61 @@ def repeat_factor(indices, n_in):
     return f if f and not rest and np.array_equal(indices, np.arange(len(indices)) // f) else None
 
 
-def _nearest_to_keras(node, k, x, tables):
-    last = node.attrs.get("channels_last", False)
-    first = 1 if last else 2  # the first spatial axis
-    factors = [repeat_factor(idx, x.type.shape[first + i]) for i, idx in enumerate(tables)]
-    if len(tables) == 2 and None not in factors and factors != [1, 1]:
-        k.layer(node, "UpSampling2D", {"size": tuple(factors), "data_format": "channels_last" if last else
-                                       "channels_first", "interpolation": "nearest"}, [x])
-        return
-    expr = k.ref(x)
-    for i, (idx, f) in enumerate(zip(tables, factors)):
-        if f is None:
-            hint = ("src_rows", "src_cols")[i + 2 - len(tables)]
-            expr = f"ops.take({expr}, {k.const(node, idx.astype('int32'), hint)}, axis={first + i})"
-        elif f > 1:
-            expr = f"ops.repeat({expr}, {f}, axis={first + i})"
-    k.assign(node, expr)
+def resized_axes(node) -> list:
+    """(n_in, n_out, scale) per resized axis of a resize ``node``, in the node's own layout.
 
-
-@RESIZE.emits("keras-jax")
-def _resize_to_keras(node, k):
+    Example: ``[(4, 8, 2.0), (5, 10, 2.0)]`` for ``size=(8, 10), scales=(2.0, 2.0)`` on a (1, 3, 4, 5) input.
+    """
     x, a = node.inputs[0], node.attrs
-    if x.type.rank not in (3, 4) or len(a["size"]) != x.type.rank - 2:
-        raise NotImplementedError(f"{node.where()}: resize is emitted for NCW / NCHW (NWC / NHWC) inputs only")
-    first = 1 if a.get("channels_last", False) else 2
-    axes = [(x.type.shape[first + i], n_out, _axis_scale(a["scales"], i)) for i, n_out in enumerate(a["size"])]
+    size = tuple(a["size"])
+    end = x.type.rank - (1 if a.get("channels_last", False) else 0)
+    scales = a["scales"] or (None,) * len(size)
+    return [(x.type.shape[end - len(size) + i], n_out, s) for i, (n_out, s) in enumerate(zip(size, scales))]
+
+
+def axis_maps(node) -> list:
+    """torch's map of each resized axis (Note [resize as matrices]): an index table for the nearest
+    modes, an (n_out, n_in) weight matrix for linear and cubic. ``[array([0, 0, 1, 1])]`` for 1-d x2 nearest."""
+    a = node.attrs
     if a["mode"].startswith("nearest"):
-        tables = [nearest_indices(*axis, exact=a["mode"] == "nearest_exact") for axis in axes]
-        _nearest_to_keras(node, k, x, tables)
-        return
-    if a.get("channels_last", False):  # the matrices below contract the trailing axes
-        k.via_channels_first(node, _resize_to_keras)
-        return
-    matrices = [axis_matrix(a["mode"], *axis, a["align_corners"]) for axis in axes]
-    matrices = [None if m.shape[0] == m.shape[1] and np.array_equal(m, np.eye(len(m))) else m for m in matrices]
-    apply_axis_matrices(node, k, x, matrices)
+        return [nearest_indices(*axis, exact=a["mode"] == "nearest_exact") for axis in resized_axes(node)]
+    return [axis_matrix(a["mode"], *axis, a["align_corners"]) for axis in resized_axes(node)]
 
 
-_ATEN_MODES = {"aten::upsample_nearest1d": "nearest", "aten::upsample_nearest2d": "nearest",
-               "aten::_upsample_nearest_exact1d": "nearest_exact", "aten::_upsample_nearest_exact2d": "nearest_exact",
-               "aten::upsample_linear1d": "linear", "aten::upsample_bilinear2d": "linear",
-               "aten::upsample_bicubic2d": "cubic"}
+def is_identity(table, n_in) -> bool:
+    """True for an axis map that copies an axis of ``n_in`` samples: ``arange(n_in)`` or the identity matrix.
+
+    Example: ``is_identity(nearest_indices(4, 3), 4)`` is False (a crop), though the table is ``[0, 1, 2]``.
+    """
+    if table.ndim == 1:
+        return np.array_equal(table, np.arange(n_in))
+    return table.shape == (n_in, n_in) and np.array_equal(table, np.eye(n_in))
 
 
-def _torch_scales(call, rank):
-    """Scale factors as torch's kernel sees them: from ``scale_factors`` (.vec) or ``scales_h/_w``."""
-    given = call.arg("scale_factors")
-    if given is None:
-        given = [call.arg("scales")] if rank == 1 else [call.arg("scales_h"), call.arg("scales_w")]
-    scales = tuple(float(s) if s is not None and s > 0 else None for s in given)
-    return None if all(s is None for s in scales) else scales
+def _nearest_scale(maps, axes):
+    """nn.Upsample's ``scale_factor`` when every table is an integer repeat it computes itself, else None."""
+    factors = [repeat_factor(m, n_in) for m, (n_in, _, _) in zip(maps, axes)]
+    if None in factors or factors == [1, 1] or not all(
+            np.array_equal(m, nearest_indices(n_in, n_in * f, float(f))) for m, (n_in, _, _), f in
+            zip(maps, axes, factors)):
+        return None
+    scale = tuple(float(f) for f in factors)
+    return scale[0] if scale[0] == scale[1] else scale
 
 
-@RESIZE.imports("torch", *_ATEN_MODES)
-def _resize_from_aten(call):
-    """All upsample overloads: ``.vec`` (output_size or scale_factors) and the plain per-axis form."""
-    mode = _ATEN_MODES[call.node.target._schema.name]
-    x = call.arg("input", call.arg("self"))
-    size = tuple(call.out_type(0).shape[2:])  # torch's own floor(in * scale) when only scales were given
-    align = bool(call.arg("align_corners", False)) and not mode.startswith("nearest")
-    scales = None if align else _torch_scales(call, len(size))  # align_corners ignores scale factors
-    return call.emit(RESIZE, [x], {"size": size, "mode": mode, "align_corners": align, "scales": scales})
+def torch_upsample_kwargs(node) -> dict | None:
+    """nn.Upsample arguments for a 2-d resize of an NCHW tensor, or None where it has no such form.
+
+    Used by the torch-xla emit rule and by the legalize rule that keeps such resizes (Note [XLA resize]).
+    """
+    maps, axes = axis_maps(node), resized_axes(node)
+    a = node.attrs
+    if len(axes) != 2 or node.inputs[0].type.rank != 4:
+        return None
+    if a["mode"].startswith("nearest"):
+        scale = _nearest_scale(maps, axes)
+        return None if scale is None else {"scale_factor": scale, "mode": "nearest"}
+    if a["mode"] == "linear" and all(np.array_equal(m, axis_matrix("linear", n_in, n_out, None, a["align_corners"]))
+                                     for m, (n_in, n_out, _) in zip(maps, axes)):
+        return {"size": tuple(a["size"]), "mode": "bilinear", "align_corners": bool(a["align_corners"])}
+    return None

@@ -2,7 +2,7 @@
 
 Note [keras resize]: Keras on JAX resizes with ``jax.image.resize``: half-pixel centers, no
 align_corners, and no antialiasing unless asked. Per axis that is a fixed map from ``m`` inputs
-to ``n`` outputs (see Note [resize as matrices] in resize.py), built here the way JAX builds it:
+to ``n`` outputs (see Note [resize as matrices] in resize/__init__.py), built here the way JAX builds it:
 
 - nearest picks ``floor((i + 0.5) * m / n)`` in float32, as XLA evaluates it (see
   ``keras_nearest_table``; UpSampling's ``ops.repeat`` picks ``i // f``). The IR ``resize``

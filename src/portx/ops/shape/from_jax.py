@@ -1,8 +1,8 @@
 """JAX import rules for layout and indexing primitives.
 
 reshape / squeeze / broadcast_in_dim / transpose / concatenate / split / rev map to one IR op
-each (broadcast_in_dim is a reshape that inserts the new axes, then an expand). ``pad`` needs a
-known padding value and no interior padding; ``slice`` becomes one IR slice per cut axis;
+each (broadcast_in_dim is a reshape that inserts the new axes, then an expand); ``pad`` is in
+``ops/pad/from_jax.py``. ``slice`` becomes one IR slice per cut axis;
 ``dynamic_slice`` and ``dynamic_update_slice`` need known start indices, which are clamped the way
 XLA clamps them. ``gather`` is supported in the form ``jnp.take(x, idx, axis)`` produces (one
 collapsed axis, whole slices elsewhere): an ``embedding`` for a 2-d table read on axis 0, an
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from .._jax import arranged, permuted, reshaped
 from ..embedding import EMBEDDING
-from ..pad import PAD
 from ..shape import CONCAT, EXPAND, PERMUTE, RESHAPE, SPLIT
 from ..shape.index import FLIP, INDEX_SELECT, SLICE, emit_slice
 
@@ -63,22 +62,6 @@ def _split_from_jax(call):
 def _rev_from_jax(call):
     axes = tuple(int(d) for d in call.params["dimensions"])
     return call.input(0) if not axes else call.emit(FLIP, [call.input(0)], {"axes": axes})
-
-
-@PAD.imports("jax", "pad")
-def _pad_from_jax(call):
-    """``(low, high, interior)`` per axis; negative low/high crop, as the IR pad does."""
-    value = call.const_value(1)
-    if value is None:
-        call.unsupported("pad with a padding value computed at run time")
-    config = [tuple(int(v) for v in c) for c in call.params["padding_config"]]
-    if any(interior for _, _, interior in config):
-        call.unsupported("interior padding (use lax.conv_transpose or a reshape instead)")
-    pads = tuple((lo, hi) for lo, hi, _ in config)
-    x = call.input(0)
-    if all(p == (0, 0) for p in pads):
-        return x
-    return call.emit(PAD, [x], {"pads": pads, "value": float(value.reshape(()).item())})
 
 
 @SLICE.imports("jax", "slice")

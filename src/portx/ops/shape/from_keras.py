@@ -38,7 +38,6 @@ def _merge_inputs(call):
     return _same_rank(call, call.inputs)
 
 
-@BINARY["add"].imports("keras", *_MERGES)
 def _merge_from_keras(call):
     """Add/Subtract/Multiply/Maximum/Minimum/Average over the listed inputs, left to right."""
     name = type(call.layer).__name__
@@ -50,6 +49,10 @@ def _merge_from_keras(call):
     if name == "Average":
         y = call.emit(BINARY["div"], [y, call.const(np.array(len(values), np.float32), "count")])
     return y
+
+
+for _cls, _name in _MERGES.items():  # each merge layer hangs on the binary op it chains
+    BINARY[_name].imports("keras", _cls)(_merge_from_keras)
 
 
 @CONCAT.imports("keras", "Concatenate")

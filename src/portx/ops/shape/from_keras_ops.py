@@ -3,7 +3,8 @@
 Target shapes are computed from the input's static shape with NumPy's own rules on a zero-size
 view (``np.broadcast_to``), never from the KerasTensor, whose batch axis is unknown: ``reshape(x,
 (-1,))`` must absorb the batch. Static ``x[...]`` keys (ints, slices with any step, None, Ellipsis,
-one integer list) become slice / flip / select / index_select / reshape; a tensor key is refused.
+one integer list) become slice / flip / select / index_select / reshape (so ``ops.GetItem`` hangs on
+no single OpDef); a tensor key is refused.
 
 Example:
     >>> keras.ops.transpose(x, (0, 2, 1))   # recorded as ops.Transpose -> permute{perm=(0, 2, 1)}
@@ -12,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ir import imports
 from .._util import kind, norm_axes, norm_axis
 from ..elementwise.from_keras_ops import cast_to, out_dtype
-from ..pad import PAD
 from ..shape import CONCAT, EXPAND, PERMUTE, RESHAPE, SPLIT, STACK
 from ..shape.index import FLIP, INDEX_SELECT, ROLL, SELECT, SLICE, TILE
 
@@ -166,22 +167,6 @@ def _roll_from_keras(call):
     return call.emit(ROLL, [x], {"shifts": shifts, "axes": axes})
 
 
-_PAD_MODES = {"constant": "constant", "reflect": "reflect", "edge": "edge", "wrap": "wrap"}
-
-
-@PAD.imports("keras", "ops.Pad")
-def _pad_from_keras(call):
-    x, mode = call.inputs[0], call.layer.mode
-    if mode not in _PAD_MODES:
-        call.unsupported(f"pad mode {mode!r} (supported: {', '.join(_PAD_MODES)})")
-    pads = np.broadcast_to(np.asarray(call.layer.pad_width, dtype=np.int64), (x.type.rank, 2))
-    value = call.kwargs.get("constant_values") or 0.0
-    if hasattr(value, "type"):
-        call.unsupported("pad with a tensor constant_values")
-    return call.emit(PAD, [x], {"pads": tuple((int(a), int(b)) for a, b in pads), "mode": _PAD_MODES[mode],
-                                "value": float(value)})
-
-
 @INDEX_SELECT.imports("keras", "ops.Take")
 def _take_from_keras(call):
     x, indices = call.args[0], call.args[1]
@@ -223,7 +208,7 @@ def _slice_axis(call, x, axis, item):
     return call.emit(SLICE, [x], {"axis": axis, "start": start, "end": end, "step": step})
 
 
-@SLICE.imports("keras", "ops.GetItem")
+@imports("keras", "ops.GetItem")
 def _get_item_from_keras(call):
     x, key = call.args[0], call.args[1]
     items = list(key) if isinstance(key, tuple) else [key]

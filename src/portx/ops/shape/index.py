@@ -1,8 +1,12 @@
 """Indexing and reordering: slice, select, index_select (take), gather (take_along_axis), tile, flip, roll.
 
 Note [torch slice bounds]: ``aten::slice`` accepts None, negative and out-of-range bounds and
-clamps them (``x[-10:100]`` is the whole axis). The import rule settles them once, the way
-``at::slice`` does, so the IR ``slice`` only holds ``0 <= start <= end <= size`` and ``step >= 1``.
+clamps them (``x[-10:100]`` is the whole axis). The import rule (from_torch.py) settles them once
+with ``torch_slice_bounds``, the way ``at::slice`` does, so the IR ``slice`` only holds
+``0 <= start <= end <= size`` and ``step >= 1``.
+
+This module declares the OpDefs with their shape rules and NumPy references, and the helpers several
+rule modules share: ``emit_slice`` (import rules) and ``index_text`` / ``subscript_text`` (Keras code).
 
 Example IR:
     %y: float32[1x2x4] = slice(%x) {axis=1, start=1, end=4, step=2}
@@ -13,11 +17,10 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import REQUIRED, OpDef
-from .._util import kind, norm_axis, same_type
-from ..shape import RESHAPE
+from .._util import kind, same_type
 
-__all__ = ["SLICE", "SELECT", "INDEX_SELECT", "GATHER", "TILE", "FLIP", "ROLL", "index_text", "subscript_text",
-           "torch_slice_bounds"]
+__all__ = ["SLICE", "SELECT", "INDEX_SELECT", "GATHER", "TILE", "FLIP", "ROLL", "emit_slice", "index_text",
+           "subscript_text", "torch_slice_bounds"]
 
 
 def index_text(axis: int, item: str) -> str:
@@ -61,40 +64,11 @@ def _slice_numpy(x, *, axis, start, end, step):
     return x[(slice(None),) * axis + (slice(start, end, step),)]
 
 
-@SLICE.emits("keras-jax")
-def _slice_to_keras(node, k):
-    x, a = node.inputs[0], node.attrs
-    item = f"{a['start'] or ''}:{a['end'] if a['end'] != x.type.shape[a['axis']] else ''}"
-    item += f":{a['step']}" if a["step"] != 1 else ""
-    k.assign(node, k.ref(x) + index_text(a["axis"], item))
-
-
 def emit_slice(call, x, axis, start, end, step=1):
     """Emit a settled slice, or give back ``x`` when it would keep the whole axis."""
     if (start, end, step) == (0, x.type.shape[axis], 1):
         return x
     return call.emit(SLICE, [x], {"axis": axis, "start": start, "end": end, "step": step})
-
-
-@SLICE.imports("torch", "aten::slice")
-def _slice_from_aten(call):
-    x = call.arg("self")
-    axis = norm_axis(call.arg("dim", 0), x.type.rank)
-    step = call.arg("step", 1)
-    if step < 1:
-        call.unsupported(f"slice step {step}: torch needs a positive step")
-    start, end = torch_slice_bounds(x.type.shape[axis], call.arg("start"), call.arg("end"))
-    return emit_slice(call, x, axis, start, end, step)
-
-
-@SLICE.imports("torch", "aten::narrow")
-def _narrow_from_aten(call):
-    x, start = call.arg("self"), call.arg("start")
-    if hasattr(start, "type"):
-        call.unsupported("narrow with a tensor start (data-dependent offset)")
-    axis = norm_axis(call.arg("dim"), x.type.rank)
-    start = start + x.type.shape[axis] if start < 0 else start
-    return emit_slice(call, x, axis, start, start + call.arg("length"))
 
 
 SELECT = OpDef("select", ("x",), {"axis": REQUIRED, "index": REQUIRED}, family="shape",
@@ -113,19 +87,6 @@ def _select_numpy(x, *, axis, index):
     return np.take(x, index, axis=axis)
 
 
-@SELECT.emits("keras-jax")
-def _select_to_keras(node, k):
-    x, a = node.inputs[0], node.attrs
-    k.assign(node, k.ref(x) + index_text(a["axis"], str(a["index"])))
-
-
-@SELECT.imports("torch", "aten::select")
-def _select_from_aten(call):
-    x = call.arg("self")
-    axis = norm_axis(call.arg("dim"), x.type.rank)
-    return call.emit(SELECT, [x], {"axis": axis, "index": norm_axis(call.arg("index"), x.type.shape[axis])})
-
-
 INDEX_SELECT = OpDef("index_select", ("x", "index"), {"axis": REQUIRED}, family="shape",
                      doc="numpy.take along axis: the index's dims replace that axis; negative indices wrap.")
 
@@ -140,33 +101,6 @@ def _index_select_type(x, index, *, axis):
 @INDEX_SELECT.reference
 def _index_select_numpy(x, index, *, axis):
     return np.take(x, index, axis=axis)
-
-
-@INDEX_SELECT.emits("keras-jax")
-def _index_select_to_keras(node, k):
-    x, index = node.inputs
-    k.assign(node, f"ops.take({k.ref(x)}, {k.ref(index)}, axis={node.attrs['axis']})")
-
-
-@INDEX_SELECT.imports("torch", "aten::index_select")
-def _index_select_from_aten(call):
-    x, index = call.arg("self"), call.arg("index")
-    if index.type.rank == 0:  # torch keeps the axis for a 0-d index here, numpy.take would drop it
-        index = call.emit(RESHAPE, [index], {"shape": (1,)})
-    return call.emit(INDEX_SELECT, [x, index], {"axis": norm_axis(call.arg("dim"), x.type.rank)})
-
-
-@INDEX_SELECT.imports("torch", "aten::index")
-def _index_from_aten(call):
-    """``x[:, idx]`` with one integer index tensor; other advanced indexing is refused."""
-    x, indices = call.arg("self"), call.arg("indices")
-    present = [(axis, v) for axis, v in enumerate(indices) if v is not None]
-    if len(present) != 1:
-        call.unsupported(f"advanced indexing with {len(present)} index tensors (only one is supported)")
-    axis, index = present[0]
-    if kind(index.type.dtype) != 1 or index.type.dtype == "uint8":
-        call.unsupported("boolean mask indexing (its result size depends on the data)")
-    return call.emit(INDEX_SELECT, [x, index], {"axis": axis})
 
 
 GATHER = OpDef("gather", ("x", "index"), {"axis": REQUIRED}, family="shape",
@@ -186,23 +120,6 @@ def _gather_numpy(x, index, *, axis):
     return np.take_along_axis(x, index, axis=axis)
 
 
-@GATHER.emits("keras-jax")
-def _gather_to_keras(node, k):
-    x, index = node.inputs
-    k.assign(node, f"ops.take_along_axis({k.ref(x)}, {k.ref(index)}, axis={node.attrs['axis']})")
-
-
-@GATHER.imports("torch", "aten::gather")
-def _gather_from_aten(call):
-    """torch allows an index smaller than x on the other axes; those axes are sliced to fit first."""
-    x, index = call.arg("self"), call.arg("index")
-    axis = norm_axis(call.arg("dim"), x.type.rank)
-    for i, (size, want) in enumerate(zip(x.type.shape, index.type.shape)):
-        if i != axis and want != size:
-            x = emit_slice(call, x, i, 0, want)
-    return call.emit(GATHER, [x, index], {"axis": axis})
-
-
 TILE = OpDef("tile", ("x",), {"reps": REQUIRED}, family="shape", doc="numpy.tile (torch repeat / tile).")
 
 
@@ -219,20 +136,6 @@ def _tile_numpy(x, *, reps):
     return np.tile(x, reps)
 
 
-@TILE.emits("keras-jax")
-def _tile_to_keras(node, k):
-    k.assign(node, f"ops.tile({k.ref(node.inputs[0])}, {k.lit(tuple(node.attrs['reps']))})")
-
-
-@TILE.imports("torch", "aten::repeat", "aten::tile")
-def _tile_from_aten(call):
-    x = call.arg("self")
-    reps = tuple(call.arg("repeats", call.arg("dims")))
-    if len(reps) <= x.type.rank and all(r == 1 for r in reps):
-        return x
-    return call.emit(TILE, [x], {"reps": reps})
-
-
 FLIP = OpDef("flip", ("x",), {"axes": REQUIRED}, family="shape", doc="Reverse the order along each axis.")
 FLIP.infer(same_type)
 
@@ -240,18 +143,6 @@ FLIP.infer(same_type)
 @FLIP.reference
 def _flip_numpy(x, *, axes):
     return np.flip(x, axis=tuple(axes))
-
-
-@FLIP.emits("keras-jax")
-def _flip_to_keras(node, k):
-    k.assign(node, f"ops.flip({k.ref(node.inputs[0])}, axis={k.lit(tuple(node.attrs['axes']))})")
-
-
-@FLIP.imports("torch", "aten::flip")
-def _flip_from_aten(call):
-    x = call.arg("self")
-    axes = tuple(norm_axis(d, x.type.rank) for d in call.arg("dims"))
-    return x if not axes else call.emit(FLIP, [x], {"axes": axes})
 
 
 ROLL = OpDef("roll", ("x",), {"shifts": REQUIRED, "axes": None}, family="shape",
@@ -262,19 +153,3 @@ ROLL.infer(same_type)
 @ROLL.reference
 def _roll_numpy(x, *, shifts, axes):
     return np.roll(x, tuple(shifts) if axes is not None else shifts[0], axis=None if axes is None else tuple(axes))
-
-
-@ROLL.emits("keras-jax")
-def _roll_to_keras(node, k):
-    shifts, axes = tuple(node.attrs["shifts"]), node.attrs["axes"]
-    shift = k.lit(shifts if axes is not None else shifts[0])
-    axis = k.lit(None if axes is None else tuple(axes))
-    k.assign(node, f"ops.roll({k.ref(node.inputs[0])}, {shift}, axis={axis})")
-
-
-@ROLL.imports("torch", "aten::roll")
-def _roll_from_aten(call):
-    x = call.arg("self")
-    shifts, dims = tuple(call.arg("shifts")), tuple(call.arg("dims", ()))
-    axes = tuple(norm_axis(d, x.type.rank) for d in dims) if dims else None
-    return call.emit(ROLL, [x], {"shifts": shifts, "axes": axes})

@@ -1,4 +1,4 @@
-"""torch-xla emit rules for the shape families (shape.py, shape_index.py): tensor methods and indexing.
+"""torch-xla emit rules for the shape and indexing ops (__init__.py, index.py): tensor methods and indexing.
 
 Data movement reads as PyTorch users write it: ``x.reshape(...)``, ``x.permute(...)``,
 ``torch.cat``, ``x[:, 1:4]``. Gathers keep static shapes: ``index_select`` with a stored table

@@ -4,7 +4,7 @@ PyTorch/XLA is being superseded by torchax (PyTorch on JAX), and JAX can lower f
 platform on a CPU-only machine. So the proof for the ``torch-xla`` target is: every ATen op the
 module uses has a torchax lowering (an op without one raises, which is the finding), and the
 resulting program lowers for TPU with no float64, dynamic shapes or host callbacks
-(``tpu.scan_stablehlo``). Where ``torch_xla`` itself is installed, ``run_on_torch_xla`` runs the
+(``targets/stablehlo.py``). Where ``torch_xla`` itself is installed, ``run_on_torch_xla`` runs the
 module on its device and returns its outputs and the ``aten::`` CPU-fallback counters (empty is the
 pass); ``benchmarks/torch_xla_check.py`` applies it to converted folders from a torch-xla venv.
 
@@ -19,7 +19,7 @@ import importlib.util
 
 import numpy as np
 
-from .tpu import scan_stablehlo
+from ..stablehlo import scan_stablehlo
 
 __all__ = ["prove_torch_tpu_lowering", "run_on_torch_xla"]
 

@@ -5,7 +5,7 @@ returns False, emitting nothing, when the node is not its case ("integer nearest
 builds the replacement with ``rw.emit`` / ``rw.const`` and ends with ``rw.result(value)``, which
 gives the last new node the rewritten node's own output value (same name, same type), so no user
 of the node changes. An op table row names the rules for an op
-(``status = "rewrite:rule_a,rule_b"``); the driver (``legalize.legalize``) tries them in order.
+(``status = "rewrite:rule_a,rule_b"``); the driver (``driver.legalize``) tries them in order.
 
 Example (before / after)::
 
@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import IRError, Node, Value, fresh_name, infer_outputs, param_value
-from ..ops.elementwise import CAST
-from ..ops.linear import MATMUL
-from ..ops.shape import RESHAPE
+from ...ir import GraphBuilder, IRError, Value
+from ...ops.elementwise import CAST
+from ...ops.linear import MATMUL
+from ...ops.shape import RESHAPE
 
 __all__ = ["NODE_RULES", "node_rule", "Rewriter", "contract_axes"]
 
@@ -53,36 +53,43 @@ class Rewriter:
     """
 
     def __init__(self, graph):
-        self.taken = {v.name for v in graph.inputs} | set(graph.params)
-        self.taken |= {v.name for n in graph.nodes for v in n.outputs}
-        self.params, self.param_values = {}, {}
-        self.node, self.nodes = None, []
+        self.builder = GraphBuilder(graph.name)  # names, constants and nodes come from the IR's own builder
+        self.builder.taken |= {v.name for v in graph.inputs} | set(graph.params)
+        self.builder.taken |= {v.name for n in graph.nodes for v in n.outputs}
+        self.node, self.nodes = None, self.builder.nodes
+
+    @property
+    def params(self) -> dict:
+        """Every constant the rules made so far: name -> array."""
+        return self.builder.params
+
+    @property
+    def param_values(self) -> dict:
+        """Every constant the rules made so far: name -> its Value."""
+        return self.builder.param_values
 
     def begin(self, node):
         """Start rewriting ``node``; drops anything a failed rule left behind."""
-        self.node, self.nodes = node, []
+        self.node = node
+        self.nodes = self.builder.nodes = []
 
     def fresh(self, base) -> str:
         """An unused value name: ``base``, else ``base_1``, ``base_2``..."""
-        name = fresh_name(self.taken, base)
-        self.taken.add(name)
-        return name
+        return self.builder.fresh(base)
 
     def const(self, array, hint) -> Value:
         """A new stored constant named ``<scope>.<hint>`` (``up.rows``)."""
-        array = np.ascontiguousarray(array)
-        name = self.fresh(f"{self.node.scope or self.node.output.name}.{hint}")
-        self.params[name] = array
-        self.param_values[name] = value = param_value(name, array)
-        return value
+        return self.builder.param(f"{self.node.scope or self.node.output.name}.{hint}", array)
 
     def emit(self, op, inputs, attrs=None, hint="t") -> Value:
         """Append ``op(inputs) {attrs}`` with a fresh output ``<node output>_<hint>``; returns it."""
-        attrs = op.normalize_attrs(dict(attrs or {}), self.node.where())
-        types = infer_outputs(op, [v.type for v in inputs], attrs)
-        outputs = tuple(Value(self.fresh(f"{self.node.output.name}_{hint}"), t) for t in types)
-        self.nodes.append(Node(op, tuple(inputs), outputs, attrs, self.node.scope))
-        return outputs[0]
+        out = self.builder.emit(op, inputs, attrs, scope=self.node.scope, hint=f"{self.node.output.name}_{hint}")
+        return out if isinstance(out, Value) else out[0]
+
+    def keep(self) -> bool:
+        """End the rule with the node unchanged: the target expresses it natively (returns True)."""
+        self.nodes.append(self.node)
+        return True
 
     def result(self, value) -> Value:
         """End the rule: ``value``, the last node's output, becomes the rewritten node's own output."""
@@ -91,7 +98,7 @@ class Rewriter:
             raise IRError(f"{self.node.where()}: rewrite ends with %{value.name}: {value.type}, "
                           f"expected the last node's output of type {self.node.output.type}")
         self.nodes[-1] = last.replace(outputs=self.node.outputs)
-        self.taken.discard(value.name)
+        self.builder.taken.discard(value.name)
         return self.node.output
 
 

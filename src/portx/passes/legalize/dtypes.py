@@ -1,12 +1,11 @@
-"""TPU legality: the op-table driver and the dtype passes (float64 -> float32, int64 -> int32).
+"""Graph-wide dtype rules for TPUs: float64 -> float32 (complex128 -> complex64) and int64 -> int32.
 
-``legalize(graph, table)`` applies an op table (``op_tables/<table>.toml``): every op whose row
-says ``status = "rewrite:<rule>[,<rule>...]"`` has each of its nodes offered to those node rules
-in order (``passes/rewrites*.py``); the first that matches replaces the node. XLA:TPU has no
-float64 hardware and only partial int64 support; JAX makes no 64-bit values unless x64 is
-enabled (rows ``dtype.float64`` and ``dtype.int64``). Each pass warns with the scopes it changed.
+XLA:TPU has no float64 hardware and only partial int64 support; JAX makes no 64-bit values unless
+x64 is enabled. The op tables name these passes in their ``dtype.float64`` / ``dtype.int64``
+rows, and each target's pipeline runs the ones its table names (``passes/pipeline.py``). Both
+rebuild the graph with ``retype`` and warn (``PortxWarning``) with the scopes they changed.
 
-Example (before / after)::
+Example (before / after ``cast_float64_to_float32``)::
 
     %y: float64[2] = mul(%x, %w) {}        %y: float32[2] = mul(%x, %w) {}
     param %w: float64[2]              ->   param %w: float32[2]
@@ -17,12 +16,10 @@ import warnings
 
 import numpy as np
 
-from ..ir import Graph, IRError, Node, Value, infer_outputs, param_value
-from . import rewrites_pool, rewrites_resize  # noqa: F401  (registers the node rules)
-from .rewrites import NODE_RULES, Rewriter
+from ...ir import Graph, Node, Value, infer_outputs, param_value
+from ...ops.elementwise import CAST
 
-__all__ = ["PortxWarning", "RULES", "retype", "cast_float64_to_float32", "narrow_int64_to_int32", "legalize",
-           "legalize_for_tpu", "rules_of"]
+__all__ = ["PortxWarning", "DTYPE_RULES", "retype", "cast_float64_to_float32", "narrow_int64_to_int32"]
 
 
 class PortxWarning(UserWarning):
@@ -37,8 +34,6 @@ def retype(graph: Graph, dtype_map: dict, param_arrays: dict, cast_outputs: bool
     ``cast_outputs``, a node whose shape rule still yields an old dtype (argmax is always int64)
     is followed by a cast, so values that meet downstream (a concat of ids and an argmax) agree.
     """
-    from ..ops.elementwise import CAST
-
     remap = {}
     inputs = []
     for v in graph.inputs:
@@ -115,53 +110,5 @@ def narrow_int64_to_int32(graph: Graph) -> Graph:
     return after
 
 
-def rules_of(status: str) -> list:
-    """The rule names in an op-table status: ``"rewrite:a,b"`` -> ``["a", "b"]`` (else ``[]``)."""
-    if not status.startswith("rewrite:"):
-        return []
-    return [name.strip() for name in status.split(":", 1)[1].split(",") if name.strip()]
-
-
-def legalize(graph: Graph, table: str = "tpu") -> Graph:
-    """Apply the node rules an op table names to every node of those ops.
-
-    Before / after (``op.resize`` says ``rewrite:resize_nearest_as_repeat,...``)::
-
-        %y: float32[1x2x4x4] = resize(%x) {size=(4, 4), mode='nearest', ...}    # up
-            ->
-        %y_split = reshape(%x) ...; %y_repeat = expand(%y_split) ...; %y = reshape(%y_repeat) ...
-    """
-    from ..optables import load_table  # the table is data; load it only when the pass runs
-
-    plans = {}
-    for op, row in load_table(table).get("op", {}).items():
-        names = rules_of(row.get("status", ""))
-        if names:
-            plans[op] = [NODE_RULES[n] for n in names]
-    rw, nodes = Rewriter(graph), []
-    for node in graph.nodes:
-        for rule in plans.get(node.op.name, ()):
-            rw.begin(node)
-            try:
-                matched = rule(node.replace(attrs=node.op.normalize_attrs(node.attrs, node.where())), rw)
-            except (ValueError, TypeError, IndexError) as exc:
-                raise IRError(f"{node.where()}: rewrite {rule.__name__} failed: {exc}") from exc
-            if matched:
-                nodes.extend(rw.nodes)
-                break
-        else:
-            nodes.append(node)
-    if not rw.params and len(nodes) == len(graph.nodes) and all(a is b for a, b in zip(nodes, graph.nodes)):
-        return graph
-    return graph.replace(nodes=tuple(nodes), params={**graph.params, **rw.params},
-                         param_values={**graph.param_values, **rw.param_values})
-
-
-def legalize_for_tpu(graph: Graph) -> Graph:
-    """``legalize(graph, "tpu")``: the keras-jax pipeline's op-table step (op_tables/tpu.toml)."""
-    return legalize(graph, "tpu")
-
-
-#: rules that op_tables may name (``status = "rewrite:<name>"``): graph passes for dtype rows,
-#: node rules (``passes/rewrites*.py``) for op rows
-RULES = {fn.__name__: fn for fn in (cast_float64_to_float32, narrow_int64_to_int32)} | NODE_RULES
+#: graph passes the op tables' dtype rows may name (``status = "rewrite:<name>"``)
+DTYPE_RULES = {fn.__name__: fn for fn in (cast_float64_to_float32, narrow_int64_to_int32)}

@@ -1,31 +1,29 @@
 """Keras 3 (JAX backend) emitter: IR -> readable functional ``model.py`` + ``model.weights.h5``.
 
-Per-op emit rules live in ``ops/`` and receive a ``KerasEmitter``; this module only assembles the
-file, creates the weights and imports the result the way a user would.
+Per-op emit rules live in ``ops/<family>/`` and receive a ``KerasEmitter``; this module only assembles
+the file and creates the weights (runtime.py loads and runs the result the way a user would).
 
 Example:
     >>> files = emit_keras(graph, "out/")        # out/model.py, out/model.weights.h5
-    >>> model = import_emitted("out/model.py").load_model()
+    >>> model = import_by_path("out/model.py").load_model()
 """
 from __future__ import annotations
 
 import functools
-import importlib.util
 import re
-import sys
-import uuid
 from pathlib import Path
 
 import numpy as np
 
-from ..ir import Value
-from .codegen import LineWriter, Namespace, flatten_outputs, literal, nested_outputs
+from ...ir import Value
+from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal, nested_outputs
 
-__all__ = ["TARGET", "WEIGHTS_FILE", "KerasEmitter", "emit_keras", "import_emitted", "build_with_locals", "run_jitted",
-           "emit", "load_folder", "run_model"]
+__all__ = ["TARGET", "WEIGHTS_FILE", "HEADER", "KerasEmitter", "emit_keras"]
 
 TARGET = "keras-jax"
 WEIGHTS_FILE = "model.weights.h5"
+#: the first line of every model.py this emitter writes (how targets.KERAS_JAX recognises its folders)
+HEADER = '"""Keras 3 model written by portx.'
 _RESERVED = {"keras", "layers", "ops", "np", "os", "build_model", "load_model", "WEIGHTS", "Constant",
              "MATMUL_PRECISION", "model", "inputs", "outputs", "jax"}
 _INLINE_MAX = 16  # constants with at most this many elements are written into the code
@@ -64,7 +62,7 @@ def _keras_auto_names() -> frozenset:
     return frozenset(to_snake_case(c.__name__) for c in seen if c.__module__.startswith("keras.")) | {"constant"}
 
 
-class KerasEmitter:
+class KerasEmitter(EmitterBase):
     """What an emit rule sees: references to values, and ways to write layers and expressions.
 
     Example rule::
@@ -74,12 +72,13 @@ class KerasEmitter:
             k.assign(node, f"ops.relu({k.ref(node.inputs[0])})")
     """
 
+    TARGET = TARGET
+
     def __init__(self, graph):
-        self.graph = graph
+        super().__init__(graph)
         self.ns = Namespace(_RESERVED)
         self.body = LineWriter()
         self.body.indent = 1
-        self.names = {}  # Value -> variable name
         self.weights = {}  # layer name -> list of arrays, in layer.get_weights() order
         self.layer_of = {}  # Value -> layer name, for per-layer checks
         self.uses_numpy = False
@@ -87,34 +86,9 @@ class KerasEmitter:
         self._anchor = None
 
     # -- values ---------------------------------------------------------------------------
-    def is_param(self, value) -> bool:
-        """True for stored arrays (weights and folded constants)."""
-        return self.graph.is_param(value)
-
-    def param(self, value) -> np.ndarray:
-        """The stored array behind a parameter value."""
-        return self.graph.params[value.name]
-
-    def ref(self, value) -> str:
-        """A code expression for ``value``: its variable, an inline literal, or a Constant layer."""
-        if isinstance(value, str):  # already an expression (from temp/sublayer/pad_value)
-            return value
-        if value in self.names:
-            return self.names[value]
-        if not self.is_param(value):
-            raise KeyError(f"value %{value.name} is used before it is defined")
-        self.names[value] = name = self._stored(self.param(value), value.name)
-        return name
-
-    def const(self, node, array, hint="const") -> str:
-        """An expression for an array an emit rule computed (e.g. interpolation matrix ``rows``).
-
-        Small arrays are written inline; larger ones become a Constant layer named
-        ``<node scope>_<hint>``, so the generated code says what the table is.
-        """
-        return self._stored(np.asarray(array), f"{node.scope or node.outputs[0].name}_{hint}")
-
-    def _stored(self, array, raw_name, layer=False) -> str:
+    def store(self, raw_name, array, layer=False) -> str:
+        """A literal for a small array (unless ``layer``), else a Constant layer holding it."""
+        array = np.asarray(array)
         if array.size <= _INLINE_MAX and not layer:
             return self.inline(array)
         name = self.layer_ident(raw_name, "const")
@@ -129,7 +103,7 @@ class KerasEmitter:
         that does not depend on the inputs) becomes a Constant layer even when it is small."""
         if not self.is_param(value):
             return self.ref(value)
-        return self._stored(self.param(value), value.name, layer=True)
+        return self.store(value.name, self.param(value), layer=True)
 
     def inline(self, array) -> str:
         """A literal for a small array: a Python number for 0-d float32/int, else ``np.array``."""
@@ -138,10 +112,6 @@ class KerasEmitter:
             return literal(array.item())
         self.uses_numpy = True
         return f"np.array({literal(array.tolist())}, dtype={literal(str(array.dtype))})"
-
-    def lit(self, value) -> str:
-        """Python source for plain attribute data (see codegen.literal)."""
-        return literal(value)
 
     # -- writing ----------------------------------------------------------------------------
     def layer_ident(self, raw: str, fallback: str) -> str:
@@ -171,7 +141,7 @@ class KerasEmitter:
         args = "".join(f"{k}={literal(v)}, " for k, v in kwargs.items())
         ins = [self.ref(v) for v in inputs]
         arg = ins[0] if len(ins) == 1 else "[" + ", ".join(ins) + "]"
-        self._bind(node, f"{module}.{cls}({args}name={literal(name)})({arg})", name)
+        self._bind(node, f"{module}.{cls}({args}name={literal(name)})({arg})", self.variables(node, name))
         if weights:
             self.weights[name] = [np.asarray(w) for w in weights]
         for out in node.outputs:
@@ -187,12 +157,6 @@ class KerasEmitter:
         self.body.line(f"{name} = {module}.{cls}({args}name={literal(name)})({arg})")
         if weights:
             self.weights[name] = [np.asarray(w) for w in weights]
-        return name
-
-    def temp(self, node, expr: str, hint: str = "t") -> str:
-        """Write ``tmp = EXPR`` and return the temporary's name."""
-        name = self.ns.name(f"{node.scope or node.outputs[0].name}_{hint}", node.op.name)
-        self.body.line(f"{name} = {expr}")
         return name
 
     def pad_value(self, node, value, pads, channels_last=False) -> str:
@@ -226,21 +190,13 @@ class KerasEmitter:
                           attrs={**node.attrs, "channels_last": False}), self)
         self.assign(node, f"ops.transpose({self.ref(inner_out)}, axes={literal(last)})")
 
-    def assign(self, node, expr: str) -> None:
-        """Write ``out = EXPR`` (or ``a, b = EXPR`` for several outputs)."""
-        self._bind(node, expr, None)
-
-    def _bind(self, node, expr, name):
-        hint = name or node.scope or node.outputs[0].name
-        if name and len(node.outputs) == 1:
-            targets = [name]  # a layer's variable carries the layer's (already unique) name
-        else:
-            targets = [self.ns.name(hint if len(node.outputs) == 1 else f"{hint}_{i}", node.op.name)
-                       for i, _ in enumerate(node.outputs)]
-        for value, var in zip(node.outputs, targets):
-            self.names[value] = var
-        lhs = targets[0] if len(targets) == 1 else ", ".join(targets)
-        self.body.line(f"{lhs} = {expr}")
+    def variables(self, node, hint) -> list:
+        """A layer's own (already unique) name for its one output; fresh names otherwise."""
+        if hint and len(node.outputs) == 1:
+            return [hint]
+        hint = hint or node.scope or node.outputs[0].name
+        return [self.ns.name(hint if len(node.outputs) == 1 else f"{hint}_{i}", node.op.name)
+                for i, _ in enumerate(node.outputs)]
 
     # -- assembly ---------------------------------------------------------------------------
     def emit_graph(self) -> str:
@@ -253,14 +209,13 @@ class KerasEmitter:
             head.line(f"{var} = keras.Input(batch_shape={literal(tuple(value.type.shape))}, "
                       f"dtype={literal(value.type.dtype)}, name={literal(var)})")
         self._anchor = self.names[self.graph.inputs[0]] if self.graph.inputs else "None"
-        for node in self.graph.nodes:
-            node.op.emit_rules[TARGET](node, self)
+        self.emit_nodes()
         outs = ", ".join(self._output_ref(v) for v in self.graph.outputs)
         return self._module_text(head.text() + self.body.text(), outs)
 
     def _module_text(self, body: str, outs: str) -> str:
         w = LineWriter()
-        w.line('"""Keras 3 model written by portx. Runs with KERAS_BACKEND=jax; needs only keras (and jax).')
+        w.line(f"{HEADER} Runs with KERAS_BACKEND=jax; needs only keras (and jax).")
         w.line("")
         w.line("build_model() returns the architecture; load_model() returns it with the weights in")
         w.line(f"{WEIGHTS_FILE} beside this file. {_layout_sentence(self.graph)}")
@@ -329,20 +284,6 @@ def load_model(weights=WEIGHTS, precision=None):
 '''
 
 
-def import_emitted(path, module_name=None):
-    """Import a generated ``model.py`` by path, as a user would, under a unique module name."""
-    path = Path(path)
-    name = module_name or f"portx_emitted_{uuid.uuid4().hex[:8]}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.modules.pop(name, None)
-    return module
-
-
 def emit_keras(graph, out_dir) -> dict:
     """Write ``model.py`` and the weights into ``out_dir``; return {"code": path, "weights": path, ...}."""
     out_dir = Path(out_dir)
@@ -350,7 +291,7 @@ def emit_keras(graph, out_dir) -> dict:
     code = emitter.emit_graph()
     code_path = out_dir / "model.py"
     code_path.write_text(code, encoding="utf-8")
-    model = import_emitted(code_path).build_model()
+    model = import_by_path(code_path).build_model()
     for name, arrays in emitter.weights.items():
         layer = model.get_layer(name)
         expected = [tuple(w.shape) for w in layer.get_weights()]
@@ -362,50 +303,3 @@ def emit_keras(graph, out_dir) -> dict:
     model.save_weights(weights_path)
     return {"code": code_path, "weights": weights_path, "layer_of": emitter.layer_of, "var_of": dict(emitter.names),
             "model": model}
-
-
-def run_jitted(model, arrays) -> list:
-    """Run a Keras model once under ``jax.jit`` (weights as arguments, not baked-in constants).
-
-    One XLA compile of the whole graph is several times faster than eager op-by-op dispatch,
-    and it is how the model will run in production.
-    """
-    import jax
-
-    def forward(trainable, non_trainable, *inputs):
-        out, _ = model.stateless_call(trainable, non_trainable, list(inputs) if len(inputs) > 1 else inputs[0])
-        return flatten_outputs(out)  # inside jit: JAX would hand a dict back with its keys sorted
-
-    out = jax.jit(forward)([v.value for v in model.trainable_variables],
-                           [v.value for v in model.non_trainable_variables], *arrays)
-    return [np.asarray(o) for o in out]
-
-
-# The interface api.py uses for every target: emit(graph, folder), load_folder(folder), run_model(model, arrays).
-emit = emit_keras
-run_model = run_jitted
-
-
-def load_folder(folder):
-    """The Keras model written in ``folder``, weights loaded (what a user gets from ``load_model()``)."""
-    return import_emitted(Path(folder) / "model.py").load_model()
-
-
-def build_with_locals(module):
-    """Call ``module.build_model()`` and capture its local variables (the intermediate KerasTensors).
-
-    Used to observe every intermediate value of the emitted model when localizing a divergence.
-    """
-    captured = {}
-    code = module.build_model.__code__
-
-    def watch(frame, event, arg):
-        if event == "return" and frame.f_code is code:
-            captured.update(frame.f_locals)
-
-    sys.setprofile(watch)
-    try:
-        model = module.build_model()
-    finally:
-        sys.setprofile(None)
-    return model, captured

@@ -5,16 +5,20 @@ window and stays native. Otherwise torch's bins (``[floor(i*in/out), ceil((i+1)*
 in length and may overlap: PyTorch/XLA then falls back to the CPU (``IsSupportedAdaptivePool``),
 and a TPU wants a static form. Average bins are a constant pooling matrix per axis (a matmul);
 max bins a gather of each bin, padded to the longest bin by repeating its last index, then a max.
+Both op tables name these rules for the adaptive pools; the emitters write only the even bins.
+
+Example:
+    >>> legalize(graph, "torch-xla")   # adaptive_avg_pool {size=(3, 4)} on 7x9 -> two bin-mean matmuls
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..ops.pool.adaptive import ADAPTIVE_AVG_POOL, ADAPTIVE_MAX_POOL, adaptive_bins, bin_mean_matrix
-from ..ops.reduce import REDUCE
-from ..ops.shape import RESHAPE
-from ..ops.shape.index import INDEX_SELECT
-from .rewrites import contract_axes, node_rule
+from ...ops.pool.adaptive import ADAPTIVE_AVG_POOL, ADAPTIVE_MAX_POOL, bin_mean_matrix, padded_bin_table
+from ...ops.reduce import REDUCE
+from ...ops.shape import RESHAPE
+from ...ops.shape.index import INDEX_SELECT
+from .rewriter import contract_axes, node_rule
 
 __all__ = ["adaptive_avg_pool_as_matmul", "adaptive_max_pool_as_gather_max"]
 
@@ -72,10 +76,10 @@ def adaptive_max_pool_as_gather_max(node, rw) -> bool:
     steps = [(axis, n_in, n_out) for axis, n_in, n_out in axes if n_in != n_out]
     y = node.inputs[0]
     for axis, n_in, n_out in steps:
-        starts, ends = adaptive_bins(n_in, n_out)
-        width = int(max(ends - starts))
-        table = np.minimum(starts[:, None] + np.arange(width), ends[:, None] - 1).reshape(-1).astype(np.int32)
-        y = rw.emit(INDEX_SELECT, [y, rw.const(table, f"bins_axis{axis}")], {"axis": axis}, f"bins{axis}")
+        table = padded_bin_table(n_in, n_out)
+        width = table.shape[1]
+        index = rw.const(table.reshape(-1).astype(np.int32), f"bins_axis{axis}")
+        y = rw.emit(INDEX_SELECT, [y, index], {"axis": axis}, f"bins{axis}")
         shape = y.type.shape
         y = rw.emit(RESHAPE, [y], {"shape": shape[:axis] + (n_out, width) + shape[axis + 1:]}, f"group{axis}")
         y = rw.emit(REDUCE["amax"], [y], {"axes": (axis + 1,)}, f"max{axis}")

@@ -2,7 +2,7 @@
 
 The emitted model is lowered with ``jax.export`` for the ``tpu`` platform (this works on a
 CPU-only machine: lowering is the proof that XLA:TPU accepts the program, not a run). The
-StableHLO is then scanned for what TPUs reject or handle badly.
+StableHLO is then scanned for what TPUs reject or handle badly (targets/stablehlo.py).
 
 Example:
     >>> proof = prove_tpu_lowering(keras_model, graph)
@@ -11,15 +11,9 @@ Example:
 """
 from __future__ import annotations
 
-import re
-from collections import Counter
+from ..stablehlo import scan_stablehlo
 
-__all__ = ["prove_tpu_lowering", "export_artifact", "scan_stablehlo"]
-
-# custom_call targets that XLA:TPU provides (sharding annotations and TPU-native kernels).
-_TPU_CUSTOM_CALLS = {"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "tpu_custom_call",
-                     "annotate_device_placement"}
-_HOST_CALL = re.compile(r"callback|host|py_func", re.IGNORECASE)
+__all__ = ["prove_tpu_lowering", "export_artifact"]
 
 
 def _stateless_fn(model):
@@ -47,27 +41,6 @@ def _export(model, graph, platforms):
     trainable, non_trainable, inputs = _specs(model, graph)
     with jax.default_matmul_precision("highest"):
         return jax.export.export(jax.jit(_stateless_fn(model)), platforms=platforms)(trainable, non_trainable, *inputs)
-
-
-def scan_stablehlo(text: str) -> dict:
-    """Problems a TPU would have with a StableHLO module, and its op inventory."""
-    problems = []
-    if re.search(r"[x<\s(]f64\b", text):
-        problems.append("float64 values (TPUs have no float64 hardware)")
-    if re.search(r"complex<f64>", text):
-        problems.append("complex128 values (unsupported on TPU)")
-    if re.search(r"tensor<[^>]*\?", text):
-        problems.append("dynamic dimensions (TPUs need static shapes)")
-    calls = Counter(re.findall(r"custom_call\s*@([\w.]+)", text))
-    for target in calls:
-        if _HOST_CALL.search(target):
-            problems.append(f"host callback custom_call @{target} (a host round trip on every call)")
-        elif target not in _TPU_CUSTOM_CALLS:
-            problems.append(f"custom_call @{target} is not known to exist on TPU")
-    ops = Counter(re.findall(r"\b(?:stablehlo|chlo)\.([a-z_]+)", text))
-    ops.pop("return", None)
-    return {"problems": problems, "ops": dict(sorted(ops.items(), key=lambda kv: -kv[1])),
-            "custom_calls": dict(calls)}
 
 
 def prove_tpu_lowering(model, graph) -> dict:

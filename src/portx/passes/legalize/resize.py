@@ -1,44 +1,46 @@
 """Resize rewrites: every torch upsample mode as static IR ops a TPU runs well.
 
-Each axis of a resize is a fixed map (Note [resize as matrices] in ``ops/resize.py``): nearest
+Each axis of a resize is a fixed map (Note [resize as matrices] in ``ops/resize/__init__.py``): nearest
 modes are an index table, linear and cubic modes an ``(n_out, n_in)`` weight matrix. These rules
 turn the tables into plain IR: a broadcast between reshapes (integer nearest up-scales), a strided
 slice or a gather with constant int32 indices (any other nearest), and one matmul per axis with a
 constant matrix (bilinear, bicubic, both align_corners), which XLA maps to the matrix unit. The
 tables come from the same builders the resize reference uses, so the rewrite is torch's
 arithmetic to float32 rounding; the property tests in tests/passes/test_rewrites.py measure it.
+The op tables of both targets name these rules for ``resize``; the emitters keep only the native
+forms (Note [resize native forms] in ``ops/resize/to_keras.py``).
+
+Example:
+    >>> legalize(graph, "keras-jax")   # resize {size=(8, 10), mode='linear'} on 4x5 -> two matmuls
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..ops.resize import RESIZE, axis_matrix, nearest_indices, repeat_factor
-from ..ops.shape import EXPAND, RESHAPE
-from ..ops.shape.index import INDEX_SELECT, SLICE
-from .rewrites import contract_axes, node_rule
+from ...ops.resize import RESIZE, axis_maps, is_identity, repeat_factor, resized_axes, torch_upsample_kwargs
+from ...ops.shape import EXPAND, RESHAPE
+from ...ops.shape.index import INDEX_SELECT, SLICE
+from .rewriter import contract_axes, node_rule
 
-__all__ = ["resize_nearest_as_repeat", "resize_nearest_as_gather", "resize_linear_as_matmul",
+__all__ = ["resize_kept_as_torch_upsample", "resize_nearest_as_repeat", "resize_nearest_as_gather", "resize_linear_as_matmul",
            "resize_cubic_as_matmul"]
 
 _HINTS = {1: ("cols",), 2: ("rows", "cols"), 3: ("depth", "rows", "cols")}
 
 
 def _axes(node):
-    """(n_in, n_out, scale) per resized axis, or None when the input shape is not static."""
+    """(n_in, n_out, scale) per resized axis, or None when the rules below do not apply."""
     x, a = node.inputs[0], node.attrs
     if not x.type.is_static or len(a["size"]) > len(_HINTS) or a.get("channels_last", False):
-        return None  # the tables below index trailing axes: channels-first nodes only
-    first = x.type.rank - len(a["size"])
-    scales = a["scales"] or (None,) * len(a["size"])
-    return [(x.type.shape[first + i], n_out, s) for i, (n_out, s) in enumerate(zip(a["size"], scales))]
+        return None  # the rules below index trailing axes: channels-first nodes only
+    return resized_axes(node)
 
 
 def _nearest_tables(node):
     """PyTorch's source index per output sample, one table per axis (None: not a nearest resize)."""
-    axes = _axes(node)
-    if axes is None or not node.attrs["mode"].startswith("nearest"):
+    if _axes(node) is None or not node.attrs["mode"].startswith("nearest"):
         return None
-    return [nearest_indices(*axis, exact=node.attrs["mode"] == "nearest_exact") for axis in axes]
+    return axis_maps(node)
 
 
 @node_rule(RESIZE)
@@ -102,8 +104,7 @@ def resize_nearest_as_gather(node, rw) -> bool:
         return False
     x = node.inputs[0]
     first = x.type.rank - len(tables)
-    steps = [(first + i, t) for i, t in enumerate(tables)
-             if not np.array_equal(t, np.arange(x.type.shape[first + i]))]
+    steps = [(first + i, t) for i, t in enumerate(tables) if not is_identity(t, x.type.shape[first + i])]
     if not steps:
         return False
     y = x
@@ -123,9 +124,7 @@ def _interpolate_as_matmul(node, rw, mode) -> bool:
     axes = _axes(node)
     if axes is None or node.attrs["mode"] != mode:
         return False
-    matrices = [None if n_in == n_out and np.array_equal(m, np.eye(n_in)) else m
-                for (n_in, n_out, _), m in zip(axes, (axis_matrix(mode, *a, node.attrs["align_corners"])
-                                                       for a in axes))]
+    matrices = [None if is_identity(m, n_in) else m for (n_in, _, _), m in zip(axes, axis_maps(node))]
     if all(m is None for m in matrices):
         return False
     contract_axes(rw, node.inputs[0], matrices, _HINTS[len(axes)], node.inputs[0].type.dtype)
@@ -164,3 +163,18 @@ def resize_cubic_as_matmul(node, rw) -> bool:
         %y: float32[1x2x8x6] = matmul(%up.rows, %y_cols)
     """
     return _interpolate_as_matmul(node, rw, "cubic")
+
+
+@node_rule(RESIZE)
+def resize_kept_as_torch_upsample(node, rw) -> bool:
+    """Keep a 2-d nearest (integer factor) or bilinear resize that ``nn.Upsample`` computes exactly.
+
+    PyTorch/XLA lowers ``upsample_nearest2d`` and ``upsample_bilinear2d`` (Note [XLA resize]), so
+    the torch-xla table lists this rule first and the other rules only see what it leaves.
+
+    Before / after::
+
+        %y: float32[1x2x4x6] = resize(%x: float32[1x2x2x3]) {size=(4, 6), mode='nearest', ...}
+            -> unchanged (emitted as ``nn.Upsample(scale_factor=2.0, mode="nearest")``)
+    """
+    return torch_upsample_kwargs(node) is not None and rw.keep()

@@ -2,8 +2,8 @@
 
 The generated file is plain PyTorch (never portx, keras or torch_xla): a ``Model(nn.Module)`` with
 submodules named after the source layers, a ``forward`` with one statement per IR node,
-``build_model()`` and ``load_model()``. Per-op rules live in ``ops/*_torch.py`` and receive a
-``TorchEmitter``; this module assembles the file, saves the weights and imports the result.
+``build_model()`` and ``load_model()``. Per-op rules live in ``ops/<family>/to_torch.py`` and receive a
+``TorchEmitter``; this module assembles the file and saves the weights (runtime.py loads and runs it).
 
 Note [XLA-friendly torch]: every rule writes static shapes and no host syncs (no ``.item()``,
 ``nonzero`` or data-dependent Python), reads small constants from buffers made once in
@@ -13,30 +13,27 @@ upsampling): those become constant-matrix matmuls or index gathers.
 
 Example:
     >>> files = emit_torch(graph, "out/")          # out/model.py, out/model.safetensors
-    >>> model = import_emitted_torch("out/model.py").load_model()
-    >>> outputs = run_torch(model, [x])
+    >>> model = import_by_path("out/model.py").load_model()
 """
 from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.util
-import sys
-import uuid
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import UnsupportedOps
-from ..ir import DTYPES, IRError
-from ..ops._util import kind
-from .codegen import LineWriter, Namespace, flatten_outputs, literal
+from ...ir import DTYPES, IRError
+from ...ops._util import kind
+from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal
+from .runtime import tensor_of
 
-__all__ = ["TARGET", "WEIGHTS_FILE", "TorchEmitter", "emit_torch", "import_emitted_torch", "run_torch",
-           "run_torch_with_locals", "emit", "load_folder", "run_model"]
+__all__ = ["TARGET", "WEIGHTS_FILE", "HEADER", "TorchEmitter", "emit_torch"]
 
 TARGET = "torch-xla"
 WEIGHTS_FILE = "model.safetensors"
+#: the first line of every model.py this emitter writes (how targets.TORCH_XLA recognises its folders)
+HEADER = '"""PyTorch model written by portx.'
 _RESERVED = {"torch", "nn", "F", "os", "math", "load_file", "self", "Model", "build_model", "load_model", "WEIGHTS"}
 _WEIGHT_WORDS = {"weight", "bias", "kernel", "folded", "folded_bias", "gamma", "beta", "embeddings",
                  "running_mean", "running_var", "moving_mean", "moving_variance", "in_proj_weight",
@@ -68,7 +65,7 @@ def _scalar_result(dtype: str, scalar_dtype: str) -> str:
     return dtype if lifted <= kind(dtype) else {1: "int64", 2: "float32", 3: "complex64"}[lifted]
 
 
-class TorchEmitter:
+class TorchEmitter(EmitterBase):
     """What an emit rule sees: references to values, and ways to write submodules and statements.
 
     Example rule::
@@ -78,37 +75,20 @@ class TorchEmitter:
             t.assign(node, f"torch.relu({t.ref(node.inputs[0])})")
     """
 
+    TARGET = TARGET
+    TEMP_FROM_SCOPE = False
+
     def __init__(self, graph):
-        self.graph = graph
+        super().__init__(graph)
         self.ns = Namespace(_RESERVED)  # forward's local variables
         self.attrs = Namespace(_RESERVED | _module_attributes())  # self.<submodule or buffer>
         self.init, self.body = LineWriter(), LineWriter()
         self.init.indent = self.body.indent = 2
-        self.names = {}  # Value -> expression in forward (a local, or self.<buffer>)
         self.state = {}  # state_dict key -> array, for model.safetensors
         self.module_of = {}  # Value -> submodule attribute, for per-layer checks
         self._shared = {}  # (constructor, weights) -> attribute: shared layers become one submodule
 
     # -- values ---------------------------------------------------------------------------
-    def is_param(self, value) -> bool:
-        """True for stored arrays (weights and folded constants)."""
-        return self.graph.is_param(value)
-
-    def param(self, value) -> np.ndarray:
-        """The stored array behind a parameter value."""
-        return self.graph.params[value.name]
-
-    def ref(self, value) -> str:
-        """A tensor expression for ``value``: its local variable, or ``self.<buffer>`` for stored arrays."""
-        if isinstance(value, str):  # already an expression
-            return value
-        if value in self.names:
-            return self.names[value]
-        if not self.is_param(value):
-            raise KeyError(f"value %{value.name} is used before it is defined")
-        self.names[value] = expr = self.buffer(value.name, self.param(value))
-        return expr
-
     def operand(self, value, other=None, result=None) -> str:
         """``ref``, or a Python number for a stored 0-d value where torch then computes the same dtype.
 
@@ -142,11 +122,9 @@ class TorchEmitter:
                            f"dtype={dtype}), persistent=False)")
         return f"self.{name}"
 
-    def const(self, node, array, hint="const") -> str:
-        """A buffer for an array a rule computed (an interpolation matrix, an index table)."""
-        return self.buffer(f"{node.scope or node.outputs[0].name}_{hint}", array)
-
-    lit = staticmethod(literal)  # Python source for plain attribute data
+    def store(self, raw_name, array) -> str:
+        """Stored arrays are buffers (``buffer``)."""
+        return self.buffer(raw_name, array)
 
     @staticmethod
     def dtype(name: str) -> str:
@@ -216,30 +194,16 @@ class TorchEmitter:
         """A submodule and its call: ``NAME = self.NAME(inputs)``. Returns the attribute expression."""
         module = self.submodule(node, cls, args, kwargs, weights)
         call = ", ".join(self.ref(v) for v in inputs)
-        self._bind(node, f"{module}({call})", module[len("self."):])
+        self._bind(node, f"{module}({call})", self.variables(node, module[len("self."):]))
         for out in node.outputs:
             self.module_of[out] = module[len("self."):]
         return module
 
-    def temp(self, node, expr: str, hint: str = "t") -> str:
-        """Write ``tmp = EXPR`` and return the temporary's name."""
-        name = self.ns.name(f"{node.outputs[0].name}_{hint}", node.op.name)
-        self.body.line(f"{name} = {expr}")
-        return name
-
-    def assign(self, node, expr: str) -> None:
-        """Write ``out = EXPR`` (or ``a, b = EXPR`` for several outputs)."""
-        self._bind(node, expr, None)
-
-    def _bind(self, node, expr, hint):
+    def variables(self, node, hint) -> list:
+        """Fresh names: after ``hint`` (a submodule) or the output for one output, after each output for several."""
         if len(node.outputs) == 1:
-            targets = [self.ns.name(hint or node.outputs[0].name, node.op.name)]
-        else:
-            targets = [self.ns.name(v.name, f"{node.op.name}_{i}") for i, v in enumerate(node.outputs)]
-        for value, var in zip(node.outputs, targets):
-            self.names[value] = var
-        lhs = targets[0] if len(targets) == 1 else ", ".join(targets)
-        self.body.line(f"{lhs} = {expr}")
+            return [self.ns.name(hint or node.outputs[0].name, node.op.name)]
+        return [self.ns.name(v.name, f"{node.op.name}_{i}") for i, v in enumerate(node.outputs)]
 
     # -- assembly ---------------------------------------------------------------------------
     def emit_graph(self) -> str:
@@ -248,20 +212,16 @@ class TorchEmitter:
         for value in self.graph.inputs:
             self.names[value] = var = self.ns.name(value.name, "input")
             args.append(var)
-        missing = {}
-        for node in self.graph.nodes:
-            if TARGET not in node.op.emit_rules:
-                missing.setdefault(node.op.name, []).append(node.scope)
-        if missing:
-            raise UnsupportedOps([(op, scopes, f"no {TARGET} emitter") for op, scopes in missing.items()])
-        for node in self.graph.nodes:
-            if node.attrs.get("channels_last"):
-                raise IRError(f"{node.where()}: channels_last=True reached the {TARGET} emitter, which writes "
-                              f"channels-first PyTorch; run the '{TARGET}' pass pipeline first")
-            node.op.emit_rules[TARGET](node, self)
+        self.emit_nodes()
         outs = [self.ref(v) for v in self.graph.outputs]
         self.body.line("return " + (outs[0] if len(outs) == 1 else ", ".join(outs)))
         return self._module_text(args)
+
+    def check(self, node) -> None:
+        """channels_last IR is a bug upstream: the torch-xla pipeline makes every node channels-first."""
+        if node.attrs.get("channels_last"):
+            raise IRError(f"{node.where()}: channels_last=True reached the {TARGET} emitter, which writes "
+                          f"channels-first PyTorch; run the '{TARGET}' pass pipeline first")
 
     def _module_text(self, args) -> str:
         text = _HEADER.format(weights=literal(WEIGHTS_FILE))
@@ -274,7 +234,7 @@ class TorchEmitter:
         return text + _FOOTER
 
 
-_HEADER = '''"""PyTorch model written by portx. Plain PyTorch: runs on CPU, GPU and TPU (PyTorch/XLA, torchax).
+_HEADER = HEADER + ''' Plain PyTorch: runs on CPU, GPU and TPU (PyTorch/XLA, torchax).
 
 build_model() returns the architecture; load_model() returns it in eval mode with the weights in
 model.safetensors beside this file. Shapes are static and nothing in forward() syncs with the host.
@@ -305,37 +265,6 @@ def load_model(weights=None, device=None):
 '''
 
 
-def import_emitted_torch(path, module_name=None):
-    """Import a generated ``model.py`` by path, as a user would, under a unique module name."""
-    path = Path(path)
-    name = module_name or f"portx_emitted_torch_{uuid.uuid4().hex[:8]}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.modules.pop(name, None)
-    return module
-
-
-def _tensor(array):
-    """A torch tensor for a NumPy array (ml_dtypes bfloat16 included)."""
-    import torch
-
-    array = np.ascontiguousarray(array).reshape(np.shape(array))  # ascontiguousarray makes 0-d arrays 1-d
-    if str(array.dtype) == "bfloat16":
-        return torch.from_numpy(array.view(np.uint16).copy()).view(torch.bfloat16)
-    return torch.from_numpy(array.copy())
-
-
-def _numpy(tensor) -> np.ndarray:
-    import torch
-
-    tensor = tensor.detach().cpu()
-    return (tensor.float() if tensor.dtype == torch.bfloat16 else tensor).numpy()
-
-
 def emit_torch(graph, out_dir) -> dict:
     """Write ``model.py`` and ``model.safetensors`` into ``out_dir``.
 
@@ -348,54 +277,16 @@ def emit_torch(graph, out_dir) -> dict:
     emitter = TorchEmitter(graph)
     code_path = out_dir / "model.py"
     code_path.write_text(emitter.emit_graph(), encoding="utf-8")
-    model = import_emitted_torch(code_path).build_model()
+    model = import_by_path(code_path).build_model()
     expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
     got = {k: tuple(a.shape) for k, a in emitter.state.items()}
     if expected != got:
         diff = sorted(set(expected.items()) ^ set(got.items()))[:4]
         raise RuntimeError(f"emit rules produced weights that do not fit the module's state_dict: {diff}")
-    model.load_state_dict({k: _tensor(a) for k, a in emitter.state.items()}, strict=True)
+    model.load_state_dict({k: tensor_of(a) for k, a in emitter.state.items()}, strict=True)
     weights_path = out_dir / WEIGHTS_FILE
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(weights_path),
               metadata={"format": "pt"})
     model.eval()
     return {"code": code_path, "weights": weights_path, "module_of": dict(emitter.module_of),
             "var_of": dict(emitter.names), "model": model}
-
-
-def run_torch(model, arrays) -> list:
-    """Run ``model`` on NumPy inputs under ``torch.no_grad()``; outputs as a list of arrays."""
-    import torch
-
-    device = next((t.device for t in list(model.parameters()) + list(model.buffers())), torch.device("cpu"))
-    with torch.no_grad():
-        out = model(*[_tensor(a).to(device) for a in arrays])
-    return [_numpy(t) for t in flatten_outputs(out)]
-
-
-emit = emit_torch  # the emitter interface api.py dispatches on: emit, load_folder, run_model, WEIGHTS_FILE
-run_model = run_torch
-
-
-def load_folder(folder):
-    """The module written in ``folder``, as ``load_model()`` gives it (eval mode, weights loaded)."""
-    return import_emitted_torch(Path(folder) / "model.py").load_model()
-
-
-def run_torch_with_locals(model, arrays):
-    """``run_torch`` plus every local of ``forward`` as NumPy (``var_of`` names them), for localization."""
-    import torch
-
-    captured = {}
-    code = type(model).forward.__code__
-
-    def watch(frame, event, arg):
-        if event == "return" and frame.f_code is code:
-            captured.update(frame.f_locals)
-
-    sys.setprofile(watch)
-    try:
-        outputs = run_torch(model, arrays)
-    finally:
-        sys.setprofile(None)
-    return outputs, {k: _numpy(v) for k, v in captured.items() if isinstance(v, torch.Tensor)}

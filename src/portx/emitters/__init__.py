@@ -1,1 +1,0 @@
-"""Emitters: assemble target source text and weights files from the IR."""

@@ -1,0 +1,92 @@
+"""Keras-JAX emit rules for reductions, arg-reductions, var/std, vector norms and softmax.
+
+Each reduction is the ``keras.ops`` function of its table row with ``axis=None`` when every axis
+is reduced (it reads better). Keras' ``ops.var`` is the biased variance, so a correction rescales
+it; vector norms are written out rather than ``ops.norm``, which treats two axes as a matrix norm.
+Softmax is the ``Softmax`` layer, log_softmax ``ops.log_softmax``.
+
+Example generated code:
+    mean = ops.mean(relu, axis=(1, 2), keepdims=False)
+    softmax = layers.Softmax(axis=1, name='softmax')(head)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._util import named_rule
+from ..reduce import ARGMAX, ARGMIN, LOG_SOFTMAX, REDUCE, REDUCE_TABLE, SOFTMAX, STD, VAR, VECTOR_NORM
+
+__all__ = []
+
+
+def _keras_axis(axes, rank):
+    """``None`` when every axis is reduced (reads better), else the tuple."""
+    return None if len(axes) == rank else tuple(axes)
+
+
+def _reduce_emit(name, fn):
+    def emit(node, k):
+        x = node.inputs[0]
+        axis = _keras_axis(node.attrs["axes"], x.type.rank)
+        k.assign(node, f"{fn}({k.ref(x)}, axis={k.lit(axis)}, keepdims={k.lit(node.attrs['keepdims'])})")
+    return named_rule(emit, name, "to_keras")
+
+
+for _name, (_, _fn, _, _) in REDUCE_TABLE.items():
+    REDUCE[_name].emits("keras-jax")(_reduce_emit(_name, _fn))
+
+
+def _arg_emit(name, fn):
+    def emit(node, k):
+        k.assign(node, f"{fn}({k.ref(node.inputs[0])}, axis={k.lit(node.attrs['axis'])}, "
+                       f"keepdims={k.lit(node.attrs['keepdims'])})")
+    return named_rule(emit, name, "to_keras")
+
+
+ARGMAX.emits("keras-jax")(_arg_emit("argmax", "ops.argmax"))
+ARGMIN.emits("keras-jax")(_arg_emit("argmin", "ops.argmin"))
+
+
+def _moment_emit(name, root):
+    def emit(node, k):
+        x, a = node.inputs[0], node.attrs
+        n = int(np.prod([x.type.shape[i] for i in a["axes"]]))
+        var = f"ops.var({k.ref(x)}, axis={k.lit(_keras_axis(a['axes'], x.type.rank))}, keepdims={k.lit(a['keepdims'])})"
+        if a["correction"]:
+            # Rescale the biased variance; a zero divisor gives inf (nan for 0/0) exactly as torch does.
+            divisor = max(n - a["correction"], 0)
+            var = f"ops.multiply({var}, {k.lit(n / divisor if divisor else float('inf'))})"
+        k.assign(node, f"ops.sqrt({var})" if root else var)
+    return named_rule(emit, name, "to_keras")
+
+
+VAR.emits("keras-jax")(_moment_emit("var", False))
+STD.emits("keras-jax")(_moment_emit("std", True))
+
+
+@VECTOR_NORM.emits("keras-jax")
+def _vector_norm_to_keras(node, k):
+    # Written out rather than ops.norm, which treats two axes as a matrix norm.
+    x, a = node.inputs[0], node.attrs
+    where = f"axis={k.lit(_keras_axis(a['axes'], x.type.rank))}, keepdims={k.lit(a['keepdims'])}"
+    ref, p = k.ref(x), a["ord"]
+    if p in (float("inf"), float("-inf")):
+        k.assign(node, f"ops.{'max' if p > 0 else 'min'}(ops.abs({ref}), {where})")
+    elif p == 0:
+        k.assign(node, f"ops.sum(ops.cast(ops.not_equal({ref}, 0), {k.lit(x.type.dtype)}), {where})")
+    elif p == 1:
+        k.assign(node, f"ops.sum(ops.abs({ref}), {where})")
+    elif p == 2:
+        k.assign(node, f"ops.sqrt(ops.sum(ops.square({ref}), {where}))")
+    else:
+        k.assign(node, f"ops.power(ops.sum(ops.power(ops.abs({ref}), {k.lit(p)}), {where}), {k.lit(1.0 / p)})")
+
+
+@SOFTMAX.emits("keras-jax")
+def _softmax_to_keras(node, k):
+    k.layer(node, "Softmax", {"axis": node.attrs["axis"]}, [node.inputs[0]])
+
+
+@LOG_SOFTMAX.emits("keras-jax")
+def _log_softmax_to_keras(node, k):
+    k.assign(node, f"ops.log_softmax({k.ref(node.inputs[0])}, axis={k.lit(node.attrs['axis'])})")

@@ -1,0 +1,103 @@
+"""Keras-JAX emit rules for the shape and indexing ops: ``keras.ops`` calls and ``x[...]`` subscripts.
+
+Data movement is ``ops.reshape`` / ``ops.transpose`` / ``ops.broadcast_to`` / ``ops.concatenate``;
+slices and selects are subscripts built with ``index_text`` (index.py), and gathers are
+``ops.take`` / ``ops.take_along_axis``.
+
+Example generated code:
+    view = ops.reshape(pool, (1, 16))
+    x_cls = x[:, 0]
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..shape import CONCAT, EXPAND, PERMUTE, RESHAPE, SPLIT, STACK
+from ..shape.index import FLIP, GATHER, INDEX_SELECT, ROLL, SELECT, SLICE, TILE, index_text
+
+__all__ = []
+
+
+@RESHAPE.emits("keras-jax")
+def _reshape_to_keras(node, k):
+    k.assign(node, f"ops.reshape({k.ref(node.inputs[0])}, {k.lit(tuple(node.attrs['shape']))})")
+
+
+@PERMUTE.emits("keras-jax")
+def _permute_to_keras(node, k):
+    k.assign(node, f"ops.transpose({k.ref(node.inputs[0])}, axes={k.lit(tuple(node.attrs['perm']))})")
+
+
+@EXPAND.emits("keras-jax")
+def _expand_to_keras(node, k):
+    k.assign(node, f"ops.broadcast_to({k.ref(node.inputs[0])}, {k.lit(tuple(node.attrs['shape']))})")
+
+
+@CONCAT.emits("keras-jax")
+def _concat_to_keras(node, k):
+    items = ", ".join(k.ref(v) for v in node.inputs)
+    k.assign(node, f"ops.concatenate([{items}], axis={node.attrs['axis']})")
+
+
+@STACK.emits("keras-jax")
+def _stack_to_keras(node, k):
+    # A stored 0-d item is written as a Python number, which symbolic ops.stack cannot take.
+    items = ", ".join(f"ops.convert_to_tensor({k.ref(v)}, {k.lit(v.type.dtype)})" if v.type.rank == 0 and
+                      k.is_param(v) else k.ref(v) for v in node.inputs)
+    k.assign(node, f"ops.stack([{items}], axis={node.attrs['axis']})")
+
+
+@SPLIT.emits("keras-jax")
+def _split_to_keras(node, k):
+    """keras' split takes split points, like numpy: sizes (1, 2, 1) -> [1, 3]."""
+    x, sizes = k.ref(node.inputs[0]), node.attrs["sizes"]
+    if len(sizes) == 1:  # one piece is the input; a one-item list would not unpack
+        k.assign(node, x)
+        return
+    points = [int(p) for p in np.cumsum(sizes)[:-1]]
+    k.assign(node, f"ops.split({x}, {k.lit(points)}, axis={node.attrs['axis']})")
+
+
+# -- indexing --------------------------------------------------------------------------------------
+@SLICE.emits("keras-jax")
+def _slice_to_keras(node, k):
+    x, a = node.inputs[0], node.attrs
+    item = f"{a['start'] or ''}:{a['end'] if a['end'] != x.type.shape[a['axis']] else ''}"
+    item += f":{a['step']}" if a["step"] != 1 else ""
+    k.assign(node, k.ref(x) + index_text(a["axis"], item))
+
+
+@SELECT.emits("keras-jax")
+def _select_to_keras(node, k):
+    x, a = node.inputs[0], node.attrs
+    k.assign(node, k.ref(x) + index_text(a["axis"], str(a["index"])))
+
+
+@INDEX_SELECT.emits("keras-jax")
+def _index_select_to_keras(node, k):
+    x, index = node.inputs
+    k.assign(node, f"ops.take({k.ref(x)}, {k.ref(index)}, axis={node.attrs['axis']})")
+
+
+@GATHER.emits("keras-jax")
+def _gather_to_keras(node, k):
+    x, index = node.inputs
+    k.assign(node, f"ops.take_along_axis({k.ref(x)}, {k.ref(index)}, axis={node.attrs['axis']})")
+
+
+@TILE.emits("keras-jax")
+def _tile_to_keras(node, k):
+    k.assign(node, f"ops.tile({k.ref(node.inputs[0])}, {k.lit(tuple(node.attrs['reps']))})")
+
+
+@FLIP.emits("keras-jax")
+def _flip_to_keras(node, k):
+    k.assign(node, f"ops.flip({k.ref(node.inputs[0])}, axis={k.lit(tuple(node.attrs['axes']))})")
+
+
+@ROLL.emits("keras-jax")
+def _roll_to_keras(node, k):
+    shifts, axes = tuple(node.attrs["shifts"]), node.attrs["axes"]
+    shift = k.lit(shifts if axes is not None else shifts[0])
+    axis = k.lit(None if axes is None else tuple(axes))
+    k.assign(node, f"ops.roll({k.ref(node.inputs[0])}, {shift}, axis={axis})")

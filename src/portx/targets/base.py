@@ -1,0 +1,99 @@
+"""The Target protocol: what api and verification need from an output format, written once per target.
+
+A target is an object, not a string: api indexes ``TARGETS[to]`` and verification asks ``target.owns(out)``,
+and neither branches on a target's name. Each target package (``keras_jax/``, ``torch_xla/``) holds its
+emitter (IR -> model.py + weights), its runtime (load, run, observe intermediates) and its TPU proof;
+its ``Target`` subclass only points at them.
+
+Example:
+    >>> target = TARGETS["torch-xla"]
+    >>> emitted = target.emit(graph, "out/")             # out/model.py, out/model.safetensors
+    >>> model = target.load("out/")                      # as out/model.py's load_model() gives it
+    >>> outputs = target.run(model, make_inputs(graph, seed=0))
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["Target"]
+
+
+class Target:
+    """One output format. Subclasses set the attributes and implement the methods that raise here."""
+
+    #: the key of emit rules (``@OP.emits(name)``) and pass pipelines, and the value of ``--to``
+    name = ""
+    #: other names the CLI accepts for this target (``--target tpu``)
+    aliases = ()
+    #: the op table (``op_tables/<table>.toml``) that gives each op's TPU status for this target
+    table = ""
+    #: the weights file written beside model.py
+    weights_file = ""
+    #: how every model.py this target writes begins (its docstring's first words)
+    header = ""
+    #: the deployable TPU artifact ``export_tpu`` writes into OUT, or None when the target has none
+    tpu_artifact = None
+
+    def __repr__(self):
+        return f"<target {self.name}>"
+
+    def emitter(self, graph):
+        """The in-memory emitter for ``graph`` (``.emit_graph()`` -> model.py text, ``.names``: Value -> variable)."""
+        raise NotImplementedError
+
+    def emit(self, graph, folder) -> dict:
+        """Write model.py and the weights into ``folder``: {"code", "weights", "var_of", "model", ...}.
+
+        Raises UnsupportedOps listing every node the target cannot express (Note [emit-time unsupported]).
+        """
+        raise NotImplementedError
+
+    def load(self, path):
+        """The model in ``path`` (an OUT folder or its model.py), loaded as a user would (``load_model()``)."""
+        raise NotImplementedError
+
+    def runner(self, model):
+        """``arrays -> [array]`` running ``model``; prepared once, so several batches share one compile."""
+        raise NotImplementedError
+
+    def run(self, model, arrays) -> list:
+        """``model``'s outputs on NumPy ``arrays``, flat, in the IR's output order."""
+        return self.runner(model)(arrays)
+
+    def observe(self, model, arrays, names, code=None) -> dict:
+        """{variable: array} for the ``names`` (variables of the emitted code) on ``arrays``.
+
+        ``code`` is the model.py ``model`` was loaded from, or None for a live model.
+        """
+        raise NotImplementedError
+
+    def input_shapes(self, model):
+        """The input shapes ``model`` takes, or None when the model does not say (a torch module)."""
+        return None
+
+    def prove_tpu(self, model, graph) -> dict:
+        """Lower ``model`` for TPU: {"verdict": "ok"|"problems"|"failed"|"skipped", "problems": [...], ...}."""
+        raise NotImplementedError
+
+    def export_tpu(self, model, graph, path) -> dict:
+        """Write the deployable TPU artifact to ``path`` (only where ``tpu_artifact`` is set)."""
+        raise NotImplementedError(f"the {self.name} target writes no TPU artifact")
+
+    def owns(self, out) -> bool:
+        """True when ``out`` (an OUT folder or its model.py) was written for this target.
+
+        Its weights file decides; without one (deleted, or never written), its model.py's first line, so
+        that the error about the missing file names the right one.
+        """
+        if not isinstance(out, (str, os.PathLike)):
+            return False
+        path = Path(out)
+        folder = path if path.is_dir() else path.parent
+        if (folder / self.weights_file).is_file():
+            return True
+        try:
+            with open(path / "model.py" if path.is_dir() else path, encoding="utf-8", errors="replace") as f:
+                return f.readline().startswith(self.header)
+        except OSError:
+            return False

@@ -1,0 +1,253 @@
+"""What every target's emitter shares: safe identifiers and literals, a line writer, the emitter base
+that walks the graph, and importing the written ``model.py`` the way a user would.
+
+Note [untrusted names]: every string that came from a model file (module paths, layer and
+parameter names) is untrusted. It reaches generated code only through ``Namespace.name`` (an
+ASCII identifier, never a keyword or builtin) or ``literal`` (``repr`` of plain data), so no
+name can close a string, start a statement or call anything.
+
+Note [emit-time unsupported]: an emit rule that meets a variant its target cannot express raises
+``errors.Unsupported`` (never NotImplementedError, which would be reported as a portx bug).
+``EmitterBase.emit_nodes`` catches it per node, binds the node's outputs to a stand-in so later rules
+keep going, and after the walk raises one ``UnsupportedOps`` (exit 3) listing every such node with
+its op, scope and reason, together with the ops that have no emit rule at all: the same
+collect-then-fail as the frontends.
+
+Example:
+    >>> ns = Namespace(reserved={"keras"})
+    >>> ns.name("layer1.0.conv1"), ns.name("__import__('os')")
+    ('layer1_0_conv1', 'import_os')
+"""
+from __future__ import annotations
+
+import builtins
+import importlib.util
+import keyword
+import math
+import re
+import sys
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import Unsupported, UnsupportedOps
+
+__all__ = ["Namespace", "literal", "LineWriter", "nested_outputs", "flatten_outputs", "import_by_path",
+           "EmitterBase", "missing_emit_rules"]
+
+_NOT_IDENT = re.compile(r"[^0-9A-Za-z_]+")
+_MAX_LEN = 48
+
+
+class Namespace:
+    """Hands out unique, legal, harmless Python identifiers for arbitrary strings.
+
+    Example: ``Namespace().name("my layer")`` -> ``"my_layer"``.
+    """
+
+    def __init__(self, reserved=()):
+        self._taken = set(reserved) | set(dir(builtins)) | set(keyword.kwlist) | set(keyword.softkwlist)
+
+    def release(self, name: str) -> None:
+        """Give back a name handed out but not used."""
+        self._taken.discard(name)
+
+    def name(self, raw: str, fallback: str = "v") -> str:
+        """A fresh identifier derived from ``raw`` (see Note [untrusted names])."""
+        base = _NOT_IDENT.sub("_", str(raw)).strip("_")[:_MAX_LEN].strip("_").lower() or fallback
+        if base[0].isdigit():
+            base = f"{fallback}_{base}"
+        if base.startswith("__"):
+            base = base.lstrip("_") or fallback
+        candidate, n = base, 1
+        while candidate in self._taken:
+            candidate = f"{base}_{n}"
+            n += 1
+        self._taken.add(candidate)
+        return candidate
+
+
+def literal(value) -> str:
+    """Python source for plain data (numbers, bools, None, str, tuples/lists of them).
+
+    Example: ``literal((1, 2))`` -> ``"(1, 2)"``; anything else raises TypeError.
+    """
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, int):
+        return repr(int(value))
+    if isinstance(value, float):
+        if math.isnan(value):
+            return 'float("nan")'
+        if math.isinf(value):
+            return 'float("inf")' if value > 0 else 'float("-inf")'
+        return repr(float(value))
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, tuple):
+        inner = ", ".join(literal(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, list):
+        return "[" + ", ".join(literal(v) for v in value) + "]"
+    if hasattr(value, "item") and getattr(value, "shape", None) == ():
+        return literal(value.item())
+    raise TypeError(f"cannot write {type(value).__name__} as a literal in generated code")
+
+
+class LineWriter:
+    """Collects indented source lines. Example: ``w.line("x = 1"); w.text()``."""
+
+    def __init__(self):
+        self._lines = []
+        self.indent = 0
+
+    def line(self, text: str = "") -> None:
+        """Append one line at the current indent."""
+        self._lines.append(("    " * self.indent + text) if text else "")
+
+    def text(self) -> str:
+        """All lines joined, ending in a newline."""
+        return "\n".join(self._lines) + "\n"
+
+
+# Note [output structure]: a source may return nested dicts, tuples and lists of tensors. The IR
+# keeps a flat output list; graph.meta["output_structure"] records the nesting as plain data
+# (a leaf is the output's index; {"tuple": [...]}, {"list": [...]}, {"dict": [[key, child], ...]}),
+# the emitters write the same nesting back, and ``flatten_outputs`` reads it in the IR's order
+# (dict values in insertion order, as torch.export and Keras both keep it).
+def nested_outputs(spec, refs) -> str:
+    """Python source for the nested output ``spec`` over the flat output expressions ``refs``."""
+    if isinstance(spec, int):
+        return refs[spec]
+    (kind, items), = spec.items()
+    if kind == "dict":
+        return "{" + ", ".join(f"{literal(key)}: {nested_outputs(child, refs)}" for key, child in items) + "}"
+    inner = ", ".join(nested_outputs(child, refs) for child in items)
+    return f"[{inner}]" if kind == "list" else f"({inner}{',' if len(items) == 1 else ''})"
+
+
+def flatten_outputs(out) -> list:
+    """The leaves of a model's (possibly nested) outputs in order: dict values in insertion order."""
+    if isinstance(out, dict):
+        return [leaf for value in out.values() for leaf in flatten_outputs(value)]
+    if isinstance(out, (list, tuple)):
+        return [leaf for value in out for leaf in flatten_outputs(value)]
+    return [out]
+
+
+def import_by_path(path, module_name=None):
+    """Import a generated ``model.py`` by path, as a user would, under a unique module name.
+
+    Example: ``import_by_path("out/model.py").load_model()``.
+    """
+    path = Path(path)
+    name = module_name or f"portx_emitted_{uuid.uuid4().hex[:8]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.modules.pop(name, None)
+    return module
+
+
+def missing_emit_rules(graph, target: str) -> list:
+    """(op, scopes, reason) for every op of ``graph`` that has no emit rule for ``target``."""
+    found = {}
+    for node in graph.nodes:
+        if target not in node.op.emit_rules:
+            found.setdefault(node.op.name, []).append(node.scope)
+    return [(op, scopes, f"no {target} emitter") for op, scopes in found.items()]
+
+
+class EmitterBase:
+    """What the emitters of every target share: value references, statements and the walk over the graph.
+
+    A subclass sets ``TARGET`` (the emit-rule key), ``self.ns`` (a Namespace), ``self.body`` (a
+    LineWriter) and implements ``store(raw_name, array)`` (how a stored array is referenced) and
+    ``variables(node, hint)`` (the names a node's outputs are bound to).
+    Example: ``KerasEmitter(graph).emit_graph()`` -> the text of ``model.py``.
+    """
+
+    TARGET = ""
+    TEMP_FROM_SCOPE = True  # temporaries are named after the node's scope (else after its first output)
+
+    def __init__(self, graph):
+        self.graph = graph
+        self.names = {}  # Value -> the expression that holds it in the generated code
+
+    # -- values ---------------------------------------------------------------------------
+    def is_param(self, value) -> bool:
+        """True for stored arrays (weights and folded constants)."""
+        return self.graph.is_param(value)
+
+    def param(self, value) -> np.ndarray:
+        """The stored array behind a parameter value."""
+        return self.graph.params[value.name]
+
+    def ref(self, value) -> str:
+        """A code expression for ``value``: its variable, or the target's form of a stored array."""
+        if isinstance(value, str):  # already an expression (from temp, sublayer, ...)
+            return value
+        if value in self.names:
+            return self.names[value]
+        if not self.is_param(value):
+            raise KeyError(f"value %{value.name} is used before it is defined")
+        self.names[value] = expr = self.store(value.name, self.param(value))
+        return expr
+
+    def const(self, node, array, hint="const") -> str:
+        """An expression for an array a rule computed (an interpolation matrix, an index table), named
+        ``<node scope>_<hint>`` so the generated code says what the table is."""
+        return self.store(f"{node.scope or node.outputs[0].name}_{hint}", np.asarray(array))
+
+    def store(self, raw_name: str, array) -> str:
+        """An expression for a stored array (subclasses: an inline literal, a Constant layer, a buffer)."""
+        raise NotImplementedError
+
+    lit = staticmethod(literal)  # Python source for plain attribute data
+
+    # -- writing ----------------------------------------------------------------------------
+    def temp(self, node, expr: str, hint: str = "t") -> str:
+        """Write ``tmp = EXPR`` and return the temporary's name."""
+        base = (node.scope or node.outputs[0].name) if self.TEMP_FROM_SCOPE else node.outputs[0].name
+        name = self.ns.name(f"{base}_{hint}", node.op.name)
+        self.body.line(f"{name} = {expr}")
+        return name
+
+    def assign(self, node, expr: str) -> None:
+        """Write ``out = EXPR`` (or ``a, b = EXPR`` for several outputs)."""
+        self._bind(node, expr, self.variables(node, None))
+
+    def variables(self, node, hint) -> list:
+        """Fresh variable names for ``node``'s outputs (``hint``: a layer's or submodule's name)."""
+        raise NotImplementedError
+
+    def _bind(self, node, expr, targets):
+        for value, var in zip(node.outputs, targets):
+            self.names[value] = var
+        self.body.line(f"{', '.join(targets)} = {expr}")
+
+    # -- the walk ---------------------------------------------------------------------------
+    def check(self, node) -> None:
+        """Refuse IR this target cannot print (a bug upstream, not the user's model); subclasses override."""
+
+    def emit_nodes(self) -> None:
+        """Run every node's emit rule in graph order; collect, then fail (Note [emit-time unsupported])."""
+        failures = {}
+        for node in self.graph.nodes:
+            self.check(node)
+            rule = node.op.emit_rules.get(self.TARGET)
+            try:
+                if rule is None:
+                    raise Unsupported(f"no {self.TARGET} emitter")
+                rule(node, self)
+            except Unsupported as exc:
+                failures.setdefault((node.op.name, str(exc)), []).append(node.scope or node.outputs[0].name)
+                for value in node.outputs:  # a stand-in, so that later rules keep going
+                    self.names.setdefault(value, f"unsupported_{len(self.names)}")
+        if failures:
+            raise UnsupportedOps([(op, scopes, reason) for (op, reason), scopes in failures.items()],
+                                 where=f"target {self.TARGET}")

@@ -1,0 +1,65 @@
+"""The ``keras-jax`` target: a functional Keras 3 ``model.py`` + ``model.weights.h5``, run with JAX.
+
+emitter.py writes the files, runtime.py loads and runs them (jitted) and observes intermediates,
+tpu.py proves the TPU lowering and writes the ``jax.export`` artifact (``--export-tpu``).
+
+Example:
+    >>> emitted = KERAS_JAX.emit(graph, "out/")
+    >>> KERAS_JAX.run(KERAS_JAX.load("out/"), arrays)[0].shape
+"""
+from __future__ import annotations
+
+import sys
+
+from ..base import Target
+from .emitter import HEADER, WEIGHTS_FILE, KerasEmitter, emit_keras
+from .runtime import jitted, load_folder, observe_layers, observe_locals
+from .tpu import export_artifact, prove_tpu_lowering
+
+__all__ = ["KERAS_JAX", "KerasJax"]
+
+
+class KerasJax(Target):
+    """Keras 3 with the JAX backend; its op table is ``tpu`` (XLA:TPU through jax.export)."""
+
+    name = "keras-jax"
+    aliases = ("keras_jax", "tpu")
+    table = "tpu"
+    weights_file = WEIGHTS_FILE
+    header = HEADER
+    tpu_artifact = "model.tpu.jaxexport"
+
+    def emitter(self, graph):
+        return KerasEmitter(graph)
+
+    def emit(self, graph, folder) -> dict:
+        return emit_keras(graph, folder)
+
+    def load(self, path):
+        return load_folder(path)
+
+    def runner(self, model):
+        return jitted(model)
+
+    def observe(self, model, arrays, names, code=None) -> dict:
+        """From model.py, ``build_model``'s locals; from a live model, the outputs of layers named like ``names``."""
+        if code is not None:
+            return observe_locals(code, arrays, names)
+        return observe_layers(model, arrays, names)
+
+    def input_shapes(self, model):
+        return [tuple(t.shape) for t in model.inputs]
+
+    def prove_tpu(self, model, graph) -> dict:
+        return prove_tpu_lowering(model, graph)
+
+    def export_tpu(self, model, graph, path) -> dict:
+        return export_artifact(model, graph, path)
+
+    def owns(self, out) -> bool:
+        """A live ``keras.Model`` too (verification of a model the user loaded), besides OUT folders."""
+        keras = sys.modules.get("keras")
+        return (keras is not None and isinstance(out, keras.Model)) or super().owns(out)
+
+
+KERAS_JAX = KerasJax()

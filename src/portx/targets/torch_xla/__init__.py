@@ -1,0 +1,50 @@
+"""The ``torch-xla`` target: a plain PyTorch ``model.py`` + ``model.safetensors`` for PyTorch/XLA and torchax.
+
+emitter.py writes the files (Note [XLA-friendly torch]), runtime.py loads and runs them and captures
+``forward``'s locals, tpu.py proves the TPU lowering through torchax.
+
+Example:
+    >>> emitted = TORCH_XLA.emit(graph, "out/")
+    >>> TORCH_XLA.run(TORCH_XLA.load("out/"), arrays)[0].shape
+"""
+from __future__ import annotations
+
+from ..base import Target
+from .emitter import HEADER, WEIGHTS_FILE, TorchEmitter, emit_torch
+from .runtime import load_folder, run_torch, run_torch_with_locals
+from .tpu import prove_torch_tpu_lowering
+
+__all__ = ["TORCH_XLA", "TorchXla"]
+
+
+class TorchXla(Target):
+    """PyTorch for TPUs (PyTorch/XLA or torchax); its op table is ``torch_xla``."""
+
+    name = "torch-xla"
+    aliases = ("torch_xla",)
+    table = "torch_xla"
+    weights_file = WEIGHTS_FILE
+    header = HEADER
+
+    def emitter(self, graph):
+        return TorchEmitter(graph)
+
+    def emit(self, graph, folder) -> dict:
+        return emit_torch(graph, folder)
+
+    def load(self, path):
+        return load_folder(path)
+
+    def runner(self, model):
+        return lambda arrays: run_torch(model, arrays)
+
+    def observe(self, model, arrays, names, code=None) -> dict:
+        """The locals of one ``forward`` call (``code`` is not needed: the module itself is run)."""
+        _, local = run_torch_with_locals(model, arrays)
+        return {var: local[var] for var in names if var in local}
+
+    def prove_tpu(self, model, graph) -> dict:
+        return prove_torch_tpu_lowering(model, graph)
+
+
+TORCH_XLA = TorchXla()

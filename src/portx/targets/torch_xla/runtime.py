@@ -1,0 +1,70 @@
+"""Running a written PyTorch model: load it as a user would, run it on NumPy inputs, and capture its locals.
+
+Example:
+    >>> model = load_folder("out/")                  # what out/model.py's load_model() returns
+    >>> outputs = run_torch(model, [x])
+    >>> outputs, local = run_torch_with_locals(model, [x]); local["conv_b"].shape
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from ..codegen import flatten_outputs, import_by_path
+
+__all__ = ["load_folder", "run_torch", "run_torch_with_locals", "tensor_of", "numpy_of"]
+
+
+def load_folder(path):
+    """The module written in ``path`` (an OUT folder or its model.py), as ``load_model()`` gives it (eval mode)."""
+    path = Path(path)
+    return import_by_path(path / "model.py" if path.is_dir() else path).load_model()
+
+
+def tensor_of(array):
+    """A torch tensor for a NumPy array (ml_dtypes bfloat16 included)."""
+    import torch
+
+    array = np.ascontiguousarray(array).reshape(np.shape(array))  # ascontiguousarray makes 0-d arrays 1-d
+    if str(array.dtype) == "bfloat16":
+        return torch.from_numpy(array.view(np.uint16).copy()).view(torch.bfloat16)
+    return torch.from_numpy(array.copy())
+
+
+def numpy_of(tensor) -> np.ndarray:
+    """A NumPy array for a tensor (bfloat16 as float32)."""
+    import torch
+
+    tensor = tensor.detach().cpu()
+    return (tensor.float() if tensor.dtype == torch.bfloat16 else tensor).numpy()
+
+
+def run_torch(model, arrays) -> list:
+    """Run ``model`` on NumPy inputs under ``torch.no_grad()``; outputs as a list of arrays."""
+    import torch
+
+    device = next((t.device for t in list(model.parameters()) + list(model.buffers())), torch.device("cpu"))
+    with torch.no_grad():
+        out = model(*[tensor_of(a).to(device) for a in arrays])
+    return [numpy_of(t) for t in flatten_outputs(out)]
+
+
+def run_torch_with_locals(model, arrays):
+    """``run_torch`` plus every local of ``forward`` as NumPy (``var_of`` names them), for localization."""
+    import torch
+
+    captured = {}
+    code = type(model).forward.__code__
+
+    def watch(frame, event, arg):
+        if event == "return" and frame.f_code is code:
+            captured.update(frame.f_locals)
+
+    sys.setprofile(watch)
+    try:
+        outputs = run_torch(model, arrays)
+    finally:
+        sys.setprofile(None)
+    return outputs, {k: numpy_of(v) for k, v in captured.items() if isinstance(v, torch.Tensor)}

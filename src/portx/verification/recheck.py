@@ -1,0 +1,277 @@
+"""Re-checking a converted model against its source, after the fact, for any target: ``portx verify``
+and ``portx.testing``.
+
+Note [trust nothing in OUT]: a converted folder may come from another portx version, or may have been
+edited since. The folder's target is recognised by ``Target.owns`` (its weights file, else its model.py's
+first line); only ``model.py`` and that weights file are run (imported as a user would), and
+``report.json`` is never read. Input shapes and the expected numbers come from the source, lowered
+again. The IR is re-emitted in memory, for each pass set and ``--io-layout`` that ``portx convert``
+may have used (its flags are not read back either), to name each IR value's variable in ``model.py``;
+when no re-emitted text equals the file, per-layer comparisons would pair the wrong tensors, so only
+outputs are compared.
+
+Example:
+    >>> report = verify_converted("model.pt2", "out/", samples=3)
+    >>> report["passed"], report["outputs"][0]["max_abs"]
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import BadInput, UnsupportedOps, VerificationFailed, first_line
+from ..frontends import load
+from ..passes.layout import IO_LAYOUTS, graph_arrays, set_io_layout, source_arrays
+from ..passes.pipeline import run_passes
+from ..targets import DEFAULT_TARGET, target_of
+from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs, run_reference
+from .trace import first_failure, observe_values, trace_layers
+
+__all__ = ["Converted", "open_converted", "lower_for", "expected_outputs", "check_converted", "verify_converted",
+           "failure_message"]
+
+# Pass sets 'portx convert' may have run (its flags are not read back: Note [trust nothing in OUT]).
+_PASS_VARIANTS = ((), ("fold_batch_norm",))  # default; --no-fold-bn
+
+
+@dataclass
+class Converted:
+    """A converted model to check: its target, the loaded model, and its ``model.py`` when it came from files."""
+
+    target: object
+    model: object
+    code: Path | None = None
+    label: str = ""
+
+
+def open_converted(out) -> Converted:
+    """An OUT folder, a ``model.py`` path or a live model, ready to run (BadInput when unusable).
+
+    Example: ``open_converted("out/").target.name`` -> ``"torch-xla"``.
+    """
+    target = target_of(out)
+    if not isinstance(out, (str, os.PathLike)):
+        if target is None:
+            raise BadInput(f"{type(out).__name__} is not a converted model",
+                           hint="pass an OUT folder from 'portx convert', its model.py, or a keras.Model")
+        return Converted(target, out, None, f"{target.name} model {getattr(out, 'name', '')}".strip())
+    target = target or DEFAULT_TARGET  # nothing there: the messages name the default target's files
+    path = Path(out)
+    if not path.exists():
+        raise BadInput(f"{path}: no such folder", hint="pass the OUT folder written by 'portx convert'")
+    code = path / "model.py" if path.is_dir() else path
+    for needed in (code, code.parent / target.weights_file):
+        if not needed.is_file():
+            raise BadInput(f"{needed}: missing", hint=f"pass the OUT folder written by 'portx convert --to "
+                                                      f"{target.name}' (model.py and {target.weights_file})")
+    try:
+        model = target.load(code)
+    except Exception as exc:  # any failure here means the files do not make a model
+        raise BadInput(f"{code}: load_model() failed ({type(exc).__name__}: {first_line(exc)})",
+                       hint="the files may be damaged, or the weights may not fit model.py; "
+                            f"convert again with 'portx convert --to {target.name} --force'") from None
+    return Converted(target, model, code, str(code.parent if path.is_dir() else code))
+
+
+def lower_for(src, target, skip=(), raw=None, io_layout="source"):
+    """The source's IR after ``target``'s passes (minus ``skip``) and ``--io-layout``: what convert emitted.
+
+    ``raw`` reuses an already lowered, not yet rewritten graph (passes are pure functions).
+    Example: ``make_inputs(lower_for(load("model.pt2"), TARGETS["keras-jax"]), seed=0)``.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # convert already reported these warnings
+        graph = run_passes(src.lower() if raw is None else raw, target.name, skip=skip)
+    return set_io_layout(graph, io_layout) if io_layout != "source" else graph
+
+
+def expected_outputs(src, graph, arrays) -> list:
+    """The source's outputs on ``arrays`` (given in the graph's I/O layout), in the graph's layout."""
+    # --io-layout may have transposed inputs/outputs: the source sees and gives its own layout
+    return graph_arrays(graph, src.run(*source_arrays(graph, arrays)))
+
+
+def _fitting(src, raw, converted):
+    """(graph, io_layout) for each ``--io-layout`` whose input shapes the converted model takes (all of
+    them when the model does not say), lowered lazily."""
+    shapes = converted.target.input_shapes(converted.model)
+    for io_layout in IO_LAYOUTS:
+        graph = lower_for(src, converted.target, raw=raw, io_layout=io_layout)
+        if shapes is None or [tuple(v.type.shape) for v in graph.inputs] == shapes:
+            yield graph, io_layout
+
+
+def _emitted(target, graph):
+    """(model.py text, Value -> variable) of ``graph`` emitted in memory, or None when it cannot be."""
+    try:
+        emitter = target.emitter(graph)
+        return emitter.emit_graph(), dict(emitter.names)
+    except UnsupportedOps:
+        return None
+
+
+def _pair(src, raw, converted) -> tuple:
+    """(graph, io_layout, names or None, note): the variant convert wrote as model.py (Note [trust nothing in
+    OUT]); without a match, the first fitting variant and a note saying why layers are not compared."""
+    fits = _fitting(src, raw, converted)
+    first = next(fits, None)
+    if first is None:  # the model takes other shapes: check_converted reports it
+        return lower_for(src, converted.target, raw=raw), "source", None, ""
+    cannot = "this portx version cannot emit the source again; comparing outputs only"
+    if converted.code is None:  # a live model: its layers are matched by name to the default pass set
+        emitted = _emitted(converted.target, first[0])
+        return (*first, None, cannot) if emitted is None else (*first, emitted[1], "live model: layers matched by name")
+    text = converted.code.read_text(encoding="utf-8")
+    for graph, io_layout in itertools.chain([first], fits):
+        for skip in _PASS_VARIANTS:
+            variant = lower_for(src, converted.target, skip, raw, io_layout) if skip else graph
+            emitted = _emitted(converted.target, variant)
+            if emitted is None:
+                return (*first, None, cannot)
+            if emitted[0] == text:
+                return variant, io_layout, emitted[1], ""
+    return (*first, None, f"{converted.code} differs from what this portx version writes for the source "
+                          "(made by another portx version, or edited); comparing outputs only")
+
+
+def _signature_problem(graph, converted) -> str:
+    """Why the converted model cannot take the source's inputs, or ''."""
+    want = [tuple(v.type.shape) for v in graph.inputs]
+    got = converted.target.input_shapes(converted.model)
+    if got is not None and want != got:
+        return f"the converted model takes inputs of shapes {got}, the source {want}"
+    return ""
+
+
+def _explicit_batch(graph, inputs) -> list:
+    arrays = [np.asarray(a) for a in inputs]
+    want = [tuple(v.type.shape) for v in graph.inputs]
+    if [a.shape for a in arrays] != want:
+        raise BadInput(f"inputs: shapes {[a.shape for a in arrays]}, the source was converted for {want}",
+                       hint="pass arrays of the converted shapes, or inputs=None for seeded ones")
+    return [a.astype(v.type.dtype) for a, v in zip(arrays, graph.inputs)]
+
+
+def _run_samples(src, graph, converted, batches, atol, rtol) -> list:
+    """Per batch: the source and the converted model on the same inputs, compared output by output."""
+    run = converted.target.runner(converted.model)  # prepared once: one compile for all batches
+    names = [v.name for v in graph.outputs]
+    rows = []
+    for seed, arrays in batches:
+        try:
+            got = run(arrays)
+        except Exception as exc:  # the model cannot take the source's inputs (edited, or another model)
+            rows.append({"seed": seed, "passed": False, "outputs": [],
+                         "problem": f"the converted model fails on the source's inputs ({type(exc).__name__}: "
+                                    f"{first_line(exc)})"})
+            continue
+        rows.append({"seed": seed, **compare(expected_outputs(src, graph, arrays), got, names, atol, rtol)})
+    return rows
+
+
+def _summary(samples) -> list:
+    """Per output, the worst error over all samples, with the seed it came from."""
+    merged = []
+    for i, row in enumerate(samples[0]["outputs"]):
+        rows = [(s["seed"], s["outputs"][i]) for s in samples if i < len(s["outputs"])]
+        failing = [(seed, r) for seed, r in rows if not r["passed"]] or rows
+        seed, worst = max(failing, key=lambda sr: -1.0 if sr[1]["max_abs"] is None else sr[1]["max_abs"])
+        merged.append({**worst, "name": row["name"], "seed": seed, "passed": all(r["passed"] for _, r in rows),
+                       "max_abs": max((r["max_abs"] or 0.0) for _, r in rows),
+                       "max_rel": max((r["max_rel"] or 0.0) for _, r in rows)})
+    return merged
+
+
+def check_converted(src, converted, *, batch=None, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL,
+                    trace=False) -> dict:
+    """Compare a loaded source with a converted model; returns the report (see ``verify_converted``).
+
+    Example: ``check_converted(load("model.pt2"), open_converted("out/"), samples=3)["passed"]``.
+    """
+    if samples < 1:
+        raise BadInput(f"--samples {samples}: must be at least 1", hint="pass --samples 1 or more")
+    graph, io_layout, names, note = _pair(src, src.lower(), converted)
+    report = {"source": str(src.label), "out": converted.label, "target": converted.target.name, "atol": atol,
+              "rtol": rtol, "io_layout": io_layout,
+              "inputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs]}
+    problem = _signature_problem(graph, converted)
+    if problem:
+        return {**report, "passed": False, "outputs": [], "samples": [], "problem": problem}
+    batches = [(None, _explicit_batch(graph, batch))] if batch is not None else \
+        [(s, make_inputs(graph, s)) for s in range(seed, seed + samples)]
+    runs = _run_samples(src, graph, converted, batches, atol, rtol)
+    if not all(r["outputs"] for r in runs):
+        failed = next(r for r in runs if not r["outputs"])
+        return {**report, "passed": False, "samples": runs, "outputs": [],
+                "problem": f"{converted.label}: {failed['problem']}"}
+    report.update(passed=all(r["passed"] for r in runs), samples=runs, outputs=_summary(runs))
+    if trace or not report["passed"]:
+        chosen = next((i for i, r in enumerate(runs) if not r["passed"]), 0)
+        report.update(code_matches=names is not None and converted.code is not None, note=note)
+        if names is not None:
+            report.update(_layer_report(src, graph, converted, names, batches[chosen], atol, rtol, trace))
+    if not report["passed"]:
+        report["problem"] = failure_message(report)
+    return report
+
+
+def _layer_report(src, graph, converted, names, batch, atol, rtol, trace) -> dict:
+    """Trace rows (``trace``) and the first diverging layer, each also against the source's own values."""
+    seed, arrays = batch
+    observed = observe_values(converted.target, converted.model, graph, names, arrays, converted.code)
+    found = {"trace_seed": seed}
+    try:
+        source = src.intermediates(source_arrays(graph, arrays))
+    except Exception as exc:  # private torch APIs; the reference comparison still stands
+        source, found["note"] = {}, f"source intermediates unavailable ({type(exc).__name__})"
+    rows = trace_layers(graph, observed, run_reference(graph, arrays), source, atol, rtol, names)
+    if trace:
+        found["trace"] = rows
+    bad = first_failure(rows)
+    if bad is not None:
+        found["first_divergence"] = bad
+    return found
+
+
+def failure_message(report) -> str:
+    """One line: which output differs, on which seed, and the first diverging layer when known.
+
+    Example: ``out/: output y differs from the source on seed 0 (...); first diverging layer: fc (linear) %y``.
+    """
+    if not report.get("outputs"):
+        return f"{report['out']}: {report.get('problem', 'no outputs to compare')}"
+    bad = next((s for s in report["samples"] if not s["passed"]), report["samples"][0])
+    row = next((r for r in bad["outputs"] if not r["passed"]), None)
+    seed = "" if bad["seed"] is None else f" on seed {bad['seed']}"
+    what = f"output {row['name']} differs from the source{seed} ({row['problem']})" if row else \
+        bad.get("problem", "outputs differ")
+    where = report.get("first_divergence")
+    place = f"; first diverging layer: {where['scope'] or '<top>'} ({where['op']}) %{where['value']}" if where else ""
+    return f"{report['out']}: {what}{place}"
+
+
+def verify_converted(source, out, *, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, inputs=(),
+                     trust_pickle=False, trace=False, check=True) -> dict:
+    """Re-check OUT (folder written by ``portx convert``, for any target) against SOURCE on seeds
+    seed..seed+samples-1.
+
+    Returns the report; raises BadInput (2), or VerificationFailed (1) when ``check`` and it differs.
+    Example: ``verify_converted("model.pt2", "out/", samples=3)["passed"]``.
+    """
+    src = load(source, inputs=inputs, trust_pickle=trust_pickle)
+    converted = open_converted(out)
+    if converted.code is None:
+        raise BadInput(f"{type(out).__name__}: OUT must be a folder or a model.py path", hint="pass the OUT folder")
+    report = check_converted(src, converted, samples=samples, seed=seed, atol=atol, rtol=rtol, trace=trace)
+    if not report["passed"] and not report["outputs"]:  # nothing compared: OUT takes or gives other tensors
+        first = next((s.get("problem") for s in report["samples"] if s.get("problem")), None)
+        raise BadInput(f"{report['out']}: was converted from another model or for other input shapes: "
+                       f"{first or report['problem']}", hint="pass the model OUT was made from, or convert SRC anew")
+    if check and not report["passed"]:
+        raise VerificationFailed(report["problem"], hint="rerun with --trace for every layer's error")
+    return report

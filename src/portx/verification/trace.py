@@ -1,0 +1,93 @@
+"""Per-layer tracing for any target: each emitted intermediate against the IR's NumPy reference.
+
+The emitted model and the IR's NumPy reference both follow the IR graph, so they are compared value
+by value, in graph order, up to the first value that differs: that node is where a conversion went
+wrong. Where the source computes the same value one-to-one (``Source.intermediates``), each row
+also compares with the source's own number. ``Target.observe`` reads the emitted model's values
+(build_model's locals for Keras, forward's locals for PyTorch); the emitter's ``names`` say which
+variable holds which IR value.
+
+Example:
+    >>> where = localize(target, graph, model, emitted["var_of"], make_inputs(graph, 0), code=emitted["code"])
+    >>> where["scope"], where["op"]
+    ('block.3', 'conv')
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare_arrays, run_reference
+
+__all__ = ["LAYER_SLACK", "observe_values", "trace_layers", "first_failure", "localize"]
+
+#: intermediate values carry more rounding than outputs: their tolerances are this many times looser
+LAYER_SLACK = 10
+
+
+def observe_values(target, model, graph, names, arrays, code=None) -> dict:
+    """{IR Value: array} for every intermediate of ``model`` that ``names`` (Value -> variable) pairs with.
+
+    Graph inputs, stored arrays and values whose shape differs from the IR's are left out.
+    Example: ``observe_values(TARGETS["torch-xla"], model, graph, emitted["var_of"], arrays)[value]``.
+    """
+    wanted = {v: var for v, var in names.items() if v not in graph.inputs and not graph.is_param(v)}
+    got = target.observe(model, arrays, set(wanted.values()), code)
+    return {v: got[var] for v, var in wanted.items()
+            if var in got and tuple(np.shape(got[var])) == tuple(v.type.shape)}
+
+
+def _row(node, value, var, observed, reference, source, atol, rtol, order=None) -> dict:
+    """One trace row: the emitted intermediate against the IR reference, and against the source when known.
+
+    ``order``: the axis order the layout pass stores ``value`` in (Note [stored orders] in passes/layout_sink.py).
+    """
+    ref = compare_arrays(reference[value], observed[value], atol * LAYER_SLACK, rtol * LAYER_SLACK)
+    row = {"scope": node.scope, "op": node.op.name, "value": value.name, "var": var,
+           "max_abs": ref["max_abs"], "max_rel": ref["max_rel"], "passed": ref["passed"], "problem": ref["problem"],
+           "source": None}
+    theirs = source.get(value.name)
+    if theirs is not None and order is not None and np.ndim(theirs) == len(order):
+        theirs = np.transpose(theirs, order)
+    if theirs is not None and tuple(theirs.shape) == tuple(value.type.shape):
+        src = compare_arrays(theirs, observed[value], atol * LAYER_SLACK, rtol * LAYER_SLACK)
+        row["source"] = {k: src[k] for k in ("max_abs", "max_rel", "passed", "problem")}
+        if ref["passed"] and not src["passed"]:
+            row.update(passed=False, problem=f"differs from the source's intermediate: {src['problem']}")
+    return row
+
+
+def trace_layers(graph, observed, reference, source, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, names=None) -> list:
+    """Rows per observed IR value in graph order, up to and including the first that diverges.
+
+    ``source`` maps IR value names to the source's own intermediates (may be empty).
+    Example: ``trace_layers(graph, observed, run_reference(graph, arrays), {})[-1]["scope"]``.
+    """
+    rows, orders = [], graph.meta.get("stored_orders", {})
+    added = graph.meta.get("layout_transposes", ())  # the layout pass's own transposes: no source layer
+    for node in graph.nodes:
+        for value in node.outputs:
+            if value in observed and value in reference and value.name not in added:
+                rows.append(_row(node, value, (names or {}).get(value), observed, reference, source, atol, rtol,
+                                 orders.get(value.name)))
+                if not rows[-1]["passed"]:
+                    return rows
+    return rows
+
+
+def first_failure(rows):
+    """The first row that did not pass, or None."""
+    return next((r for r in rows if not r["passed"]), None)
+
+
+def localize(target, graph, model, names, arrays, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, code=None) -> dict:
+    """The first IR node whose emitted intermediate differs from the IR's NumPy reference (used by convert).
+
+    ``names`` is the emitter's Value -> variable map (``emitted["var_of"]``), ``code`` the written model.py.
+    Example: ``localize(target, graph, model, emitted["var_of"], arrays, code=emitted["code"])["scope"]``.
+    """
+    observed = observe_values(target, model, graph, names, arrays, code)
+    bad = first_failure(trace_layers(graph, observed, run_reference(graph, arrays), {}, atol, rtol))
+    if bad is None:
+        return {"scope": None, "op": None, "problem": "every intermediate matches the IR reference: "
+                "the IR itself differs from the source (a frontend import rule)"}
+    return {k: bad[k] for k in ("scope", "op", "value", "max_abs", "problem")}

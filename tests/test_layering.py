@@ -1,0 +1,140 @@
+"""Dependencies point one way: ``ir <- ops <- {frontends, passes, targets} <- verification <- api <- cli``.
+
+Read from the source with ``ast``, so nothing is imported. Three rules:
+- every portx import (module level or inside a function) goes to a lower layer, to the importer's own
+  group, or to a leaf utility (``errors``, ``outputs``), and leaves import only leaves;
+- module-level imports between portx modules form no cycle;
+- no ``_private`` name is imported from another portx module.
+"""
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "portx"
+
+#: module group -> layer; a module may import its own group, lower layers and LEAVES
+LAYERS = {"ir": 0, "ops": 1, "frontends": 2, "passes": 2, "targets": 2, "verification": 3, "testing": 4, "api": 4,
+          "cli": 5, "": 6}
+#: modules that belong to another group than their path says (the op tables are read by passes/legalize)
+GROUP_OF = {"portx.optables": "passes"}
+#: utilities importable from anywhere; they import only each other
+LEAVES = {"portx.errors", "portx.outputs"}
+
+
+def _module_name(path: Path) -> str:
+    parts = ["portx", *path.relative_to(SRC).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(SRC.rglob("*.py"))}
+
+
+def _group(module: str) -> str:
+    return GROUP_OF.get(module) or (module.split(".") + [""])[1]
+
+
+def _imports(module: str):
+    """(line, imported module, imported names, at module level) for every portx import of ``module``."""
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    top = {id(node) for node in tree.body}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "portx":
+                    yield node.lineno, alias.name, (), id(node) in top
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+            if base.split(".")[0] != "portx":
+                continue
+            for alias in node.names:  # ``from pkg import submodule`` imports the submodule
+                target = f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
+                yield node.lineno, target, (() if target != base else (alias.name,)), id(node) in top
+
+
+def _edges(module_level_only=False):
+    for module in MODULES:
+        for line, target, names, at_top in _imports(module):
+            if target in MODULES and target != module and (at_top or not module_level_only):
+                yield module, line, target, names
+
+
+def test_every_module_is_in_a_layer():
+    unknown = sorted(m for m in MODULES if m not in LEAVES and _group(m) not in LAYERS)
+    assert not unknown, f"modules in no layer of LAYERS: {unknown}"
+
+
+def test_imports_point_one_way():
+    bad = []
+    for module, line, target, names in _edges():
+        mine, theirs = _group(module), _group(target)
+        if (target, names) == ("portx", ("__version__",)):
+            continue  # the version string lives in the package itself
+        if module in LEAVES:
+            ok = target in LEAVES
+        else:
+            ok = target in LEAVES or mine == theirs or LAYERS[theirs] < LAYERS[mine]
+        if not ok:
+            bad.append(f"{MODULES[module].relative_to(SRC)}:{line} ({mine}) imports {target} ({theirs})")
+    assert not bad, "imports against the layering:\n" + "\n".join(bad)
+
+
+def _cycle(graph):
+    """One cycle of ``graph`` (node -> set of nodes) as a list of nodes, or None."""
+    state, stack = {}, []
+
+    def visit(node):
+        state[node] = "open"
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        state[node] = "done"
+        stack.pop()
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def test_no_import_cycles_at_module_level():
+    graph = {}
+    for module, _, target, _ in _edges(module_level_only=True):
+        graph.setdefault(module, set()).add(target)
+    cycle = _cycle(graph)
+    assert cycle is None, "module-level import cycle: " + " -> ".join(cycle)
+
+
+def test_no_private_names_cross_modules():
+    bad = [f"{MODULES[module].relative_to(SRC)}:{line} imports {name} from {target}"
+           for module, line, target, names in _edges() for name in names
+           if name.startswith("_") and not name.startswith("__")]
+    assert not bad, "private names imported from another module:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("code, expected", [
+    ("a -> b", None), ("a -> b, b -> a", ["a", "b", "a"]), ("a -> b, b -> c, c -> a", ["a", "b", "c", "a"])])
+def test_cycle_finder(code, expected):
+    graph = {}
+    for edge in code.split(", "):
+        src, dst = edge.split(" -> ")
+        graph.setdefault(src, set()).add(dst)
+    assert _cycle(graph) == expected
+
+
+def test_checker_resolves_relative_and_submodule_imports():
+    targets = {t for _, t, _, _ in _imports("portx.targets.keras_jax")}
+    assert {"portx.targets.base", "portx.targets.keras_jax.emitter", "portx.targets.keras_jax.tpu"} <= targets
+    assert {t for _, t, _, _ in _imports("portx.api")} >= {"portx.verification.recheck", "portx.frontends"}
