@@ -15,14 +15,14 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.support
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import portx  # noqa: E402
-from zoo import ZOO  # noqa: E402
+from tests.support.zoo import ZOO  # noqa: E402
 
 
 def _median_seconds(fn, repeat):

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root: tests.support
 
 import numpy as np  # noqa: E402
 
@@ -48,7 +48,7 @@ def _rows(name, direction, report, seconds):
 
 
 def zoo_rows():
-    from zoo import ZOO
+    from tests.support.zoo import ZOO
 
     for name, build in ZOO.items():
         model, inputs = build()

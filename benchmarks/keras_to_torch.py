@@ -42,8 +42,8 @@ import torch  # noqa: E402
 
 import portx  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from keras_harness import redraw_batch_norms  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # tests.support
+from tests.support.keras_harness import redraw_batch_norms  # noqa: E402
 
 #: constructor name -> smallest input size it accepts with include_top=True (224 where the top needs it)
 SIZES = {"MobileNetV2": 96, "MobileNetV3Small": 96, "ResNet50": 64, "EfficientNetB0": 64, "EfficientNetV2B0": 64,

@@ -1,4 +1,9 @@
-"""Shared test set-up: JAX backend for Keras, small thread pools, and the op-check harness."""
+"""Shared test set-up: JAX backend for Keras on CPU, the hypothesis profiles, the slow-sweep switch
+(``PORTX_SLOW=1``), ``--update-golden``, and CI's no-silent-skips rule.
+
+Helpers live in tests/support/ (imported as ``tests.support.<module>``); tests/ops/conftest.py runs every
+op-family test on both targets. The map of the tree is tests/README.md.
+"""
 import os
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
@@ -28,7 +33,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_addoption(parser):
-    parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/ from the current emitter")
+    parser.addoption("--update-golden", action="store_true", help="rewrite tests/targets/keras_jax/golden/ from the current emitter")
 
 
 def pytest_configure(config):

@@ -11,6 +11,7 @@ import torch
 from click.testing import CliRunner
 
 from portx.cli import main
+from tests.support.unsupported import AlsoUnsupportedLayer, UnsupportedLayer
 
 
 def _dense(path, name="fc"):
@@ -58,8 +59,8 @@ def _custom(path):
 
 def _unsupported(path):
     x = keras.Input((6, 4))
-    y = keras.layers.SimpleRNN(3, return_sequences=True, name="rnn_a")(x)
-    y = keras.layers.UnitNormalization(name="unit_b")(keras.layers.Dense(4, name="fc")(y))
+    y = UnsupportedLayer(name="odd_a")(x)
+    y = AlsoUnsupportedLayer(name="odd_b")(keras.layers.Dense(4, name="fc")(y))
     keras.Model(x, y).save(path)
     return path
 
@@ -82,8 +83,8 @@ CASES = [  # (id, make(tmp) -> path, extra args, exit code, message regex)
     ("lambda-h5", lambda d: _lambda(d / "lam.h5"), [], 2, r"lam\.h5: Lambda layer double_it.*--unsafe-keras"),
     ("unknown-custom-class", lambda d: _custom(d / "c.keras"), [], 2, r"c\.keras: layer twice has custom class "
      r"Doubler"),
-    ("unsupported-layers", lambda d: _unsupported(d / "u.keras"), [], 3, r"(?s)(SimpleRNN.*UnitNormalization|"
-     r"UnitNormalization.*SimpleRNN)"),
+    ("unsupported-layers", lambda d: _unsupported(d / "u.keras"), [], 3, r"(?s)(UnsupportedLayer.*AlsoUnsupported"
+     r"Layer|AlsoUnsupportedLayer.*UnsupportedLayer)"),
     ("none-dimension", lambda d: _dynamic(d / "dyn.keras"), [], 2, r"seq.*unknown dimension"),
     ("input-unknown-name", lambda d: _dynamic(d / "dyn.keras"), ["--input", "nope:1x5x3"], 2, r"--input nope"),
     ("export-tpu", lambda d: _dense(d / "m.keras"), ["--export-tpu"], 2, r"--export-tpu .*--to torch-xla"),
@@ -106,7 +107,7 @@ def test_bad_keras_input(tmp_path, case):
 def test_unsupported_layers_name_every_layer(tmp_path):
     run = CliRunner().invoke(main, ["convert", str(_unsupported(tmp_path / "u.keras")), "--to", "torch-xla",
                                     "-o", str(tmp_path / "out")])
-    assert run.exit_code == 3 and "rnn_a" in run.output and "unit_b" in run.output, run.output
+    assert run.exit_code == 3 and "odd_a" in run.output and "odd_b" in run.output, run.output
 
 
 def test_none_dimension_converts_with_input(tmp_path):

@@ -1,13 +1,16 @@
-"""Fuzzing: random valid IR graphs through validation, text/serde round trips, passes and the Keras emitter.
+"""Fuzzing: random valid IR graphs through validation, text/serde round trips, passes and both emitters.
 
-``fuzz_graphs.graphs()`` builds DAGs of 1..6 op applications drawn from every op family (unary,
+``tests/support/fuzz_graphs.graphs()`` builds DAGs of 1..6 op applications drawn from every op family (unary,
 binary with broadcasting, where, cast, linear/matmul, conv/conv_transpose, pooling, resize,
 normalization, reductions, softmax, attention, embedding, shape and indexing ops) with tiny
-shapes and random attributes (families in fuzz_families.py, fuzz_layers.py, fuzz_shapes.py).
+shapes and random attributes (families in tests/support/fuzz_{families,layers,shapes}.py).
 Each graph is validated, round-tripped through the text form and ``save_graph``/``load_graph``,
-emitted as Keras (JAX) code, loaded the way a user would, run on seeded inputs and compared with
-the ops' NumPy references at float32 tolerances. One variant runs the keras-jax pass pipeline
-first (and the model under jax.jit); the passes must leave the reference results unchanged.
+emitted as Keras (JAX) code and as PyTorch (torch-xla), loaded the way a user would, run on seeded
+inputs and compared with the ops' NumPy references at float32 tolerances. One Keras variant runs the
+keras-jax pass pipeline first (and the model under jax.jit); the passes must leave the reference
+results unchanged. Random graphs reach IR forms the torch frontend never produces (asymmetric pads,
+one-sided affine norms, computed weights, odd pad layouts), so this is where the IR-only branches of
+the emit rules are exercised.
 
 The normal run uses the hypothesis profile "ci" (8 examples per test, derandomized). For a
 longer hunt (profile "fuzz", 200 random examples per test, a few minutes):
@@ -25,14 +28,16 @@ import pytest
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
-from fuzz_graphs import graphs
-from harness import check_torch_op
+from portx.ir import format_graph, load_graph, parse_graph, save_graph, validate
+from portx.passes.legalize import legalize
+from portx.passes.pipeline import run_passes
 from portx.targets.codegen import import_by_path
 from portx.targets.keras_jax.emitter import emit_keras
 from portx.targets.keras_jax.runtime import run_jitted
-from portx.ir import format_graph, load_graph, parse_graph, save_graph, validate
-from portx.passes.pipeline import run_passes
+from portx.targets.torch_xla.runtime import run_torch
 from portx.verification.compare import compare_arrays, make_inputs, run_reference
+from tests.support.fuzz_graphs import graphs
+from tests.support.harness import TARGETS, check_torch_op, emit_and_load
 
 # Each example builds and runs a Keras model (0.1-2 s), and a few are rejected on purpose
 # (meaningful_reference): neither is a problem of the strategy.
@@ -60,14 +65,25 @@ def keras_outputs(graph, arrays, jitted=False) -> list:
     """Emit ``graph`` as Keras code, load it as a user would, and run it on ``arrays``.
 
     ``jitted`` runs it under ``jax.jit`` as ``portx convert`` verifies it; else eagerly, op by op.
+    Emitters see only legal IR, so the op-table step runs first (it keeps dtypes and values).
     """
     with tempfile.TemporaryDirectory() as tmp:
-        emit_keras(graph, tmp)
+        emit_keras(legalize(graph, "keras-jax"), tmp)
         model = import_by_path(Path(tmp) / "model.py").load_model()
         if jitted:
             return run_jitted(model, arrays)
         out = model(arrays if len(arrays) > 1 else arrays[0])
     return [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
+
+
+def torch_outputs(graph, arrays) -> list:
+    """Legalize and emit ``graph`` as PyTorch, load it with load_model() and run it on ``arrays``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        model, _ = emit_and_load(legalize(graph, "torch-xla"), tmp)
+        return run_torch(model, arrays)
+
+
+OUTPUTS = {"keras-jax": keras_outputs, "torch-xla": torch_outputs}
 
 
 def assert_outputs_match(graph, expected, got, atol=1e-5, rtol=1e-4, what="keras"):
@@ -114,6 +130,15 @@ def test_random_graph_emits_keras_matching_reference(graph, with_passes):
     assert_outputs_match(graph, expected, keras_outputs(graph, arrays, jitted=with_passes))
 
 
+@FUZZ
+@given(graphs())
+def test_random_graph_emits_torch_matching_reference(graph):
+    """The emitted PyTorch module (torch-xla, loaded with load_model()) computes what the NumPy references compute."""
+    arrays = make_inputs(validate(graph), seed=0)
+    expected = meaningful_reference(graph, arrays)
+    assert_outputs_match(graph, expected, torch_outputs(graph, arrays), what="torch-xla")
+
+
 # -- regressions: graphs the fuzzer found, as text IR ---------------------------------------------
 FOUND = {
     # batch statistics with a bias but no weight: keras' symbolic ops.batch_normalization crashed
@@ -148,20 +173,56 @@ FOUND = {
 }
 
 
-@pytest.mark.parametrize("text", FOUND.values(), ids=FOUND.keys())
-def test_found_graph_matches_reference(text):
-    """A graph the fuzzer found: the emitted Keras model matches the references."""
+# graphs the torch-xla fuzzer found (the fixes are in the torch-xla rules)
+TORCH_FOUND = {
+    # a 0-d input became 1-d on its way into torch (np.ascontiguousarray; fixed in emitters/torch_xla.py)
+    "zero-d-input": """
+        graph model(%x: float32[scalar]) {
+          %y: bool[scalar] = lt(%x, %x) {}
+          return %y
+        }""",
+    # torch's group_norm refuses one value per group at batch 1; written as a layer_norm per group
+    "group-norm-one-value-per-group": """
+        graph model(%x: float32[1x7]) {
+          param %gn.weight: float32[7]
+          param %gn.bias: float32[7]
+          %y: float32[1x7] = group_norm(%x, %gn.weight, %gn.bias) {groups=7, eps=1e-05}
+          return %y
+        }""",
+    # torch has no reflection/replication pad for bool tensors: an index gather instead
+    "reflect-pad-bool": """
+        graph model(%x: bool[2x3x2]) {
+          %y: bool[2x5x2] = pad(%x) {pads=((0, 0), (1, 1), (0, 0)), mode="reflect", value=0.0}
+          return %y
+        }""",
+    # max_pool1d checks its padding against the undilated kernel (3 // 2 < 2): explicit -inf pad
+    "max-pool1d-dilated-wide-pad": """
+        graph model(%x: float32[1x5x4]) {
+          %y: float32[1x5x2] = max_pool(%x) {kernel=(3,), stride=(2,), pads=((2, 2),), dilation=(2,), ceil_mode=False}
+          return %y
+        }""",
+}
+
+
+ALL_FOUND = {**FOUND, **TORCH_FOUND}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("text", ALL_FOUND.values(), ids=ALL_FOUND.keys())
+def test_found_graph_matches_reference(text, target):
+    """A graph a fuzzer found: each target's emitted model matches the references."""
     graph = validate(parse_graph(text))
     arrays = make_inputs(graph, seed=0)
-    assert_outputs_match(graph, reference_outputs(graph, arrays), keras_outputs(graph, arrays))
+    assert_outputs_match(graph, reference_outputs(graph, arrays), OUTPUTS[target](graph, arrays), what=target)
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("fn", [lambda x: x.sum() + 1, lambda x: (x * 2, x.mean() * 3)],
                          ids=["sum-plus-one", "mean-times-three"])
-def test_zero_d_constants_stay_zero_d(fn):
+def test_zero_d_constants_stay_zero_d(fn, target):
     """0-d constants were stored as shape (1,) (np.ascontiguousarray), so ``x.sum() + 1`` had type
     float32[1] where torch has float32[scalar] and the import failed (fixed in frontends/torch.py)."""
-    check_torch_op(fn, np.ones((2, 3), np.float32))
+    check_torch_op(fn, np.ones((2, 3), np.float32), target=target)
 
 
 PASSES_FOUND = {

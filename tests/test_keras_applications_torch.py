@@ -23,7 +23,7 @@ import portx
 from portx.cli import main
 from portx.targets.codegen import import_by_path
 from portx.verification.compare import compare_arrays
-from zoo_keras import APPLICATIONS, FULL_SIDES, build_application
+from tests.support.zoo_keras import APPLICATIONS, FULL_SIDES, build_application
 
 __all__ = []
 

@@ -15,6 +15,7 @@ import torch
 import portx
 from portx.cli import main as cli_main
 from portx.targets.codegen import import_by_path
+from tests.support.unsupported import AlsoUnsupportedLayer, UnsupportedLayer
 from click.testing import CliRunner
 
 
@@ -100,13 +101,13 @@ def test_lambda_layer_refused_in_safe_mode_naming_the_layer(tmp_path):
 
 def test_unsupported_keras_layers_are_all_listed_with_exit_3(tmp_path):
     x = keras.Input((6, 4))
-    y = keras.layers.LSTM(3, return_sequences=True, name="rnn_a")(x)
-    y = keras.layers.GRU(3, name="rnn_b")(y)
-    src = tmp_path / "rnn.keras"
+    y = UnsupportedLayer(name="odd_a")(x)
+    y = AlsoUnsupportedLayer(name="odd_b")(y)
+    src = tmp_path / "odd.keras"
     keras.Model(x, y).save(src)
     code, text = _cli("convert", src, "--to", "torch-xla", "-o", tmp_path / "out")
     assert code == 3, text
-    assert "LSTM" in text and "GRU" in text
+    assert "UnsupportedLayer at odd_a" in text and "AlsoUnsupportedLayer at odd_b" in text
     assert not (tmp_path / "out").exists()
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "portx"
+from tests.support.paths import SRC
+
 
 #: module group -> layer; a module may import its own group, lower layers and LEAVES
 LAYERS = {"ir": 0, "ops": 1, "frontends": 2, "passes": 2, "targets": 2, "verification": 3, "testing": 4, "api": 4,

@@ -1,22 +1,24 @@
 """The family tests catch a broken torch-xla emit rule, each mutation in more than one case (issue 20).
 
 Each mutation below breaks one of portx's own torch-xla emit rules in-process (monkeypatch; no
-framework is touched). A handful of rows from the real family table then run through the real
-family test function on the torch-xla target, first unmutated (they must pass) and then mutated;
-at least two of them must fail. The full family files catch more (counts in the issue's closing note).
+framework is touched). A handful of rows from the real family table (``CASES`` in
+tests/ops/<family>/test_<family>.py) then run through the real family test function on the torch-xla
+target, first unmutated (they must pass) and then mutated; at least two of them must fail. The full
+family files catch more (counts in the issue's closing note).
 """
-import importlib.util
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-from portx.ops.norm import to_torch as norm_torch
 from portx.ops.conv import CONV
 from portx.ops.linear import LINEAR
+from portx.ops.norm import to_torch as norm_torch
 from portx.ops.shape import PERMUTE
+from tests.ops.conv import test_conv as conv_tests
+from tests.ops.linear import test_linear as linear_tests
+from tests.ops.norm import test_norm as norm_tests
+from tests.ops.shape import test_shape as shape_tests
 
-OPS_TESTS = Path(__file__).resolve().parent / "ops"
 TARGET = "torch-xla"
 
 
@@ -52,32 +54,24 @@ def drop_conv_bias(monkeypatch):
 
 @dataclass(frozen=True)
 class Mutation:
-    """A broken rule, the family test that should notice, and the table rows to run it on."""
+    """A broken rule, the family test module and function that should notice, and the table rows to run it on."""
 
     apply: object
-    family: str
+    family: object
     test: str
     cases: tuple
 
 
 MUTATIONS = {
-    "norm-drops-eps": Mutation(drop_norm_eps, "test_norm", "test_norm_case",
+    "norm-drops-eps": Mutation(drop_norm_eps, norm_tests, "test_norm_case",
                                ("bn2d-eps", "ln-eps", "gn-eps", "instance-norm-eps")),
-    "permute-swaps-axes": Mutation(swap_permute_axes, "test_shape", "test_shape_op_matches_torch",
+    "permute-swaps-axes": Mutation(swap_permute_axes, shape_tests, "test_shape_op_matches_torch",
                                    ("permute", "transpose-negative", "mT", "movedim")),
-    "linear-drops-bias": Mutation(drop_linear_bias, "test_linear", "test_linear_case",
+    "linear-drops-bias": Mutation(drop_linear_bias, linear_tests, "test_linear_case",
                                   ("linear-rank2", "linear-rank3", "linear-input-weight-bias")),
-    "conv-drops-bias": Mutation(drop_conv_bias, "test_conv", "test_conv_case",
+    "conv-drops-bias": Mutation(drop_conv_bias, conv_tests, "test_conv_case",
                                 ("conv1d", "conv2d", "conv1d-computed-weight-bias-groups")),
 }
-
-
-def _family(name):
-    """The family test module, imported by path under its own name (it imports ``harness`` as they all do)."""
-    spec = importlib.util.spec_from_file_location(f"mutation_{name}", OPS_TESTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _fails(test, values) -> bool:
@@ -91,10 +85,10 @@ def _fails(test, values) -> bool:
 @pytest.mark.parametrize("name", sorted(MUTATIONS))
 def test_mutation_is_caught_by_more_than_one_case(name, monkeypatch):
     mutation = MUTATIONS[name]
-    module = _family(mutation.family)
+    module = mutation.family
     test, rows = getattr(module, mutation.test), {row.id: row.values for row in module.CASES}
     broken = [case for case in mutation.cases if _fails(test, rows[case])]
-    assert not broken, f"{mutation.family}: {broken} fail before the mutation"
+    assert not broken, f"{module.__name__}: {broken} fail before the mutation"
     mutation.apply(monkeypatch)
     caught = [case for case in mutation.cases if _fails(test, rows[case])]
     assert len(caught) >= 2, f"{name}: only {caught} of {list(mutation.cases)} fail in {mutation.test}"

@@ -4,7 +4,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,8 +14,7 @@ import portx
 from portx import BadInput
 from portx.targets.codegen import import_by_path
 from portx.testing import assert_equivalent
-
-SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "tiny_cnn.pt2"
+from tests.support.paths import SAMPLE
 
 
 def _net():

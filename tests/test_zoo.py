@@ -1,5 +1,5 @@
-"""End-to-end: every zoo model (one per family, see zoo.py) converts to Keras-JAX through the API and through
-the CLI (.pt2), and verifies. The way back to PyTorch is in test_zoo_both_ways.py."""
+"""End-to-end: every zoo model (one per family, see tests/support/zoo.py) converts to Keras-JAX through the API
+and through the CLI (.pt2), and verifies. The way back to PyTorch is in test_zoo_both_ways.py."""
 import json
 import subprocess
 import sys
@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 import portx
 from portx.cli import main
-from zoo import ZOO
+from tests.support.zoo import ZOO
 
 
 @pytest.mark.parametrize("name", sorted(ZOO))

@@ -13,7 +13,7 @@ from torch import nn
 
 import portx
 from portx.verification.compare import compare_arrays
-from zoo import ZOO
+from tests.support.zoo import ZOO
 
 __all__ = []
 

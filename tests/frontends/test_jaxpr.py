@@ -11,6 +11,7 @@ from portx.errors import UnsupportedOps
 from portx.frontends.jaxpr import lower_jaxpr, scope_of
 from portx.frontends.keras_subclassed import lower_keras_subclassed, needs_tracing, param_name
 from portx.ir import validate
+from tests.support.unsupported import jax_unsupported
 
 TOL = 1e-5
 
@@ -228,10 +229,12 @@ def test_large_broadcast_of_a_constant_stays_an_expand():
 
 def test_unsupported_primitives_are_collected():
     def fn(x):
-        return jnp.sort(x, axis=-1) + jnp.sort(x * 2, axis=-1) + jax.lax.cummax(x, axis=0)
+        y = jax_unsupported(x) + jax_unsupported(x * 2)
+        return jax.lax.while_loop(lambda c: c.sum() < 100.0, lambda c: c + 1.0, y)  # data-dependent: never an IR op
 
     x = np.zeros((3, 4), "float32")
-    expected = r"2 unsupported ops: sort at <top>, <top> \(x2\) \[sorting has no IR op\]; cummax at <top>"
+    expected = (r"2 unsupported ops: portx_test_unsupported at <top>, <top> \(x2\); "
+                r"while at <top> \[a data-dependent loop\]")
     with pytest.raises(UnsupportedOps, match=expected) as info:
         lower_jaxpr(jax.make_jaxpr(fn)(x), ["x"], {})
     assert info.value.exit_code == 3

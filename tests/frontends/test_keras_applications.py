@@ -21,7 +21,7 @@ import portx.ops  # noqa: F401  (registers rules)
 from portx.verification.compare import compare_arrays, run_reference
 from portx.frontends.keras_files import from_keras_model
 from portx.ir import validate
-from zoo_keras import APPLICATIONS, build_application
+from tests.support.zoo_keras import APPLICATIONS, build_application
 
 __all__ = []
 

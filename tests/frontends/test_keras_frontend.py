@@ -8,13 +8,17 @@ import numpy as np
 import pytest
 from keras import layers as L
 
-from keras_harness import check_keras_model, randomize_weights, seeded
 from portx.errors import BadInput, UnsupportedOps
 from portx.frontends.keras import rule_key
 from portx.frontends.keras_files import from_keras_model, load_keras_source
 from portx.ops.linear import LINEAR
+from tests.support.keras_harness import check_keras_model, randomize_weights, seeded, single_layer
+from tests.support.unsupported import AlsoUnsupportedLayer, UnsupportedLayer, unsupported_op
 
 __all__ = []
+
+#: the target these tests emit: they check the Keras walk; every op family runs on both targets in tests/ops
+TARGET = "torch-xla"
 
 
 def _small_cnn(name="cnn"):
@@ -48,14 +52,14 @@ def test_loads_saved_file_and_matches(tmp_path, suffix):
 
 def test_sequential_live_model():
     model = keras.Sequential([keras.Input((5,)), L.Dense(4, activation="tanh", name="d1"), L.Dense(3, name="d2")])
-    graph = check_keras_model(model, seeded((1, 5)))
+    graph = check_keras_model(model, seeded((1, 5)), target=TARGET)
     assert [n.scope for n in graph.nodes if n.op is LINEAR] == ["d1", "d2"]
 
 
 def test_lazily_built_nested_sequential():
     x = keras.Input((3,))
     model = keras.Model(x, keras.Sequential([L.Dense(2, name="inner")], name="lazy")(x))
-    graph = check_keras_model(model, seeded((1, 3)))
+    graph = check_keras_model(model, seeded((1, 3)), target=TARGET)
     assert "lazy.inner.weight" in graph.params
 
 
@@ -77,7 +81,7 @@ def test_nested_models_get_dotted_scopes():
     seq = keras.Sequential([keras.Input((2,)), L.Dense(2, name="proj")], name="tail")
     x = keras.Input((6, 6, 3))
     model = keras.Model(x, seq(inner(x)))
-    graph = check_keras_model(model, seeded((1, 6, 6, 3)))
+    graph = check_keras_model(model, seeded((1, 6, 6, 3)), target=TARGET)
     scopes = {n.scope for n in graph.nodes}
     assert {"block1.conv", "block1.bn", "block1.head", "tail.proj"} <= scopes
     assert "block1.conv.weight" in graph.params
@@ -87,7 +91,7 @@ def test_shared_layer_keeps_one_weight_set():
     shared = L.Dense(3, name="shared")
     a, b = keras.Input((3,), name="a"), keras.Input((3,), name="b")
     model = keras.Model([a, b], L.Add()([shared(a), shared(shared(b))]))
-    graph = check_keras_model(model, seeded((1, 3)), seeded((1, 3), seed=1))
+    graph = check_keras_model(model, seeded((1, 3)), seeded((1, 3), seed=1), target=TARGET)
     assert sorted(graph.params) == ["shared.bias", "shared.weight"]
     assert sum(n.op is LINEAR for n in graph.nodes) == 3
 
@@ -97,7 +101,7 @@ def test_layer_shared_between_nested_and_outer_model():
     x = keras.Input((4, 4, 2))
     sub = keras.Model(x, conv(x), name="sub")
     y = keras.Input((4, 4, 2))
-    graph = check_keras_model(keras.Model(y, L.Add()([sub(y), conv(y)])), seeded((1, 4, 4, 2)))
+    graph = check_keras_model(keras.Model(y, L.Add()([sub(y), conv(y)])), seeded((1, 4, 4, 2)), target=TARGET)
     assert sorted(graph.params) == ["sub.conv.bias", "sub.conv.weight"]
 
 
@@ -105,7 +109,7 @@ def test_multiple_inputs_and_outputs():
     a, b = keras.Input((4,), name="a"), keras.Input((2, 2), name="b")
     joined = L.Concatenate()([a, L.Flatten()(b)])
     model = keras.Model([a, b], [L.Dense(2, name="left")(joined), L.Dense(3, name="right")(joined), joined])
-    graph = check_keras_model(model, seeded((1, 4)), seeded((1, 2, 2), seed=1))
+    graph = check_keras_model(model, seeded((1, 4)), seeded((1, 2, 2), seed=1), target=TARGET)
     assert [v.name for v in graph.inputs] == ["a", "b"]
     assert [v.type.shape for v in graph.outputs] == [(1, 2), (1, 3), (1, 8)]
 
@@ -114,7 +118,7 @@ def test_unknown_dimension_needs_input_spec():
     model = keras.Sequential([keras.Input((None, 3), name="seq_in"), L.Dense(2)])
     with pytest.raises(BadInput, match=r"seq_in.*unknown dimension.*--input seq_in:"):
         from_keras_model(model)
-    graph = check_keras_model(model, seeded((1, 5, 3)), specs=["seq_in:1x5x3"])
+    graph = check_keras_model(model, seeded((1, 5, 3)), specs=["seq_in:1x5x3"], target=TARGET)
     assert graph.inputs[0].type.shape == (1, 5, 3)
 
 
@@ -125,23 +129,29 @@ def test_input_spec_with_wrong_name_is_refused():
 
 def test_every_unsupported_layer_is_listed():
     x = keras.Input((4, 3))
-    y = L.LSTM(2, return_sequences=True, name="lstm")(x)
-    y = L.SimpleRNN(2, name="rnn")(y)
+    y = UnsupportedLayer(name="odd")(x)
+    y = AlsoUnsupportedLayer(name="odder")(y)
     y = L.Lambda(lambda t: t * 2, name="twice")(y)
     model = keras.Model(x, L.Dense(2)(y))
-    with pytest.raises(UnsupportedOps, match=r"3 unsupported ops: LSTM at lstm; SimpleRNN at rnn; Lambda at twice") as err:
+    with pytest.raises(UnsupportedOps, match=r"3 unsupported ops: UnsupportedLayer at odd; AlsoUnsupportedLayer at "
+                                             r"odder; Lambda at twice") as err:
         from_keras_model(model).lower()
     assert err.value.exit_code == 3
 
 
 def test_keras_ops_are_keyed_with_ops_prefix():
     x = keras.Input((3,))
-    model = keras.Model(x, keras.ops.erfinv(L.Dense(3, name="d")(x)))
+    model = keras.Model(x, unsupported_op(L.Dense(3, name="d")(x)))
     op = model.operations[-1]
-    assert rule_key(op) == f"ops.{type(op).__name__}" and rule_key(model.get_layer("d")) == "Dense"
-    if rule_key(op) not in __import__("portx.ir", fromlist=["IMPORT_RULES"]).IMPORT_RULES.get("keras", {}):
-        with pytest.raises(UnsupportedOps, match=r"ops\.Erfinv"):
-            from_keras_model(model).lower()
+    assert rule_key(op) == "ops.UnsupportedOp" and rule_key(model.get_layer("d")) == "Dense"
+    with pytest.raises(UnsupportedOps, match=r"ops\.UnsupportedOp"):
+        from_keras_model(model).lower()
+
+
+def test_batch_of_two_via_input_spec():
+    model = single_layer(L.Conv2D(2, 3, padding="same"), (5, 5, 3))
+    graph = check_keras_model(model, seeded((2, 5, 5, 3)), specs=["2x5x5x3"], target=TARGET)
+    assert graph.inputs[0].type.shape == (2, 5, 5, 3)
 
 
 def _lambda_model():

@@ -1,9 +1,11 @@
 """Clean-up passes as before/after pairs in text IR."""
 import numpy as np
+import pytest
 
 import portx  # noqa: F401
 from portx.ir import format_graph, parse_graph, validate
-from portx.passes.fold import fold_batch_norm, merge_reshapes_and_permutes, remove_dead_nodes
+from portx.passes.fold import (fold_batch_norm, fold_pool_then_reshape, merge_reshapes_and_permutes,
+                               remove_dead_nodes)
 from portx.verification.compare import run_reference
 
 CHAIN = """
@@ -72,6 +74,7 @@ def test_batch_norm_folds_into_conv():
     before = validate(parse_graph(CONV_BN, params))
     after = validate(fold_batch_norm(before))
     assert [n.op.name for n in after.nodes] == ["conv"] and after.nodes[0].scope == "c"
+    assert after.meta["folded"] == {"y": [{"scope": "bn", "op": "batch_norm"}]}  # the emitters say so
     x = rng.standard_normal((1, 3, 6, 6)).astype(np.float32)
     want = run_reference(before, [x])[before.outputs[0]]
     got = run_reference(after, [x])[after.outputs[0]]
@@ -81,3 +84,42 @@ def test_batch_norm_folds_into_conv():
 def test_extreme_scale_is_not_folded():
     before = validate(parse_graph(CONV_BN, {"v": np.full(4, -1e-5 + 1e-12, np.float32), "g": np.ones(4, np.float32)}))
     assert [n.op.name for n in fold_batch_norm(before).nodes] == ["conv", "batch_norm"]
+
+
+def _pool_graph(pool="adaptive_avg_pool(%x) {size=(1, 1)}", pooled="2x3x1x1", shape=(2, 3), extra=""):
+    out = "x".join(map(str, shape))
+    return validate(parse_graph(f"""
+graph model(%x: float32[2x3x4x5]) {{
+  %p: float32[{pooled}] = {pool}  # pool
+  %v: float32[{out}] = reshape(%p) {{shape={shape}}}
+  %y: float32[{out}] = relu(%v) {{}}
+  return %y{extra}
+}}"""))
+
+
+@pytest.mark.parametrize("pool, reduce", [
+    ("adaptive_avg_pool(%x) {size=(1, 1)}", "mean"),
+    ("adaptive_max_pool(%x) {size=(1, 1)}", "amax"),
+    ("mean(%x) {axes=(2, 3), keepdims=True}", "mean"),
+    ("amax(%x) {axes=(3, 2), keepdims=True}", "amax"),
+])
+def test_pool_then_reshape_is_one_reduction_without_keepdims(pool, reduce):
+    before = _pool_graph(pool)
+    after = validate(fold_pool_then_reshape(before))
+    node = after.nodes[0]
+    assert [n.op.name for n in after.nodes] == [reduce, "relu"]
+    assert (node.attrs, node.scope, node.outputs[0].name) == ({"axes": (2, 3), "keepdims": False}, "pool", "v")
+    x = np.random.default_rng(0).standard_normal((2, 3, 4, 5)).astype(np.float32)
+    want = run_reference(before, [x])[before.outputs[0]]
+    np.testing.assert_allclose(run_reference(after, [x])[after.outputs[0]], want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("graph", [
+    lambda: _pool_graph(shape=(6,)),  # the reshape also merges the kept axes
+    lambda: _pool_graph("adaptive_avg_pool(%x) {size=(2, 1)}", "2x3x2x1", (2, 6)),  # not global
+    lambda: _pool_graph("mean(%x) {axes=(2, 3), keepdims=False}", "2x3", (2, 3)),  # nothing kept
+    lambda: _pool_graph(extra=", %p"),  # the pooled value is an output too
+], ids=["merges-kept-axes", "not-global", "no-keepdims", "pooled-is-output"])
+def test_pool_then_reshape_left_alone(graph):
+    before = graph()
+    assert fold_pool_then_reshape(before) is before

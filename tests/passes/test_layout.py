@@ -3,6 +3,8 @@
 Each case is a text-IR graph; the pass must keep the NumPy reference results (inputs and outputs
 transposed where ``set_io_layout`` changed them) and leave exactly the stated number of permutes.
 """
+import ast
+
 import numpy as np
 import pytest
 
@@ -338,7 +340,8 @@ def test_channels_last_ops_emit_keras_matching_their_reference(tmp_path):
     emit_keras(graph, tmp_path)
     code = (tmp_path / "model.py").read_text()
     # only the keras.ops fallbacks written for channels-first run channels-first, between two transposes
-    assert {line.split(" = ")[0].strip() for line in code.splitlines() if "channels_first" in line} <= \
+    assigned = [node for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Assign)]
+    assert {node.targets[0].id for node in assigned if "channels_first" in ast.unparse(node.value)} <= \
         {"upg_cf_padded", "upg_cf_1"}
     got = import_emitted(tmp_path / "model.py").load_model()(arrays[0])
     for value, have in zip(graph.outputs, got):

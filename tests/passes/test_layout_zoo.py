@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import portx
-from zoo import ZOO
+from tests.support.zoo import ZOO
 
 CNNS = ["resnet", "mobilenetv3", "unet"]
 

@@ -8,9 +8,7 @@ that a 1,000-mutation campaign found before the Keras frontend checked its files
 import json
 import re
 import shutil
-import sys
 import zipfile
-from pathlib import Path
 
 import keras
 import pytest
@@ -19,10 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from portx.cli import main
-
-sys.path.insert(0, str(Path(__file__).parent))
-from keras_hostile import lambda_code, layer_config, rewrite, small_cnn  # noqa: E402
-from pt2_hostile import mutate  # noqa: E402
+from tests.support.keras_hostile import lambda_code, layer_config, rewrite, small_cnn
+from tests.support.pt2_hostile import mutate
 
 DEEP = re.compile(rb'"DEEP:(\d+)"')
 CLASS_NAMES = ["Lambda", "__lambda__", "__numpy__", "__tensor__", "__keras_tensor__", "function", "system", "eval",

@@ -10,7 +10,6 @@ import json
 import re
 import sys
 import zipfile
-from pathlib import Path
 
 import h5py
 import keras
@@ -19,10 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from portx.cli import main
-
-sys.path.insert(0, str(Path(__file__).parent))
-from keras_hostile import (edit_config, lambda_code, layer_config, one_error_line, pickle_payload,  # noqa: E402
-                           rewrite, small_cnn, small_dense)
+from tests.support.keras_hostile import (edit_config, lambda_code, layer_config, one_error_line, pickle_payload,
+                                         rewrite, small_cnn, small_dense)
 
 
 def _deep(levels):

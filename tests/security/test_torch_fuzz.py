@@ -5,8 +5,6 @@ a payload, and leaves no OUT behind on failure. CI runs the "ci" hypothesis prof
 derandomized examples each); ``PORTX_FUZZ=1`` runs 200 random examples per property.
 """
 import json
-import sys
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -15,9 +13,7 @@ from hypothesis import strategies as st
 
 from portx.cli import main
 from portx.frontends.input_spec import parse_input_spec
-
-sys.path.insert(0, str(Path(__file__).parent))
-from pt2_hostile import export_small, mutate, rewrite  # noqa: E402
+from tests.support.pt2_hostile import export_small, mutate, rewrite
 
 MEMBERS = ["models/model.json", "data/weights/model_weights_config.json",
            "data/constants/model_constants_config.json"]
@@ -100,7 +96,7 @@ def test_input_specs_parse_or_are_refused_cleanly(spec):
 def test_input_specs_through_the_cli(tmp_path, spec):
     import torch
 
-    from pt2_hostile import Small
+    from tests.support.pt2_hostile import Small
 
     path = tmp_path / "full.pt"
     if not path.exists():

@@ -6,7 +6,6 @@ Each case builds its file in the test from a real torch.export / TorchScript / t
 import json
 import re
 import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -14,10 +13,8 @@ from click.testing import CliRunner
 from torch import nn
 
 from portx.cli import main
-
-sys.path.insert(0, str(Path(__file__).parent))
-from pt2_hostile import (Small, export_small, payload, raw_pickle, rename_everywhere, rewrite,  # noqa: E402
-                         strings_at)
+from tests.support.pt2_hostile import (Small, export_small, payload, raw_pickle, rename_everywhere, rewrite,
+                                       strings_at)
 
 
 def _use_pickle(kind, member, blob_name):

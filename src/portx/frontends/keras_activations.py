@@ -2,7 +2,7 @@
 
 Each entry follows ``keras.activations.<name>`` with its default arguments (Keras 3 formulas:
 ``hard_sigmoid(x) = relu6(x + 3) / 6``, ``leaky_relu`` slope 0.2, ``gelu`` exact unless
-``approximate=True``); tests/frontends/test_keras_layers.py checks each against Keras.
+``approximate=True``); tests/ops/elementwise/test_from_keras.py checks each against Keras.
 
 Example:
     >>> y = apply_activation(call, x, "swish")      # -> silu(x)

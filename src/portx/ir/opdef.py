@@ -29,13 +29,21 @@ class OpDef:
     ``inputs`` names the positional inputs; a name ending in ``?`` is optional and a name
     starting with ``*`` takes any number of values (only as the last input).
     ``attrs`` maps attribute names to defaults (``REQUIRED`` when there is none).
-    Example: ``OpDef("softmax", inputs=("x",), attrs={"axis": REQUIRED})``.
+    ``layout`` tells the layout pass how the op runs on inputs stored in another axis order when
+    ``passes/layout_rules.py`` has no rule for it: ``"axis"`` (one ``axis`` attribute is renumbered and
+    the output keeps the input's order), or None (its inputs are transposed back first).
+    Example: ``OpDef("softmax", inputs=("x",), attrs={"axis": REQUIRED}, layout="axis")``.
     """
 
-    def __init__(self, name, inputs, attrs=None, *, outputs=1, family="", doc=""):
+    LAYOUTS = (None, "axis")
+
+    def __init__(self, name, inputs, attrs=None, *, outputs=1, family="", doc="", layout=None):
         if name in REGISTRY:
             raise ValueError(f"op {name!r} is declared twice")
+        if layout not in self.LAYOUTS:
+            raise ValueError(f"op {name!r}: layout {layout!r} is not one of {self.LAYOUTS}")
         self.name = name
+        self.layout = layout
         self.input_names = tuple(inputs)
         self.attr_defaults = dict(attrs or {})
         self.outputs = outputs  # an int, or "variadic" (count given by the node)

@@ -1,4 +1,4 @@
-"""Clean-up passes: dead nodes, reshape/permute chains, batch norm folded into convolutions.
+"""Clean-up passes: dead nodes, reshape/permute chains, pool-then-reshape, batch norm folded into convolutions.
 
 Example (before / after)::
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Graph, fresh_name, param_value
+from ..ir import Graph, Node, fresh_name, param_value
 
-__all__ = ["remove_dead_nodes", "merge_reshapes_and_permutes", "fold_batch_norm"]
+__all__ = ["remove_dead_nodes", "merge_reshapes_and_permutes", "fold_pool_then_reshape", "fold_batch_norm"]
 
 
 def remove_dead_nodes(graph: Graph) -> Graph:
@@ -75,12 +75,63 @@ def _is_identity(node) -> bool:
     return tuple(node.attrs["perm"]) == tuple(range(len(node.attrs["perm"])))
 
 
+def fold_pool_then_reshape(graph: Graph) -> Graph:
+    """A global pool that keeps its unit axes, then a reshape that only drops them, becomes one reduction
+    without ``keepdims``: Keras's ``GlobalAveragePooling2D()``, torch's ``x.mean((2, 3))``.
+
+    Applies to mean/amax with keepdims=True and to adaptive pools to size 1 whose only reader is
+    such a reshape, when the pool's own output is no graph output. The reduction keeps the pool's
+    scope and takes the reshape's output, so no reshape spells the batch size.
+
+    Before / after::
+
+        %p: float32[1x16x1x1] = adaptive_avg_pool(%x) {size=(1, 1)}  # pool
+        %v: float32[1x16] = reshape(%p) {shape=(1, 16)}   ->   %v = mean(%x) {axes=(2, 3), keepdims=False}  # pool
+    """
+    from ..ops.reduce import REDUCE
+    from ..ops.shape import RESHAPE
+
+    users = graph.users()
+    replaced, dropped = {}, set()
+    for node in graph.nodes:
+        pooled = _pooled_axes(node)
+        readers = users.get(node.outputs[0], []) if pooled else []
+        if len(readers) != 1 or readers[0].op is not RESHAPE or node.outputs[0] in graph.outputs:
+            continue
+        op, axes = pooled
+        kept = tuple(d for i, d in enumerate(node.outputs[0].type.shape) if i not in axes)
+        if tuple(readers[0].outputs[0].type.shape) != kept:
+            continue
+        replaced[readers[0]] = Node(REDUCE[op], node.inputs[:1], readers[0].outputs, {"axes": axes, "keepdims": False},
+                                    node.scope)
+        dropped.add(node)
+    if not replaced:
+        return graph
+    return graph.replace(nodes=tuple(replaced.get(n, n) for n in graph.nodes if n not in dropped))
+
+
+def _pooled_axes(node):
+    """("mean" or "amax", the reduced axes) of a reduction that keeps them or a global adaptive pool; else None."""
+    from ..ops.pool.adaptive import ADAPTIVE_AVG_POOL, ADAPTIVE_MAX_POOL
+    from ..ops.reduce import REDUCE
+
+    if (node.op is REDUCE["mean"] or node.op is REDUCE["amax"]) and node.attrs["keepdims"]:
+        return node.op.name, tuple(sorted(node.attrs["axes"]))
+    if (node.op is ADAPTIVE_AVG_POOL or node.op is ADAPTIVE_MAX_POOL) and all(s == 1 for s in node.attrs["size"]):
+        rank = node.inputs[0].type.rank
+        spatial = range(1, rank - 1) if node.attrs.get("channels_last", False) else range(2, rank)
+        return ("mean" if node.op is ADAPTIVE_AVG_POOL else "amax"), tuple(spatial)
+    return None
+
+
 def fold_batch_norm(graph: Graph) -> Graph:
     """Fold an inference batch norm into the convolution (or linear) feeding it.
 
     Applies when the conv's output has no other reader and every weight involved is stored.
     The scale ``gamma / sqrt(var + eps)`` is computed in float64; folding is skipped when it is
     extreme (> 1e4), where float32 weights would lose the 1e-4 verification tolerance.
+    ``meta["folded"]`` records what went where (the emitters say so in a comment):
+    ``{"y": [{"scope": "bn", "op": "batch_norm"}]}``, keyed by the folded conv's output.
 
     Before / after::
 
@@ -93,7 +144,7 @@ def fold_batch_norm(graph: Graph) -> Graph:
     producer = {o: n for n in graph.nodes for o in n.outputs}
     users = graph.users()
     params, values = dict(graph.params), dict(graph.param_values)
-    replaced, dropped = {}, set()
+    replaced, dropped, folded_in = {}, set(), dict(graph.meta.get("folded", {}))
     for node in graph.nodes:
         conv = producer.get(node.inputs[0]) if node.op is BATCH_NORM else None
         if conv is None or conv.op is not CONV or len(users.get(conv.output, [])) != 1:
@@ -114,10 +165,13 @@ def fold_batch_norm(graph: Graph) -> Graph:
             values[name] = param_value(name, array)
         replaced[node] = conv.replace(inputs=(conv.inputs[0], values[w_name], values[b_name]), outputs=node.outputs)
         dropped.add(conv)
+        folded_in[node.outputs[0].name] = [*folded_in.pop(conv.outputs[0].name, ()),
+                                           {"scope": node.scope, "op": node.op.name}]
     if not replaced:
         return graph
     nodes = tuple(replaced.get(n, n) for n in graph.nodes if n not in dropped)
-    return remove_dead_nodes(graph.replace(nodes=nodes, params=params, param_values=values))
+    return remove_dead_nodes(graph.replace(nodes=nodes, params=params, param_values=values,
+                                           meta={**graph.meta, "folded": folded_in}))
 
 
 def _folded_weights(graph, conv, bn):

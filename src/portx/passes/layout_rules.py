@@ -24,7 +24,7 @@ from ..ops.elementwise.unary import UNARY
 from .layout_reshape import reshape_rule
 from .layout_sink import inverse, most_common
 
-__all__ = ["RULES", "without_axes"]
+__all__ = ["RULES", "BY_LAYOUT", "without_axes"]
 
 RULES: dict = {}
 
@@ -287,3 +287,16 @@ def _contract(s, node, x, axis, matrix, right):
 
 
 RULES[RESHAPE] = reshape_rule
+
+#: OpDef.layout tag -> rule, for ops declared with a tag and no entry in RULES (``rules.get`` falls back here)
+BY_LAYOUT = {"axis": _one_axis}
+
+
+class _Rules(dict):
+    """RULES, falling back to the op's declared layout tag (OpDef(..., layout="axis"))."""
+
+    def get(self, op, default=None):
+        return super().get(op) or BY_LAYOUT.get(getattr(op, "layout", None), default)
+
+
+RULES = _Rules(RULES)

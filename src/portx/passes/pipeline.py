@@ -6,7 +6,7 @@ Example:
 from __future__ import annotations
 
 from ..ir import IRError, validate
-from .fold import fold_batch_norm, merge_reshapes_and_permutes, remove_dead_nodes
+from .fold import fold_batch_norm, fold_pool_then_reshape, merge_reshapes_and_permutes, remove_dead_nodes
 from .layout import to_channels_first, to_channels_last
 from .legalize import cast_float64_to_float32, legalize_for_keras_jax, legalize_for_torch_xla, narrow_int64_to_int32
 
@@ -14,14 +14,14 @@ __all__ = ["PIPELINES", "run_passes"]
 
 #: target -> ordered passes (Graph -> Graph). Each starts with its op table's node rewrites
 #: (op_tables/<target>.toml, so emitters see only legal IR) and runs the dtype passes its table's
-#: dtype rows name; tests/passes/test_op_tables.py checks that every rule a table names is run.
+#: dtype rows name; tests/passes/legalize/test_tables.py checks that every rule a table names is run.
 PIPELINES = {
-    "keras-jax": (remove_dead_nodes, legalize_for_keras_jax, merge_reshapes_and_permutes, cast_float64_to_float32,
-                  narrow_int64_to_int32, fold_batch_norm, to_channels_last),
+    "keras-jax": (remove_dead_nodes, legalize_for_keras_jax, merge_reshapes_and_permutes, fold_pool_then_reshape,
+                  cast_float64_to_float32, narrow_int64_to_int32, fold_batch_norm, to_channels_last),
     # torch-xla: a Keras source's NHWC -> NCHW -> op -> NHWC pairs cancel (passes/layout.py); int64
     # stays (op_tables/torch_xla.toml dtype.int64: the emitted module keeps torch's index dtypes)
     "torch-xla": (remove_dead_nodes, legalize_for_torch_xla, to_channels_first, merge_reshapes_and_permutes,
-                  cast_float64_to_float32, fold_batch_norm),
+                  fold_pool_then_reshape, cast_float64_to_float32, fold_batch_norm),
 }
 
 

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import Unsupported, UnsupportedOps
+from .linewrap import wrap_line
 
 __all__ = ["Namespace", "literal", "LineWriter", "nested_outputs", "flatten_outputs", "import_by_path",
            "EmitterBase", "missing_emit_rules"]
@@ -96,19 +97,36 @@ def literal(value) -> str:
 
 
 class LineWriter:
-    """Collects indented source lines. Example: ``w.line("x = 1"); w.text()``."""
+    """Collects indented source lines; with a ``width``, wraps longer statements (``linewrap.py``)
+    and puts a trailing comment that does not fit on its own line above. Example:
+    ``w.line("x = 1"); w.text()``."""
 
-    def __init__(self):
-        self._lines = []
+    def __init__(self, width=None):
+        self._lines = []  # (indent, statement, trailing comment)
         self.indent = 0
+        self.width = width
 
-    def line(self, text: str = "") -> None:
-        """Append one line at the current indent."""
-        self._lines.append(("    " * self.indent + text) if text else "")
+    def line(self, text: str = "", comment: str = "") -> None:
+        """Append one line at the current indent, with an optional trailing ``# comment``."""
+        self._lines.append((self.indent, text, comment))
+
+    def comment_last(self, comment: str) -> None:
+        """Give the last line the trailing ``# comment``."""
+        indent, text, _ = self._lines[-1]
+        self._lines[-1] = (indent, text, comment)
 
     def text(self) -> str:
         """All lines joined, ending in a newline."""
-        return "\n".join(self._lines) + "\n"
+        return "\n".join(row for line in self._lines for row in self._render(*line)) + "\n"
+
+    def _render(self, indent, text, comment) -> list:
+        pad = "    " * indent
+        if comment and text and (self.width is None or len(f"{pad}{text}  # {comment}") <= self.width):
+            return [f"{pad}{text}  # {comment}"]
+        above = [f"{pad}# {comment}"] if comment else []
+        if not text:
+            return above or [""]
+        return above + (wrap_line(pad + text, self.width) if self.width else [pad + text])
 
 
 # Note [output structure]: a source may return nested dicts, tuples and lists of tensors. The IR

@@ -4,10 +4,13 @@ Scores are ``q @ k^T * scale``, then the causal and explicit masks, a softmax ov
 the weighted sum of values; grouped-query attention repeats each key/value head first. Where a
 mask is given, rows it hides entirely are zeroed (Note [fully masked rows] in __init__.py).
 
+The softmax is a named ``Softmax`` layer (``<scope>_probs``) on float32 tensors, so
+``model.get_layer("attn_probs").output`` shows the attention map.
+
 Example generated code:
-    attn_scores = ops.multiply(ops.matmul(q, ops.swapaxes(k, -1, -2)), 0.125)
-    attn_weights = ops.softmax(attn_scores, axis=-1)
-    attn = ops.matmul(attn_weights, v)
+    attn_scores = ops.multiply(ops.matmul(attn_q, ops.swapaxes(attn_k, -1, -2)), 0.125)
+    attn_probs = layers.Softmax(name='attn_probs')(attn_scores)
+    attn_context = ops.matmul(attn_probs, attn_v)
 """
 from __future__ import annotations
 
@@ -42,8 +45,11 @@ def _attention_to_keras(node, k):
     scores = k.temp(node, f"ops.multiply(ops.matmul({k.ref(q)}, ops.swapaxes({keys}, -1, -2)), "
                           f"{k.lit(float(a['scale']))})", "scores")
     masked = _masked_scores(node, k, scores)
-    weights = k.temp(node, f"ops.softmax({masked}, axis=-1)", "weights")
+    if all(v in k.live and v.type.dtype == "float32" for v in (q, key, value)):
+        weights = k.sublayer(node, "Softmax", {"axis": -1}, [masked], hint="probs")
+    else:
+        weights = k.temp(node, f"ops.softmax({masked})", "probs")
     if len(node.inputs) > 3 and node.inputs[3] is not None:  # Note [fully masked rows]
         weights = k.temp(node, f"ops.where(ops.all(ops.equal({masked}, float('-inf')), axis=-1, keepdims=True), "
-                               f"0.0, {weights})", "weights")
+                               f"0.0, {weights})", "probs")
     k.assign(node, f"ops.matmul({weights}, {values})")

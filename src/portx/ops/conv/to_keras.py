@@ -14,8 +14,8 @@ output_padding at the end (cropping where that is negative), and convolve at str
 kernel flipped in space and in/out swapped per group.
 
 Example generated code (torch pads this stride-2 conv (1, 1), Keras "same" would pad (0, 1)):
-    stem_0_zeropadding2d = layers.ZeroPadding2D(padding=((1, 1), (1, 1)), ...)(x_nhwc)
-    stem_0 = layers.Conv2D(filters=16, kernel_size=(3, 3), strides=(2, 2), padding='valid', ...)(stem_0_zeropadding2d)
+    stem_0_pad = layers.ZeroPadding2D(1, name='stem_0_pad')(x_nhwc)
+    stem_0 = layers.Conv2D(16, 3, strides=2, name='stem_0')(stem_0_pad)
 """
 from __future__ import annotations
 
@@ -150,7 +150,7 @@ def _conv_transpose_to_keras(node, k):
     if not any(a["padding"]):
         k.layer(node, f"Conv{rank}DTranspose", kwargs, [x], [kernel] + bias)
         return
-    full = k.sublayer(node, f"Conv{rank}DTranspose", kwargs, [x], [kernel] + bias)
+    full = k.sublayer(node, f"Conv{rank}DTranspose", kwargs, [x], [kernel] + bias, hint="uncropped")
     k.crop(node, full, a["padding"], a.get("channels_last", False))
 
 

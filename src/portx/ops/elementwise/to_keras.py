@@ -1,14 +1,18 @@
-"""Keras-JAX emit rules for the elementwise ops: ``keras.ops`` calls, one per node.
+"""Keras-JAX emit rules for the elementwise ops: named layers for activations and merges, else ``keras.ops``.
 
-Binary and unary rules are made from the declaration tables: a binary row names its ``keras.ops``
-function (``ops.add``), a unary row carries an expression template whose ``{x}`` is the input and
-whose other fields are the node's attributes as literals (``ops.leaky_relu({x},
-negative_slope={negative_slope})``). Division picks its form by rounding mode; integer ``trunc``
-stays exact, without a float round trip.
+An activation of a float32 graph value is the named Keras layer keras.applications writes
+(``layers.ReLU``, ``layers.Activation('gelu')``, ``layers.LeakyReLU``), and so is an add, subtract or
+multiply of two such values where Keras's merge layers take the shapes (same rank and batch size):
+``model.get_layer(name)`` then finds them under the IR node's name. Everything else is one
+``keras.ops`` call per node, made from the declaration tables: a binary row names its function
+(``ops.add``), a unary row carries an expression template whose ``{x}`` is the input and whose other
+fields are the node's attributes as literals. Division picks its form by rounding mode; integer
+``trunc`` stays exact, without a float round trip.
 
 Example generated code:
-    add = ops.add(x, y)
-    gelu = ops.gelu(add, approximate=True)
+    add = layers.Add(name='add')([x, y])
+    mlp_1 = layers.Activation('gelu', name='mlp_1')(add)
+    scaled = ops.multiply(x, 0.5)
 """
 from __future__ import annotations
 
@@ -31,8 +35,23 @@ def _div_to_keras(node, k, a, b):
     return f"ops.divide({a}, {b})"
 
 
+#: binary ops that are a Keras merge layer
+_MERGE_LAYERS = {"add": "Add", "sub": "Subtract", "mul": "Multiply"}
+
+
+def _merge_layer_fits(node, k) -> bool:
+    """Keras merge layers take float32 KerasTensors of one rank and one batch size, broadcasting the rest."""
+    a, b = node.inputs
+    out = node.outputs[0].type.shape
+    return (k.layer_ready(node) and a.type.rank == b.type.rank == len(out) >= 1 and a.type.shape[0] == b.type.shape[0]
+            and all(d in (1, o) for v in (a, b) for d, o in zip(v.type.shape, out)))
+
+
 def _binary_emit(name, fn):
     def emit(node, k):
+        if name in _MERGE_LAYERS and _merge_layer_fits(node, k):
+            k.layer(node, _MERGE_LAYERS[name], {}, list(node.inputs))
+            return
         a, b = (k.ref(v) for v in node.inputs)
         k.assign(node, _div_to_keras(node, k, a, b) if name == "div" else f"{fn}({a}, {b})")
     return named_rule(emit, name, "to_keras")
@@ -53,8 +72,33 @@ def _where_to_keras(node, k):
     k.assign(node, f"ops.where({c}, {a}, {b})")
 
 
+#: unary ops that are ``layers.Activation(name)`` with Keras's default arguments
+_ACTIVATIONS = {"silu": "silu", "sigmoid": "sigmoid", "tanh": "tanh", "hardswish": "hard_silu",
+                "hardsigmoid": "hard_sigmoid", "mish": "mish"}
+
+
+def _activation_layer(node):
+    """(Keras layer class, arguments) computing the unary ``node`` as torch does, or None."""
+    op, a = node.op.name, node.attrs
+    if op == "relu" or (op == "clamp" and a["min"] == 0 and a["max"] is None):
+        return "ReLU", {}
+    if op == "clamp" and a["min"] == 0 and a["max"] is not None and a["max"] > 0:
+        return "ReLU", {"max_value": float(a["max"])}  # ReLU6 and the like
+    if op == "leaky_relu":
+        return "LeakyReLU", {"negative_slope": float(a["negative_slope"])}
+    if (op == "gelu" and a["approximate"] == "none") or (op == "elu" and a["alpha"] == 1.0):
+        return "Activation", {"activation": op}
+    if op in _ACTIVATIONS:
+        return "Activation", {"activation": _ACTIVATIONS[op]}
+    return None
+
+
 def _unary_emit(name, template):
     def emit(node, k):
+        layer = _activation_layer(node) if k.layer_ready(node) else None
+        if layer is not None:
+            k.layer(node, layer[0], layer[1], [node.inputs[0]])
+            return
         fields = {a: k.lit(v) for a, v in node.attrs.items()}
         fields["approximate_bool"] = k.lit(node.attrs.get("approximate") == "tanh")
         k.assign(node, template.format(x=k.ref(node.inputs[0]), **fields))

@@ -4,7 +4,7 @@ A table shared with ``F.linear`` (tied GPT weights) is simply written into both 
 that is not float32 keeps its dtype on the layer instead of Keras's float32 default.
 
 Example generated code:
-    wte = layers.Embedding(input_dim=50257, output_dim=768, name='wte')(ids)
+    wte = layers.Embedding(50257, 768, name='wte')(ids)
 """
 from __future__ import annotations
 

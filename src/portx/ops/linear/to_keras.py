@@ -4,7 +4,7 @@ Dense needs stored arrays and an input of rank >= 2; a computed weight or bias, 
 is written as ``ops.matmul`` with a transposed weight instead.
 
 Example generated code:
-    head = layers.Dense(units=10, use_bias=True, name='head')(view)
+    head = layers.Dense(10, name='head')(pool)
     scores = ops.matmul(q, k_t)
 """
 from __future__ import annotations

@@ -6,7 +6,7 @@ biased variance); weights or statistics that are computed rather than stored fal
 or, for group norm, to a GroupNormalization layer without affine vectors and explicit ops after it.
 
 Example generated code:
-    bn = layers.BatchNormalization(axis=1, epsilon=1e-05, center=True, scale=True, name='bn')(x)
+    bn = layers.BatchNormalization(axis=1, epsilon=1e-05, name='bn')(x)
 """
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def _group_norm_to_keras(node, k):
         weights = [k.param(v) for v in (w, b) if v is not None]
         k.layer(node, "GroupNormalization", {**kwargs, "center": b is not None, "scale": w is not None}, [x], weights)
         return
-    expr = k.sublayer(node, "GroupNormalization", {**kwargs, "center": False, "scale": False}, [x])
+    expr = k.sublayer(node, "GroupNormalization", {**kwargs, "center": False, "scale": False}, [x], hint="normed")
     shape = k.lit(channel_shape(x.type.rank))
     for v, fn in ((w, "multiply"), (b, "add")):  # a per-channel vector broadcasts as it is when C is last
         if v is not None:

@@ -4,7 +4,7 @@ Negative pads crop first, by slicing the input into a temporary. A pad with noth
 after cropping is just that slice.
 
 Example generated code:
-    pad = layers.ZeroPadding2D(padding=((1, 1), (2, 2)), data_format='channels_first', name='pad')(x)
+    pad = layers.ZeroPadding2D((1, 2), data_format='channels_first', name='pad')(x)
     pad = ops.pad(x, ((0, 0), (0, 0), (1, 2)), mode='reflect')
 """
 from __future__ import annotations

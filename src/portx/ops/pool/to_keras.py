@@ -11,8 +11,7 @@ Adaptive pools reach this rule with even bins only: legalization rewrites uneven
 ``Global*Pooling`` and evenly divided ones a plain pooling window; anything else is ``Unsupported``.
 
 Example generated code:
-    pool = layers.MaxPooling2D(pool_size=(3, 3), strides=(2, 2), padding='same', data_format='channels_first',
-                               name='pool')(relu)
+    pool = layers.MaxPooling2D(3, strides=2, padding='same', data_format='channels_first', name='pool')(relu)
 """
 from __future__ import annotations
 
@@ -121,7 +120,7 @@ def _avg_pool_to_keras(node, k):
     if np.all(scale == 1):
         k.layer(node, cls, _pool_kwargs(node, "valid"), [source])
         return
-    mean = k.sublayer(node, cls, _pool_kwargs(node, "valid"), [source])
+    mean = k.sublayer(node, cls, _pool_kwargs(node, "valid"), [source], hint="mean")
     dtype = x.type.dtype if x.type.dtype in ("float16", "float32", "float64") else "float32"
     fix = k.const(node, scale.astype(dtype), "divisor_fix")  # kernel size / torch's divisor
     k.assign(node, f"ops.multiply({mean}, {fix})")

@@ -16,7 +16,7 @@ import numpy as np
 from ...ir import REQUIRED, OpDef
 from .._util import kind, named_rule, same_type
 
-__all__ = ["REDUCE", "REDUCE_TABLE", "VAR", "STD", "ARGMAX", "ARGMIN", "VECTOR_NORM", "SOFTMAX", "LOG_SOFTMAX"]
+__all__ = ["CUMSUM", "REDUCE", "REDUCE_TABLE", "VAR", "STD", "ARGMAX", "ARGMIN", "VECTOR_NORM", "SOFTMAX", "LOG_SOFTMAX"]
 
 
 def _reduced_shape(shape, axes, keepdims):
@@ -161,3 +161,19 @@ def _softmax_numpy(x, *, axis):
 def _log_softmax_numpy(x, *, axis):
     x64 = x.astype(np.float64)
     return (x64 - _logsumexp(x64, axis=axis, keepdims=True)).astype(x.dtype)
+
+
+CUMSUM = OpDef("cumsum", ("x",), {"axis": REQUIRED, "reverse": False}, family="reduce", layout="axis",
+               doc="running sum along one axis (from the end when reverse); bool and ints sum as int64, as in torch")
+
+
+@CUMSUM.infer
+def _cumsum_type(x, *, axis, reverse):
+    return x if kind(x.dtype) == 2 else x.with_dtype("int64")
+
+
+@CUMSUM.reference
+def _cumsum_numpy(x, *, axis, reverse):
+    dtype = x.dtype if kind(str(x.dtype)) == 2 else np.int64
+    flip = (lambda a: np.flip(a, axis)) if reverse else (lambda a: a)
+    return flip(np.cumsum(flip(x), axis=axis, dtype=dtype))

@@ -1,18 +1,15 @@
 """JAX import rules for reductions, arg-reductions and cumsum.
 
-``cumsum`` along an axis of n is a matmul with an n x n triangular constant.
+``cumsum`` is the IR op of that name (reversed sums keep ``reverse``).
 
 Example:
     reduce_sum[axes=(1,)](%x) -> sum(%x) {axes=(1,), keepdims=False}
 """
 from __future__ import annotations
 
-import numpy as np
-
-from .._jax import inverse, permuted
-from .._util import kind, named_rule
-from ..linear import MATMUL
-from ..reduce import ARGMAX, ARGMIN, REDUCE
+from .._util import named_rule
+from ..elementwise import CAST
+from ..reduce import ARGMAX, ARGMIN, CUMSUM, REDUCE
 
 __all__ = []
 
@@ -43,15 +40,9 @@ ARGMAX.imports("jax", "argmax")(_arg_rule("argmax", ARGMAX))
 ARGMIN.imports("jax", "argmin")(_arg_rule("argmin", ARGMIN))
 
 
-@MATMUL.imports("jax", "cumsum")
+@CUMSUM.imports("jax", "cumsum")
 def _cumsum_from_jax(call):
-    """``x @ T`` along the axis moved last, with T[i, j] = 1 where i <= j (i >= j when reversed)."""
-    x = call.input(0)
-    if kind(x.type.dtype) != 2:
-        call.unsupported(f"cumsum on {x.type.dtype}")
-    axis, n = int(call.params["axis"]), x.type.shape[int(call.params["axis"])]
-    perm = [i for i in range(x.type.rank) if i != axis] + [axis]
-    tri = np.triu(np.ones((n, n), x.type.dtype))
-    tri = tri.T if call.params.get("reverse") else tri
-    y = call.emit(MATMUL, [permuted(call, x, perm), call.const(tri, "cumsum_triangle")])
-    return permuted(call, y, inverse(perm))
+    """``lax.cumsum(x, axis, reverse)``; integer sums are cast back to JAX's dtype (the IR's is int64)."""
+    attrs = {"axis": int(call.params["axis"]), "reverse": bool(call.params.get("reverse"))}
+    y = call.emit(CUMSUM, [call.input(0)], attrs)
+    return y if y.type.dtype == call.out_type().dtype else call.emit(CAST, [y], {"dtype": call.out_type().dtype})

@@ -15,7 +15,7 @@ from .._util import kind, named_rule, norm_axes, norm_axis
 from ..elementwise import BINARY
 from ..elementwise.from_keras_ops import cast_to, out_dtype
 from ..elementwise.unary import UNARY
-from ..reduce import ARGMAX, ARGMIN, LOG_SOFTMAX, REDUCE, SOFTMAX, STD, VAR, VECTOR_NORM
+from ..reduce import CUMSUM, ARGMAX, ARGMIN, LOG_SOFTMAX, REDUCE, SOFTMAX, STD, VAR, VECTOR_NORM
 
 __all__ = []
 
@@ -109,3 +109,14 @@ def _norm_from_keras(call):
         call.unsupported(f"norm ord {ord_!r}")
     ord_ = 2.0 if ord_ is None else float(ord_)
     return call.emit(VECTOR_NORM, [x], {"axes": axes, "keepdims": bool(call.layer.keepdims), "ord": ord_})
+
+
+@CUMSUM.imports("keras", "ops.Cumsum")
+def _cumsum_from_keras(call):
+    """``keras.ops.cumsum(x, axis=None, dtype=None)``; axis None (the flattened tensor) only on rank 1."""
+    x, axis = call.inputs[0], call.layer.axis
+    if axis is None and x.type.rank != 1:
+        call.unsupported("cumsum with axis=None on a batch (it runs across samples); give an axis")
+    axis = 0 if axis is None else axis
+    y = call.emit(CUMSUM, [x], {"axis": norm_axis(int(axis), x.type.rank)})
+    return cast_to(call, y, out_dtype(call))

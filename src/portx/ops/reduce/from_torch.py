@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .._util import named_rule, norm_axes, norm_axis
 from ..elementwise import BINARY, CAST
-from ..reduce import ARGMAX, ARGMIN, LOG_SOFTMAX, REDUCE, REDUCE_TABLE, SOFTMAX, STD, VAR, VECTOR_NORM
+from ..reduce import CUMSUM, ARGMAX, ARGMIN, LOG_SOFTMAX, REDUCE, REDUCE_TABLE, SOFTMAX, STD, VAR, VECTOR_NORM
 
 __all__ = []
 
@@ -98,3 +98,12 @@ def _softmax_from_aten(call):
     op = LOG_SOFTMAX if "log_softmax" in call.node.target._schema.name else SOFTMAX
     x = _cast_to(call, call.arg("self"), call.out_type().dtype)
     return call.emit(op, [x], {"axis": norm_axis(call.arg("dim"), x.type.rank)})
+
+
+@CUMSUM.imports("torch", "aten::cumsum")
+def _cumsum_from_aten(call):
+    """``torch.cumsum(x, dim, dtype=None)``: a ``dtype=`` casts the input first, as torch does."""
+    x = _cast_to(call, call.arg("self"), call.arg("dtype"))
+    if not x.type.rank:
+        call.unsupported("cumsum of a 0-d tensor (it is the tensor itself)")
+    return call.emit(CUMSUM, [x], {"axis": norm_axis(call.arg("dim"), x.type.rank)})

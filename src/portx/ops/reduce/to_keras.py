@@ -1,20 +1,24 @@
 """Keras-JAX emit rules for reductions, arg-reductions, var/std, vector norms and softmax.
 
 Each reduction is the ``keras.ops`` function of its table row with ``axis=None`` when every axis
-is reduced (it reads better). Keras' ``ops.var`` is the biased variance, so a correction rescales
-it; vector norms are written out rather than ``ops.norm``, which treats two axes as a matrix norm.
-Softmax is the ``Softmax`` layer, log_softmax ``ops.log_softmax``.
+is reduced (it reads better), except that a mean or max of a float32 graph value over exactly the
+spatial axes of a rank-3 to rank-5 tensor is the named ``GlobalAveragePooling``/``GlobalMaxPooling``
+layer (the fold pass turns pool-then-reshape into such a reduction). Keras' ``ops.var`` is the
+biased variance, so a correction rescales it; vector norms are written out rather than
+``ops.norm``, which treats two axes as a matrix norm. Softmax is the ``Softmax`` layer (``ops.softmax``
+off float32), log_softmax ``ops.log_softmax``.
 
 Example generated code:
-    mean = ops.mean(relu, axis=(1, 2), keepdims=False)
-    softmax = layers.Softmax(axis=1, name='softmax')(head)
+    pool = layers.GlobalAveragePooling2D(name='pool')(relu)
+    total = ops.sum(relu, axis=(1, 2), keepdims=False)
+    softmax = layers.Softmax(name='softmax')(head)
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .._util import named_rule
-from ..reduce import ARGMAX, ARGMIN, LOG_SOFTMAX, REDUCE, REDUCE_TABLE, SOFTMAX, STD, VAR, VECTOR_NORM
+from ..reduce import CUMSUM, ARGMAX, ARGMIN, LOG_SOFTMAX, REDUCE, REDUCE_TABLE, SOFTMAX, STD, VAR, VECTOR_NORM
 
 __all__ = []
 
@@ -24,8 +28,28 @@ def _keras_axis(axes, rank):
     return None if len(axes) == rank else tuple(axes)
 
 
+_GLOBAL_POOLS = {"mean": "GlobalAveragePooling", "amax": "GlobalMaxPooling"}
+
+
+def _global_pool(node, k):
+    """(layer class, arguments) of the Keras global pooling that computes this mean or max, or None."""
+    x, axes = node.inputs[0], tuple(node.attrs["axes"])
+    rank = x.type.rank
+    if node.op.name not in _GLOBAL_POOLS or not 3 <= rank <= 5 or not k.layer_ready(node):
+        return None
+    for fmt, spatial in (("channels_last", range(1, rank - 1)), ("channels_first", range(2, rank))):
+        if axes == tuple(spatial):
+            cls = f"{_GLOBAL_POOLS[node.op.name]}{rank - 2}D"
+            return cls, {"keepdims": node.attrs["keepdims"], "data_format": fmt}
+    return None
+
+
 def _reduce_emit(name, fn):
     def emit(node, k):
+        pool = _global_pool(node, k)
+        if pool is not None:
+            k.layer(node, pool[0], pool[1], [node.inputs[0]])
+            return
         x = node.inputs[0]
         axis = _keras_axis(node.attrs["axes"], x.type.rank)
         k.assign(node, f"{fn}({k.ref(x)}, axis={k.lit(axis)}, keepdims={k.lit(node.attrs['keepdims'])})")
@@ -84,9 +108,25 @@ def _vector_norm_to_keras(node, k):
 
 @SOFTMAX.emits("keras-jax")
 def _softmax_to_keras(node, k):
-    k.layer(node, "Softmax", {"axis": node.attrs["axis"]}, [node.inputs[0]])
+    x = node.inputs[0]
+    axis = -1 if node.attrs["axis"] in (-1, x.type.rank - 1) else node.attrs["axis"]
+    if k.layer_ready(node):
+        k.layer(node, "Softmax", {"axis": axis}, [x])
+    else:
+        k.assign(node, f"ops.softmax({k.ref(x)}, axis={k.lit(axis)})")
 
 
 @LOG_SOFTMAX.emits("keras-jax")
 def _log_softmax_to_keras(node, k):
     k.assign(node, f"ops.log_softmax({k.ref(node.inputs[0])}, axis={k.lit(node.attrs['axis'])})")
+
+
+@CUMSUM.emits("keras-jax")
+def _cumsum_to_keras(node, k):
+    """``ops.cumsum``; a reversed sum runs on the flipped axis and is flipped back."""
+    x, axis, dtype = k.ref(node.inputs[0]), node.attrs["axis"], node.output.type.dtype
+    cast = "" if dtype == node.inputs[0].type.dtype else f", dtype={k.lit(dtype)}"
+    if node.attrs["reverse"]:
+        k.assign(node, f"ops.flip(ops.cumsum(ops.flip({x}, axis={axis}), axis={axis}{cast}), axis={axis})")
+    else:
+        k.assign(node, f"ops.cumsum({x}, axis={axis}{cast})")

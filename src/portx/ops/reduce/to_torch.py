@@ -11,7 +11,7 @@ Example generated code:
 from __future__ import annotations
 
 from .._util import named_rule
-from ..reduce import ARGMAX, ARGMIN, LOG_SOFTMAX, REDUCE, SOFTMAX, STD, VAR, VECTOR_NORM
+from ..reduce import CUMSUM, ARGMAX, ARGMIN, LOG_SOFTMAX, REDUCE, SOFTMAX, STD, VAR, VECTOR_NORM
 
 __all__ = []
 
@@ -94,3 +94,14 @@ def _log_softmax_to_torch(node, t):
 def _signed_axis(axis, rank) -> int:
     """``-1`` for the last axis, as softmax calls are usually written."""
     return -1 if axis == rank - 1 and rank > 1 else axis
+
+
+@CUMSUM.emits("torch-xla")
+def _cumsum_to_torch(node, t):
+    """``torch.cumsum``; a reversed sum runs on the flipped axis and is flipped back."""
+    x, axis, dtype = t.ref(node.inputs[0]), node.attrs["axis"], node.output.type.dtype
+    cast = "" if dtype == node.inputs[0].type.dtype else f", dtype=torch.{dtype}"
+    if node.attrs["reverse"]:
+        t.assign(node, f"torch.cumsum({x}.flip({axis}), dim={axis}{cast}).flip({axis})")
+    else:
+        t.assign(node, f"torch.cumsum({x}, dim={axis}{cast})")

@@ -9,7 +9,7 @@ the identity as it is and a nearest resize by integer factors as the framework's
 variant raises ``Unsupported``, naming the pass that expresses it.
 
 Example generated code:
-    up = layers.UpSampling2D(size=(2, 2), data_format='channels_first', interpolation='nearest', name='up')(x)
+    up = layers.UpSampling2D(2, data_format='channels_first', name='up')(x)
 """
 from __future__ import annotations
 

@@ -2,10 +2,13 @@
 
 Data movement is ``ops.reshape`` / ``ops.transpose`` / ``ops.broadcast_to`` / ``ops.concatenate``;
 slices and selects are subscripts built with ``index_text`` (index.py), and gathers are
-``ops.take`` / ``ops.take_along_axis``.
+``ops.take`` / ``ops.take_along_axis``. A reshape of a float32 graph value that flattens all but
+the batch axis (axis 0 has the inputs' batch size) is the named ``Flatten`` layer, with no batch
+size spelled out.
 
 Example generated code:
-    view = ops.reshape(pool, (1, 16))
+    attn = ops.reshape(attn_out_proj, (1, 4, 8))
+    x_nhwc = ops.transpose(x, (0, 2, 3, 1))
     x_cls = x[:, 0]
 """
 from __future__ import annotations
@@ -18,14 +21,24 @@ from ..shape.index import FLIP, GATHER, INDEX_SELECT, ROLL, SELECT, SLICE, TILE,
 __all__ = []
 
 
+def _flattens_batches(node, k) -> bool:
+    """True for ``(N, ...) -> (N, -1)`` where N is the batch size of the model's inputs."""
+    x, shape = node.inputs[0].type.shape, tuple(node.outputs[0].type.shape)
+    batches = {v.type.shape[0] for v in k.graph.inputs if v.type.rank}
+    return len(x) >= 3 and shape == (x[0], int(np.prod(x[1:]))) and batches == {x[0]} and k.layer_ready(node)
+
+
 @RESHAPE.emits("keras-jax")
 def _reshape_to_keras(node, k):
+    if _flattens_batches(node, k):  # Flatten reads channels-last order, which data_format pins
+        k.layer(node, "Flatten", {"data_format": "channels_last"}, [node.inputs[0]])
+        return
     k.assign(node, f"ops.reshape({k.ref(node.inputs[0])}, {k.lit(tuple(node.attrs['shape']))})")
 
 
 @PERMUTE.emits("keras-jax")
 def _permute_to_keras(node, k):
-    k.assign(node, f"ops.transpose({k.ref(node.inputs[0])}, axes={k.lit(tuple(node.attrs['perm']))})")
+    k.assign(node, f"ops.transpose({k.ref(node.inputs[0])}, {k.lit(tuple(node.attrs['perm']))})")
 
 
 @EXPAND.emits("keras-jax")

@@ -6,7 +6,7 @@ turn the tables into plain IR: a broadcast between reshapes (integer nearest up-
 slice or a gather with constant int32 indices (any other nearest), and one matmul per axis with a
 constant matrix (bilinear, bicubic, both align_corners), which XLA maps to the matrix unit. The
 tables come from the same builders the resize reference uses, so the rewrite is torch's
-arithmetic to float32 rounding; the property tests in tests/passes/test_rewrites.py measure it.
+arithmetic to float32 rounding; the property tests in tests/passes/legalize/test_rewrites.py measure it.
 The op tables of both targets name these rules for ``resize``; the emitters keep only the native
 forms (Note [resize native forms] in ``ops/resize/to_keras.py``).
 

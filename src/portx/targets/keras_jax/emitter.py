@@ -1,7 +1,9 @@
 """Keras 3 (JAX backend) emitter: IR -> readable functional ``model.py`` + ``model.weights.h5``.
 
 Per-op emit rules live in ``ops/<family>/`` and receive a ``KerasEmitter``; this module only assembles
-the file and creates the weights (runtime.py loads and runs the result the way a user would).
+the file and creates the weights (runtime.py loads and runs the result the way a user would), and
+style.py decides how it reads: layer arguments as keras.applications writes them, variable names,
+lines wrapped at 100 columns.
 
 Example:
     >>> files = emit_keras(graph, "out/")        # out/model.py, out/model.weights.h5
@@ -9,14 +11,15 @@ Example:
 """
 from __future__ import annotations
 
-import functools
 import re
+import textwrap
 from pathlib import Path
 
 import numpy as np
 
 from ...ir import Value
 from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal, nested_outputs
+from .style import VariableNames, auto_names_in, comment_text, layer_args
 
 __all__ = ["TARGET", "WEIGHTS_FILE", "HEADER", "KerasEmitter", "emit_keras"]
 
@@ -25,7 +28,9 @@ WEIGHTS_FILE = "model.weights.h5"
 #: the first line of every model.py this emitter writes (how targets.KERAS_JAX recognises its folders)
 HEADER = '"""Keras 3 model written by portx.'
 _RESERVED = {"keras", "layers", "ops", "np", "os", "build_model", "load_model", "WEIGHTS", "Constant",
-             "MATMUL_PRECISION", "model", "inputs", "outputs", "jax"}
+             "model", "inputs", "outputs", "jax"}
+_WIDTH = 100  # lines of the written model.py wrap at this width
+_FOLDED_KINDS = {"batch_norm": "BN"}  # how a folded op is named in its comment (the docstring spells it out)
 _INLINE_MAX = 16  # constants with at most this many elements are written into the code
 _DEEP_GRAPH = 300  # Note [deep graphs]: Keras' functional graph walk recurses per layer
 
@@ -42,26 +47,6 @@ class Constant(layers.Layer):
 '''
 
 
-@functools.lru_cache(maxsize=1)
-def _keras_auto_names() -> frozenset:
-    """Snake-case names Keras derives from operation and layer classes (see Note [layer names])."""
-    import keras
-    from keras.src.ops.operation import Operation
-    from keras.src.utils.naming import to_snake_case
-
-    del keras  # imported for its side effect of registering every op class
-    seen, todo = set(), [Operation]
-    while todo:
-        cls = todo.pop()
-        for sub in cls.__subclasses__():
-            if sub not in seen:
-                seen.add(sub)
-                todo.append(sub)
-    # only Keras' own classes (and ours): the emitted model uses no others, and classes the caller's
-    # process happens to define (a test's subclassed ``Block``) must not change the emitted names
-    return frozenset(to_snake_case(c.__name__) for c in seen if c.__module__.startswith("keras.")) | {"constant"}
-
-
 class KerasEmitter(EmitterBase):
     """What an emit rule sees: references to values, and ways to write layers and expressions.
 
@@ -69,21 +54,39 @@ class KerasEmitter(EmitterBase):
 
         @RELU.emits("keras-jax")
         def _relu_to_keras(node, k):
-            k.assign(node, f"ops.relu({k.ref(node.inputs[0])})")
+            if k.layer_ready(node):  # float32 KerasTensors: a named layer, as keras.applications writes
+                k.layer(node, "ReLU", {}, [node.inputs[0]])
+            else:
+                k.assign(node, f"ops.relu({k.ref(node.inputs[0])})")
     """
 
     TARGET = TARGET
 
-    def __init__(self, graph):
+    def __init__(self, graph, clash=frozenset()):
         super().__init__(graph)
         self.ns = Namespace(_RESERVED)
-        self.body = LineWriter()
+        self.body = LineWriter(_WIDTH)
         self.body.indent = 1
         self.weights = {}  # layer name -> list of arrays, in layer.get_weights() order
         self.layer_of = {}  # Value -> layer name, for per-layer checks
         self.uses_numpy = False
         self.uses_constant_layer = False
+        self.default_layout = False  # a layer leaves data_format at Keras's default (channels_last)
+        self.clash = clash  # Note [layer names]: auto-name prefixes of the ops this body calls
+        self.layer_names = set()
+        self.var_names = VariableNames(graph)
+        self.live = set(graph.inputs)  # values computed from the inputs: KerasTensors in build_model
+        for node in graph.nodes:
+            if any(v in self.live for v in node.inputs if v is not None):
+                self.live.update(node.outputs)
         self._anchor = None
+
+    def layer_ready(self, node) -> bool:
+        """True when a weightless Keras layer computes exactly what ``node`` computes: its inputs are
+        KerasTensors, and inputs and outputs are float32 (a layer casts floats to its float32 policy)."""
+        values = [v for v in node.inputs if v is not None]
+        return all(v in self.live for v in values) and \
+            all(v.type.dtype == "float32" for v in values + list(node.outputs))
 
     # -- values ---------------------------------------------------------------------------
     def store(self, raw_name, array, layer=False) -> str:
@@ -117,47 +120,59 @@ class KerasEmitter(EmitterBase):
     def layer_ident(self, raw: str, fallback: str) -> str:
         """A unique name for a Keras layer (and its variable), never one Keras gives an op itself.
 
-        Note [layer names]: ``keras.ops`` calls in a functional model are auto-named after their
-        class (``softmax``, ``softmax_1``, ...); an explicit layer name equal to one of those makes
-        Keras refuse the model, so such names get a ``_layer`` suffix.
+        Note [layer names]: ``keras.ops`` calls, operators and subscripts in a functional model are
+        auto-named after their class (``softmax``, ``softmax_1``, ...; the counters are global to
+        the process); an explicit layer name equal to one of those makes Keras refuse the model.
+        ``emit_graph`` writes the body, collects the prefixes of the ops it calls
+        (``style.auto_names_in``) and, only if a layer name clashes with one, writes it again with
+        those prefixes in ``clash``: such names then get a ``_layer`` suffix.
         """
         base = self.ns.name(raw, fallback)
-        if re.sub(r"_\d+$", "", base) in _keras_auto_names():
+        if re.sub(r"_\d+$", "", base) in self.clash:
             self.ns.release(base)
             base = self.ns.name(f"{base}_layer", fallback)
+        self.layer_names.add(base)
         return base
 
     def layer_name(self, node) -> str:
-        """A unique layer name for ``node``, derived from its source scope."""
-        raw = node.scope or node.outputs[0].name
+        """A unique layer name for ``node``: its weight's module, else as for a variable (Note [variable names])."""
+        raw = self.var_names.raw(node)
         weights = [v.name for v in node.inputs if v is not None and self.is_param(v)]
         if weights and weights[0].endswith((".weight", "_weight")):  # "attn.in_proj_weight" -> attn_in_proj
             raw = weights[0][: -len("weight") - 1]
         return self.layer_ident(raw, node.op.name)
 
     def layer(self, node, cls: str, kwargs: dict, inputs, weights=None, *, module="layers") -> str:
-        """Write ``out = layers.CLS(**kwargs, name=...)(inputs)`` and record its weights."""
+        """Write ``out = layers.CLS(args, name=...)(inputs)`` (Keras defaults left out, ``style.layer_args``),
+        record its weights, and note the source modules a pass folded into it (``graph.meta["folded"]``)."""
         name = self.layer_name(node)
-        args = "".join(f"{k}={literal(v)}, " for k, v in kwargs.items())
-        ins = [self.ref(v) for v in inputs]
-        arg = ins[0] if len(ins) == 1 else "[" + ", ".join(ins) + "]"
-        self._bind(node, f"{module}.{cls}({args}name={literal(name)})({arg})", self.variables(node, name))
+        self._bind(node, self._layer_call(cls, kwargs, name, inputs, module), self.variables(node, name))
         if weights:
             self.weights[name] = [np.asarray(w) for w in weights]
         for out in node.outputs:
             self.layer_of[out] = name
+        folded = self.graph.meta.get("folded", {}).get(node.outputs[0].name)
+        if folded:
+            self.body.comment_last("; ".join(f"{comment_text(row['scope'] or 'functional')} "
+                                             f"({_FOLDED_KINDS.get(row['op'], row['op'])}) folded in"
+                                             for row in folded))
         return name
 
-    def sublayer(self, node, cls: str, kwargs: dict, inputs, weights=None, *, module="layers") -> str:
-        """Like ``layer`` but into a temporary variable, for multi-step rules; returns its name."""
-        name = self.layer_ident(f"{node.scope or node.outputs[0].name}_{cls}", node.op.name)
-        args = "".join(f"{k}={literal(v)}, " for k, v in kwargs.items())
-        ins = [self.ref(v) for v in inputs]
-        arg = ins[0] if len(ins) == 1 else "[" + ", ".join(ins) + "]"
-        self.body.line(f"{name} = {module}.{cls}({args}name={literal(name)})({arg})")
+    def sublayer(self, node, cls: str, kwargs: dict, inputs, weights=None, *, module="layers", hint=None) -> str:
+        """Like ``layer`` but into a temporary variable named ``<scope>_<hint>``, for multi-step rules."""
+        hint = hint or re.sub(r"\dD(Transpose)?$", "", cls).lower()
+        name = self.layer_ident(f"{self.var_names.scope.get(node) or node.outputs[0].name}_{hint}", node.op.name)
+        self.body.line(f"{name} = {self._layer_call(cls, kwargs, name, inputs, module)}")
         if weights:
             self.weights[name] = [np.asarray(w) for w in weights]
         return name
+
+    def _layer_call(self, cls, kwargs, name, inputs, module) -> str:
+        if kwargs.get("data_format") == "channels_last":
+            self.default_layout = True
+        ins = [self.ref(v) for v in inputs]
+        arg = ins[0] if len(ins) == 1 else "[" + ", ".join(ins) + "]"
+        return f"{module}.{cls}({', '.join(layer_args(cls, kwargs) + [f'name={literal(name)}'])})({arg})"
 
     def pad_value(self, node, value, pads, channels_last=False) -> str:
         """Zero-pad the spatial axes of a channels-first (or channels-last) tensor by (begin, end) pairs."""
@@ -167,7 +182,7 @@ class KerasEmitter(EmitterBase):
             widths = ((0, 0),) + pads + ((0, 0),) if channels_last else ((0, 0), (0, 0)) + pads
             return self.temp(node, f"ops.pad({self.ref(value)}, {literal(widths)})", "padded")
         fmt = "channels_last" if channels_last else "channels_first"
-        return self.sublayer(node, f"ZeroPadding{rank}D", {"padding": pads, "data_format": fmt}, [value])
+        return self.sublayer(node, f"ZeroPadding{rank}D", {"padding": pads, "data_format": fmt}, [value], hint="pad")
 
     def crop(self, node, source: str, padding, channels_last=False) -> None:
         """Bind the node's output to ``source`` with ``padding[i]`` removed from both ends of spatial axis i."""
@@ -194,31 +209,42 @@ class KerasEmitter(EmitterBase):
         """A layer's own (already unique) name for its one output; fresh names otherwise."""
         if hint and len(node.outputs) == 1:
             return [hint]
-        hint = hint or node.scope or node.outputs[0].name
+        hint = hint or self.var_names.raw(node)  # Note [variable names] in style.py
         return [self.ns.name(hint if len(node.outputs) == 1 else f"{hint}_{i}", node.op.name)
                 for i, _ in enumerate(node.outputs)]
 
     # -- assembly ---------------------------------------------------------------------------
     def emit_graph(self) -> str:
-        """Walk the graph and return the full ``model.py`` text."""
-        head = LineWriter()
+        """Walk the graph and return the full ``model.py`` text (twice if a layer name clashes, Note [layer names])."""
+        text = self._emit_once()
+        used = auto_names_in(self.body.text())
+        if not self.clash and any(re.sub(r"_\d+$", "", name) in used for name in self.layer_names):
+            self.__init__(self.graph, clash=frozenset(used))
+            text = self._emit_once()
+        return text
+
+    def _emit_once(self) -> str:
+        head = LineWriter(_WIDTH)
         head.indent = 1
         for value in self.graph.inputs:
             var = self.ns.name(value.name, "input")
             self.names[value] = var
-            head.line(f"{var} = keras.Input(batch_shape={literal(tuple(value.type.shape))}, "
-                      f"dtype={literal(value.type.dtype)}, name={literal(var)})")
+            dtype = f", dtype={literal(value.type.dtype)}" if value.type.dtype != "float32" else ""
+            head.line(f"{var} = keras.Input(batch_shape={literal(tuple(value.type.shape))}{dtype}, "
+                      f"name={literal(var)})")
         self._anchor = self.names[self.graph.inputs[0]] if self.graph.inputs else "None"
         self.emit_nodes()
-        outs = ", ".join(self._output_ref(v) for v in self.graph.outputs)
+        outs = [self._output_ref(v) for v in self.graph.outputs]
         return self._module_text(head.text() + self.body.text(), outs)
 
-    def _module_text(self, body: str, outs: str) -> str:
+    def _module_text(self, body: str, outs: list) -> str:
         w = LineWriter()
         w.line(f"{HEADER} Runs with KERAS_BACKEND=jax; needs only keras (and jax).")
         w.line("")
         w.line("build_model() returns the architecture; load_model() returns it with the weights in")
         w.line(f"{WEIGHTS_FILE} beside this file. {_layout_sentence(self.graph)}")
+        for row in _folded_sentence(self.graph):
+            w.line(row)
         w.line('"""')
         w.line("import os")
         deep = len(self.graph.nodes) > _DEEP_GRAPH
@@ -233,8 +259,9 @@ class KerasEmitter(EmitterBase):
         w.line("from keras import layers, ops")
         w.line("")
         w.line(f"WEIGHTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), {literal(WEIGHTS_FILE)})")
-        w.line('# Verified at this matmul precision; on TPU pass load_model(precision="highest") to match it.')
-        w.line('MATMUL_PRECISION = "highest"')
+        if self.default_layout:  # the layers leave data_format at Keras's default: pin it once
+            w.line("# The layers below use Keras's default data_format; pinned in case keras.json sets another.")
+            w.line('keras.config.set_image_data_format("channels_last")')
         text = w.text()
         if deep:  # Note [deep graphs]
             text += ("\n# Keras builds functional graphs recursively, a few frames per layer; this model is deep.\n"
@@ -246,13 +273,14 @@ class KerasEmitter(EmitterBase):
         text += body
         ins = [self.names[v] for v in self.graph.inputs]
         ins_text = ins[0] if len(ins) == 1 else "[" + ", ".join(ins) + "]"
-        outs_text = outs if len(self.graph.outputs) == 1 else f"[{outs}]"
+        outs_text = outs[0] if len(outs) == 1 else "[" + ", ".join(outs) + "]"
         if self.graph.meta.get("output_structure") is not None:  # Note [output structure]
-            outs_text = nested_outputs(self.graph.meta["output_structure"],
-                                       [self._output_ref(v) for v in self.graph.outputs])
-        text += f"    return keras.Model(inputs={ins_text}, outputs={outs_text}, "
-        text += f"name={literal(re.sub(r'[^0-9A-Za-z_]', '_', self.graph.name) or 'model')})\n"
-        text += _LOAD_MODEL
+            outs_text = nested_outputs(self.graph.meta["output_structure"], outs)
+        last = LineWriter(_WIDTH)
+        last.indent = 1
+        last.line(f"return keras.Model({ins_text}, {outs_text}, "
+                  f"name={literal(re.sub(r'[^0-9A-Za-z_]', '_', self.graph.name) or 'model')})")
+        text += last.text() + _LOAD_MODEL
         return text
 
 
@@ -264,6 +292,15 @@ def _layout_sentence(graph) -> str:
         return "Inputs and outputs keep the source model's layout."
     return "Layouts differ from the source: " + ", ".join(
         f"{row['name']} {row['layout']} (source {row['source_layout']})" for row in changed) + "."
+
+
+def _folded_sentence(graph) -> list:
+    """The docstring's lines naming the batch norms a pass folded into convolutions (graph.meta["folded"])."""
+    scopes = [comment_text(row["scope"] or "functional") for rows in graph.meta.get("folded", {}).values()
+              for row in rows if row["op"] == "batch_norm"]
+    if not scopes:
+        return []
+    return textwrap.wrap("BatchNorm folded into the preceding convolutions: " + ", ".join(scopes) + ".", 100)
 
 
 _LOAD_MODEL = '''

@@ -1,0 +1,217 @@
+"""How the written ``model.py`` reads: layer arguments as keras.applications writes them, readable names.
+
+A keyword equal to the layer's Keras default is left out, the leading arguments (``filters``,
+``units``, ``kernel_size``, ``pool_size``...) are positional, and a tuple of equal entries is one
+int, so ``Conv2D(filters=16, kernel_size=(3, 3), strides=(1, 1), padding='same', use_bias=True)``
+reads ``Conv2D(16, 3, padding='same')``. ``data_format`` is left out where it is Keras's default
+``channels_last``; the file then pins ``keras.config.set_image_data_format`` once.
+
+Note [variable names]: a node's variable (and its layer, unless the layer is named after its
+weight's module, ``attn.in_proj_weight`` -> ``attn_in_proj``) is named after its scope when it is
+the last node of that scope (the module's result: ``layer1_0`` is the block's output ReLU);
+after its scope and the input it feeds when it is the only reader's named input in the same scope
+(``attn_q``, ``attn_k``, ``attn_v`` for attention), which the reshapes, transposes and slices
+leading there share (``attn_q_reshape``), and a value split into such roles joins them
+(``attn_qkv``); after its scope and op otherwise (``layer1_0_relu``, ``layer1_0_add``). A transpose
+the layout pass added carries no scope (it belongs to no source layer, which per-layer checks rely
+on; ``meta["layout_transposes"]`` names them); for naming it takes the scope of the node producing
+its input. Nodes of no scope keep their value's name (``add``, ``relu_2``).
+
+Example:
+    >>> layer_args("Conv2D", {"filters": 16, "kernel_size": (3, 3), "strides": (2, 2), "padding": "valid"})
+    ['16', '3', 'strides=2']
+"""
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+
+from ..codegen import literal
+
+__all__ = ["layer_args", "auto_names_in", "VariableNames", "comment_text"]
+
+_CONV = {"strides": 1, "padding": "valid", "dilation_rate": 1, "groups": 1, "use_bias": True,
+         "data_format": "channels_last", "depth_multiplier": 1}
+_POOL = {"padding": "valid", "data_format": "channels_last"}
+_GLOBAL_POOL = {"keepdims": False, "data_format": "channels_last"}
+_NORM = {"axis": -1, "epsilon": 1e-3, "center": True, "scale": True}
+#: layer family (the class without its ``1D``/``2D``/``3D``/``Transpose``) -> (positional arguments in
+#: order, {keyword: Keras's default})
+_SIGNATURES = {
+    "Conv": (("filters", "kernel_size"), _CONV),
+    "DepthwiseConv": (("kernel_size",), _CONV),
+    "Dense": (("units",), {"use_bias": True}),
+    "MaxPooling": (("pool_size",), _POOL),
+    "AveragePooling": (("pool_size",), _POOL),
+    "GlobalMaxPooling": ((), _GLOBAL_POOL),
+    "GlobalAveragePooling": ((), _GLOBAL_POOL),
+    "ZeroPadding": (("padding",), {"data_format": "channels_last"}),
+    "UpSampling": (("size",), {"data_format": "channels_last", "interpolation": "nearest"}),
+    "BatchNormalization": ((), _NORM),
+    "LayerNormalization": ((), _NORM),
+    "GroupNormalization": ((), {**_NORM, "groups": 32}),
+    "RMSNormalization": ((), {"axis": -1, "epsilon": 1e-6}),
+    "Softmax": ((), {"axis": -1}),
+    "Embedding": (("input_dim", "output_dim"), {}),
+    "ReLU": (("max_value",), {"max_value": None, "negative_slope": 0.0, "threshold": 0.0}),
+    "LeakyReLU": ((), {"negative_slope": 0.3}),
+    "Activation": (("activation",), {}),
+    "Flatten": ((), {"data_format": "channels_last"}),
+}
+#: arguments that take one int for a tuple of equal ints
+_COMPACT = {"kernel_size", "strides", "dilation_rate", "pool_size", "size", "output_padding"}
+
+
+def _family(cls: str) -> str:
+    return re.sub(r"\dD(Transpose)?$", "", cls)
+
+
+def _compact(name, value, family):
+    """``(3, 3)`` -> ``3``; ZeroPadding's ``((1, 1), (2, 2))`` -> ``(1, 2)`` and ``((1, 1), (1, 1))`` -> ``1``."""
+    if family == "ZeroPadding" and name == "padding" and isinstance(value, tuple):
+        if all(isinstance(p, tuple) and len(p) == 2 and p[0] == p[1] for p in value):
+            value = tuple(p[0] for p in value)  # symmetric pads: one int per axis
+        elif len(value) == 2 and all(isinstance(p, int) for p in value) and value[0] == value[1]:
+            value = (value[0],)  # ZeroPadding1D's (begin, end)
+    if (name in _COMPACT or family == "ZeroPadding") and isinstance(value, tuple) and value and \
+            all(isinstance(v, int) and v == value[0] for v in value):
+        return value[0]
+    return value
+
+
+def _is_default(value, default) -> bool:
+    return value == default and isinstance(value, bool) == isinstance(default, bool) and \
+        (value is None) == (default is None)
+
+
+def layer_args(cls: str, kwargs: dict) -> list:
+    """The argument texts for ``layers.CLS(...)`` (without ``name``), Keras defaults left out."""
+    family = _family(cls)
+    positional, defaults = _SIGNATURES.get(family, ((), {}))
+    kwargs = {k: _compact(k, v, family) for k, v in kwargs.items()}
+    if family.endswith("Pooling") and kwargs.get("strides") == kwargs.get("pool_size"):
+        kwargs.pop("strides", None)  # Keras's strides=None is the pool size
+    args = []
+    for name in positional:  # leading arguments in order, while each is given and not its default
+        if name not in kwargs or (name in defaults and _is_default(kwargs[name], defaults[name])):
+            break
+        args.append(literal(kwargs.pop(name)))
+    return args + [f"{k}={literal(v)}" for k, v in kwargs.items()
+                   if not (k in defaults and _is_default(v, defaults[k]))]
+
+
+# Note [layer names] (emitter.py): the auto names Keras gives the operations a body creates. Keras
+# names a keras.ops call, an operator or a subscript on a KerasTensor after its class; these
+# keras.ops functions build a class of another name.
+_OP_CLASSES = {"batch_normalization": "batch_norm", "layer_normalization": "layer_norm",
+               "rms_normalization": "rms_norm", "swish": "silu", "hard_swish": "hard_silu"}
+_OPERATORS = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "true_divide",
+              ast.FloorDiv: "floor_divide", ast.Mod: "mod", ast.Pow: "power", ast.MatMult: "matmul",
+              ast.USub: "negative", ast.Gt: "greater", ast.GtE: "greater_equal", ast.Lt: "less",
+              ast.LtE: "less_equal", ast.Eq: "equal", ast.NotEq: "not_equal", ast.Invert: "logical_not"}
+
+
+def auto_names_in(body: str) -> set:
+    """The name prefixes Keras may give the operations that the statements in ``body`` create.
+
+    Over-approximates: an operator between plain numbers counts too.
+    Example: ``auto_names_in("y = ops.softmax(x[:, 0] * 2)")`` -> ``{"softmax", "get_item", "multiply"}``.
+    """
+    found = set()
+    for node in ast.walk(ast.parse(textwrap.dedent(body))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                isinstance(node.func.value, ast.Name) and node.func.value.id == "ops":
+            found.add(_OP_CLASSES.get(node.func.attr, node.func.attr))
+        elif isinstance(node, ast.Subscript):
+            found.add("get_item")
+        elif isinstance(node, (ast.BinOp, ast.UnaryOp)):
+            found.add(_OPERATORS.get(type(node.op), "operator"))
+        elif isinstance(node, ast.Compare):
+            found.update(_OPERATORS.get(type(op), "operator") for op in node.ops)
+    return found
+
+
+#: words for a node's op in its variable's name (Note [variable names]); other ops use their own name
+_OP_WORDS = {"permute": "transpose", "attention": "context", "adaptive_avg_pool": "avg_pool",
+             "adaptive_max_pool": "max_pool"}
+#: input names too generic to name a value after
+_GENERIC_INPUTS = {"x", "a", "b", "xs"}
+
+
+class VariableNames:
+    """Raw names for the nodes' variables and layers (Note [variable names]).
+
+    Example: ``VariableNames(graph).raw(node)`` -> ``"attn_q"``.
+    """
+
+    def __init__(self, graph):
+        producer, users = graph.producers(), graph.users()
+        added = graph.meta.get("layout_transposes", ())
+        self.scope = {}
+        for node in graph.nodes:
+            source = producer.get(node.inputs[0]) if node.inputs and node.inputs[0] is not None else None
+            moved = not node.scope and node.outputs[0].name in added and source is not None
+            self.scope[node] = self.scope[source] if moved else node.scope
+        self.last = set({self.scope[n]: n for n in graph.nodes if self.scope[n]}.values())
+        self.role, self._base = {}, {}  # Value -> its name after the scope; -> the input name it leads to
+        self._producer, self._users = producer, users
+        for node in reversed(graph.nodes):
+            self._join_roles(node)
+            for slot, value in zip(node.op.input_names, node.inputs):
+                if slot.strip("*?") not in _GENERIC_INPUTS and self._private(value, node):
+                    self.role[value] = self._base[value] = slot.strip("*?")
+            self._pass_role_up(node)
+
+    def _private(self, value, node) -> bool:
+        """True when ``value`` is computed in ``node``'s scope and read by ``node`` alone."""
+        return value is not None and value in self._producer and len(self._users.get(value, ())) == 1 and \
+            self.scope[self._producer[value]] == self.scope[node]
+
+    def _pass_role_up(self, node):
+        """The input of a reshape, transpose or slice whose output leads to an input name leads there too:
+        ``attn_q_reshape`` feeds the transpose that is ``attn_q``."""
+        inputs = [v for v in node.inputs if v is not None and v in self._producer]
+        out = node.outputs[0]
+        if node.op.family != "shape" or len(node.outputs) != 1:
+            return
+        if out in self._base and len(inputs) == 1 and inputs[0] not in self._base \
+                and self._private(inputs[0], node) and len(self._producer[inputs[0]].outputs) == 1:
+            self._base[inputs[0]] = self._base[out]
+            self.role[inputs[0]] = f"{self._base[out]}_{_word(self._producer[inputs[0]])}"
+
+    def _join_roles(self, node):
+        """An output that several same-scope nodes split into roles is named by them all: ``attn_qkv``."""
+        out, readers = node.outputs[0], self._users.get(node.outputs[0], [])
+        if len(node.outputs) != 1 or out in self._base or len(readers) < 2 or \
+                any(len(r.outputs) != 1 or r.outputs[0] not in self._base or self.scope[r] != self.scope[node]
+                    for r in readers):
+            return
+        roles = [self._base[r.outputs[0]] for r in readers]
+        if len(set(roles)) == len(roles):
+            joined = "".join(roles) if all(len(r) == 1 for r in roles) else "_".join(roles)
+            self.role[out] = self._base[out] = joined
+
+    def raw(self, node) -> str:
+        """The name for ``node``'s (first) output, before Namespace makes it a unique identifier."""
+        scope, out = self.scope.get(node, node.scope), node.outputs[0]
+        if out in self.role:
+            return f"{scope}_{self.role[out]}" if scope else self.role[out]
+        if not scope:
+            return out.name
+        if node in self.last or re.sub(r"\W", "_", f"_{scope}").endswith(f"_{_word(node)}"):
+            return scope  # a module called twice (``layer1.0.relu``): Namespace numbers the calls
+        return f"{scope}_{_word(node)}"
+
+
+def _word(node) -> str:
+    return _OP_WORDS.get(node.op.name, node.op.name)
+
+
+def comment_text(raw: str) -> str:
+    """A model file's name as it may appear in a comment or docstring: letters, digits, ``_`` and ``.``.
+
+    Note [untrusted names] holds here too: nothing can end the comment or the docstring.
+    Example: ``comment_text("stem.1 (bn)\\n")`` -> ``"stem.1_bn"``.
+    """
+    return re.sub(r"[^0-9A-Za-z_.]+", "_", str(raw)).strip("_")[:64] or "_"

@@ -1,0 +1,90 @@
+"""Wrapping one generated statement at a width, the way Black does.
+
+A statement longer than the width is split at its outermost bracket with the longest contents
+(after the ``=`` of an assignment): those go on the next line, indented by four spaces, or, when they
+do not fit either, one argument a line with a trailing comma; the closing bracket and whatever
+follows it go on a line of their own. The result is kept only when it parses to the same code.
+
+Example:
+    >>> wrap_line("    y = layers.Conv2D(16, 3, padding='same', name='y')(x)", 40)
+    ['    y = layers.Conv2D(', "        16, 3, padding='same', name='y'", '    )(x)']
+"""
+from __future__ import annotations
+
+import ast
+import io
+import textwrap
+import tokenize
+
+__all__ = ["wrap_line"]
+
+_OPEN, _CLOSE = "([{", ")]}"
+
+
+def wrap_line(line: str, width: int) -> list:
+    """``line`` as one or more lines of at most ``width`` characters where Black would manage it."""
+    if len(line) <= width:
+        return [line]
+    pad = line[: len(line) - len(line.lstrip())]
+    lines = _split(line.strip(), pad, width)
+    return lines if lines and _same_code(line, lines) else [line]
+
+
+def _split(body: str, pad: str, width: int) -> list:
+    """Lines for the fragment ``body`` at indent ``pad``, split at its first bracket when too long."""
+    if len(pad) + len(body) <= width:
+        return [pad + body]
+    span = _first_bracket(body)
+    if span is None:
+        return [pad + body]
+    start, end, commas = span
+    inner, content = pad + "    ", body[start + 1:end].strip()
+    if not content:
+        return [pad + body]
+    if len(inner) + len(content) <= width or not commas:
+        middle = _split(content, inner, width)
+    else:
+        cuts = [start] + commas + [end]
+        parts = [body[a + 1:b].strip() for a, b in zip(cuts, cuts[1:])]
+        middle = [line for part in parts if part for line in _split(part + ",", inner, width)]
+    return [pad + body[:start + 1]] + middle + _split(body[end:], pad, width)
+
+
+def _first_bracket(body: str):
+    """(open, close, [top-level commas inside]) offsets of the outermost bracket after a top-level ``=``
+    with the longest contents, the first of equals: ``layers.Add(name='a')([x, y])`` splits the list."""
+    try:
+        ops = [(t.start[1], t.string) for t in tokenize.generate_tokens(io.StringIO(body).readline)
+               if t.type == tokenize.OP and t.start[0] == 1]
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    depth, assign = 0, None
+    for col, text in ops:
+        depth += (text in _OPEN) - (text in _CLOSE)
+        if depth == 0 and text == "=":
+            assign = col
+            break
+    depth, start, commas, best = 0, None, [], None
+    for col, text in ops:
+        if assign is not None and col < assign:
+            continue
+        if text in _OPEN:
+            depth += 1
+            if depth == 1:
+                start, commas = col, []
+        elif text in _CLOSE:
+            depth -= 1
+            if depth < 0:
+                return None
+            if depth == 0 and (best is None or col - start > best[1] - best[0]):
+                best = (start, col, commas)
+        elif text == "," and depth == 1:
+            commas.append(col)
+    return best
+
+
+def _same_code(before: str, after: list) -> bool:
+    try:
+        return ast.dump(ast.parse(before.strip())) == ast.dump(ast.parse(textwrap.dedent("\n".join(after))))
+    except SyntaxError:
+        return False
