@@ -3,6 +3,7 @@ import ast
 import builtins
 import keyword
 import math
+import re
 
 import numpy as np
 import pytest
@@ -133,3 +134,29 @@ def test_line_writer_indents():
     w.line("return 1")
     w.line()
     assert w.text() == "def f():\n    return 1\n\n"
+
+
+def test_dropped_dropout_is_named_in_a_comment_and_the_docstring_both_ways(tmp_path):
+    """torch Dropout -> Keras and Keras Dropout -> torch: the line it followed and the docstring say so."""
+    import ast
+
+    import keras
+    import torch
+    from torch import nn
+
+    import portx
+
+    torch.manual_seed(0)
+    module = nn.Sequential(nn.Linear(8, 4), nn.ReLU(), nn.Dropout(0.5), nn.Linear(4, 2)).eval()
+    portx.convert(module, example_inputs=(torch.randn(2, 8),), to="keras-jax", out=tmp_path / "k")
+    code = (tmp_path / "k" / "model.py").read_text()
+    assert "Dropped as identities at inference: 2 (Dropout)." in ast.get_docstring(ast.parse(code))
+    assert [line for line in code.splitlines() if line.endswith("# 2 (Dropout) dropped after")]
+
+    inputs = keras.Input((8,))
+    hidden = keras.layers.Dropout(0.3, name="drop")(keras.layers.Dense(4, name="fc")(inputs))
+    model = keras.Model(inputs, keras.layers.Dense(2, name="head")(hidden))
+    portx.convert(model, to="torch-xla", out=tmp_path / "t")
+    code = (tmp_path / "t" / "model.py").read_text()
+    assert "Dropped as identities at inference: drop (Dropout)." in ast.get_docstring(ast.parse(code))
+    assert re.search(r"\n        fc = self\.fc\(\w+\)  # drop \(Dropout\) dropped after\n", code)

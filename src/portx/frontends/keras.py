@@ -138,6 +138,10 @@ class KerasCall:
         """Stop this rule: the layer variant cannot be expressed (collected, reported with exit 3)."""
         raise Unsupported(reason)
 
+    def dropped(self, value, kind: str):
+        """Record that this layer (``kind``, e.g. Dropout) is dropped at inference, after ``value``."""
+        self._walker.builder.dropped.append({"scope": self.scope, "kind": kind, "after": value.name})
+
 
 class _Walker:
     """Walks one Keras model; holds the builder, the KerasTensor -> Value map and failures."""

@@ -23,7 +23,7 @@ from ..errors import BadInput, Unsupported, UnsupportedOps, first_line
 from ..ir import IMPORT_RULES, Graph, Node, TensorType, Value, fresh_name, infer_outputs, param_value
 from ..ir.validate import IRError
 from .torch_names import op_name as _op_name
-from .torch_names import scope_of
+from .torch_names import module_kind, scope_of
 from .torch_dynamic import refuse_data_dependent
 
 __all__ = ["lower_exported", "walk_program", "export_module", "torch_dtype_name", "TorchCall", "rule_for", "state_of"]
@@ -70,6 +70,7 @@ class TorchCall:
     def __init__(self, lowering, node):
         self._low, self.node = lowering, node
         self.scope = lowering.scope_of(node)
+        self.module_kind = module_kind(node)  # class name of the source module (``Dropout``)
         self.args = lowering.bind(node)
 
     def arg(self, name, default=None):
@@ -98,6 +99,12 @@ class TorchCall:
         """Stop this rule: the op variant cannot be expressed (collected, reported with exit 3)."""
         raise Unsupported(reason)
 
+    def dropped(self, value, kind: str):
+        """Record that this node's module (``kind``, e.g. Dropout) is dropped at inference, after ``value``."""
+        row = {"scope": self.scope, "kind": kind, "after": value.name}
+        if row not in self._low.dropped:
+            self._low.dropped.append(row)
+
 
 class _Lowering:
     """Walks one ExportedProgram; holds the value environment and the nodes emitted so far."""
@@ -109,6 +116,7 @@ class _Lowering:
         self.const_names = {}  # fx node -> preferred parameter name (state_dict key)
         self.nodes, self.params, self.param_values, self.taken = [], {}, {}, set()
         self.failures = {}  # (op, reason) -> scopes
+        self.dropped = []  # source modules that are identities at inference (meta["dropped"])
 
     # -- environment --------------------------------------------------------------------
     def scope_of(self, node) -> str:
@@ -354,4 +362,5 @@ def lower_exported(ep, name="model", strict_tpu=False) -> Graph:
     used = {v.name for n in low.nodes for v in n.inputs if v is not None} | {v.name for v in outs}
     params = {k: a for k, a in low.params.items() if k in used}
     values = {k: v for k, v in low.param_values.items() if k in used}
-    return Graph(tuple(low.inputs), tuple(outs), tuple(low.nodes), params, values, name)
+    meta = {"dropped": low.dropped} if low.dropped else {}
+    return Graph(tuple(low.inputs), tuple(outs), tuple(low.nodes), params, values, name, meta)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["op_name", "scope_of"]
+__all__ = ["module_kind", "op_name", "scope_of"]
 
 
 def op_name(target) -> str:
@@ -25,3 +25,15 @@ def scope_of(node) -> str:
         return ""
     path = list(stack.values())[-1][0]
     return path.replace("L['self'].", "").replace("L__self__.", "")
+
+
+def module_kind(node) -> str:
+    """The class name of the innermost source module an fx node came from (``Dropout``), '' at the top level.
+
+    A live export records the class, a loaded ``.pt2`` its qualified name as a string.
+    """
+    stack = node.meta.get("nn_module_stack") or {}
+    if not stack:
+        return ""
+    kind = list(stack.values())[-1][1]
+    return (kind if isinstance(kind, str) else getattr(kind, "__qualname__", str(kind))).rsplit(".", 1)[-1]

@@ -26,6 +26,7 @@ class GraphBuilder:
         self.name = name
         self.inputs, self.nodes = [], []
         self.params, self.param_values, self.taken = {}, {}, set()
+        self.dropped = []  # source modules that are identities at inference (meta["dropped"])
 
     def fresh(self, hint: str) -> str:
         """A value name not used yet, derived from ``hint``."""
@@ -64,5 +65,6 @@ class GraphBuilder:
 
     def finish(self, outputs) -> Graph:
         """The Graph with the given outputs (dead nodes are left for ``remove_dead_nodes``)."""
+        meta = {"dropped": list(self.dropped)} if self.dropped else {}
         return Graph(tuple(self.inputs), tuple(outputs), tuple(self.nodes), dict(self.params),
-                     dict(self.param_values), self.name)
+                     dict(self.param_values), self.name, meta)

@@ -26,6 +26,7 @@ import keyword
 import math
 import re
 import sys
+import textwrap
 import uuid
 from pathlib import Path
 
@@ -35,7 +36,7 @@ from ..errors import Unsupported, UnsupportedOps
 from .linewrap import wrap_line
 
 __all__ = ["Namespace", "literal", "LineWriter", "nested_outputs", "flatten_outputs", "import_by_path",
-           "EmitterBase", "missing_emit_rules"]
+           "EmitterBase", "missing_emit_rules", "comment_text", "module_comment", "module_sentences"]
 
 _NOT_IDENT = re.compile(r"[^0-9A-Za-z_]+")
 _MAX_LEN = 48
@@ -111,9 +112,12 @@ class LineWriter:
         self._lines.append((self.indent, text, comment))
 
     def comment_last(self, comment: str) -> None:
-        """Give the last line the trailing ``# comment``."""
-        indent, text, _ = self._lines[-1]
-        self._lines[-1] = (indent, text, comment)
+        """Give the last line the trailing ``# comment`` (after the one it has, if any)."""
+        indent, text, old = self._lines[-1]
+        self._lines[-1] = (indent, text, f"{old}; {comment}" if old else comment)
+
+    def __len__(self) -> int:
+        return len(self._lines)
 
     def text(self) -> str:
         """All lines joined, ending in a newline."""
@@ -261,7 +265,11 @@ class EmitterBase:
             try:
                 if rule is None:
                     raise Unsupported(f"no {self.TARGET} emitter")
+                written = len(self.body)
                 rule(node, self)
+                comment = module_comment(self.graph, node)
+                if comment and len(self.body) > written:
+                    self.body.comment_last(comment)
             except Unsupported as exc:
                 failures.setdefault((node.op.name, str(exc)), []).append(node.scope or node.outputs[0].name)
                 for value in node.outputs:  # a stand-in, so that later rules keep going
@@ -269,3 +277,45 @@ class EmitterBase:
         if failures:
             raise UnsupportedOps([(op, scopes, reason) for (op, reason), scopes in failures.items()],
                                  where=f"target {self.TARGET}")
+
+
+def comment_text(raw: str) -> str:
+    """A model file's name as it may appear in a comment or docstring: letters, digits, ``_`` and ``.``.
+
+    Note [untrusted names] holds here too: nothing can end the comment or the docstring.
+    Example: ``comment_text("stem.1 (bn)\\n")`` -> ``"stem.1_bn"``.
+    """
+    return re.sub(r"[^0-9A-Za-z_.]+", "_", str(raw)).strip("_")[:64] or "_"
+
+
+#: how a folded IR op is named in a trailing comment (the docstring spells it out)
+_FOLDED_KINDS = {"batch_norm": "BN"}
+
+
+def module_comment(graph, node) -> str:
+    """The trailing comment for ``node``'s line: the source modules a pass folded into it
+    (``graph.meta["folded"]``) and those the frontend dropped right after it (``graph.meta["dropped"]``).
+
+    Example: ``"features.1 (BN) folded in"``, ``"classifier.0 (Dropout) dropped after"``.
+    """
+    name = node.outputs[0].name
+    rows = [f"{comment_text(r['scope'] or 'functional')} ({_FOLDED_KINDS.get(r['op'], r['op'])}) folded in"
+            for r in graph.meta.get("folded", {}).get(name, ())]
+    rows += [f"{comment_text(r['scope'] or 'functional')} ({comment_text(r['kind'])}) dropped after"
+             for r in graph.meta.get("dropped", ()) if r["after"] == name]
+    return "; ".join(rows)
+
+
+def module_sentences(graph, width=100) -> list:
+    """The docstring lines naming the batch norms folded into convolutions and the modules dropped at
+    inference (Dropout, noise), from ``graph.meta``; [] when there are none."""
+    folded = [comment_text(r["scope"] or "functional") for rows in graph.meta.get("folded", {}).values()
+              for r in rows if r["op"] == "batch_norm"]
+    dropped = [f"{comment_text(r['scope'] or 'functional')} ({comment_text(r['kind'])})"
+               for r in graph.meta.get("dropped", ())]
+    text = []
+    if folded:
+        text.append("BatchNorm folded into the preceding convolutions: " + ", ".join(folded) + ".")
+    if dropped:
+        text.append("Dropped as identities at inference: " + ", ".join(dropped) + ".")
+    return textwrap.wrap(" ".join(text), width) if text else []

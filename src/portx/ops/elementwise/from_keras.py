@@ -85,7 +85,9 @@ def _elu_from_keras(call):
 @imports("keras", "Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "GaussianNoise",
          "GaussianDropout", "AlphaDropout", "ActivityRegularization", "Identity")
 def _inference_identity_from_keras(call):
-    """Dropout, noise and regularization layers: the input itself at inference."""
+    """Dropout, noise and regularization layers: the input itself at inference (recorded as dropped)."""
+    if type(call.layer).__name__ != "Identity":
+        call.dropped(call.inputs[0], type(call.layer).__name__)
     return call.inputs[0]
 
 

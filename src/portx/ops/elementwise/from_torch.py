@@ -55,8 +55,14 @@ for _name, (_, _, _aten, _) in BINARY_TABLE.items():
 @CAST.imports("torch", "aten::_to_copy", "aten::clone", "aten::alias", "aten::detach", "aten::lift_fresh_copy",
               "aten::contiguous", "aten::dropout", "aten::feature_dropout", "aten::alpha_dropout")
 def _cast_from_aten(call):
-    """Copies and eval-time dropout are identities; ``_to_copy`` with a new dtype is a cast."""
+    """Copies and eval-time dropout are identities; ``_to_copy`` with a new dtype is a cast.
+
+    A dropout module (exported in eval mode it is an ``aten::dropout`` or a ``clone``) is recorded as
+    dropped, so that the emitted code says so.
+    """
     x = call.arg("self", call.arg("input"))
+    if "Dropout" in call.module_kind:
+        call.dropped(x, call.module_kind)
     dtype = call.out_type().dtype
     return x if x.type.dtype == dtype else call.emit(CAST, [x], {"dtype": dtype})
 

@@ -12,14 +12,13 @@ Example:
 from __future__ import annotations
 
 import re
-import textwrap
 from pathlib import Path
 
 import numpy as np
 
 from ...ir import Value
-from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal, nested_outputs
-from .style import VariableNames, auto_names_in, comment_text, layer_args
+from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal, module_sentences, nested_outputs
+from .style import VariableNames, auto_names_in, layer_args
 
 __all__ = ["TARGET", "WEIGHTS_FILE", "HEADER", "KerasEmitter", "emit_keras"]
 
@@ -30,7 +29,6 @@ HEADER = '"""Keras 3 model written by portx.'
 _RESERVED = {"keras", "layers", "ops", "np", "os", "build_model", "load_model", "WEIGHTS", "Constant",
              "model", "inputs", "outputs", "jax"}
 _WIDTH = 100  # lines of the written model.py wrap at this width
-_FOLDED_KINDS = {"batch_norm": "BN"}  # how a folded op is named in its comment (the docstring spells it out)
 _INLINE_MAX = 16  # constants with at most this many elements are written into the code
 _DEEP_GRAPH = 300  # Note [deep graphs]: Keras' functional graph walk recurses per layer
 
@@ -144,18 +142,13 @@ class KerasEmitter(EmitterBase):
 
     def layer(self, node, cls: str, kwargs: dict, inputs, weights=None, *, module="layers") -> str:
         """Write ``out = layers.CLS(args, name=...)(inputs)`` (Keras defaults left out, ``style.layer_args``),
-        record its weights, and note the source modules a pass folded into it (``graph.meta["folded"]``)."""
+        and record its weights (``emit_nodes`` comments the line with what was folded in or dropped)."""
         name = self.layer_name(node)
         self._bind(node, self._layer_call(cls, kwargs, name, inputs, module), self.variables(node, name))
         if weights:
             self.weights[name] = [np.asarray(w) for w in weights]
         for out in node.outputs:
             self.layer_of[out] = name
-        folded = self.graph.meta.get("folded", {}).get(node.outputs[0].name)
-        if folded:
-            self.body.comment_last("; ".join(f"{comment_text(row['scope'] or 'functional')} "
-                                             f"({_FOLDED_KINDS.get(row['op'], row['op'])}) folded in"
-                                             for row in folded))
         return name
 
     def sublayer(self, node, cls: str, kwargs: dict, inputs, weights=None, *, module="layers", hint=None) -> str:
@@ -243,7 +236,7 @@ class KerasEmitter(EmitterBase):
         w.line("")
         w.line("build_model() returns the architecture; load_model() returns it with the weights in")
         w.line(f"{WEIGHTS_FILE} beside this file. {_layout_sentence(self.graph)}")
-        for row in _folded_sentence(self.graph):
+        for row in module_sentences(self.graph):
             w.line(row)
         w.line('"""')
         w.line("import os")
@@ -292,15 +285,6 @@ def _layout_sentence(graph) -> str:
         return "Inputs and outputs keep the source model's layout."
     return "Layouts differ from the source: " + ", ".join(
         f"{row['name']} {row['layout']} (source {row['source_layout']})" for row in changed) + "."
-
-
-def _folded_sentence(graph) -> list:
-    """The docstring's lines naming the batch norms a pass folded into convolutions (graph.meta["folded"])."""
-    scopes = [comment_text(row["scope"] or "functional") for rows in graph.meta.get("folded", {}).values()
-              for row in rows if row["op"] == "batch_norm"]
-    if not scopes:
-        return []
-    return textwrap.wrap("BatchNorm folded into the preceding convolutions: " + ", ".join(scopes) + ".", 100)
 
 
 _LOAD_MODEL = '''

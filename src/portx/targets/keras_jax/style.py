@@ -29,7 +29,7 @@ import textwrap
 
 from ..codegen import literal
 
-__all__ = ["layer_args", "auto_names_in", "VariableNames", "comment_text"]
+__all__ = ["layer_args", "auto_names_in", "VariableNames"]
 
 _CONV = {"strides": 1, "padding": "valid", "dilation_rate": 1, "groups": 1, "use_bias": True,
          "data_format": "channels_last", "depth_multiplier": 1}
@@ -206,12 +206,3 @@ class VariableNames:
 
 def _word(node) -> str:
     return _OP_WORDS.get(node.op.name, node.op.name)
-
-
-def comment_text(raw: str) -> str:
-    """A model file's name as it may appear in a comment or docstring: letters, digits, ``_`` and ``.``.
-
-    Note [untrusted names] holds here too: nothing can end the comment or the docstring.
-    Example: ``comment_text("stem.1 (bn)\\n")`` -> ``"stem.1_bn"``.
-    """
-    return re.sub(r"[^0-9A-Za-z_.]+", "_", str(raw)).strip("_")[:64] or "_"

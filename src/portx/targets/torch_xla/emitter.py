@@ -25,7 +25,7 @@ import numpy as np
 
 from ...ir import DTYPES, IRError
 from ...ops._util import kind
-from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal
+from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal, module_sentences
 from .runtime import tensor_of
 
 __all__ = ["TARGET", "WEIGHTS_FILE", "HEADER", "TorchEmitter", "emit_torch"]
@@ -224,7 +224,8 @@ class TorchEmitter(EmitterBase):
                           f"channels-first PyTorch; run the '{TARGET}' pass pipeline first")
 
     def _module_text(self, args) -> str:
-        text = _HEADER.format(weights=literal(WEIGHTS_FILE))
+        modules = "".join(row + "\n" for row in module_sentences(self.graph))
+        text = _HEADER.format(weights=literal(WEIGHTS_FILE), modules=modules)
         text += "\n\nclass Model(nn.Module):\n"
         text += '    """The converted network: channels-first inside, static shapes, eval-mode statistics."""\n\n'
         text += "    def __init__(self):\n        super().__init__()\n"
@@ -238,7 +239,7 @@ _HEADER = HEADER + ''' Plain PyTorch: runs on CPU, GPU and TPU (PyTorch/XLA, tor
 
 build_model() returns the architecture; load_model() returns it in eval mode with the weights in
 model.safetensors beside this file. Shapes are static and nothing in forward() syncs with the host.
-"""
+{modules}"""
 import os
 
 import torch
