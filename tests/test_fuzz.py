@@ -108,7 +108,7 @@ def test_random_graph_round_trips_and_passes_keep_reference(graph):
     assert format_graph(loaded) == text
     assert all(np.array_equal(graph.params[n], loaded.params[n]) for n in graph.params)
     assert_outputs_match(graph, expected, reference_outputs(loaded, arrays), 0.0, 0.0, "loaded graph")
-    passed = run_passes(graph, "keras-jax")
+    passed = run_passes(graph, "keras-jax", skip=())  # every pass, --inference's too
     retyped = [a.astype(v.type.dtype, copy=False) for a, v in zip(arrays, passed.inputs)]
     # fold_batch_norm changes the rounding (weights pre-multiplied): float32 tolerances, not bit equality
     assert_outputs_match(graph, expected, reference_outputs(passed, retyped), what="after passes")
@@ -125,7 +125,7 @@ def test_random_graph_emits_keras_matching_reference(graph, with_passes):
     arrays = make_inputs(validate(graph), seed=0)
     expected = meaningful_reference(graph, arrays)
     if with_passes:
-        graph = run_passes(graph, "keras-jax")
+        graph = run_passes(graph, "keras-jax", skip=())
         arrays = [a.astype(v.type.dtype, copy=False) for a, v in zip(arrays, graph.inputs)]
     assert_outputs_match(graph, expected, keras_outputs(graph, arrays, jitted=with_passes))
 
@@ -269,6 +269,6 @@ def test_found_graph_after_passes_matches_reference(text):
     graph = validate(parse_graph(text, variances))
     arrays = make_inputs(graph, seed=0)
     expected = reference_outputs(graph, arrays)
-    graph = run_passes(graph, "keras-jax")
+    graph = run_passes(graph, "keras-jax", skip=())  # --inference: fold_batch_norm runs too
     arrays = [a.astype(v.type.dtype, copy=False) for a, v in zip(arrays, graph.inputs)]
     assert_outputs_match(graph, expected, keras_outputs(graph, arrays))

@@ -24,10 +24,11 @@ from .frontends import KERAS_SUFFIXES, load  # noqa: E402
 from .outputs import staged_output  # noqa: E402
 from .passes.legalize import PortxWarning, load_table, status_of  # noqa: E402
 from .passes.layout import IO_LAYOUTS, io_layouts, set_io_layout  # noqa: E402
-from .passes.pipeline import run_passes  # noqa: E402
+from .passes.pipeline import inference_skip, run_passes  # noqa: E402
 from .targets import TARGETS, find_target  # noqa: E402
 from .targets.codegen import missing_emit_rules  # noqa: E402
 from .verification.compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs  # noqa: E402
+from .verification.grads import compare_gradients  # noqa: E402
 from .verification.recheck import expected_outputs, verify_converted  # noqa: E402
 from .verification.trace import localize  # noqa: E402
 
@@ -178,9 +179,15 @@ def _checked_options(to, atol, rtol, io_layout, export_tpu):
 
 def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(), verify=True,
             atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, seed=0, trust_pickle=False, force=False,
-            strict_tpu=False, export_tpu=False, fold_bn=True, unsafe_keras=False, io_layout="source",
-            progress=None) -> ConversionResult:
+            strict_tpu=False, export_tpu=False, fold_bn=False, inference=False, unsafe_keras=False,
+            io_layout="source", grad=None, progress=None) -> ConversionResult:
     """Convert ``source`` (a path or a live nn.Module) for target ``to`` into folder ``out``.
+
+    The emitted model trains like the source: batch norms stay layers (with their momentum and
+    statistics) and dropouts stay. ``fold_bn`` folds batch norms into the convolutions before them;
+    ``inference`` also drops dropouts. ``report["training"]`` lists what was folded or dropped.
+    ``grad`` compares the gradients of a loss with the source's (``verification/grads.py``); None: when
+    verifying a model of at most 64 MB of weights. A gradient difference is a warning in the report.
 
     ``io_layout``: "source" (the source's input/output layout), "channels-last" or "channels-first"
     (image inputs/outputs in that layout, with no transpose at the boundary; report["layout"] says which).
@@ -197,10 +204,11 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
         src = stages.run("load", load, source, example_inputs=example_inputs, inputs=inputs,
                          trust_pickle=trust_pickle, unsafe_keras=unsafe_keras)
         graph = stages.run("lower", src.lower, "model", strict_tpu)
+        source_counts = _source_counts(graph)
         sizes["weights"] = 2 * graph.weight_bytes()  # the weights file, and jax.export's copy at most
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", PortxWarning)
-            graph = stages.run("passes", run_passes, graph, target.name, skip=() if fold_bn else ("fold_batch_norm",))
+            graph = stages.run("passes", run_passes, graph, target.name, skip=inference_skip(fold_bn, inference))
             graph = set_io_layout(graph, io_layout) if io_layout != "source" else graph
         notes = ([str(w.message) for w in caught if issubclass(w.category, PortxWarning)] + _nonfinite_params(graph)
                  + list(getattr(src, "notes", [])))
@@ -208,8 +216,15 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
         emitted.pop("model", None)  # the writer's copy; free it before loading the user's view of the files
         model = stages.run("load-emitted", target.load, tmp)
         report = _report(src, graph, target, notes)
+        report["training"] = _training(graph, source_counts, target.parameter_counts(model), fold_bn or inference)
+        if report["training"]["problem"]:
+            report["warnings"].append(report["training"]["problem"])
         report["verification"] = (stages.run("verify", _verify, src, graph, model, emitted, target, seed, atol, rtol)
                                   if verify else {"passed": None, "skipped": True})
+        if verify and (grad or (grad is None and graph.weight_bytes() <= _GRAD_AUTO_BYTES)):
+            report["gradients"] = stages.run("grad", compare_gradients, src, graph, model, seed)
+            if report["gradients"]["passed"] is False:
+                report["warnings"].append(_gradient_warning(report["gradients"]))
         report["tpu"] = stages.run("tpu-lower", _tpu_proof, target, model, graph, strict_tpu)
         if export_tpu:
             report["tpu"]["artifact"] = stages.run("tpu-export", target.export_tpu, model, graph,
@@ -229,6 +244,35 @@ def _report(src, graph, target, notes) -> dict:
             "inputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs],
             "outputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.outputs],
             "layout": io_layouts(graph), "warnings": notes}
+
+
+#: ``convert`` compares gradients by default up to this many bytes of weights (one backward pass each side)
+_GRAD_AUTO_BYTES = 64 << 20
+
+
+def _gradient_warning(grads) -> str:
+    rows = [r for r in grads["inputs"] + grads["parameters"] if not r["passed"]]
+    return (f"gradients differ from the source's at {len(rows)} of {len(grads['inputs']) + grads['matched']} "
+            f"tensors, first {rows[0]['name']}: {rows[0]['problem']}")
+
+
+def _source_counts(graph) -> dict:
+    """Elements of the params the lowered graph reads: trainable in the source, and the rest."""
+    trainable = sum(a.size for name, a in graph.params.items() if graph.is_trainable(name))
+    return {"trainable": int(trainable), "non_trainable": int(sum(a.size for a in graph.params.values()) - trainable)}
+
+
+def _training(graph, source, converted, folding) -> dict:
+    """report["training"]: what was folded or dropped, and the trainable/non-trainable element counts of the
+    source (the params the model reads) and of the converted model, whose trainable ones must agree."""
+    folded = [{"scope": row["scope"], "op": row["op"]} for rows in graph.meta.get("folded", {}).values() for row in rows]
+    dropped = [{"scope": row["scope"], "kind": row["kind"]} for row in graph.meta.get("dropped", ())]
+    match = source["trainable"] == converted["trainable"]
+    problem = "" if match or folding else (
+        f"trainable elements differ: source {source['trainable']:,}, converted {converted['trainable']:,} "
+        "(a parameter read only through a folded computation became a constant)")
+    return {"mode": "inference" if folding else "training", "folded": folded, "dropped": dropped,
+            "parameters": {"source": source, "converted": converted}, "trainable_match": match, "problem": problem}
 
 
 def _files(out, target, export_tpu) -> dict:
@@ -253,14 +297,15 @@ def _verification_failed(result) -> VerificationFailed:
 
 
 def verify(source, out, *, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, inputs=(), trust_pickle=False,
-           trace=False, check=True) -> dict:
+           trace=False, grad=False, check=True) -> dict:
     """Re-check a converted folder ``out`` against ``source`` on seeded batches (seeds seed..seed+samples-1).
 
     Only out/model.py and its weights are run; report.json is not read. Returns the report dict
     (``passed``, per-output ``outputs``, per-seed ``samples``, ``first_divergence``, ``trace`` rows).
+    ``grad`` also compares gradients (``report["gradients"]``; a difference fails the check).
     Raises BadInput (2), or VerificationFailed (1) when ``check`` and the outputs differ.
     Example: ``verify("model.pt2", "out/", samples=3)["outputs"][0]["max_abs"]``.
     """
     check_tolerances(atol, rtol)
     return verify_converted(source, out, samples=samples, seed=seed, atol=atol, rtol=rtol, inputs=inputs,
-                            trust_pickle=trust_pickle, trace=trace, check=check)
+                            trust_pickle=trust_pickle, trace=trace, grad=grad, check=check)

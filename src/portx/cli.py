@@ -139,14 +139,19 @@ def main():
 @click.option("--unsafe-keras", is_flag=True, help="load .keras files with safe_mode off (runs Lambda code)")
 @click.option("--force", is_flag=True, help="replace OUT if it exists and portx wrote it")
 @click.option("--strict-tpu", is_flag=True, help="fail (exit 4) unless the model lowers cleanly for TPU")
-@click.option("--no-fold-bn", is_flag=True, help="keep batch norms as layers (default: folded into convolutions)")
+@click.option("--fold-bn", is_flag=True, help="fold batch norms into the convolutions before them (inference only)")
+@click.option("--inference", is_flag=True, help="an inference model: fold batch norms and drop dropouts "
+                                               "(default: both kept, so the model trains like the source)")
+@click.option("--no-fold-bn", is_flag=True, hidden=True, help="the default since batch norms are kept; accepted")
 @click.option("--export-tpu", is_flag=True, help="also write OUT/model.tpu.jaxexport (jax.export, tpu+cpu)")
 @click.option("--io-layout", type=click.Choice(["source", "channels-last", "channels-first"]), default="source",
               show_default=True, help="image input/output layout of the emitted model (source: as the source)")
+@click.option("--grad/--no-grad", default=None, help="compare gradients with the source's (default: for models "
+                                                     "of at most 64 MB of weights)")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON on stdout")
 @click.option("--debug", is_flag=True, help="show tracebacks")
-def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, unsafe_keras, force, strict_tpu, no_fold_bn,
-            export_tpu, io_layout, as_json, debug):
+def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, unsafe_keras, force, strict_tpu, fold_bn,
+            inference, no_fold_bn, export_tpu, io_layout, grad, as_json, debug):
     """Convert SRC (.pt2, .pt, .keras, .h5) into OUT/model.py + weights, and verify it."""
     out = out or str(Path(src).parent / f"{Path(src).stem or 'model'}_{target.split('-')[0]}")
 
@@ -157,8 +162,8 @@ def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, unsaf
                            atol=api.DEFAULT_ATOL if atol is None else atol,
                            rtol=api.DEFAULT_RTOL if rtol is None else rtol,
                            trust_pickle=trust_pickle, force=force, strict_tpu=strict_tpu, export_tpu=export_tpu,
-                           fold_bn=not no_fold_bn, unsafe_keras=unsafe_keras, io_layout=io_layout,
-                           progress=_progress(as_json))
+                           fold_bn=fold_bn and not no_fold_bn, inference=inference, unsafe_keras=unsafe_keras,
+                           io_layout=io_layout, grad=grad, progress=_progress(as_json))
 
     result = _run(debug, work)
     if as_json:
@@ -179,6 +184,7 @@ def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, unsaf
     for row in ver["outputs"]:
         click.echo(f"  output {row['name']}: max abs {row['max_abs']:.3g}, max rel {row['max_rel']:.3g} "
                    f"(atol {row['atol']:g}, rtol {row['rtol']:g})")
+    _print_gradients(result.report.get("gradients"))
     click.echo(f"verified: {result.out}/model.py matches {result.report['source']}")
 
 
@@ -194,15 +200,16 @@ def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, unsaf
               help="tolerance relative to the output's scale (default 1e-4)")
 @click.option("--trust-pickle", is_flag=True, help="allow loading a full pickle (runs code from the file)")
 @click.option("--trace", is_flag=True, help="print each layer's error, up to the first diverging one")
+@click.option("--grad", is_flag=True, help="also compare gradients (inputs and parameters) with the source's")
 @click.option("--json", "as_json", is_flag=True, help="print the verification report as JSON on stdout")
 @click.option("--debug", is_flag=True, help="show tracebacks")
-def verify(src, out, samples, seed, inputs, atol, rtol, trust_pickle, trace, as_json, debug):
+def verify(src, out, samples, seed, inputs, atol, rtol, trust_pickle, trace, grad, as_json, debug):
     """Re-check OUT (written by 'portx convert') against SRC on seeded inputs; exit 1 when they differ."""
     def work():
         from . import api
 
         return api.verify(src, out, samples=samples, seed=seed, inputs=inputs, trust_pickle=trust_pickle, trace=trace,
-                          check=False, atol=api.DEFAULT_ATOL if atol is None else atol,
+                          grad=grad, check=False, atol=api.DEFAULT_ATOL if atol is None else atol,
                           rtol=api.DEFAULT_RTOL if rtol is None else rtol)
 
     report = _run(debug, work)
@@ -220,10 +227,23 @@ def verify(src, out, samples, seed, inputs, atol, rtol, trust_pickle, trace, as_
                    f"(seeds {seed}..{seed + len(report['samples']) - 1})")
 
 
+def _print_gradients(grads):
+    """One line for report["gradients"]: what was compared and the worst relative error (or why it was skipped)."""
+    if not grads:
+        return
+    if grads["passed"] is None:
+        click.echo(f"  gradients: not compared ({grads.get('skipped', 'nothing to compare')})")
+        return
+    worst = max((r["max_rel"] or 0.0 for r in grads["inputs"] + grads["parameters"]), default=0.0)
+    click.echo(f"  gradients: {len(grads['inputs'])} input(s) and {grads['matched']} parameter(s), max rel "
+               f"{worst:.3g} (atol {grads['atol']:g}, rtol {grads['rtol']:g})" + ("" if grads["passed"] else "  DIFFER"))
+
+
 def _print_verification(report):
     for row in report["outputs"]:
         click.echo(f"  output {row['name']}: max abs {_num(row['max_abs'])}, max rel {_num(row['max_rel'])} "
                    f"(atol {row['atol']:g}, rtol {row['rtol']:g})" + ("" if row["passed"] else "  DIFFERS"))
+    _print_gradients(report.get("gradients"))
     if report.get("note"):
         click.echo(f"  note: {report['note']}", err=True)
     if "trace" in report:

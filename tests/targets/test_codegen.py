@@ -137,7 +137,8 @@ def test_line_writer_indents():
 
 
 def test_dropped_dropout_is_named_in_a_comment_and_the_docstring_both_ways(tmp_path):
-    """torch Dropout -> Keras and Keras Dropout -> torch: the line it followed and the docstring say so."""
+    """With --inference, torch Dropout -> Keras and Keras Dropout -> torch: the line it followed and the
+    docstring say so."""
     import ast
 
     import keras
@@ -148,7 +149,7 @@ def test_dropped_dropout_is_named_in_a_comment_and_the_docstring_both_ways(tmp_p
 
     torch.manual_seed(0)
     module = nn.Sequential(nn.Linear(8, 4), nn.ReLU(), nn.Dropout(0.5), nn.Linear(4, 2)).eval()
-    portx.convert(module, example_inputs=(torch.randn(2, 8),), to="keras-jax", out=tmp_path / "k")
+    portx.convert(module, example_inputs=(torch.randn(2, 8),), to="keras-jax", out=tmp_path / "k", inference=True)
     code = (tmp_path / "k" / "model.py").read_text()
     assert "Dropped as identities at inference: 2 (Dropout)." in ast.get_docstring(ast.parse(code))
     assert [line for line in code.splitlines() if line.endswith("# 2 (Dropout) dropped after")]
@@ -156,7 +157,7 @@ def test_dropped_dropout_is_named_in_a_comment_and_the_docstring_both_ways(tmp_p
     inputs = keras.Input((8,))
     hidden = keras.layers.Dropout(0.3, name="drop")(keras.layers.Dense(4, name="fc")(inputs))
     model = keras.Model(inputs, keras.layers.Dense(2, name="head")(hidden))
-    portx.convert(model, to="torch-xla", out=tmp_path / "t")
+    portx.convert(model, to="torch-xla", out=tmp_path / "t", inference=True)
     code = (tmp_path / "t" / "model.py").read_text()
     assert "Dropped as identities at inference: drop (Dropout)." in ast.get_docstring(ast.parse(code))
     assert re.search(r"\n        fc = self\.fc\(\w+\)  # drop \(Dropout\) dropped after\n", code)

@@ -99,7 +99,7 @@ def test_verify_trace_lists_every_layer_when_all_match(sources, converted):
     lines = [line for line in run.output.splitlines() if line.startswith("    ")]
     scopes = [line.split()[0] for line in lines]
     assert "stem" in scopes and "conv_b" in scopes and scopes[-1] == "head"
-    assert "bn" not in scopes  # folded into stem by default
+    assert "bn" in scopes  # batch norms stay layers by default (--fold-bn folds them)
     assert "first divergence" not in run.output and "comparing outputs only" not in run.output
 
 

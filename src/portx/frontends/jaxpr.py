@@ -30,6 +30,7 @@ from jax.extend import core as jcore
 
 from ..errors import BadInput, Unsupported, UnsupportedOps
 from ..ir import DTYPES, IMPORT_RULES, Graph, GraphBuilder, TensorType, Value
+from ..ir.builder import holds_trainable
 from ..ir.validate import IRError
 from ..ops.elementwise import CAST
 
@@ -64,12 +65,13 @@ def tensor_type(aval) -> TensorType:
 
 
 class Const:
-    """A value known at conversion time: its array, the parameter name it prefers, and its Value once stored."""
+    """A value known at conversion time: its array, the parameter name it prefers, its Value once stored, and
+    whether it is (a re-arrangement of) a weight that trains in the source."""
 
-    __slots__ = ("array", "name", "value")
+    __slots__ = ("array", "name", "value", "trainable")
 
-    def __init__(self, array, name=""):
-        self.array, self.name, self.value = np.asarray(array), name, None
+    def __init__(self, array, name="", trainable=False):
+        self.array, self.name, self.value, self.trainable = np.asarray(array), name, None, trainable
 
 
 class JaxCall:
@@ -116,8 +118,10 @@ class JaxCall:
         return tensor_type(self.eqn.outvars[i].aval)
 
     def const(self, array, hint="const") -> Value:
-        """A new stored constant (a rearranged weight, an index table)."""
-        return self._low.new_param(hint, np.asarray(array))
+        """A new stored constant (a rearranged weight, an index table); trainable when it re-arranges a
+        trainable operand (``holds_trainable``)."""
+        read = [(a.array, a.trainable) for a in self._args if isinstance(a, Const)]
+        return self._low.new_param(hint, np.asarray(array), holds_trainable(array, read))
 
     def scalar(self, number, dtype) -> Value:
         """A shared 0-d constant of ``dtype``: ``call.scalar(1, "float32")``."""
@@ -145,10 +149,13 @@ class _Lowering:
         """Value-name base: the scope (``block_dense``), else the primitive name."""
         return scope.replace(".", "_") if scope else fallback
 
-    def new_param(self, hint, array) -> Value:
+    def new_param(self, hint, array, trainable=False) -> Value:
         if str(array.dtype) not in DTYPES:
             raise Unsupported(f"a constant of dtype {array.dtype} has no IR type")
-        return self.builder.param(hint or "const", array)
+        value = self.builder.param(hint or "const", array)
+        if trainable:
+            self.builder.trainable.append(value.name)
+        return value
 
     def scalar(self, number, dtype) -> Value:
         array = np.asarray(number, dtype=dtype)
@@ -163,7 +170,7 @@ class _Lowering:
             return arg
         if arg.value is None:
             arg.value = (self.scalar(arg.array, arg.array.dtype) if arg.array.ndim == 0 and not arg.name
-                         else self.new_param(arg.name, arg.array))
+                         and not arg.trainable else self.new_param(arg.name, arg.array, arg.trainable))
         return arg.value
 
     # -- walking ------------------------------------------------------------------------
@@ -207,6 +214,9 @@ class _Lowering:
         name = eqn.primitive.name
         if eqn.effects or (name == "broadcast_in_dim" and _is_big_broadcast(eqn, args)):
             return None
+        trains = [a for a in args if a.trainable]
+        if trains and (name not in _LAYOUT or len(args) != 1):
+            return None  # arithmetic on a weight stays in the graph, so that the weight still trains
         try:
             out = eqn.primitive.bind(*[a.array for a in args], **eqn.params)
         except Exception:  # not evaluable eagerly (needs a device or a trace); lower it instead
@@ -214,7 +224,7 @@ class _Lowering:
         outs = out if eqn.primitive.multiple_results else [out]
         named = [a.name for a in args if a.name]
         hint = named[0] if named and name in _LAYOUT else (f"{scope}.{name}" if scope else name)
-        return [Const(np.asarray(o), hint) for o in outs]
+        return [Const(np.asarray(o), hint, bool(trains)) for o in outs]
 
     def apply_rule(self, eqn, args, scope) -> list:
         name = eqn.primitive.name
@@ -240,7 +250,7 @@ class _Lowering:
             if str(var.aval.dtype) == str(want):
                 out.append(arg)
             elif isinstance(arg, Const):
-                out.append(Const(arg.array.astype(str(want)), arg.name))
+                out.append(Const(arg.array.astype(str(want)), arg.name, arg.trainable))
             else:
                 out.append(self.builder.emit(CAST, [arg], {"dtype": str(want)}, scope,
                                              self.hint(scope, eqn.primitive.name)))
@@ -309,12 +319,13 @@ def _pairs(param_arrays) -> list:
     return [(str(n), np.asarray(a)) for n, a in items]
 
 
-def lower_jaxpr(closed_jaxpr, input_names, param_arrays, name="model") -> Graph:
+def lower_jaxpr(closed_jaxpr, input_names, param_arrays, name="model", trainable=()) -> Graph:
     """Lower a ClosedJaxpr whose invars are ``[*params, *inputs]`` to an IR Graph.
 
     ``param_arrays`` maps weight names (``"dense_1.kernel"``) to arrays, in invar order (a dict or
     a list of pairs); the remaining invars become graph inputs named by ``input_names``. Raises
-    UnsupportedOps listing every primitive without a rule, with counts and scopes.
+    UnsupportedOps listing every primitive without a rule, with counts and scopes. ``trainable`` names
+    the weights that train in the source (``meta["trainable"]``).
     Example: ``lower_jaxpr(jax.make_jaxpr(f)(w, x), ["x"], {"w": w})``.
     """
     import portx.ops  # noqa: F401  (registers the import rules)
@@ -325,7 +336,7 @@ def lower_jaxpr(closed_jaxpr, input_names, param_arrays, name="model") -> Graph:
                        f"{len(input_names)} input names were given", hint="pass one name per non-weight input")
     low = _Lowering(name)
     frame = {v: Const(np.asarray(c), "const") for v, c in zip(jaxpr.constvars, closed_jaxpr.consts)}
-    frame.update({v: Const(a, n) for v, (n, a) in zip(jaxpr.invars, params)})
+    frame.update({v: Const(a, n, n in set(trainable)) for v, (n, a) in zip(jaxpr.invars, params)})
     for var, input_name in zip(jaxpr.invars[len(params):], input_names):
         try:
             frame[var] = low.builder.input(input_name, tensor_type(var.aval))

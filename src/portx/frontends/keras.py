@@ -25,6 +25,7 @@ import numpy as np
 
 from ..errors import BadInput, Unsupported, UnsupportedOps
 from ..ir import DTYPES, IMPORT_RULES, GraphBuilder, TensorType, Value
+from ..ir.builder import holds_trainable
 from ..ir.validate import IRError
 from ..ops.shape import PERMUTE
 from .keras_activations import apply_activation
@@ -71,6 +72,7 @@ class KerasCall:
         self.scope, self.args, self.kwargs, self.inputs = scope, args, kwargs, inputs
         self.outputs = list(node.outputs)
         self._config = None
+        self._read = []  # (array, trainable) for each weight of this layer read so far (``weight``)
 
     @property
     def config(self) -> dict:
@@ -92,7 +94,9 @@ class KerasCall:
         for var in self.layer.weights:
             path = getattr(var, "path", var.name)
             if var.name == name or path.endswith("/" + name):
-                return np.asarray(var.numpy() if hasattr(var, "numpy") else var)
+                array = np.asarray(var.numpy() if hasattr(var, "numpy") else var)
+                self._read.append((array, bool(getattr(var, "trainable", False) and self.layer.trainable)))
+                return array
         known = [getattr(v, "path", v.name) for v in self.layer.weights]
         raise Unsupported(f"layer has no weight {name!r} (has {known})")
 
@@ -109,7 +113,10 @@ class KerasCall:
 
     def param(self, array, hint="const") -> Value:
         """A stored parameter named ``SCOPE.hint``; a shared layer gets the same Value back."""
-        return self._walker.param(self.layer, hint, f"{self.scope}.{hint}" if self.scope else hint, array)
+        value = self._walker.param(self.layer, hint, f"{self.scope}.{hint}" if self.scope else hint, array)
+        if holds_trainable(np.asarray(array), self._read):
+            self._walker.builder.trainable.append(value.name)
+        return value
 
     def const(self, array, hint="const") -> Value:
         """A constant (e.g. a 0-d scalar operand); the same as ``param``, named like TorchCall's."""

@@ -106,7 +106,8 @@ def lower_keras_subclassed(model, example_arrays, name=None) -> Graph:
                        hint="make call() traceable by JAX (no Python branches on tensor values, static shapes)") \
             from exc
     params = [(param_name(v.path, model.name), np.asarray(v.value)) for v in variables]
-    return lower_jaxpr(closed, _input_names(model, len(arrays)), params, name or model.name)
+    return lower_jaxpr(closed, _input_names(model, len(arrays)), params, name or model.name,
+                       trainable=[name for name, _ in params[:len(trainable)]])
 
 
 def _check_float_dtypes(model, arrays):

@@ -1,13 +1,14 @@
 """PyTorch frontend: ExportedProgram -> IR.
 
-Note [torch lowering]: the program is first brought to inference IR with
-``run_decompositions({})`` (functional; dropout gone; batch norm as
-``_native_batch_norm_legit_no_training``) which keeps conv, linear, layer_norm, gelu, upsample and
-``scaled_dot_product_attention`` whole. Only ops that portx has no import rule for are then
+Note [torch lowering]: the program is first brought to inference IR with ``run_decompositions({})``
+(functional; batch norm as ``_native_batch_norm_legit_no_training``) which keeps conv, linear,
+layer_norm, gelu, upsample and ``scaled_dot_product_attention`` whole. Only ops that portx has no import rule for are then
 decomposed, with torch's own decomposition entries, so the IR sees high-level ops where it
 understands them and small core-ATen pieces elsewhere. Anything that does not depend on a user
 input (arange, full, a transposed weight) is folded by running torch itself, so constant
-semantics are torch's by construction.
+semantics are torch's by construction; arithmetic on a trainable parameter is not (torch_training.py).
+
+Note [kept dropout] (torch_training.py): dropouts survive the decompositions with their rates.
 
 Example:
     >>> graph = lower_exported(torch.export.export(model.eval(), (x,)))
@@ -24,6 +25,7 @@ from ..ir import IMPORT_RULES, Graph, Node, TensorType, Value, fresh_name, infer
 from ..ir.validate import IRError
 from .torch_names import op_name as _op_name
 from .torch_names import module_kind, scope_of
+from .torch_training import decompose_keeping_dropout, rearranges, stops_gradient
 from .torch_dynamic import refuse_data_dependent
 
 __all__ = ["lower_exported", "walk_program", "export_module", "torch_dtype_name", "TorchCall", "rule_for", "state_of"]
@@ -117,6 +119,9 @@ class _Lowering:
         self.nodes, self.params, self.param_values, self.taken = [], {}, {}, set()
         self.failures = {}  # (op, reason) -> scopes
         self.dropped = []  # source modules that are identities at inference (meta["dropped"])
+        self.trainable_fx = set()  # fx nodes holding a trainable parameter (or a view of one)
+        self.trainable = []  # IR names of the params that train in the source (meta["trainable"])
+        self.parameters = set(ep.graph_signature.inputs_to_parameters)
 
     # -- environment --------------------------------------------------------------------
     def scope_of(self, node) -> str:
@@ -163,6 +168,8 @@ class _Lowering:
         array = const.detach().cpu().contiguous().numpy() if const.dtype != torch.bfloat16 else \
             const.detach().float().numpy()
         self.env[fx] = self.new_param(self.const_names.get(fx, fx.name), array)
+        if fx in self.trainable_fx:
+            self.trainable.append(self.env[fx].name)
         return self.env[fx]
 
     def bind(self, node) -> dict:
@@ -217,6 +224,8 @@ class _Lowering:
         target = state[node.name]
         self.consts[node] = target[1]
         self.const_names[node] = target[0]
+        if node.name in self.parameters and getattr(target[1], "requires_grad", True):
+            self.trainable_fx.add(node)
         return None
 
     def fold(self, node) -> bool:
@@ -224,6 +233,9 @@ class _Lowering:
         shape_only = _op_name(node.target) in _SHAPE_ONLY
         if not shape_only and not all(n in self.consts for n in node.all_input_nodes):
             return False
+        if not (shape_only or rearranges(node) or stops_gradient(node)) and \
+                any(n in self.trainable_fx for n in node.all_input_nodes):
+            return False  # arithmetic on a parameter stays in the graph, so that the parameter still trains
 
         def const_of(n):  # ops in _SHAPE_ONLY read only the static shape of their inputs
             if n in self.consts:
@@ -238,6 +250,9 @@ class _Lowering:
                 self.consts[node] = node.target(*args, **kwargs)
         except Exception:  # not foldable on the host (e.g. needs a device); lower it instead
             return False
+        sources = [n for n in node.all_input_nodes if n in self.consts]
+        if rearranges(node) and len(sources) == 1 and sources[0] in self.trainable_fx:
+            self.trainable_fx.add(node)  # a transposed or reshaped parameter still trains
         return True
 
     def call(self, node):
@@ -296,7 +311,7 @@ def _unknown_targets(ep, table) -> set:
 def _prepare(ep):
     """Inference IR, then decompose only the ops no import rule knows (Note [torch lowering])."""
     if _unknown_targets(ep, None):  # re-tracing costs seconds per thousand nodes: only when needed
-        ep = ep.run_decompositions({})
+        ep = decompose_keeping_dropout(ep)
     table = dict(torch.export.default_decompositions().items())
     for _ in range(4):
         unknown = _unknown_targets(ep, table)
@@ -363,4 +378,5 @@ def lower_exported(ep, name="model", strict_tpu=False) -> Graph:
     params = {k: a for k, a in low.params.items() if k in used}
     values = {k: v for k, v in low.param_values.items() if k in used}
     meta = {"dropped": low.dropped} if low.dropped else {}
+    meta["trainable"] = [name for name in low.trainable if name in params]
     return Graph(tuple(low.inputs), tuple(outs), tuple(low.nodes), params, values, name, meta)

@@ -16,7 +16,22 @@ from .opdef import lookup
 from .types import TensorType, Value
 from .validate import IRError, infer_outputs
 
-__all__ = ["GraphBuilder"]
+__all__ = ["GraphBuilder", "holds_trainable"]
+
+
+def holds_trainable(array, read) -> bool:
+    """True when the param ``array`` a frontend rule stores holds a trainable weight of those it ``read``
+    ((array, trainable) pairs): a view of one decides; else a trainable one re-arranged into a copy
+    (``kernel.T`` made contiguous): the same size and sum. A rule's own constants (an epsilon) match neither.
+    """
+    array = np.asarray(array)
+    for weight, trainable in read:
+        if np.shares_memory(array, weight):
+            return trainable
+    return array.size > 1 and any(
+        trainable and array.size == np.size(weight) and
+        np.isclose(np.sum(array, dtype=np.float64), np.sum(weight, dtype=np.float64), rtol=1e-6, atol=0.0)
+        for weight, trainable in read)
 
 
 class GraphBuilder:
@@ -27,6 +42,7 @@ class GraphBuilder:
         self.inputs, self.nodes = [], []
         self.params, self.param_values, self.taken = {}, {}, set()
         self.dropped = []  # source modules that are identities at inference (meta["dropped"])
+        self.trainable = []  # names of the params that train in the source (meta["trainable"])
 
     def fresh(self, hint: str) -> str:
         """A value name not used yet, derived from ``hint``."""
@@ -66,5 +82,7 @@ class GraphBuilder:
     def finish(self, outputs) -> Graph:
         """The Graph with the given outputs (dead nodes are left for ``remove_dead_nodes``)."""
         meta = {"dropped": list(self.dropped)} if self.dropped else {}
+        if self.trainable:
+            meta["trainable"] = sorted(set(self.trainable))
         return Graph(tuple(self.inputs), tuple(outputs), tuple(self.nodes), dict(self.params),
                      dict(self.param_values), self.name, meta)

@@ -47,8 +47,10 @@ class Graph:
     """Inputs, outputs, nodes in topological order, and parameters keyed by value name.
 
     ``params`` maps a value name to its NumPy array; ``param_values`` maps it to the Value.
-    ``meta`` holds facts passes record for later stages (e.g. the layout pass's input/output
-    layouts); ``replace`` carries it along. Example: ``graph.params["conv.weight"].shape``.
+    ``meta`` holds facts frontends and passes record for later stages (the layout pass's input/output
+    layouts; ``trainable``: the names of the params that are trainable in the source; ``folded`` and
+    ``dropped``: source modules folded or dropped); ``replace`` carries it along.
+    Example: ``graph.params["conv.weight"].shape``.
     """
 
     inputs: tuple
@@ -66,6 +68,19 @@ class Graph:
     def is_param(self, value) -> bool:
         """True when ``value`` is a stored parameter or constant."""
         return value is not None and self.param_values.get(value.name) is value
+
+    def is_trainable(self, name: str) -> bool:
+        """True when param ``name`` is a trainable parameter of the source (``meta["trainable"]``), or a
+        pass's copy of one (``w.t0231`` transposed, ``w.folded``): the source's name with dotted suffixes.
+
+        Buffers, statistics and folded constants are not. Example: ``graph.is_trainable("pos_embed")``.
+        """
+        names = self.meta.get("trainable", ())
+        while name not in names:
+            if "." not in name:
+                return False
+            name = name.rsplit(".", 1)[0]
+        return True
 
     def producers(self) -> dict:
         """Map from Value to the node that produces it."""

@@ -31,11 +31,11 @@ class OpDef:
     ``attrs`` maps attribute names to defaults (``REQUIRED`` when there is none).
     ``layout`` tells the layout pass how the op runs on inputs stored in another axis order when
     ``passes/layout_rules.py`` has no rule for it: ``"axis"`` (one ``axis`` attribute is renumbered and
-    the output keeps the input's order), or None (its inputs are transposed back first).
+    the output keeps the input's order), ``"axes"`` (likewise for a tuple ``axes``), or None (its inputs are transposed back first).
     Example: ``OpDef("softmax", inputs=("x",), attrs={"axis": REQUIRED}, layout="axis")``.
     """
 
-    LAYOUTS = (None, "axis")
+    LAYOUTS = (None, "axis", "axes")
 
     def __init__(self, name, inputs, attrs=None, *, outputs=1, family="", doc="", layout=None):
         if name in REGISTRY:

@@ -12,7 +12,8 @@ import numpy as np
 
 from ..ir import Graph, Node, fresh_name, param_value
 
-__all__ = ["remove_dead_nodes", "merge_reshapes_and_permutes", "fold_pool_then_reshape", "fold_batch_norm"]
+__all__ = ["remove_dead_nodes", "merge_reshapes_and_permutes", "fold_pool_then_reshape", "fold_batch_norm",
+           "drop_dropout"]
 
 
 def remove_dead_nodes(graph: Graph) -> Graph:
@@ -189,3 +190,31 @@ def _folded_weights(graph, conv, bn):
         return None
     weight = (w.astype(np.float64) * scale.reshape((-1,) + (1,) * (w.ndim - 1))).astype(w.dtype)
     return weight, ((bias - mean) * scale + beta).astype(w.dtype)
+
+
+def drop_dropout(graph: Graph) -> Graph:
+    """Remove every ``dropout`` (the identity at inference), recording each in ``meta["dropped"]``;
+    ``--inference`` runs it (by default the emitted model keeps its Dropout layers and trains like the source).
+
+    Before / after::
+
+        %d = dropout(%fc) {rate=0.1, axes=()}  # head.drop
+        %y = linear(%d, %w, %b)                   ->   %y = linear(%fc, %w, %b)
+    """
+    from ..ops.dropout import DROPOUT
+
+    alias, nodes, dropped = {}, [], list(graph.meta.get("dropped", ()))
+    kept_outputs = set(graph.outputs)
+    for node in graph.nodes:
+        node = node.replace(inputs=tuple(alias.get(v, v) for v in node.inputs))
+        x = node.inputs[0] if node.inputs else None
+        if node.op is DROPOUT and not (node.output in kept_outputs and (x in graph.inputs or graph.is_param(x))):
+            alias[node.output] = x
+            kind = "Dropout" if not node.attrs["axes"] else f"Dropout{len(node.attrs['axes'])}d"
+            dropped.append({"scope": node.scope, "kind": kind, "after": x.name})
+            continue
+        nodes.append(node)
+    if not alias:
+        return graph
+    outputs = tuple(alias.get(v, v) for v in graph.outputs)
+    return graph.replace(nodes=tuple(nodes), outputs=outputs, meta={**graph.meta, "dropped": dropped})

@@ -289,7 +289,7 @@ def _contract(s, node, x, axis, matrix, right):
 RULES[RESHAPE] = reshape_rule
 
 #: OpDef.layout tag -> rule, for ops declared with a tag and no entry in RULES (``rules.get`` falls back here)
-BY_LAYOUT = {"axis": _one_axis}
+BY_LAYOUT = {"axis": _one_axis, "axes": _axes_list}
 
 
 class _Rules(dict):

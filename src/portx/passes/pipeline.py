@@ -6,27 +6,40 @@ Example:
 from __future__ import annotations
 
 from ..ir import IRError, validate
-from .fold import fold_batch_norm, fold_pool_then_reshape, merge_reshapes_and_permutes, remove_dead_nodes
+from .fold import drop_dropout, fold_batch_norm, fold_pool_then_reshape, merge_reshapes_and_permutes, remove_dead_nodes
 from .layout import to_channels_first, to_channels_last
 from .legalize import cast_float64_to_float32, legalize_for_keras_jax, legalize_for_torch_xla, narrow_int64_to_int32
 
-__all__ = ["PIPELINES", "run_passes"]
+__all__ = ["PIPELINES", "INFERENCE_ONLY", "inference_skip", "run_passes"]
 
 #: target -> ordered passes (Graph -> Graph). Each starts with its op table's node rewrites
 #: (op_tables/<target>.toml, so emitters see only legal IR) and runs the dtype passes its table's
 #: dtype rows name; tests/passes/legalize/test_tables.py checks that every rule a table names is run.
 PIPELINES = {
     "keras-jax": (remove_dead_nodes, legalize_for_keras_jax, merge_reshapes_and_permutes, fold_pool_then_reshape,
-                  cast_float64_to_float32, narrow_int64_to_int32, fold_batch_norm, to_channels_last),
+                  cast_float64_to_float32, narrow_int64_to_int32, drop_dropout, fold_batch_norm, to_channels_last),
     # torch-xla: a Keras source's NHWC -> NCHW -> op -> NHWC pairs cancel (passes/layout.py); int64
     # stays (op_tables/torch_xla.toml dtype.int64: the emitted module keeps torch's index dtypes)
     "torch-xla": (remove_dead_nodes, legalize_for_torch_xla, to_channels_first, merge_reshapes_and_permutes,
-                  fold_pool_then_reshape, cast_float64_to_float32, fold_batch_norm),
+                  fold_pool_then_reshape, cast_float64_to_float32, drop_dropout, fold_batch_norm),
 }
+#: passes that give up training behaviour, run only when asked (``--fold-bn``, ``--inference``)
+INFERENCE_ONLY = ("drop_dropout", "fold_batch_norm")
 
 
-def run_passes(graph, target, check=True, skip=()):
-    """Apply the target's passes in order (minus those named in ``skip``), validating after each."""
+def inference_skip(fold_bn=False, inference=False) -> tuple:
+    """The ``skip`` for ``run_passes`` under convert's flags: the inference-only passes not asked for."""
+    if inference:
+        return ()
+    return ("drop_dropout",) if fold_bn else INFERENCE_ONLY
+
+
+def run_passes(graph, target, check=True, skip=INFERENCE_ONLY):
+    """Apply the target's passes in order (minus those named in ``skip``), validating after each.
+
+    By default the emitted model trains like the source: batch norms stay layers and dropouts stay
+    (``skip=INFERENCE_ONLY``); ``skip=()`` folds and drops them.
+    """
     for fn in PIPELINES[target]:
         if fn.__name__ in skip:
             continue

@@ -72,6 +72,10 @@ class Target:
         """The input shapes ``model`` takes, or None when the model does not say (a torch module)."""
         return None
 
+    def parameter_counts(self, model) -> dict:
+        """{"trainable": elements that train, "non_trainable": stored elements that do not} of ``model``."""
+        raise NotImplementedError
+
     def prove_tpu(self, model, graph) -> dict:
         """Lower ``model`` for TPU: {"verdict": "ok"|"problems"|"failed"|"skipped", "problems": [...], ...}."""
         raise NotImplementedError

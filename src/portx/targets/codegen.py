@@ -217,7 +217,8 @@ class EmitterBase:
             return self.names[value]
         if not self.is_param(value):
             raise KeyError(f"value %{value.name} is used before it is defined")
-        self.names[value] = expr = self.store(value.name, self.param(value))
+        trainable = self.graph.is_trainable(value.name)
+        self.names[value] = expr = self.store(value.name, self.param(value), trainable=trainable)
         return expr
 
     def const(self, node, array, hint="const") -> str:
@@ -225,8 +226,9 @@ class EmitterBase:
         ``<node scope>_<hint>`` so the generated code says what the table is."""
         return self.store(f"{node.scope or node.outputs[0].name}_{hint}", np.asarray(array))
 
-    def store(self, raw_name: str, array) -> str:
-        """An expression for a stored array (subclasses: an inline literal, a Constant layer, a buffer)."""
+    def store(self, raw_name: str, array, trainable=False) -> str:
+        """An expression for a stored array (subclasses: an inline literal, a Constant layer, a buffer);
+        ``trainable`` for a source parameter used directly, which must train in the target too."""
         raise NotImplementedError
 
     lit = staticmethod(literal)  # Python source for plain attribute data

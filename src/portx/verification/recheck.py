@@ -27,16 +27,17 @@ import numpy as np
 from ..errors import BadInput, UnsupportedOps, VerificationFailed, first_line
 from ..frontends import load
 from ..passes.layout import IO_LAYOUTS, graph_arrays, set_io_layout, source_arrays
-from ..passes.pipeline import run_passes
+from ..passes.pipeline import inference_skip, run_passes
 from ..targets import DEFAULT_TARGET, target_of
 from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs, run_reference
+from .grads import compare_gradients
 from .trace import first_failure, observe_values, trace_layers
 
 __all__ = ["Converted", "open_converted", "lower_for", "expected_outputs", "check_converted", "verify_converted",
            "failure_message"]
 
 # Pass sets 'portx convert' may have run (its flags are not read back: Note [trust nothing in OUT]).
-_PASS_VARIANTS = ((), ("fold_batch_norm",))  # default; --no-fold-bn
+_PASS_VARIANTS = (inference_skip(), inference_skip(fold_bn=True), inference_skip(inference=True))
 
 
 @dataclass
@@ -78,7 +79,7 @@ def open_converted(out) -> Converted:
     return Converted(target, model, code, str(code.parent if path.is_dir() else code))
 
 
-def lower_for(src, target, skip=(), raw=None, io_layout="source"):
+def lower_for(src, target, skip=_PASS_VARIANTS[0], raw=None, io_layout="source"):
     """The source's IR after ``target``'s passes (minus ``skip``) and ``--io-layout``: what convert emitted.
 
     ``raw`` reuses an already lowered, not yet rewritten graph (passes are pure functions).
@@ -129,7 +130,7 @@ def _pair(src, raw, converted) -> tuple:
     text = converted.code.read_text(encoding="utf-8")
     for graph, io_layout in itertools.chain([first], fits):
         for skip in _PASS_VARIANTS:
-            variant = lower_for(src, converted.target, skip, raw, io_layout) if skip else graph
+            variant = graph if skip == _PASS_VARIANTS[0] else lower_for(src, converted.target, skip, raw, io_layout)
             emitted = _emitted(converted.target, variant)
             if emitted is None:
                 return (*first, None, cannot)
@@ -256,7 +257,7 @@ def failure_message(report) -> str:
 
 
 def verify_converted(source, out, *, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, inputs=(),
-                     trust_pickle=False, trace=False, check=True) -> dict:
+                     trust_pickle=False, trace=False, grad=False, check=True) -> dict:
     """Re-check OUT (folder written by ``portx convert``, for any target) against SOURCE on seeds
     seed..seed+samples-1.
 
@@ -272,6 +273,12 @@ def verify_converted(source, out, *, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=
         first = next((s.get("problem") for s in report["samples"] if s.get("problem")), None)
         raise BadInput(f"{report['out']}: was converted from another model or for other input shapes: "
                        f"{first or report['problem']}", hint="pass the model OUT was made from, or convert SRC anew")
+    if grad:
+        report["gradients"] = grads = compare_gradients(src, _pair(src, None, converted)[0], converted.model, seed)
+        if grads["passed"] is False and report["passed"]:
+            report["passed"] = False
+            rows = [r for r in grads["inputs"] + grads["parameters"] if not r["passed"]]
+            report["problem"] = f"gradients differ at {rows[0]['name']}: {rows[0]['problem']}"
     if check and not report["passed"]:
         raise VerificationFailed(report["problem"], hint="rerun with --trace for every layer's error")
     return report

@@ -38,8 +38,6 @@ CASES = [
     keras_case(lambda: L.PReLU(), (2, 3, 2), id="PReLU"),
     keras_case(lambda: L.PReLU(shared_axes=[1, 2]), (2, 3, 2), id="PReLU-shared"),
     keras_case(lambda: L.ELU(alpha=0.5), (3, 4), id="ELU"),
-    keras_case(lambda: L.Dropout(0.5), (3, 4), id="Dropout"),
-    keras_case(lambda: L.SpatialDropout2D(0.5), (2, 2, 3), id="SpatialDropout2D"),
     keras_case(lambda: L.GaussianNoise(1.0), (3, 4), id="GaussianNoise"),
     keras_case(lambda: L.GaussianDropout(0.3), (3, 4), id="GaussianDropout"),
     keras_case(lambda: L.AlphaDropout(0.3), (3, 4), id="AlphaDropout"),

@@ -2,8 +2,8 @@
 
 ``Activation("gelu")`` goes through ``call.activation`` (frontends/keras_activations.py); ReLU with
 ``max_value`` / ``threshold`` / ``negative_slope`` follows ``keras.activations.relu`` term by term:
-``clip(where(x > t, x, 0), 0, max) - slope * relu(t - x)``. Dropout-like layers, noise layers and
-ActivityRegularization do nothing at inference and return their input. Rules that build several
+``clip(where(x > t, x, 0), 0, max) - slope * relu(t - x)``. Noise layers and ActivityRegularization
+do nothing at inference and return their input (Dropout is kept: ``ops/dropout/``). Rules that build several
 IR ops or none (Activation, PReLU, the identities, Constant) hang on no OpDef (``ir.imports``).
 The Softmax layer is in reduce/from_keras.py.
 
@@ -82,10 +82,10 @@ def _elu_from_keras(call):
     return call.emit(UNARY["elu"], [call.inputs[0]], {"alpha": float(call.layer.alpha)})
 
 
-@imports("keras", "Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "GaussianNoise",
-         "GaussianDropout", "AlphaDropout", "ActivityRegularization", "Identity")
+@imports("keras", "GaussianNoise", "GaussianDropout", "AlphaDropout", "ActivityRegularization", "Identity")
 def _inference_identity_from_keras(call):
-    """Dropout, noise and regularization layers: the input itself at inference (recorded as dropped)."""
+    """Noise and regularization layers: the input itself at inference (recorded as dropped; ``Dropout``
+    is the ``dropout`` family's)."""
     if type(call.layer).__name__ != "Identity":
         call.dropped(call.inputs[0], type(call.layer).__name__)
     return call.inputs[0]
@@ -97,4 +97,4 @@ def _stored_array_from_keras(call):
     weights = call.layer.weights
     if len(weights) != 1 or not hasattr(call.layer, "value"):
         call.unsupported("a Constant layer that is not portx's (one stored array in .value)")
-    return call.param(np.asarray(weights[0].numpy()), "value")
+    return call.param(call.weight(weights[0].name), "value")  # trainable when the Constant is

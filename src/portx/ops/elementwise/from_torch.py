@@ -53,12 +53,13 @@ for _name, (_, _, _aten, _) in BINARY_TABLE.items():
 
 
 @CAST.imports("torch", "aten::_to_copy", "aten::clone", "aten::alias", "aten::detach", "aten::lift_fresh_copy",
-              "aten::contiguous", "aten::dropout", "aten::feature_dropout", "aten::alpha_dropout")
+              "aten::contiguous", "aten::alpha_dropout", "aten::feature_alpha_dropout")
 def _cast_from_aten(call):
-    """Copies and eval-time dropout are identities; ``_to_copy`` with a new dtype is a cast.
+    """Copies and eval-time alpha dropout are identities; ``_to_copy`` with a new dtype is a cast.
 
-    A dropout module (exported in eval mode it is an ``aten::dropout`` or a ``clone``) is recorded as
-    dropped, so that the emitted code says so.
+    Alpha dropout (no Keras layer computes torch's) is recorded as dropped, and so is any other
+    dropout module that reaches here as a ``clone``, so that the emitted code says so
+    (``nn.Dropout`` itself is the ``dropout`` family's).
     """
     x = call.arg("self", call.arg("input"))
     if "Dropout" in call.module_kind:

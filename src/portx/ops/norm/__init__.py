@@ -53,14 +53,16 @@ def _check_vectors(op, shape, *vectors):
 
 
 # -- batch_norm --------------------------------------------------------------------------------
-BATCH_NORM = OpDef("batch_norm", ("x", "weight?", "bias?", "mean", "var"), {"eps": 1e-5, "channels_last": False},
+BATCH_NORM = OpDef("batch_norm", ("x", "weight?", "bias?", "mean", "var"),
+                   {"eps": 1e-5, "momentum": 0.1, "channels_last": False},
                    family="norm", doc="Inference batch norm over axis 1 (the last axis with channels_last) "
-                                      "with stored statistics (torch eval mode).")
+                                      "with stored statistics (torch eval mode); ``momentum`` is torch's "
+                                      "(the running statistics' update weight when training; Keras' is 1 - it).")
 
 
 @BATCH_NORM.infer
 @honors_channels_last
-def _batch_norm_type(x, weight, bias, mean, var, *, eps):
+def _batch_norm_type(x, weight, bias, mean, var, *, eps, momentum=0.1):
     if x.rank < 2:
         raise ValueError(f"batch_norm needs an (N, C, ...) input, got {x.shape}")
     _check_vectors("batch_norm", (x.shape[1],), weight, bias, mean, var)
@@ -69,7 +71,7 @@ def _batch_norm_type(x, weight, bias, mean, var, *, eps):
 
 @BATCH_NORM.reference
 @honors_channels_last
-def _batch_norm_numpy(x, weight, bias, mean, var, *, eps):
+def _batch_norm_numpy(x, weight, bias, mean, var, *, eps, momentum=0.1):
     shape = channel_shape(x.ndim)
     y = (x.astype(np.float64) - mean.reshape(shape)) / np.sqrt(var.astype(np.float64).reshape(shape) + eps)
     return _affine(y, weight, bias, shape).astype(x.dtype)

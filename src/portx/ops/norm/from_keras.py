@@ -67,14 +67,15 @@ def _channels_first(call, x, fn):
 
 @BATCH_NORM.imports("keras", "BatchNormalization")
 def _batch_norm_from_keras(call):
-    """Inference batch norm with the moving statistics; center/scale may drop beta/gamma."""
+    """Batch norm with the moving statistics; center/scale may drop beta/gamma; Keras' momentum m is torch's 1 - m."""
     layer = call.layer
     gamma = _optional(call, layer.scale, "gamma", "weight")
     beta = _optional(call, layer.center, "beta", "bias")
     mean = call.param(call.weight("moving_mean"), "running_mean")
     var = call.param(call.weight("moving_variance"), "running_var")
     return _channels_first(call, call.inputs[0],
-                           lambda x: call.emit(BATCH_NORM, [x, gamma, beta, mean, var], {"eps": float(layer.epsilon)}))
+                           lambda x: call.emit(BATCH_NORM, [x, gamma, beta, mean, var],
+                                               {"eps": float(layer.epsilon), "momentum": round(1 - layer.momentum, 12)}))
 
 
 def _rms_scaled(call, x, axes, gamma, eps):

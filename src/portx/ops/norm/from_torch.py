@@ -23,7 +23,8 @@ __all__ = []
 def _batch_norm_from_aten(call):
     """Only output 0 exists in inference; the saved statistics are never read (Note [unused outputs])."""
     y = call.emit(BATCH_NORM, [call.arg("input"), call.arg("weight"), call.arg("bias"),
-                               call.arg("running_mean"), call.arg("running_var")], {"eps": float(call.arg("eps"))})
+                               call.arg("running_mean"), call.arg("running_var")],
+                  {"eps": float(call.arg("eps")), "momentum": float(call.arg("momentum", 0.1))})
     return [y, None, None]
 
 

@@ -33,7 +33,8 @@ def _batch_norm_to_keras(node, k):
     axis = -1 if node.attrs.get("channels_last", False) else 1
     if _all_params(k, node.inputs[1:]):
         weights = [k.param(v) for v in (w, b, mean, var) if v is not None]
-        k.layer(node, "BatchNormalization", {"axis": axis, "epsilon": eps, "center": b is not None,
+        momentum = round(1 - node.attrs["momentum"], 12)  # Keras weighs the old statistics, torch the batch's
+        k.layer(node, "BatchNormalization", {"axis": axis, "epsilon": eps, "momentum": momentum, "center": b is not None,
                                              "scale": w is not None}, [x], weights)
         return
     scale, offset = (k.ref(v) if v is not None else "None" for v in (w, b))

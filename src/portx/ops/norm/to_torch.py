@@ -48,7 +48,8 @@ def _batch_norm_to_torch(node, t):
     channels = x.type.shape[1]
     weights = {**_affine(w, b, (channels,), mean.type.dtype), "running_mean": mean, "running_var": var,
                "num_batches_tracked": np.array(0, np.int64)}
-    kwargs = {**_eps(t, eps), **({"affine": False} if w is None and b is None else {})}
+    kwargs = {**_eps(t, eps), **({"momentum": node.attrs["momentum"]} if node.attrs["momentum"] != 0.1 else {}),
+              **({"affine": False} if w is None and b is None else {})}
     t.layer(node, f"BatchNorm{max(rank - 2, 1)}d", (channels,), kwargs, weights, [x])
 
 

@@ -10,6 +10,7 @@ Example:
 from __future__ import annotations
 
 import sys
+import math
 
 from ..base import Target
 from .emitter import HEADER, WEIGHTS_FILE, KerasEmitter, emit_keras
@@ -49,6 +50,12 @@ class KerasJax(Target):
 
     def input_shapes(self, model):
         return [tuple(t.shape) for t in model.inputs]
+
+    def parameter_counts(self, model) -> dict:
+        """Trainable variables; the non-trainable ones without Dropout's random-seed states."""
+        return {"trainable": sum(math.prod(v.shape) for v in model.trainable_variables),
+                "non_trainable": sum(math.prod(v.shape) for v in model.non_trainable_variables
+                                     if "seed_generator" not in v.path)}
 
     def prove_tpu(self, model, graph) -> dict:
         return prove_tpu_lowering(model, graph)

@@ -33,15 +33,26 @@ _INLINE_MAX = 16  # constants with at most this many elements are written into t
 _DEEP_GRAPH = 300  # Note [deep graphs]: Keras' functional graph walk recurses per layer
 
 _CONSTANT_LAYER = '''
+@keras.saving.register_keras_serializable(package="converted")
 class Constant(layers.Layer):
-    """Holds one stored array (a folded constant, or a weight used by a keras.ops call)."""
+    """Holds one stored array: a source parameter used directly (trainable=True), or a constant.
 
-    def __init__(self, shape, dtype="float32", **kwargs):
-        super().__init__(**kwargs)
-        self.value = self.add_weight(shape=shape, dtype=dtype, initializer="zeros", name="value")
+    Registered serializable: after this file is imported, keras.saving.load_model reads a saved model.
+    """
+
+    def __init__(self, shape, dtype="float32", trainable=False, **kwargs):
+        kwargs.pop("dtype_policy", None)
+        super().__init__(trainable=trainable, **kwargs)
+        self.value_shape, self.value_dtype = tuple(shape), dtype
+        self.value = self.add_weight(shape=shape, dtype=dtype, initializer="zeros", name="value",
+                                     trainable=trainable)
 
     def call(self, anchor):
         return ops.convert_to_tensor(self.value)
+
+    def get_config(self):
+        return {"name": self.name, "trainable": self.trainable, "shape": self.value_shape,
+                "dtype": self.value_dtype}
 '''
 
 
@@ -87,15 +98,17 @@ class KerasEmitter(EmitterBase):
             all(v.type.dtype == "float32" for v in values + list(node.outputs))
 
     # -- values ---------------------------------------------------------------------------
-    def store(self, raw_name, array, layer=False) -> str:
-        """A literal for a small array (unless ``layer``), else a Constant layer holding it."""
+    def store(self, raw_name, array, layer=False, trainable=False) -> str:
+        """A literal for a small array (unless ``layer`` or ``trainable``), else a Constant layer
+        holding it (a trainable weight for a source parameter, else a non-trainable one)."""
         array = np.asarray(array)
-        if array.size <= _INLINE_MAX and not layer:
+        if array.size <= _INLINE_MAX and not (layer or trainable):
             return self.inline(array)
         name = self.layer_ident(raw_name, "const")
         self.uses_constant_layer = True
         self.weights[name] = [array]
-        self.body.line(f"{name} = Constant({literal(tuple(array.shape))}, {literal(str(array.dtype))}, "
+        trains = ", trainable=True" if trainable else ""
+        self.body.line(f"{name} = Constant({literal(tuple(array.shape))}, {literal(str(array.dtype))}{trains}, "
                        f"name={literal(name)})({self._anchor})")
         return name
 
@@ -104,7 +117,7 @@ class KerasEmitter(EmitterBase):
         that does not depend on the inputs) becomes a Constant layer even when it is small."""
         if not self.is_param(value):
             return self.ref(value)
-        return self.store(value.name, self.param(value), layer=True)
+        return self.store(value.name, self.param(value), layer=True, trainable=self.graph.is_trainable(value.name))
 
     def inline(self, array) -> str:
         """A literal for a small array: a Python number for 0-d float32/int, else ``np.array``."""

@@ -48,7 +48,7 @@ _SIGNATURES = {
     "GlobalAveragePooling": ((), _GLOBAL_POOL),
     "ZeroPadding": (("padding",), {"data_format": "channels_last"}),
     "UpSampling": (("size",), {"data_format": "channels_last", "interpolation": "nearest"}),
-    "BatchNormalization": ((), _NORM),
+    "BatchNormalization": ((), {**_NORM, "momentum": 0.99}),
     "LayerNormalization": ((), _NORM),
     "GroupNormalization": ((), {**_NORM, "groups": 32}),
     "RMSNormalization": ((), {"axis": -1, "epsilon": 1e-6}),
@@ -58,6 +58,7 @@ _SIGNATURES = {
     "LeakyReLU": ((), {"negative_slope": 0.3}),
     "Activation": (("activation",), {}),
     "Flatten": ((), {"data_format": "channels_last"}),
+    "Dropout": (("rate",), {"noise_shape": None}),
 }
 #: arguments that take one int for a tuple of equal ints
 _COMPACT = {"kernel_size", "strides", "dilation_rate", "pool_size", "size", "output_padding"}

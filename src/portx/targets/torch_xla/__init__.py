@@ -43,6 +43,12 @@ class TorchXla(Target):
         _, local = run_torch_with_locals(model, arrays)
         return {var: local[var] for var in names if var in local}
 
+    def parameter_counts(self, model) -> dict:
+        """Parameters that require grad; the rest of the state dict, without BatchNorm's step counters."""
+        trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+        stored = sum(t.numel() for k, t in model.state_dict().items() if not k.endswith("num_batches_tracked"))
+        return {"trainable": int(trainable), "non_trainable": int(stored - trainable)}
+
     def prove_tpu(self, model, graph) -> dict:
         return prove_torch_tpu_lowering(model, graph)
 

@@ -95,7 +95,8 @@ class TorchEmitter(EmitterBase):
         ``other`` is the value on the other side of the operator and ``result`` the dtype the IR
         computes in; a Python number only lifts the dtype category (``int32 * 2`` stays int32).
         """
-        if isinstance(value, str) or not self.is_param(value) or value.type.rank != 0:
+        if isinstance(value, str) or not self.is_param(value) or value.type.rank != 0 or \
+                self.graph.is_trainable(value.name):
             return self.ref(value)
         if other is None or isinstance(other, str) or other.type.rank == 0 or self.is_param(other):
             return self.ref(value)
@@ -122,9 +123,16 @@ class TorchEmitter(EmitterBase):
                            f"dtype={dtype}), persistent=False)")
         return f"self.{name}"
 
-    def store(self, raw_name, array) -> str:
-        """Stored arrays are buffers (``buffer``)."""
-        return self.buffer(raw_name, array)
+    def store(self, raw_name, array, trainable=False) -> str:
+        """A source parameter used directly is an ``nn.Parameter``; other stored arrays are buffers (``buffer``)."""
+        if not trainable:
+            return self.buffer(raw_name, array)
+        array = np.asarray(array)
+        name = self.attrs.name(raw_name, "param")
+        self.state[name] = array
+        self.init.line(f"self.{name} = nn.Parameter(torch.zeros({literal(tuple(array.shape))}, "
+                       f"dtype={self.dtype(str(array.dtype))}))")
+        return f"self.{name}"
 
     @staticmethod
     def dtype(name: str) -> str:

@@ -1,0 +1,156 @@
+"""Gradient verification: the converted model and its source give the same gradients of one scalar loss.
+
+The loss is ``sum_k sum(output_k * R_k)`` with seeded random weights ``R_k`` (one per floating output),
+so every output element contributes with its own weight. Both sides are differentiated in inference
+mode (BatchNorm with its statistics, no dropout): PyTorch with ``torch.autograd``, Keras with
+``jax.grad`` over ``stateless_call``. Compared:
+
+- the gradient with respect to every floating input, element by element (inputs in the source layout;
+  with another ``--io-layout`` they are skipped);
+- the gradient with respect to every trainable parameter, matched by name (Note [gradient names]). A
+  converted weight may be stored transposed (a Keras kernel is a PyTorch weight transposed), so the
+  two gradients are compared as sorted value lists: any re-arrangement of the same numbers passes,
+  different numbers do not.
+
+Note [gradient names]: ``conv.weight`` (PyTorch), ``conv/kernel`` (Keras) and ``conv_value`` (a stored
+parameter) all become ``conv_weight``: separators become ``_``, ``kernel``/``gamma``/``embeddings``
+read ``weight``, ``beta`` reads ``bias``, and a Constant's ``_value`` is dropped. Parameters found on
+one side only are listed as unmatched, not failed.
+
+Example:
+    >>> report = compare_gradients(src, graph, model, seed=0)
+    >>> report["passed"], report["inputs"][0]["max_rel"], report["matched"]
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ..passes.layout import source_arrays
+from .compare import compare_arrays, make_inputs
+
+__all__ = ["GRAD_ATOL", "GRAD_RTOL", "compare_gradients", "gradients", "grad_key"]
+
+#: gradients add up more rounding than outputs (a backward pass per layer): 10x the output tolerances
+GRAD_ATOL, GRAD_RTOL = 1e-4, 1e-3
+
+_SUFFIXES = (("_kernel", "_weight"), ("_gamma", "_weight"), ("_embeddings", "_weight"), ("_beta", "_bias"))
+
+
+def grad_key(name: str) -> str:
+    """The name both sides agree on (Note [gradient names]): ``grad_key("conv/kernel")`` -> ``"conv_weight"``."""
+    key = re.sub(r"[./]+", "_", name).lower()
+    if key.endswith("_value"):
+        key = key[: -len("_value")]
+    for old, new in _SUFFIXES:
+        if key.endswith(old):
+            return key[: -len(old)] + new
+    return key
+
+
+def _is_float(array) -> bool:
+    return np.issubdtype(np.asarray(array).dtype, np.floating)
+
+
+def _torch_gradients(module, arrays, weights):
+    import torch
+
+    inputs = [torch.from_numpy(np.require(a, requirements="C")) for a in arrays]
+    for t in inputs:
+        if t.is_floating_point():
+            t.requires_grad_(True)
+    params = {name: p for name, p in module.named_parameters() if p.requires_grad}
+    out = torch.utils._pytree.tree_leaves(module(*inputs))
+    loss = sum((o.float() * torch.from_numpy(w)).sum() for o, w in zip(out, weights) if w is not None)
+    wrt = [t for t in inputs if t.requires_grad] + list(params.values())
+    grads = torch.autograd.grad(loss, wrt, allow_unused=True)
+    numpy = [None if g is None else g.detach().float().numpy() for g in grads]
+    floats = iter(numpy[: len(wrt) - len(params)])
+    input_grads = [next(floats) if t.requires_grad else None for t in inputs]
+    return input_grads, dict(zip(params, numpy[len(wrt) - len(params):]))
+
+
+def _keras_gradients(model, arrays, weights):
+    import jax
+    import jax.numpy as jnp
+    import keras
+
+    trainable, frozen = model.trainable_variables, [v.value for v in model.non_trainable_variables]
+    floats = [i for i, a in enumerate(arrays) if _is_float(a)]
+
+    def loss(values, float_inputs):
+        inputs = list(arrays)
+        for i, x in zip(floats, float_inputs):
+            inputs[i] = x
+        out, _ = model.stateless_call(values, frozen, inputs if len(inputs) > 1 else inputs[0], training=False)
+        return sum(jnp.sum(o.astype(jnp.float32) * w)
+                   for o, w in zip(keras.tree.flatten(out), weights) if w is not None)
+
+    g_params, g_inputs = jax.grad(loss, argnums=(0, 1))([v.value for v in trainable],
+                                                        [jnp.asarray(arrays[i]) for i in floats])
+    input_grads = [None] * len(arrays)
+    for i, g in zip(floats, g_inputs):
+        input_grads[i] = np.asarray(g)
+    return input_grads, {v.path: np.asarray(g) for v, g in zip(trainable, g_params)}
+
+
+def gradients(model, arrays, weights):
+    """(input gradients or None per input, {parameter name: gradient}) of ``sum(out_k * weights_k)``.
+
+    ``model`` is a ``keras.Model`` or a torch module (an ``ExportedProgram.module()`` too).
+    """
+    if hasattr(model, "stateless_call"):
+        return _keras_gradients(model, arrays, weights)
+    return _torch_gradients(model, arrays, weights)
+
+
+def _differentiable(src):
+    """The source's model to differentiate: a torch module or a Keras model, or None."""
+    return getattr(src, "model", None) or getattr(src, "module", None)
+
+
+def compare_gradients(src, graph, model, seed=0, atol=GRAD_ATOL, rtol=GRAD_RTOL) -> dict:
+    """Compare the gradients of the converted ``model`` with the source's (see the module docstring).
+
+    Returns {"passed", "loss", "inputs": [rows], "parameters": [rows], "matched", "unmatched_source",
+    "unmatched_converted", "atol", "rtol"}; "passed" is None (with "skipped") when there is nothing to compare.
+    """
+    reference = _differentiable(src)
+    if reference is None:
+        return {"passed": None, "skipped": "the source cannot be differentiated here"}
+    arrays = make_inputs(graph, seed=seed)
+    rng = np.random.default_rng(seed + 1)
+    weights = [rng.normal(size=v.type.shape).astype(np.float32) if v.type.dtype.startswith(("float", "bfloat"))
+               else None for v in graph.outputs]
+    if all(w is None for w in weights):
+        return {"passed": None, "skipped": "no floating output to differentiate"}
+    same_layout = not graph.meta.get("io_perms")
+    try:
+        want_in, want_params = gradients(reference, source_arrays(graph, arrays), weights)
+        got_in, got_params = gradients(model, arrays, weights)
+    except Exception as exc:  # a framework refusing to differentiate (an integer path, a custom op): say so
+        return {"passed": None, "skipped": f"gradients could not be computed: {type(exc).__name__}: {exc}"[:300]}
+    rows = []
+    if same_layout:
+        for value, want, got in zip(graph.inputs, want_in, got_in):
+            if want is not None and got is not None:
+                rows.append({"name": value.name, **compare_arrays(want, got, atol, rtol)})
+    source = {grad_key(k): (k, g) for k, g in want_params.items()}
+    converted = {grad_key(k): (k, g) for k, g in got_params.items()}
+    params = []
+    for key in sorted(set(source) & set(converted)):
+        (name, want), (other, got) = source[key], converted[key]
+        want = np.zeros(0) if want is None else want  # unused by the loss: no gradient, as zeros
+        got = np.zeros_like(want) if got is None else got
+        want = np.zeros_like(got) if want.size == 0 else want
+        if want.size != got.size:
+            row = {"passed": False, "problem": f"{want.size} elements, converted {got.size}"}
+        else:
+            row = compare_arrays(np.sort(want, axis=None), np.sort(got, axis=None), atol, rtol)
+        params.append({"name": name, "converted": other, **row})
+    checked = rows + params
+    return {"passed": all(r["passed"] for r in checked) if checked else None, "atol": atol, "rtol": rtol,
+            "inputs": rows, "parameters": params, "matched": len(params),
+            "unmatched_source": sorted(source[k][0] for k in set(source) - set(converted)),
+            "unmatched_converted": sorted(converted[k][0] for k in set(converted) - set(source))}

@@ -1,0 +1,225 @@
+"""A converted model the user can train: parameters stay parameters, buffers and constants stay frozen,
+BatchNorm and Dropout stay layers (``--fold-bn`` / ``--inference`` opt out), report["training"] counts
+trainable elements on both sides, and the emitted files train, save and reload in a process that has
+only keras+jax or only torch (no portx).
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import torch
+from click.testing import CliRunner
+from torch import nn
+
+import portx
+from portx.cli import main as cli_main
+
+
+class Tokens(nn.Module):
+    """A parameter used directly (positional embedding, a learnable scale), a buffer, BN, Dropout."""
+
+    def __init__(self):
+        super().__init__()
+        self.pos = nn.Parameter(torch.randn(1, 4, 6, 6))
+        self.scale = nn.Parameter(torch.tensor(1.5))
+        self.register_buffer("offset", torch.full((1, 4, 6, 6), 0.25))
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.bn = nn.BatchNorm2d(4, momentum=0.2)
+        self.drop2d = nn.Dropout2d(0.2)
+        self.drop = nn.Dropout(0.5)
+        self.head = nn.Linear(144, 3)
+
+    def forward(self, x):
+        y = self.drop2d(torch.relu(self.bn(self.conv(x)))) + self.pos * self.scale + self.offset
+        return self.head(self.drop(y.flatten(1)))
+
+
+def _tokens():
+    torch.manual_seed(0)
+    module = Tokens().eval()
+    with torch.no_grad():  # statistics that are not the defaults, so a lost BN would show
+        module.bn.running_mean.uniform_(-0.5, 0.5)
+        module.bn.running_var.uniform_(0.5, 2.0)
+    return module
+
+
+def _consumer(code, env_extra=None):
+    """Run ``code`` in a fresh interpreter that never imports portx (asserted at the end)."""
+    env = {**os.environ, "KERAS_BACKEND": "jax", **(env_extra or {})}
+    script = textwrap.dedent(code) + "\nimport sys\nassert 'portx' not in sys.modules\nprint('OK')\n"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0 and done.stdout.strip().endswith("OK"), done.stderr[-3000:]
+
+
+def test_torch_to_keras_keeps_the_trainable_set_bn_and_dropout(tmp_path):
+    result = portx.convert(_tokens(), example_inputs=(torch.randn(2, 3, 8, 8),), to="keras-jax", out=tmp_path / "k")
+    training = result.report["training"]
+    assert training["mode"] == "training" and training["trainable_match"] and not training["folded"]
+    assert training["parameters"]["source"]["trainable"] == sum(p.numel() for p in _tokens().parameters())
+    code = (tmp_path / "k" / "model.py").read_text()
+    assert "layers.BatchNormalization(epsilon=1e-05, momentum=0.8" in code
+    assert "layers.Dropout(0.5, name=" in code
+    assert re.search(r"layers\.Dropout\(0\.2, noise_shape=\(None, (None, 1, 1|1, 1, None)\)", code)  # either layout
+    model = result.model
+    trainable = {v.path for v in model.trainable_variables}
+    assert {"pos/value", "scale/value"} <= trainable
+    assert "offset/value" in {v.path for v in model.non_trainable_variables}
+    assert not any("moving" in p for p in trainable)
+
+
+def test_emitted_keras_fits_saves_and_reloads_with_plain_keras(tmp_path):
+    portx.convert(_tokens(), example_inputs=(torch.randn(2, 3, 8, 8),), to="keras-jax", out=tmp_path / "k")
+    _consumer(f"""
+        import importlib.util
+        import keras
+        import numpy as np
+        spec = importlib.util.spec_from_file_location("converted", {str(tmp_path / "k" / "model.py")!r})
+        converted = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(converted)
+        model = converted.load_model()
+        keras.utils.set_random_seed(0)
+        frozen = [np.array(v) for v in model.non_trainable_variables if "moving" not in v.path and "seed" not in v.path]
+        rng = np.random.default_rng(0)
+        x = rng.normal(size=(2, 3, 8, 8)).astype("float32")
+        y = rng.normal(size=(2, 3)).astype("float32")
+        model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="mse")
+        before = model.evaluate(x, y, batch_size=2, verbose=0)  # inference mode: no dropout noise
+        model.fit(x, y, epochs=20, batch_size=2, verbose=0)
+        after = model.evaluate(x, y, batch_size=2, verbose=0)
+        assert after < before, (before, after)
+        after = [np.array(v) for v in model.non_trainable_variables if "moving" not in v.path and "seed" not in v.path]
+        assert all(np.array_equal(a, b) for a, b in zip(frozen, after)), "a constant trained"
+        model.save({str(tmp_path / "saved.keras")!r})
+        again = keras.saving.load_model({str(tmp_path / "saved.keras")!r})
+        np.testing.assert_allclose(np.asarray(again(x)), np.asarray(model(x)), rtol=1e-6, atol=1e-6)
+    """)
+
+
+def _keras_cnn():
+    keras.utils.set_random_seed(0)
+    x = keras.Input((8, 8, 3), name="image")
+    y = keras.layers.Conv2D(4, 3, name="conv")(x)
+    y = keras.layers.BatchNormalization(name="bn")(y)
+    y = keras.layers.SpatialDropout2D(0.2, name="sdrop")(y)
+    y = keras.layers.Flatten(name="flat")(y)
+    y = keras.layers.Dropout(0.3, name="drop")(y)
+    return keras.Model(x, keras.layers.Dense(2, name="head")(y), name="cnn")
+
+
+def test_keras_to_torch_keeps_bn_momentum_and_dropout_and_trains(tmp_path):
+    result = portx.convert(_keras_cnn(), to="torch-xla", out=tmp_path / "t")
+    assert result.report["training"]["trainable_match"], result.report["training"]
+    code = (tmp_path / "t" / "model.py").read_text()
+    assert "nn.BatchNorm2d(4, eps=0.001, momentum=0.01)" in code
+    assert "nn.Dropout2d(0.2)" in code and "nn.Dropout(0.3)" in code
+    _consumer(f"""
+        import importlib.util
+        import torch
+        spec = importlib.util.spec_from_file_location("converted", {str(tmp_path / "t" / "model.py")!r})
+        converted = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(converted)
+        model = converted.load_model().train()
+        torch.manual_seed(0)
+        x, y = torch.randn(1, 8, 8, 3), torch.randn(1, 2)  # the batch is still the example's (1)
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        losses = []
+        for _ in range(4):
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        assert losses[-1] < losses[0], losses
+        model.eval()
+        exported = torch.export.export(model, (x,))
+        torch.testing.assert_close(exported.module()(x), model(x))
+        compiled = torch.compile(model, backend="aot_eager")
+        torch.testing.assert_close(compiled(x), model(x))
+    """)
+
+
+def test_subclassed_keras_trainable_variables_become_parameters(tmp_path):
+    class Block(keras.Model):
+        def __init__(self):
+            super().__init__(name="block")
+            self.dense = keras.layers.Dense(6, name="dense")
+            self.norm = keras.layers.LayerNormalization(name="norm")
+            self.bias = self.add_weight(shape=(6,), initializer="ones", name="extra_bias")
+            self.frozen = self.add_weight(shape=(6,), initializer="ones", trainable=False, name="frozen")
+
+        def call(self, x):
+            return self.norm(self.dense(x) + self.bias) * self.frozen
+
+    keras.utils.set_random_seed(0)
+    model = Block()
+    x = np.random.default_rng(0).normal(size=(2, 5)).astype("float32")
+    model(x)
+    result = portx.convert(model, example_inputs=(x,), to="torch-xla", out=tmp_path / "t")
+    training = result.report["training"]
+    assert training["trainable_match"], training
+    want = sum(int(np.prod(v.shape)) for v in model.trainable_variables)
+    assert training["parameters"]["converted"]["trainable"] == want
+    module = result.model
+    assert sum(p.numel() for p in module.parameters()) == want
+    assert sum(b.numel() for b in module.buffers()) >= 6  # the frozen weight stays a buffer
+
+
+def test_fold_bn_and_inference_flags_fold_and_drop_and_say_so(tmp_path):
+    sample = tmp_path / "tokens.pt2"
+    torch.export.save(torch.export.export(_tokens(), (torch.randn(2, 3, 8, 8),)), sample)
+    runner = CliRunner()
+    for flag, folded, dropped in (("--fold-bn", ["bn"], []), ("--inference", ["bn"], ["drop2d", "drop"])):
+        out = tmp_path / flag.strip("-")
+        done = runner.invoke(cli_main, ["convert", str(sample), "--to", "keras-jax", "-o", str(out), flag])
+        assert done.exit_code == 0, done.output
+        report = json.loads((out / "report.json").read_text())["training"]
+        assert report["mode"] == "inference"
+        assert [row["scope"] for row in report["folded"]] == folded
+        assert [row["scope"] for row in report["dropped"]] == dropped
+        code = (out / "model.py").read_text()
+        assert ("layers.Dropout" in code) == (not dropped) and "BatchNormalization" not in code
+
+
+def test_gradients_match_the_source_both_ways_by_parameter_name(tmp_path):
+    result = portx.convert(_tokens(), example_inputs=(torch.randn(2, 3, 8, 8),), to="keras-jax", out=tmp_path / "k")
+    grads = result.report["gradients"]
+    assert grads["passed"] and grads["matched"] == 8 and not grads["unmatched_source"], grads
+    assert {row["name"] for row in grads["parameters"]} >= {"pos", "scale", "conv.weight", "bn.weight", "head.bias"}
+    assert [row["name"] for row in grads["inputs"]] == ["x"]
+    back = portx.convert(_keras_cnn(), to="torch-xla", out=tmp_path / "t")
+    grads = back.report["gradients"]
+    assert grads["passed"] and grads["matched"] == 6 and not grads["unmatched_converted"], grads
+
+
+class _Detached(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.gate = nn.Parameter(torch.randn(4))
+
+    def forward(self, x):
+        return self.fc(x) * self.gate.detach()
+
+
+def test_a_detached_parameter_stays_frozen_and_verify_grad_checks_it(tmp_path):
+    sample = tmp_path / "detached.pt2"
+    torch.manual_seed(0)
+    torch.export.save(torch.export.export(_Detached().eval(), (torch.randn(2, 4),)), sample)
+    result = portx.convert(str(sample), to="keras-jax", out=tmp_path / "k")
+    assert result.report["gradients"]["passed"] and not result.report["warnings"]
+    assert {v.path for v in result.model.trainable_variables} == {"fc/kernel", "fc/bias"}
+    done = CliRunner().invoke(cli_main, ["verify", str(sample), str(tmp_path / "k"), "--grad"])
+    assert done.exit_code == 0 and "gradients: 1 input(s) and 2 parameter(s)" in done.output, done.output
+
+
+def test_gradient_names_agree_across_frameworks():
+    from portx.verification.grads import grad_key
+
+    assert grad_key("conv.weight") == grad_key("conv/kernel") == "conv_weight"
+    assert grad_key("bn/gamma") == grad_key("bn.weight") and grad_key("bn/beta") == grad_key("bn.bias")
+    assert grad_key("pos/value") == grad_key("pos_value") == grad_key("pos") == "pos"
