@@ -39,7 +39,7 @@ def measure(name, repeat):
     """One row: stage times, latencies and errors for zoo model ``name``."""
     model, inputs = ZOO[name]()
     with tempfile.TemporaryDirectory() as tmp:
-        result = portx.convert(model, example_inputs=inputs, out=Path(tmp) / "out")
+        result = portx.convert(model, example_inputs=inputs, out=Path(tmp) / "out", inference=True)  # as peers do
     arrays = [t.numpy() for t in inputs]
     keras_model = result.model
     jitted = jax.jit(lambda *xs: keras_model(list(xs) if len(xs) > 1 else xs[0]))

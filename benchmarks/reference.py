@@ -166,7 +166,8 @@ def latency_rows(name, batch, repeat, tmp, use_compile, with_torch=True):
     """Rows comparing the emitted model with keras.applications, and unless not ``with_torch``, torch."""
     model = TORCH_MODELS[name]()
     x = torch.randn(batch, 3, 224, 224, generator=torch.Generator().manual_seed(0))
-    result = portx.convert(model, example_inputs=(x,), out=Path(tmp) / f"{name}_b{batch}")
+    # an inference model (BN folded, no dropout), as the peers write it; latency is what is measured here
+    result = portx.convert(model, example_inputs=(x,), out=Path(tmp) / f"{name}_b{batch}", inference=True, grad=False)
     max_abs = max(o["max_abs"] for o in result.report["verification"]["outputs"])
     jax_calls, torch_calls = {}, {"eager": torch_call(model, x)} if with_torch else {}
     jax_calls["portx"], p_jit, p_args = jit_stateless(result.model, x.numpy())

@@ -198,6 +198,7 @@ _FUNCTIONS = {
     "einsum": lambda x: jnp.einsum("bhwc,bhvc->bhwv", x, x) + jnp.einsum("bhwc,bhwc->bw", x, x)[:, None, :, None],
     "window": _window_min,
     "integer_ops": lambda x: (x * 4).astype("int32") // 3 + (x * 4).astype("int32") % 3,
+    "bitwise_ints": lambda x: ((x * 4).astype("int32") & 6) | ~(x * 2).astype("int32") ^ (x > 0).astype("int32"),
     "calls": lambda x: jax.checkpoint(lambda v: jnp.tanh(v) + _doubled_sin(v))(x) + jax.lax.stop_gradient(x),
     "cond": lambda x: jax.lax.cond(np.int32(1), lambda v: v * 2, lambda v: v - 1, x),
 }

@@ -7,6 +7,7 @@ Example:
     pytest tests/frontends/test_keras_ops.py -k einsum
 """
 import keras
+import numpy as np
 import pytest
 from keras import ops
 
@@ -38,6 +39,16 @@ OPS_CASES = {
                      + ops.sum(x, axis=(1, 2), keepdims=True)[:, 0], [(4, 4)]),
     "var-std-prod-logsumexp": (lambda x: ops.var(x, axis=-1) + ops.std(x, axis=-1) + ops.prod(x, axis=-1)
                                + ops.logsumexp(x, axis=-1), [(3, 4)]),
+    "bitwise-on-masks": (lambda x, y: ops.cast(ops.bitwise_xor(ops.bitwise_or(ops.bitwise_and(x > 0, y > 0), x > 1),
+                                                              ops.logical_not(y < -1)), "float32")
+                         + ops.cast(ops.bitwise_and(ops.cast(x > 0, "int32"), np.array(1, "int32")), "float32"),
+                         [(3, 4), (3, 4)]),
+    "inverse-trig-and-exp": (lambda x: ops.arcsin(ops.tanh(x)) + ops.arccos(ops.tanh(x)) + ops.arctan(x)
+                             + ops.arcsinh(x) + ops.arccosh(ops.abs(x) + 1.0) + ops.arctanh(ops.tanh(x) * 0.5)
+                             + ops.log1p(ops.abs(x)) + ops.expm1(x) + ops.exp2(x) + ops.trunc(x * 3)
+                             + ops.arctan2(x, x + 2.0)
+                             + ops.cast(ops.isnan(ops.log(x)), "float32") + ops.cast(ops.isfinite(x), "float32"),
+                             [(3, 4)]),
     "cumsum": (lambda x: ops.cumsum(x, axis=1) + ops.cumsum(x, axis=-1) + ops.flip(ops.cumsum(ops.flip(x, 2), 2), 2),
                [(3, 4)]),
     "softmax-log-softmax": (lambda x: ops.softmax(x) + ops.log_softmax(x, axis=1) + ops.softmax(x, axis=(1, 2)),

@@ -33,8 +33,10 @@ _ATTRS = {
     "gelu": lambda b: {"approximate": b.pick(["none", "tanh"])},
     "softplus": lambda b: {"beta": b.pick([1.0, 0.5, 2.0]), "threshold": b.pick([20.0, 1.0, 5.0])},
 }
-_NEEDS_POSITIVE = {"log", "sqrt", "rsqrt", "reciprocal"}
-_KEEPS_EXACT = {"relu", "abs", "neg", "clamp", "floor", "ceil", "sign"}
+_NEEDS_POSITIVE = {"log", "sqrt", "rsqrt", "reciprocal", "log1p"}
+_NEEDS_UNIT = {"asin", "acos", "atanh"}  # |x| < 1
+_GROWS = {"exp", "expm1", "exp2"}  # kept finite however large earlier values grew
+_KEEPS_EXACT = {"relu", "abs", "neg", "clamp", "floor", "ceil", "sign", "trunc", "round"}
 _ARITH = ("add", "sub", "mul", "div", "pow", "minimum", "maximum")
 _COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
 
@@ -47,12 +49,17 @@ def _unary(b, x):
     """One unary op; ints get the integer-safe ones, bools logical_not."""
     if x.type.dtype == "bool":
         return b.emit(UNARY["logical_not"], [x], exact=True)
-    names = sorted(set(UNARY) - {"logical_not"}) if is_float(x) else ["abs", "neg", "sign", "relu"]
+    names = sorted(set(UNARY) - {"logical_not", "bitwise_not"}) if is_float(x) else \
+        ["abs", "neg", "sign", "relu", "bitwise_not"]
     name = b.pick(names)
     if name in _NEEDS_POSITIVE:
         x = b.positive(x)
-    elif name == "exp":  # keep exp finite however large earlier values grew
+    elif name in _GROWS:
         x = b.emit(UNARY["clamp"], [x], {"min": -6.0, "max": 6.0})
+    elif name in _NEEDS_UNIT:
+        x = b.emit(BINARY["mul"], [b.emit(UNARY["tanh"], [x]), b.param(np.array(0.9, x.type.dtype))])
+    elif name == "acosh":  # x >= 1
+        x = b.emit(BINARY["add"], [b.positive(x), b.param(np.array(1.0, x.type.dtype))])
     attrs = _ATTRS[name](b) if name in _ATTRS else {}
     return b.emit(UNARY[name], [x], attrs, exact=name in _KEEPS_EXACT)
 

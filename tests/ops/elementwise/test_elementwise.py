@@ -86,6 +86,23 @@ UNARY_CASES = [
     case(torch.sign, "i", ops=["sign"], id="sign-int"),
     case(torch.logical_not, "b", ops=["logical_not"], id="logical_not"),
     case(torch.logical_not, "f", ops=["logical_not"], id="logical_not-float"),
+    case(lambda a: ~a, "i", ops=["bitwise_not"], id="bitwise_not-int"),
+    case(torch.log1p, "pos", ops=["log1p"], id="log1p"),
+    case(torch.expm1, "f", ops=["expm1"], id="expm1"),
+    case(torch.exp2, "f", ops=["exp2"], id="exp2"),
+    case(torch.exp2, "i", ops=["exp2"], id="exp2-int"),
+    case(torch.trunc, "f", ops=["trunc"], id="trunc"),
+    case(lambda a: torch.round(a * 2), "f", ops=["round"], id="round-half-even"),
+    case(lambda a: torch.round(a, decimals=2), "f", ops=["round"], id="round-decimals"),
+    case(lambda a: torch.asin(torch.tanh(a) * 0.9), "f", ops=["asin"], id="asin"),
+    case(lambda a: torch.acos(torch.tanh(a) * 0.9), "f", ops=["acos"], id="acos"),
+    case(torch.atan, "f", ops=["atan"], id="atan"),
+    case(torch.asinh, "f", ops=["asinh"], id="asinh"),
+    case(lambda a: torch.acosh(a + 1), "pos", ops=["acosh"], id="acosh"),
+    case(lambda a: torch.atanh(torch.tanh(a) * 0.9), "f", ops=["atanh"], id="atanh"),
+    case(lambda a: torch.isnan(torch.log(a)), "f", ops=["isnan"], id="isnan"),
+    case(lambda a: torch.isinf(1.0 / (a.round())), "f", ops=["isinf"], id="isinf"),
+    case(lambda a: torch.isfinite(torch.log(a)), "f", ops=["isfinite"], id="isfinite"),
 ]
 
 BINARY_CASES = [
@@ -126,6 +143,12 @@ BINARY_CASES = [
     case(torch.logical_and, "b", "b", ops=["logical_and"], id="logical_and"),
     case(torch.logical_or, "b", ("b", (4,)), ops=["logical_or"], id="logical_or"),
     case(lambda a, b: torch.logical_and(a, b), "f", "i", ops=["logical_and"], id="logical_and-numbers"),
+    case(lambda a, b: a & b, "b", ("b", (4,)), ops=["bitwise_and"], id="bitwise_and-masks"),
+    case(torch.atan2, "f", "f", ops=["atan2"], id="atan2"),
+    case(lambda a, b: a | b, "i", "i", ops=["bitwise_or"], id="bitwise_or-int"),
+    case(lambda a, b: a ^ b, "i32", "i32", ops=["bitwise_xor"], id="bitwise_xor-int32"),
+    case(lambda a: a & 3, "i", ops=["bitwise_and"], id="bitwise_and-scalar"),
+    case(lambda a, b: ~(a & (b > 0)), "b", "f", ops=["bitwise_and", "logical_not"], id="mask-and-not"),
     case(lambda c, a, b: torch.where(c, a, b), "b", "f", ("f", (4,)), ops=["where"], id="where"),
     case(lambda a: torch.where(a > 0, a, 0.0), "f", ops=["where"], id="where-scalar-other"),
     case(lambda a: torch.where(a > 0, 2, a), "f", ops=["where"], id="where-scalar-self"),
@@ -200,9 +223,17 @@ def test_unary_reference_matches_torch(name, shape, seed):
            "sqrt": lambda x: torch.sqrt(x.abs()), "rsqrt": lambda x: torch.rsqrt(x.abs() + 0.1),
            "reciprocal": lambda x: torch.reciprocal(x.abs() + 0.1), "erf": torch.erf, "sin": torch.sin,
            "cos": torch.cos, "floor": torch.floor, "ceil": torch.ceil, "sign": torch.sign,
-           "logical_not": torch.logical_not}
+           "logical_not": torch.logical_not, "bitwise_not": lambda x: torch.bitwise_not(x.long()),
+           "log1p": lambda x: torch.log1p(x.abs()), "expm1": torch.expm1, "exp2": torch.exp2, "trunc": torch.trunc,
+           "round": torch.round, "asin": lambda x: torch.asin(torch.clamp(x / 4, -1, 1)),
+           "acos": lambda x: torch.acos(torch.clamp(x / 4, -1, 1)), "atan": torch.atan, "asinh": torch.asinh,
+           "acosh": lambda x: torch.acosh(x.abs() + 1), "atanh": lambda x: torch.atanh(torch.clamp(x / 4, -0.9, 0.9)),
+           "isnan": torch.isnan, "isinf": torch.isinf, "isfinite": torch.isfinite}
+    unit = lambda x: np.clip(x / np.float32(4), -1, 1)  # noqa: E731  (the domain of asin and acos)
     pre = {"log": lambda x: np.abs(x) + np.float32(0.1), "sqrt": np.abs, "rsqrt": lambda x: np.abs(x) + np.float32(0.1),
-           "reciprocal": lambda x: np.abs(x) + np.float32(0.1)}
+           "reciprocal": lambda x: np.abs(x) + np.float32(0.1), "bitwise_not": lambda x: x.astype(np.int64),
+           "log1p": np.abs, "asin": unit, "acos": unit, "acosh": lambda x: np.abs(x) + np.float32(1),
+           "atanh": lambda x: np.clip(x / np.float32(4), -0.9, 0.9)}
     attrs = {"clamp": {"min": -1.0, "max": 1.0}}
     x = torch.randn(tuple(shape), generator=torch.Generator().manual_seed(seed)) * 3
     want = fns[name](x).numpy()

@@ -49,6 +49,11 @@ BINARY_TABLE = {
     "ge": (np.greater_equal, "ops.greater_equal", ["aten::ge"], True),
     "logical_and": (np.logical_and, "ops.logical_and", ["aten::logical_and"], True),
     "logical_or": (np.logical_or, "ops.logical_or", ["aten::logical_or"], True),
+    # bool and integer operands only (the masks of attention code: ``causal & padding``)
+    "bitwise_and": (np.bitwise_and, "ops.bitwise_and", ["aten::bitwise_and"], False),
+    "bitwise_or": (np.bitwise_or, "ops.bitwise_or", ["aten::bitwise_or"], False),
+    "bitwise_xor": (np.bitwise_xor, "ops.bitwise_xor", ["aten::bitwise_xor"], False),
+    "atan2": (np.arctan2, "ops.arctan2", ["aten::atan2", "aten::arctan2"], False),
 }
 
 
@@ -72,7 +77,9 @@ def _binary_type(name, boolean):
     def infer(a, b, **attrs):
         shape = broadcast_shapes(a.shape, b.shape)
         dtype = "bool" if boolean else promote(a, b)
-        if name == "div" and attrs.get("rounding_mode") is None and kind(dtype) < 2:
+        if name.startswith("bitwise") and kind(dtype) == 2:
+            raise ValueError(f"{name} of {a.dtype} and {b.dtype}: bitwise ops take bool or integer operands")
+        if name in ("div", "atan2") and attrs.get("rounding_mode") is None and kind(dtype) < 2:
             dtype = "float32"  # true division of integers gives torch's default float dtype
         return TensorType(shape, dtype)
     return infer

@@ -29,8 +29,8 @@ _BINARY = {"add": "add", "sub": "sub", "mul": "mul", "pow": "pow", "max": "maxim
 _UNARY = {"exp": "exp", "log": "log", "tanh": "tanh", "logistic": "sigmoid", "sqrt": "sqrt", "rsqrt": "rsqrt",
           "erf": "erf", "abs": "abs", "sign": "sign", "floor": "floor", "ceil": "ceil", "neg": "neg",
           "sin": "sin", "cos": "cos"}
-# primitive on bool operands -> IR logical op
-_LOGICAL = {"and": "logical_and", "or": "logical_or", "xor": "ne"}
+# primitive -> (IR op on bool operands, IR op on integers)
+_LOGICAL = {"and": ("logical_and", "bitwise_and"), "or": ("logical_or", "bitwise_or"), "xor": ("ne", "bitwise_xor")}
 
 
 def _binary_rule(prim, op):
@@ -60,23 +60,20 @@ for _prim, _op in _UNARY.items():
     UNARY[_op].imports("jax", _prim)(_unary_rule(_prim, UNARY[_op]))
 
 
-def _logical_rule(prim, op):
+def _logical_rule(prim, on_bool, on_ints):
     def rule(call):
-        if call.in_type(0).dtype != "bool":
-            call.unsupported(f"bitwise {prim} on {call.in_type(0).dtype} (only bool operands are supported)")
-        return call.emit(op, call.inputs)
+        return call.emit(on_bool if call.in_type(0).dtype == "bool" else on_ints, call.inputs)
     return named_rule(rule, prim, "from_jax")
 
 
-for _prim, _op in _LOGICAL.items():
-    BINARY[_op].imports("jax", _prim)(_logical_rule(_prim, BINARY[_op]))
+for _prim, (_bool, _ints) in _LOGICAL.items():
+    BINARY[_bool].imports("jax", _prim)(_logical_rule(_prim, BINARY[_bool], BINARY[_ints]))
 
 
 @UNARY["logical_not"].imports("jax", "not")
 def _not_from_jax(call):
-    if call.in_type(0).dtype != "bool":
-        call.unsupported(f"bitwise not on {call.in_type(0).dtype} (only bool operands are supported)")
-    return call.emit(UNARY["logical_not"], [call.input(0)])
+    """``~`` on bool is logical not, on integers the bitwise complement."""
+    return call.emit(UNARY["logical_not" if call.in_type(0).dtype == "bool" else "bitwise_not"], [call.input(0)])
 
 
 @BINARY["div"].imports("jax", "div")

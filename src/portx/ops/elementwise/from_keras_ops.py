@@ -18,7 +18,7 @@ import numpy as np
 from ...ir import Value
 from .._util import kind, named_rule, promote
 from ..elementwise import BINARY, CAST, WHERE
-from ..elementwise.unary import UNARY
+from ..elementwise.unary import BOOL_RESULTS, UNARY
 
 __all__ = ["keras_operands", "keras_number", "out_dtype", "cast_to"]
 
@@ -68,7 +68,8 @@ def keras_operands(call, args, dtype=None) -> list:
 
 # keras.ops class -> IR binary op name; the result is computed in Keras' output dtype.
 _ARITHMETIC = {"Add": "add", "Subtract": "sub", "Multiply": "mul", "Divide": "div", "TrueDivide": "div",
-               "Power": "pow", "Maximum": "maximum", "Minimum": "minimum"}
+               "Power": "pow", "Maximum": "maximum", "Minimum": "minimum", "BitwiseAnd": "bitwise_and",
+               "BitwiseOr": "bitwise_or", "BitwiseXor": "bitwise_xor", "Arctan2": "atan2"}
 _COMPARE = {"Equal": "eq", "NotEqual": "ne", "Less": "lt", "LessEqual": "le", "Greater": "gt",
             "GreaterEqual": "ge", "LogicalAnd": "logical_and", "LogicalOr": "logical_or"}
 
@@ -132,6 +133,10 @@ _UNARY = {
     "Sin": ("sin", {}), "Cos": ("cos", {}), "HardSigmoid": ("hardsigmoid", {}), "HardSilu": ("hardswish", {}),
     "HardSwish": ("hardswish", {}), "Elu": ("elu", {"alpha": ("alpha", 1.0)}),
     "LeakyRelu": ("leaky_relu", {"negative_slope": ("negative_slope", 0.2)}),
+    "Log1p": ("log1p", {}), "Expm1": ("expm1", {}), "Exp2": ("exp2", {}), "Trunc": ("trunc", {}),
+    "Arcsin": ("asin", {}), "Arccos": ("acos", {}), "Arctan": ("atan", {}), "Arcsinh": ("asinh", {}),
+    "Arccosh": ("acosh", {}), "Arctanh": ("atanh", {}), "Isnan": ("isnan", {}), "Isinf": ("isinf", {}),
+    "Isfinite": ("isfinite", {}),
 }
 
 
@@ -140,7 +145,8 @@ def _unary_rule(ir_name, attr_spec):
 
     def rule(call):
         attrs = {ir: float(getattr(call.layer, attr, default)) for ir, (attr, default) in attr_spec.items()}
-        return call.emit(op, [cast_to(call, call.inputs[0], out_dtype(call))], attrs)
+        x = call.inputs[0]  # a predicate (isnan) reads its input as it is; math computes in the output dtype
+        return call.emit(op, [x if ir_name in BOOL_RESULTS else cast_to(call, x, out_dtype(call))], attrs)
     return named_rule(rule, ir_name, "from_keras")
 
 
@@ -186,6 +192,13 @@ def _softplus_from_keras(call):
 def _selu_from_keras(call):
     x = call.emit(UNARY["elu"], [cast_to(call, call.inputs[0], out_dtype(call))], {"alpha": 1.6732632423543772})
     return call.emit(BINARY["mul"], [x, keras_number(call, 1.0507009873554805, x.type.dtype, "selu_scale")])
+
+
+@UNARY["bitwise_not"].imports("keras", "ops.BitwiseNot", "ops.BitwiseInvert")
+def _bitwise_not_from_keras(call):
+    """``ops.bitwise_not`` on integers; on bool it is logical not."""
+    x = call.inputs[0]
+    return call.emit(UNARY["logical_not" if x.type.dtype == "bool" else "bitwise_not"], [x])
 
 
 @UNARY["logical_not"].imports("keras", "ops.LogicalNot")

@@ -19,7 +19,7 @@ from ..elementwise.unary import BOOL_RESULTS, UNARY, UNARY_TABLE
 __all__ = []
 
 #: ops that are the identity on integer tensors (floor/ceil keep the input's own dtype)
-_INT_IDENTITY = {"floor", "ceil"}
+_INT_IDENTITY = {"floor", "ceil", "trunc", "round"}
 
 
 def _binary_operands(call):
@@ -128,10 +128,20 @@ def _relu6_from_aten(call):
     return call.emit(UNARY["clamp"], [_unary_input(call, "clamp")], {"min": 0.0, "max": 6.0})
 
 
-@UNARY["logical_not"].imports("torch", "aten::bitwise_not")
+@UNARY["round"].imports("torch", "aten::round")
+def _round_from_aten(call):
+    """``torch.round(x, decimals=d)``: half to even at 10**-d, computed as torch does (scale, round, unscale)."""
+    x, decimals = _unary_input(call, "round"), int(call.arg("decimals", 0))
+    if decimals == 0 or kind(x.type.dtype) != 2:
+        return call.emit(UNARY["round"], [x])
+    scale, op = (float(10 ** decimals), "div") if decimals > 0 else (float(10 ** -decimals), "mul")
+    ten = scalar_const(call, scale, x)
+    scaled = call.emit(BINARY["mul" if decimals > 0 else "div"], [x, ten])
+    return call.emit(BINARY[op], [call.emit(UNARY["round"], [scaled]), ten])
+
+
+@UNARY["bitwise_not"].imports("torch", "aten::bitwise_not")
 def _bitwise_not_from_aten(call):
-    """``~mask`` on a bool tensor (the padding-mask idiom) is logical not; on integers it is refused."""
+    """``~mask`` on a bool tensor (the padding-mask idiom) is logical not; on integers the bitwise complement."""
     x = call.arg("self")
-    if x.type.dtype != "bool":
-        call.unsupported(f"bitwise not on {x.type.dtype} (only bool tensors are supported)")
-    return call.emit(UNARY["logical_not"], [x])
+    return call.emit(UNARY["logical_not" if x.type.dtype == "bool" else "bitwise_not"], [x])

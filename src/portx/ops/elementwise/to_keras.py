@@ -52,9 +52,17 @@ def _binary_emit(name, fn):
         if name in _MERGE_LAYERS and _merge_layer_fits(node, k):
             k.layer(node, _MERGE_LAYERS[name], {}, list(node.inputs))
             return
-        a, b = (k.ref(v) for v in node.inputs)
+        a, b = (_bitwise_operand(k, v) if name.startswith("bitwise") else k.ref(v) for v in node.inputs)
         k.assign(node, _div_to_keras(node, k, a, b) if name == "div" else f"{fn}({a}, {b})")
     return named_rule(emit, name, "to_keras")
+
+
+def _bitwise_operand(k, value) -> str:
+    """``ref``, but a stored 0-d value as a typed NumPy scalar: Keras' bitwise ops read the operand's dtype."""
+    if not k.is_param(value) or value.type.rank != 0:
+        return k.ref(value)
+    k.uses_numpy = True
+    return f"np.array({k.lit(k.param(value).item())}, dtype={k.lit(value.type.dtype)})"
 
 
 for _name, (_, _fn, _, _) in BINARY_TABLE.items():

@@ -17,9 +17,9 @@ from ..elementwise.unary import UNARY
 __all__ = []
 
 _OPERATORS = {"add": "+", "sub": "-", "mul": "*", "pow": "**", "eq": "==", "ne": "!=", "lt": "<", "le": "<=",
-              "gt": ">", "ge": ">="}
+              "gt": ">", "ge": ">=", "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
 _CALLS = {"minimum": "torch.minimum", "maximum": "torch.maximum", "logical_and": "torch.logical_and",
-          "logical_or": "torch.logical_or"}
+          "logical_or": "torch.logical_or", "atan2": "torch.atan2"}
 
 
 def _binary_operands(node, t):
@@ -66,6 +66,11 @@ _UNARY_TEMPLATES = {
     "sqrt": "torch.sqrt({x})", "rsqrt": "torch.rsqrt({x})", "reciprocal": "torch.reciprocal({x})",
     "erf": "torch.erf({x})", "sin": "torch.sin({x})", "cos": "torch.cos({x})", "floor": "torch.floor({x})",
     "ceil": "torch.ceil({x})", "sign": "torch.sign({x})", "logical_not": "torch.logical_not({x})",
+    "bitwise_not": "torch.bitwise_not({x})", "log1p": "torch.log1p({x})", "expm1": "torch.expm1({x})",
+    "exp2": "torch.exp2({x})", "trunc": "torch.trunc({x})", "round": "torch.round({x})", "asin": "torch.asin({x})",
+    "acos": "torch.acos({x})", "atan": "torch.atan({x})", "asinh": "torch.asinh({x})", "acosh": "torch.acosh({x})",
+    "atanh": "torch.atanh({x})", "isnan": "torch.isnan({x})", "isinf": "torch.isinf({x})",
+    "isfinite": "torch.isfinite({x})",
 }
 _DEFAULTS = {"leaky_relu": {"negative_slope": 0.01}, "elu": {"alpha": 1.0}, "gelu": {"approximate": "none"},
              "softplus": {"beta": 1.0, "threshold": 20.0}}

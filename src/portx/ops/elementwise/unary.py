@@ -89,9 +89,24 @@ UNARY_TABLE = {
     "ceil": (np.ceil, "ops.ceil({x})", ["aten::ceil"], {}),
     "sign": (np.sign, "ops.sign({x})", ["aten::sign"], {}),
     "logical_not": (np.logical_not, "ops.logical_not({x})", ["aten::logical_not"], {}),
+    "bitwise_not": (np.invert, "ops.bitwise_not({x})", [], {}),  # integers (bool is logical_not)
+    "log1p": (np.log1p, "ops.log1p({x})", ["aten::log1p"], {}),
+    "expm1": (np.expm1, "ops.expm1({x})", ["aten::expm1"], {}),
+    "exp2": (np.exp2, "ops.exp2({x})", ["aten::exp2"], {}),
+    "trunc": (np.trunc, "ops.trunc({x})", ["aten::trunc", "aten::fix"], {}),
+    "round": (np.round, "ops.round({x})", [], {}),  # half to even, as torch.round and jnp.round
+    "asin": (np.arcsin, "ops.arcsin({x})", ["aten::asin"], {}),
+    "acos": (np.arccos, "ops.arccos({x})", ["aten::acos"], {}),
+    "atan": (np.arctan, "ops.arctan({x})", ["aten::atan"], {}),
+    "asinh": (np.arcsinh, "ops.arcsinh({x})", ["aten::asinh"], {}),
+    "acosh": (np.arccosh, "ops.arccosh({x})", ["aten::acosh"], {}),
+    "atanh": (np.arctanh, "ops.arctanh({x})", ["aten::atanh"], {}),
+    "isnan": (np.isnan, "ops.isnan({x})", ["aten::isnan"], {}),
+    "isinf": (np.isinf, "ops.isinf({x})", ["aten::isinf"], {}),
+    "isfinite": (np.isfinite, "ops.isfinite({x})", ["aten::isfinite"], {}),
 }
 #: ops whose result is bool whatever the input dtype
-BOOL_RESULTS = {"logical_not"}
+BOOL_RESULTS = {"logical_not", "isnan", "isinf", "isfinite"}
 
 
 def _bool_type(x, **_attrs):
