@@ -223,3 +223,26 @@ def test_gradient_names_agree_across_frameworks():
     assert grad_key("conv.weight") == grad_key("conv/kernel") == "conv_weight"
     assert grad_key("bn/gamma") == grad_key("bn.weight") and grad_key("bn/beta") == grad_key("bn.bias")
     assert grad_key("pos/value") == grad_key("pos_value") == grad_key("pos") == "pos"
+
+
+def test_tied_and_shared_weights_stay_one_trainable_variable(tmp_path):
+    """An embedding tied to the LM head, and a Linear applied twice: one variable each, as in the source."""
+    class Tied(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok = nn.Embedding(11, 6)
+            self.fc = nn.Linear(6, 6)
+            self.head = nn.Linear(6, 11, bias=False)
+            self.head.weight = self.tok.weight
+
+        def forward(self, ids):
+            return self.head(self.fc(torch.relu(self.fc(self.tok(ids)))))
+
+    torch.manual_seed(0)
+    ids = torch.randint(0, 11, (2, 5))
+    result = portx.convert(Tied().eval(), example_inputs=(ids,), to="keras-jax", out=tmp_path / "k")
+    training = result.report["training"]
+    assert training["trainable_match"], training
+    assert training["parameters"]["converted"]["trainable"] == 11 * 6 + 6 * 6 + 6
+    assert result.report["gradients"]["passed"], result.report["gradients"]
+    assert len(result.model.trainable_variables) == 3  # the table, fc's kernel and bias

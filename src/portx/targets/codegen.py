@@ -199,11 +199,32 @@ class EmitterBase:
     def __init__(self, graph):
         self.graph = graph
         self.names = {}  # Value -> the expression that holds it in the generated code
+        self._readers = None  # Value -> how many nodes read it (``ownable``), counted on first use
 
     # -- values ---------------------------------------------------------------------------
     def is_param(self, value) -> bool:
         """True for stored arrays (weights and folded constants)."""
         return self.graph.is_param(value)
+
+    #: True where the emitter makes nodes of one op with the same weights one layer (torch-xla's submodules)
+    SHARES_LAYERS = False
+
+    def ownable(self, value) -> bool:
+        """True when a layer or submodule may own ``value`` (None counts): a stored array that one node reads,
+        or, where the target shares layers (``SHARES_LAYERS``), that nodes of one op read.
+
+        A weight nodes of different ops read (an embedding tied to the LM head) stays one stored array that
+        each reads (``ref``), so that it is one trainable variable, as in the source.
+        """
+        if value is None:
+            return True
+        if self._readers is None:
+            self._readers = {}
+            for node in self.graph.nodes:
+                for v in set(node.inputs) - {None}:
+                    self._readers.setdefault(v, []).append(node.op)
+        readers = self._readers.get(value, [])
+        return self.is_param(value) and (len(readers) <= 1 or (self.SHARES_LAYERS and len(set(readers)) == 1))
 
     def param(self, value) -> np.ndarray:
         """The stored array behind a parameter value."""

@@ -135,8 +135,7 @@ def operands(node):
 
 
 def stored(k, w, b):
-    """True when weight and bias are stored arrays, so a Keras layer or torch module can own them.
-
-    Example: ``stored(k, w, None)`` is ``k.is_param(w)``.
+    """True when weight and bias are stored arrays that no other node reads, so a Keras layer or torch
+    module can own them (``ownable``). Example: ``stored(k, w, None)`` is ``k.ownable(w)``.
     """
-    return k.is_param(w) and (b is None or k.is_param(b))
+    return k.ownable(w) and k.ownable(b)

@@ -16,7 +16,7 @@ __all__ = []
 @EMBEDDING.emits("keras-jax")
 def _embedding_to_keras(node, k):
     table, indices = node.inputs
-    if not k.is_param(table) or indices not in k.live:  # constant indices (positions): a layer would run eagerly
+    if not k.ownable(table) or indices not in k.live:  # constant indices (positions): a layer would run eagerly
         k.assign(node, f"ops.take({k.ref(table)}, {k.ref(indices)}, axis=0)")
         return
     rows, dim = table.type.shape

@@ -16,7 +16,7 @@ __all__ = []
 @EMBEDDING.emits("torch-xla")
 def _embedding_to_torch(node, t):
     table, indices = node.inputs
-    if not t.is_param(table):
+    if not t.ownable(table):
         t.assign(node, f"F.embedding({t.ref(indices)}, {t.ref(table)})")
         return
     rows, dim = table.type.shape

@@ -18,7 +18,7 @@ __all__ = []
 def _linear_to_keras(node, k):
     x, w, b = (list(node.inputs) + [None])[:3]
     # Dense needs stored arrays and an input of rank >= 2; anything else is a plain matmul.
-    if not k.is_param(w) or (b is not None and not k.is_param(b)) or x.type.rank < 2:
+    if not (k.ownable(w) and k.ownable(b)) or x.type.rank < 2:
         expr = f"ops.matmul({k.ref(x)}, ops.transpose({k.ref(w)}))"
         k.assign(node, expr if b is None else f"ops.add({expr}, {k.ref(b)})")
         return

@@ -14,7 +14,7 @@ __all__ = []
 @LINEAR.emits("torch-xla")
 def _linear_to_torch(node, t):
     x, w, b = (list(node.inputs) + [None])[:3]
-    if not t.is_param(w) or (b is not None and not t.is_param(b)):  # computed weights: F.linear
+    if not (t.ownable(w) and t.ownable(b)):  # computed or shared weights: F.linear
         t.assign(node, f"F.linear({t.ref(x)}, {t.ref(w)}" + (f", {t.ref(b)})" if b is not None else ")"))
         return
     out, n_in = w.type.shape

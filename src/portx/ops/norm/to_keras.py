@@ -18,7 +18,7 @@ __all__ = []
 
 
 def _all_params(k, values):
-    return all(k.is_param(v) for v in values if v is not None)
+    return all(k.ownable(v) for v in values)
 
 
 def _keras_axis(axes, rank):
@@ -65,7 +65,7 @@ def _rms_norm_to_keras(node, k):
     shape = tuple(node.attrs["normalized_shape"])
     eps = float(node.attrs["eps"])
     axis = _keras_axis(tuple(range(x.type.rank - len(shape), x.type.rank)), x.type.rank)
-    if w is None or k.is_param(w):
+    if k.ownable(w):
         # RMSNormalization always owns a scale; torch's elementwise_affine=False is a scale of ones.
         scale = k.param(w) if w is not None else np.ones(shape, dtype=x.type.dtype)
         k.layer(node, "RMSNormalization", {"axis": axis, "epsilon": eps}, [x], [scale])

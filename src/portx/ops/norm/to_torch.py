@@ -18,7 +18,7 @@ __all__ = []
 
 
 def _all_stored(t, values) -> bool:
-    return all(t.is_param(v) for v in values if v is not None)
+    return all(t.ownable(v) for v in values)
 
 
 def _affine(w, b, shape, dtype) -> dict:
@@ -82,7 +82,7 @@ def _layer_norm_to_torch(node, t):
 def _rms_norm_to_torch(node, t):
     x, w = (list(node.inputs) + [None])[:2]
     shape, eps = tuple(node.attrs["normalized_shape"]), float(node.attrs["eps"])
-    if w is not None and not t.is_param(w):
+    if w is not None and not t.ownable(w):
         t.assign(node, f"F.rms_norm({t.ref(x)}, {t.lit(shape)}, {t.ref(w)}, eps={t.lit(eps)})")
         return
     kwargs = {"eps": eps, **({"elementwise_affine": False} if w is None else {})}

@@ -76,6 +76,7 @@ class TorchEmitter(EmitterBase):
     """
 
     TARGET = TARGET
+    SHARES_LAYERS = True  # submodule(): one op with the same weights is one submodule
     TEMP_FROM_SCOPE = False
 
     def __init__(self, graph):
