@@ -246,3 +246,22 @@ def test_tied_and_shared_weights_stay_one_trainable_variable(tmp_path):
     assert training["parameters"]["converted"]["trainable"] == 11 * 6 + 6 * 6 + 6
     assert result.report["gradients"]["passed"], result.report["gradients"]
     assert len(result.model.trainable_variables) == 3  # the table, fc's kernel and bias
+
+
+def test_detach_on_activations_is_a_gradient_stop_both_ways(tmp_path):
+    """``h.detach()`` becomes ``ops.stop_gradient`` and back ``.detach()``: gradients agree with the source's."""
+    class Stop(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(4, 4), nn.Linear(4, 4)
+
+        def forward(self, x):
+            h = self.a(x)
+            return self.b(h.detach()) + h
+
+    torch.manual_seed(0)
+    result = portx.convert(Stop().eval(), example_inputs=(torch.randn(2, 4),), to="keras-jax", out=tmp_path / "k")
+    assert "ops.stop_gradient(" in (tmp_path / "k" / "model.py").read_text()
+    assert result.report["gradients"]["passed"] and result.report["gradients"]["matched"] == 4
+    back = portx.convert(result.model, to="torch-xla", out=tmp_path / "t")
+    assert ".detach()" in (tmp_path / "t" / "model.py").read_text() and back.report["gradients"]["passed"]

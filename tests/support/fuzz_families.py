@@ -36,7 +36,7 @@ _ATTRS = {
 _NEEDS_POSITIVE = {"log", "sqrt", "rsqrt", "reciprocal", "log1p"}
 _NEEDS_UNIT = {"asin", "acos", "atanh"}  # |x| < 1
 _GROWS = {"exp", "expm1", "exp2"}  # kept finite however large earlier values grew
-_KEEPS_EXACT = {"relu", "abs", "neg", "clamp", "floor", "ceil", "sign", "trunc", "round"}
+_KEEPS_EXACT = {"relu", "abs", "neg", "clamp", "floor", "ceil", "sign", "trunc", "round", "stop_gradient"}
 _ARITH = ("add", "sub", "mul", "div", "pow", "minimum", "maximum")
 _COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
 

@@ -87,6 +87,7 @@ UNARY_CASES = [
     case(torch.logical_not, "b", ops=["logical_not"], id="logical_not"),
     case(torch.logical_not, "f", ops=["logical_not"], id="logical_not-float"),
     case(lambda a: ~a, "i", ops=["bitwise_not"], id="bitwise_not-int"),
+    case(lambda a: a.detach() * 2, "f", ops=["stop_gradient"], id="detach"),
     case(torch.log1p, "pos", ops=["log1p"], id="log1p"),
     case(torch.expm1, "f", ops=["expm1"], id="expm1"),
     case(torch.exp2, "f", ops=["exp2"], id="exp2"),
@@ -228,7 +229,7 @@ def test_unary_reference_matches_torch(name, shape, seed):
            "round": torch.round, "asin": lambda x: torch.asin(torch.clamp(x / 4, -1, 1)),
            "acos": lambda x: torch.acos(torch.clamp(x / 4, -1, 1)), "atan": torch.atan, "asinh": torch.asinh,
            "acosh": lambda x: torch.acosh(x.abs() + 1), "atanh": lambda x: torch.atanh(torch.clamp(x / 4, -0.9, 0.9)),
-           "isnan": torch.isnan, "isinf": torch.isinf, "isfinite": torch.isfinite}
+           "isnan": torch.isnan, "isinf": torch.isinf, "isfinite": torch.isfinite, "stop_gradient": torch.detach}
     unit = lambda x: np.clip(x / np.float32(4), -1, 1)  # noqa: E731  (the domain of asin and acos)
     pre = {"log": lambda x: np.abs(x) + np.float32(0.1), "sqrt": np.abs, "rsqrt": lambda x: np.abs(x) + np.float32(0.1),
            "reciprocal": lambda x: np.abs(x) + np.float32(0.1), "bitwise_not": lambda x: x.astype(np.int64),

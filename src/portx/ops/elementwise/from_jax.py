@@ -3,9 +3,9 @@
 JAX's binary primitives take operands of one dtype (literals are already typed), so each maps to
 the IR op directly. Math the IR has no op for is composed: ``log1p(x) = log(x + 1)``,
 ``erfc(x) = 1 - erf(x)``, ``exp2(x) = exp(x * ln 2)``, ``square(x) = x * x``, ``is_finite(x) =
-(x - x == 0)``. ``max(x, 0.0)`` (what ``jax.nn.relu`` traces to) becomes ``relu``. Copies, gradient
-stops, scheduling barriers and a ``reduce_precision`` to the operand's own format compute nothing, so
-their rules hang on no OpDef (``ir.imports``).
+(x - x == 0)``. ``max(x, 0.0)`` (what ``jax.nn.relu`` traces to) becomes ``relu``. Copies,
+scheduling barriers and a ``reduce_precision`` to the operand's own format compute nothing, so their
+rules hang on no OpDef (``ir.imports``); a gradient stop is the ``stop_gradient`` op.
 
 Example:
     add(%x, 1.0) -> add(%x, %scalar) {};  integer_pow[y=3](%x) -> mul(mul(%x, %x), %x)
@@ -196,10 +196,16 @@ def _convert_from_jax(call):
     return x if x.type.dtype == dtype else call.emit(CAST, [x], {"dtype": dtype})
 
 
-@imports("jax", "copy", "copy_p", "stop_gradient", "optimization_barrier")
+@imports("jax", "copy", "copy_p", "optimization_barrier")
 def _identity_from_jax(call):
-    """Copies, gradient stops and scheduling barriers compute nothing at inference."""
+    """Copies and scheduling barriers compute nothing."""
     return call.inputs
+
+
+@UNARY["stop_gradient"].imports("jax", "stop_gradient")
+def _stop_gradient_from_jax(call):
+    """The identity with a zero gradient, kept so that the converted model trains like the source."""
+    return call.emit(UNARY["stop_gradient"], [call.input(0)])
 
 
 _BITS = {"float32": (8, 23), "bfloat16": (8, 7), "float16": (5, 10), "float64": (11, 52)}

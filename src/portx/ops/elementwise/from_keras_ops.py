@@ -136,7 +136,7 @@ _UNARY = {
     "Log1p": ("log1p", {}), "Expm1": ("expm1", {}), "Exp2": ("exp2", {}), "Trunc": ("trunc", {}),
     "Arcsin": ("asin", {}), "Arccos": ("acos", {}), "Arctan": ("atan", {}), "Arcsinh": ("asinh", {}),
     "Arccosh": ("acosh", {}), "Arctanh": ("atanh", {}), "Isnan": ("isnan", {}), "Isinf": ("isinf", {}),
-    "Isfinite": ("isfinite", {}),
+    "Isfinite": ("isfinite", {}), "StopGradient": ("stop_gradient", {}),
 }
 
 

@@ -70,7 +70,7 @@ _UNARY_TEMPLATES = {
     "exp2": "torch.exp2({x})", "trunc": "torch.trunc({x})", "round": "torch.round({x})", "asin": "torch.asin({x})",
     "acos": "torch.acos({x})", "atan": "torch.atan({x})", "asinh": "torch.asinh({x})", "acosh": "torch.acosh({x})",
     "atanh": "torch.atanh({x})", "isnan": "torch.isnan({x})", "isinf": "torch.isinf({x})",
-    "isfinite": "torch.isfinite({x})",
+    "isfinite": "torch.isfinite({x})", "stop_gradient": "{x}.detach()",
 }
 _DEFAULTS = {"leaky_relu": {"negative_slope": 0.01}, "elu": {"alpha": 1.0}, "gelu": {"approximate": "none"},
              "softplus": {"beta": 1.0, "threshold": 20.0}}

@@ -104,6 +104,8 @@ UNARY_TABLE = {
     "isnan": (np.isnan, "ops.isnan({x})", ["aten::isnan"], {}),
     "isinf": (np.isinf, "ops.isinf({x})", ["aten::isinf"], {}),
     "isfinite": (np.isfinite, "ops.isfinite({x})", ["aten::isfinite"], {}),
+    # the identity, whose gradient is zero: ``x.detach()`` / ``lax.stop_gradient`` (so that training agrees)
+    "stop_gradient": (lambda x: x, "ops.stop_gradient({x})", ["aten::detach"], {}),
 }
 #: ops whose result is bool whatever the input dtype
 BOOL_RESULTS = {"logical_not", "isnan", "isinf", "isfinite"}
