@@ -28,7 +28,7 @@ from .passes.pipeline import inference_skip, run_passes  # noqa: E402
 from .targets import TARGETS, find_target  # noqa: E402
 from .targets.codegen import missing_emit_rules  # noqa: E402
 from .verification.compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs  # noqa: E402
-from .verification.grads import compare_gradients  # noqa: E402
+from .verification.grads import compare_gradients, gradient_problem  # noqa: E402
 from .verification.recheck import expected_outputs, verify_converted  # noqa: E402
 from .verification.trace import localize  # noqa: E402
 
@@ -224,7 +224,7 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
         if verify and (grad or (grad is None and graph.weight_bytes() <= _GRAD_AUTO_BYTES)):
             report["gradients"] = stages.run("grad", compare_gradients, src, graph, model, seed)
             if report["gradients"]["passed"] is False:
-                report["warnings"].append(_gradient_warning(report["gradients"]))
+                report["warnings"].append(gradient_problem(report["gradients"]))
         report["tpu"] = stages.run("tpu-lower", _tpu_proof, target, model, graph, strict_tpu)
         if export_tpu:
             report["tpu"]["artifact"] = stages.run("tpu-export", target.export_tpu, model, graph,
@@ -248,12 +248,6 @@ def _report(src, graph, target, notes) -> dict:
 
 #: ``convert`` compares gradients by default up to this many bytes of weights (one backward pass each side)
 _GRAD_AUTO_BYTES = 64 << 20
-
-
-def _gradient_warning(grads) -> str:
-    rows = [r for r in grads["inputs"] + grads["parameters"] if not r["passed"]]
-    return (f"gradients differ from the source's at {len(rows)} of {len(grads['inputs']) + grads['matched']} "
-            f"tensors, first {rows[0]['name']}: {rows[0]['problem']}")
 
 
 def _source_counts(graph) -> dict:

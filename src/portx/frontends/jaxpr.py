@@ -336,7 +336,8 @@ def lower_jaxpr(closed_jaxpr, input_names, param_arrays, name="model", trainable
                        f"{len(input_names)} input names were given", hint="pass one name per non-weight input")
     low = _Lowering(name)
     frame = {v: Const(np.asarray(c), "const") for v, c in zip(jaxpr.constvars, closed_jaxpr.consts)}
-    frame.update({v: Const(a, n, n in set(trainable)) for v, (n, a) in zip(jaxpr.invars, params)})
+    trainable = set(trainable)
+    frame.update({v: Const(a, n, n in trainable) for v, (n, a) in zip(jaxpr.invars, params)})
     for var, input_name in zip(jaxpr.invars[len(params):], input_names):
         try:
             frame[var] = low.builder.input(input_name, tensor_type(var.aval))

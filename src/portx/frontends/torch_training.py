@@ -26,12 +26,12 @@ _VIEWS = {"aten::permute", "aten::t", "aten::transpose", "aten::view", "aten::re
 
 def stops_gradient(node) -> bool:
     """True for ``detach``: a detached parameter is a constant in the source, so it may fold into one."""
-    return isinstance(node.target, torch._ops.OpOverload) and op_name(node.target) == "aten::detach"
+    return op_name(node.target) == "aten::detach"
 
 
 def rearranges(node) -> bool:
     """True when ``node`` re-arranges its one input's numbers (``_VIEWS``)."""
-    return isinstance(node.target, torch._ops.OpOverload) and op_name(node.target) in _VIEWS
+    return op_name(node.target) in _VIEWS
 
 
 @torch.library.custom_op("portx_ir::dropout", mutates_args=())

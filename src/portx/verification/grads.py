@@ -30,7 +30,7 @@ import numpy as np
 from ..passes.layout import source_arrays
 from .compare import compare_arrays, make_inputs
 
-__all__ = ["GRAD_ATOL", "GRAD_RTOL", "compare_gradients", "gradients", "grad_key"]
+__all__ = ["GRAD_ATOL", "GRAD_RTOL", "compare_gradients", "gradient_problem", "gradients", "grad_key"]
 
 #: gradients add up more rounding than outputs (a backward pass per layer): 10x the output tolerances
 GRAD_ATOL, GRAD_RTOL = 1e-4, 1e-3
@@ -98,7 +98,7 @@ def _keras_gradients(model, arrays, weights):
 def gradients(model, arrays, weights):
     """(input gradients or None per input, {parameter name: gradient}) of ``sum(out_k * weights_k)``.
 
-    ``model`` is a ``keras.Model`` or a torch module (an ``ExportedProgram.module()`` too).
+    ``model`` is a ``keras.Model`` or a torch module (a loaded source's unlifted program too).
     """
     if hasattr(model, "stateless_call"):
         return _keras_gradients(model, arrays, weights)
@@ -113,7 +113,7 @@ def _differentiable(src):
 def compare_gradients(src, graph, model, seed=0, atol=GRAD_ATOL, rtol=GRAD_RTOL) -> dict:
     """Compare the gradients of the converted ``model`` with the source's (see the module docstring).
 
-    Returns {"passed", "loss", "inputs": [rows], "parameters": [rows], "matched", "unmatched_source",
+    Returns {"passed", "inputs": [rows], "parameters": [rows], "matched", "unmatched_source",
     "unmatched_converted", "atol", "rtol"}; "passed" is None (with "skipped") when there is nothing to compare.
     """
     reference = _differentiable(src)
@@ -141,9 +141,10 @@ def compare_gradients(src, graph, model, seed=0, atol=GRAD_ATOL, rtol=GRAD_RTOL)
     params = []
     for key in sorted(set(source) & set(converted)):
         (name, want), (other, got) = source[key], converted[key]
-        want = np.zeros(0) if want is None else want  # unused by the loss: no gradient, as zeros
+        if want is None and got is None:  # unused by the loss on both sides
+            continue
+        want = np.zeros_like(got) if want is None else want  # unused on one side only: a zero gradient
         got = np.zeros_like(want) if got is None else got
-        want = np.zeros_like(got) if want.size == 0 else want
         if want.size != got.size:
             row = {"passed": False, "problem": f"{want.size} elements, converted {got.size}"}
         else:
@@ -154,3 +155,10 @@ def compare_gradients(src, graph, model, seed=0, atol=GRAD_ATOL, rtol=GRAD_RTOL)
             "inputs": rows, "parameters": params, "matched": len(params),
             "unmatched_source": sorted(source[k][0] for k in set(source) - set(converted)),
             "unmatched_converted": sorted(converted[k][0] for k in set(converted) - set(source))}
+
+
+def gradient_problem(grads) -> str:
+    """One line for a failed comparison: how many tensors differ and the first, e.g. for report warnings."""
+    rows = [r for r in grads["inputs"] + grads["parameters"] if not r["passed"]]
+    return (f"gradients differ from the source's at {len(rows)} of {len(grads['inputs']) + grads['matched']} "
+            f"tensors, first {rows[0]['name']}: {rows[0]['problem']}")

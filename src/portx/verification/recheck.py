@@ -30,7 +30,7 @@ from ..passes.layout import IO_LAYOUTS, graph_arrays, set_io_layout, source_arra
 from ..passes.pipeline import inference_skip, run_passes
 from ..targets import DEFAULT_TARGET, target_of
 from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs, run_reference
-from .grads import compare_gradients
+from .grads import compare_gradients, gradient_problem
 from .trace import first_failure, observe_values, trace_layers
 
 __all__ = ["Converted", "open_converted", "lower_for", "expected_outputs", "check_converted", "verify_converted",
@@ -189,8 +189,10 @@ def _summary(samples) -> list:
 
 
 def check_converted(src, converted, *, batch=None, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL,
-                    trace=False) -> dict:
+                    trace=False, grad=False) -> dict:
     """Compare a loaded source with a converted model; returns the report (see ``verify_converted``).
+
+    ``grad`` also compares gradients (``report["gradients"]``); a difference fails the report.
 
     Example: ``check_converted(load("model.pt2"), open_converted("out/"), samples=3)["passed"]``.
     """
@@ -218,6 +220,10 @@ def check_converted(src, converted, *, batch=None, samples=1, seed=0, atol=DEFAU
             report.update(_layer_report(src, graph, converted, names, batches[chosen], atol, rtol, trace))
     if not report["passed"]:
         report["problem"] = failure_message(report)
+    elif grad:  # the outputs agree: their gradients must too
+        report["gradients"] = grads = compare_gradients(src, graph, converted.model, seed)
+        if grads["passed"] is False:
+            report.update(passed=False, problem=gradient_problem(grads))
     return report
 
 
@@ -268,17 +274,11 @@ def verify_converted(source, out, *, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=
     converted = open_converted(out)
     if converted.code is None:
         raise BadInput(f"{type(out).__name__}: OUT must be a folder or a model.py path", hint="pass the OUT folder")
-    report = check_converted(src, converted, samples=samples, seed=seed, atol=atol, rtol=rtol, trace=trace)
+    report = check_converted(src, converted, samples=samples, seed=seed, atol=atol, rtol=rtol, trace=trace, grad=grad)
     if not report["passed"] and not report["outputs"]:  # nothing compared: OUT takes or gives other tensors
         first = next((s.get("problem") for s in report["samples"] if s.get("problem")), None)
         raise BadInput(f"{report['out']}: was converted from another model or for other input shapes: "
                        f"{first or report['problem']}", hint="pass the model OUT was made from, or convert SRC anew")
-    if grad:
-        report["gradients"] = grads = compare_gradients(src, _pair(src, None, converted)[0], converted.model, seed)
-        if grads["passed"] is False and report["passed"]:
-            report["passed"] = False
-            rows = [r for r in grads["inputs"] + grads["parameters"] if not r["passed"]]
-            report["problem"] = f"gradients differ at {rows[0]['name']}: {rows[0]['problem']}"
     if check and not report["passed"]:
         raise VerificationFailed(report["problem"], hint="rerun with --trace for every layer's error")
     return report
