@@ -34,7 +34,8 @@ def main():
         if isinstance(m, nn.BatchNorm2d):
             m.running_mean.uniform_(-0.5, 0.5)
             m.running_var.uniform_(0.5, 1.5)
-    ep = torch.export.export(model, (torch.randn(1, 3, 32, 32),))
+    batch = torch.export.Dim("batch", min=1, max=1024)  # a free batch: the converted model serves any batch
+    ep = torch.export.export(model, (torch.randn(2, 3, 32, 32),), dynamic_shapes={"x": {0: batch}})
     torch.export.save(ep, HERE / "tiny_cnn.pt2")
     print("wrote", HERE / "tiny_cnn.pt2")
 

@@ -54,8 +54,9 @@ def test_explicit_inputs_arrays_or_tensors(converted):
     report = assert_equivalent(net, out, [np.ones((2, 6), np.float32)])
     assert report["samples"][0]["seed"] is None
     assert_equivalent(net, out, [torch.randn(2, 6, requires_grad=True)])
-    with pytest.raises(AssertionError, match=r"takes inputs of shapes \[\(2, 6\)\], the source \[\(3, 6\)\]"):
-        assert_equivalent(net, out, [np.ones((3, 6), np.float32)])  # a live module is traced at these shapes
+    assert_equivalent(net, out, [np.ones((3, 6), np.float32)])  # the batch is free: any batch compares
+    with pytest.raises(BadInput, match="could not trace Sequential"):
+        assert_equivalent(net, out, [np.ones((3, 5), np.float32)])  # a live module is traced at these shapes
 
 
 def test_mismatch_names_outputs_and_first_diverging_layer(converted, tmp_path):
@@ -79,7 +80,7 @@ def test_tolerance_decides(converted, tmp_path):
 
 def test_file_source_and_wrong_model(converted, tmp_path):
     net, x, out = converted
-    with pytest.raises(AssertionError, match=r"takes inputs of shapes \[\(2, 6\)\], the source \[\(1, 3, 32, 32\)\]"):
+    with pytest.raises(AssertionError, match=r"takes inputs of shapes \[\(None, 6\)\], the source \[\(\d, 3, 32, 32\)\]"):
         assert_equivalent(SAMPLE, out)
     with pytest.raises(BadInput, match="not a converted model"):
         assert_equivalent(net, object(), example_inputs=(x,))

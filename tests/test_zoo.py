@@ -24,6 +24,9 @@ def test_zoo_converts_through_api(name, tmp_path):
     assert ver["passed"], ver
     for row in ver["outputs"]:
         assert row["max_abs"] <= row["atol"] + row["rtol"] * 1e3, row
+    batch = result.report["dynamic"][0]  # the batch stays free, checked at 1 and 8 too
+    assert batch["symbol"] == "batch" and batch["free"], result.report["warnings"]
+    assert {1, 8} <= {c["size"] for c in batch["verified"]} and all(c["passed"] for c in batch["verified"])
     code = result.files["code"].read_text()
     assert "portx" not in code.split('"""', 2)[2]  # the module body never imports or names portx
     arrays = [t.numpy() for t in inputs]
@@ -52,7 +55,8 @@ def test_torchscript_pt_through_cli(tmp_path):
     run = CliRunner().invoke(main, ["convert", str(tmp_path / "model.pt"), "-o", str(out),
                                     "--input", "x:1x3x64x64:float32", "--trust-pickle"])
     assert run.exit_code == 0, run.output
-    assert json.loads((out / "report.json").read_text())["verification"]["passed"]
+    report = json.loads((out / "report.json").read_text())
+    assert report["verification"]["passed"] and report["dynamic"][0]["free"], report["warnings"]
 
 
 def test_emitted_model_loads_in_a_fresh_process_without_portx(tmp_path):

@@ -27,7 +27,9 @@ from .passes.layout import IO_LAYOUTS, io_layouts, set_io_layout  # noqa: E402
 from .passes.pipeline import inference_skip, run_passes  # noqa: E402
 from .targets import TARGETS, find_target  # noqa: E402
 from .targets.codegen import missing_emit_rules  # noqa: E402
+from .ir import FreeDimRefused  # noqa: E402
 from .verification.compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs  # noqa: E402
+from .verification.dynamic import check_static_batch, find_free, plan_dims, refree, verify_sizes  # noqa: E402
 from .verification.grads import compare_gradients, gradient_problem  # noqa: E402
 from .verification.recheck import expected_outputs, verify_converted  # noqa: E402
 from .verification.trace import localize  # noqa: E402
@@ -180,7 +182,7 @@ def _checked_options(to, atol, rtol, io_layout, export_tpu):
 def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(), verify=True,
             atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, seed=0, trust_pickle=False, force=False,
             strict_tpu=False, export_tpu=False, fold_bn=False, inference=False, unsafe_keras=False,
-            io_layout="source", grad=None, progress=None) -> ConversionResult:
+            io_layout="source", grad=None, static_batch=None, dynamic=(), progress=None) -> ConversionResult:
     """Convert ``source`` (a path or a live nn.Module) for target ``to`` into folder ``out``.
 
     The emitted model trains like the source: batch norms stay layers (with their momentum and
@@ -188,6 +190,11 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
     ``inference`` also drops dropouts. ``report["training"]`` lists what was folded or dropped.
     ``grad`` compares the gradients of a loss with the source's (``verification/grads.py``); None: when
     verifying a model of at most 64 MB of weights. A gradient difference is a warning in the report.
+
+    The batch (axis 0 of every input) stays free: the emitted model runs at any batch size, and is verified
+    at the example's, 1 and 8 (``report["dynamic"]``). ``static_batch=N`` pins it to N instead;
+    ``dynamic=["x:1"]`` frees more axes (torch.export Dims and Keras None dims are free already). A dim the
+    model fixes is pinned with a warning naming the op (Note [free dims] in ir/types.py).
 
     ``io_layout``: "source" (the source's input/output layout), "channels-last" or "channels-first"
     (image inputs/outputs in that layout, with no transpose at the boundary; report["layout"] says which).
@@ -204,18 +211,24 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
         src = stages.run("load", load, source, example_inputs=example_inputs, inputs=inputs,
                          trust_pickle=trust_pickle, unsafe_keras=unsafe_keras)
         graph = stages.run("lower", src.lower, "model", strict_tpu)
+        if static_batch is not None:
+            src, graph = _pinned_batch(src, graph, static_batch, strict_tpu)
         source_counts = _source_counts(graph)
         sizes["weights"] = 2 * graph.weight_bytes()  # the weights file, and jax.export's copy at most
+        skip = inference_skip(fold_bn, inference)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", PortxWarning)
-            graph = stages.run("passes", run_passes, graph, target.name, skip=inference_skip(fold_bn, inference))
-            graph = set_io_layout(graph, io_layout) if io_layout != "source" else graph
+            graph = stages.run("passes", _prepared, graph, target, skip, io_layout)
         notes = ([str(w.message) for w in caught if issubclass(w.category, PortxWarning)] + _nonfinite_params(graph)
                  + list(getattr(src, "notes", [])))
-        emitted = stages.run("emit", target.emit, graph, tmp)  # UnsupportedOps (3) names every node it cannot write
-        emitted.pop("model", None)  # the writer's copy; free it before loading the user's view of the files
-        model = stages.run("load-emitted", target.load, tmp)
+        dims = plan_dims(src, graph, dynamic, static_batch)
+        src, graph, record = stages.run("free-dims", find_free, src, graph,
+                                        lambda s: _prepared(s.lower("model", strict_tpu), target, skip, io_layout),
+                                        dims, notes)
+        graph, emitted, model, sized = _emit_free(stages, target, graph, record, tmp, src, seed, atol, rtol,
+                                                  verify, notes)
         report = _report(src, graph, target, notes)
+        report["dynamic"] = _dynamic_report(dims, graph, sized)
         report["training"] = _training(graph, source_counts, target.parameter_counts(model), fold_bn or inference)
         if report["training"]["problem"]:
             report["warnings"].append(report["training"]["problem"])
@@ -236,6 +249,73 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
     if not result.ok:
         raise _verification_failed(result)
     return result
+
+
+def _prepared(graph, target, skip, io_layout):
+    """A lowered graph after the target's passes and ``--io-layout``: what is emitted."""
+    graph = run_passes(graph, target.name, skip=skip)
+    return set_io_layout(graph, io_layout) if io_layout != "source" else graph
+
+
+def _pinned_batch(src, graph, n, strict_tpu):
+    """(source, graph) at batch ``n`` for ``--static-batch`` (BadInput where the model cannot run there)."""
+    from .errors import BadValue
+
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise BadValue(f"--static-batch {n!r}: a batch size is a whole number >= 1", hint="e.g. --static-batch 8")
+    for row in src.dynamic_dims():
+        if any(axis == 0 for _, axis in row["sites"]):
+            check_static_batch(row, n, [v.name for v in graph.inputs])
+    sites = {(i, 0): n for i, v in enumerate(graph.inputs) if v.type.rank}
+    if all(graph.inputs[i].type.shape[0] == n for i, _ in sites):
+        return src, graph
+    try:
+        src = src.resized(sites)
+    except BadInput as exc:
+        raise BadInput(f"--static-batch {n}: {exc}", hint="convert at the batch the model was saved with, or "
+                       "re-export it with a free batch (torch.export.Dim)") from None
+    return src, src.lower("model", strict_tpu)
+
+
+def _emit_free(stages, target, graph, record, tmp, src, seed, atol, rtol, verify, notes):
+    """Emit and load ``graph``; a free dim an emit rule cannot write, or that verifies wrong at another size,
+    is pinned with a warning and the model emitted again. Returns (graph, emitted, model, size checks)."""
+    free = set(graph.meta.get("free", {}).get("dims", {}))
+    while True:
+        try:
+            emitted = stages.run("emit", target.emit, graph, tmp)  # UnsupportedOps (3) names every node
+        except FreeDimRefused as exc:
+            if not exc.symbols & free:
+                raise
+            notes.append(f"{', '.join(sorted(exc.symbols & free))} pinned: {target.name} cannot keep it free at "
+                         f"{exc.where or 'a node'} ({exc})")
+            free -= exc.symbols
+            graph = refree(record, free, notes)
+            continue
+        emitted.pop("model", None)  # the writer's copy; free it before loading the user's view of the files
+        model = stages.run("load-emitted", target.load, tmp)
+        sized = stages.run("verify-sizes", verify_sizes, src, graph, model, target, seed, atol, rtol) if verify else []
+        wrong = {row["symbol"] for row in sized if not row["passed"]}
+        if not wrong:
+            return graph, emitted, model, sized
+        for row in sized:
+            if not row["passed"]:
+                bad = next(c for c in row["sizes"] if not c["passed"])
+                notes.append(f"{row['symbol']} pinned: the converted model differs from the source at "
+                             f"{row['symbol']}={bad['size']} ({bad['problem'] or 'outputs differ'})")
+        free -= wrong
+        graph = refree(record, free, notes)
+
+
+def _dynamic_report(dims, graph, sized) -> list:
+    """report["dynamic"]: each candidate dim, whether it stayed free, and its checks per size."""
+    free = graph.meta.get("free", {}).get("dims", {})
+    checks = {row["symbol"]: row for row in sized}
+    return [{"symbol": d["symbol"], "free": d["symbol"] in free,
+             "sites": [[graph.inputs[i].name, axis] for i, axis in free.get(d["symbol"], d)["sites"]],
+             "example_size": d["size"], "min": d.get("min"), "max": d.get("max"),
+             **({"torch_symbol": d["torch_symbol"]} if "torch_symbol" in d else {}),
+             "verified": checks.get(d["symbol"], {}).get("sizes", [])} for d in dims]
 
 
 def _report(src, graph, target, notes) -> dict:

@@ -148,10 +148,14 @@ def main():
               show_default=True, help="image input/output layout of the emitted model (source: as the source)")
 @click.option("--grad/--no-grad", default=None, help="compare gradients with the source's (default: for models "
                                                      "of at most 64 MB of weights)")
+@click.option("--static-batch", type=int, default=None, metavar="N",
+              help="pin the batch to N (default: the batch stays free, verified at the example's, 1 and 8)")
+@click.option("--dynamic", multiple=True, metavar="NAME:AXIS[,AXIS]",
+              help="keep these input axes free too (torch.export Dims and Keras None dims are kept already)")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON on stdout")
 @click.option("--debug", is_flag=True, help="show tracebacks")
 def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, unsafe_keras, force, strict_tpu, fold_bn,
-            inference, no_fold_bn, export_tpu, io_layout, grad, as_json, debug):
+            inference, no_fold_bn, export_tpu, io_layout, grad, static_batch, dynamic, as_json, debug):
     """Convert SRC (.pt2, .pt, .keras, .h5) into OUT/model.py + weights, and verify it."""
     out = out or str(Path(src).parent / f"{Path(src).stem or 'model'}_{target.split('-')[0]}")
 
@@ -163,7 +167,8 @@ def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, unsaf
                            rtol=api.DEFAULT_RTOL if rtol is None else rtol,
                            trust_pickle=trust_pickle, force=force, strict_tpu=strict_tpu, export_tpu=export_tpu,
                            fold_bn=fold_bn and not no_fold_bn, inference=inference, unsafe_keras=unsafe_keras,
-                           io_layout=io_layout, grad=grad, progress=_progress(as_json))
+                           io_layout=io_layout, grad=grad, static_batch=static_batch, dynamic=dynamic,
+                           progress=_progress(as_json))
 
     result = _run(debug, work)
     if as_json:

@@ -246,15 +246,18 @@ def test_torchscript_needs_trust_and_says_why(tmp_path):
     assert run.exit_code == 0, run.output
 
 
-def test_dynamic_dim_is_not_pinned_silently(tmp_path):
+def test_dynamic_dim_stays_free_and_a_static_one_is_not_pinned_silently(tmp_path):
     model = nn.Sequential(nn.Linear(4, 3)).eval()
     src = export_small(tmp_path / "dyn.pt2", model, torch.randn(3, 4),
                        dynamic_shapes=({0: torch.export.Dim("batch")},))
     run = CliRunner().invoke(main, ["convert", str(src), "-o", str(tmp_path / "out")])
     assert run.exit_code == 0, run.output
-    assert re.search(r"warning: input \w+ dim 0 is dynamic .* example size 3", run.output), run.output
     report = json.loads((tmp_path / "out" / "report.json").read_text())
-    assert any("dim 0 is dynamic" in w for w in report["warnings"])
+    assert report["dynamic"][0]["free"] and not report["warnings"], report
+    static = export_small(tmp_path / "static.pt2", model, torch.randn(3, 4))
+    run = CliRunner().invoke(main, ["convert", str(static), "-o", str(tmp_path / "out2")])
+    assert run.exit_code == 0, run.output
+    assert re.search(r"warning: batch pinned to 3: .*exported with static shapes", run.output), run.output
 
 
 @pytest.mark.parametrize("spec", ["x:1000000x1000000000", "x:99999999999999999999", "x:46341x46341x2"])

@@ -53,7 +53,7 @@ def test_verify_json_parses_and_has_one_row_per_seed(converted):
     assert report["passed"] is True
     assert [s["seed"] for s in report["samples"]] == [0, 1]
     assert report["outputs"][0]["name"] == "linear" and report["outputs"][0]["max_abs"] < 1e-5
-    assert report["inputs"] == [["x", [1, 3, 32, 32], "float32"]]
+    assert report["inputs"] == [["x", [2, 3, 32, 32], "float32"]]
 
 
 def test_verify_trace_lists_every_layer_when_all_match(converted):
@@ -141,4 +141,4 @@ def test_verify_finds_the_io_layout_a_folder_was_converted_with(tmp_path):
     report = json.loads(run.stdout)
     assert report["passed"] is True and report["io_layout"] == "channels-last"
     assert report["code_matches"] is True and report["trace"], report.get("note")
-    assert report["inputs"] == [["x", [1, 32, 32, 3], "float32"]]
+    assert report["inputs"] == [["x", [2, 32, 32, 3], "float32"]]

@@ -90,7 +90,7 @@ def test_verify_json_has_one_row_per_seed(sources, converted):
     assert report["passed"] is True and report["target"] == "torch-xla"
     assert [s["seed"] for s in report["samples"]] == [0, 1]
     assert report["outputs"][0]["name"] == "head" and report["outputs"][0]["max_abs"] < 1e-5
-    assert report["inputs"] == [["image", [1, 8, 8, 3], "float32"]]
+    assert report["inputs"] == [["image", [2, 8, 8, 3], "float32"]]
 
 
 def test_verify_trace_lists_every_layer_when_all_match(sources, converted):
@@ -179,7 +179,7 @@ def test_trace_follows_no_fold_bn_and_channels_first_io(sources, tmp_path):
     run = _run("verify", sources[0], out, "--trace", "--json")
     assert run.exit_code == 0, run.output
     report = json.loads(run.stdout)
-    assert report["code_matches"] is True and report["inputs"] == [["image", [1, 3, 8, 8], "float32"]]
+    assert report["code_matches"] is True and report["inputs"] == [["image", [2, 3, 8, 8], "float32"]]
     assert ("bn", "batch_norm") in [(r["scope"], r["op"]) for r in report["trace"]]
 
 

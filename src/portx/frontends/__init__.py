@@ -7,7 +7,10 @@ so api and verification never ask which framework a model came from:
 - ``lower(name="model", strict_tpu=False) -> Graph``: the IR (UnsupportedOps lists every op without a rule);
 - ``run(*arrays) -> [array]``: the source's own outputs on NumPy inputs, flat, in the IR's output order;
 - ``intermediates(arrays) -> {IR value name: array}``: its own values where it can pair them with IR
-  values (torch programs), ``{}`` otherwise.
+  values (torch programs), ``{}`` otherwise;
+- ``dynamic_dims() -> [{"symbol", "sites": [[input, axis]], "min", "max"}]``: the dims the source declares
+  free (torch.export Dims, Keras None dims); ``resized({(input, axis): size}) -> Source``: the same model
+  at other input sizes, BadInput where it cannot run there (Note [free dims] in ir/types.py).
 
 Loading this package imports no framework: ``load`` imports the frontend it needs.
 
@@ -26,7 +29,7 @@ import numpy as np
 
 from ..errors import BadInput
 
-__all__ = ["Source", "load", "is_keras_source", "KERAS_SUFFIXES"]
+__all__ = ["Source", "load", "is_keras_source", "resize_array", "KERAS_SUFFIXES"]
 
 #: source file suffixes read by the Keras frontend (everything else goes to the torch frontend)
 KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
@@ -43,6 +46,21 @@ class Source(Protocol):
     def run(self, *arrays) -> list: ...
 
     def intermediates(self, arrays) -> dict: ...
+
+    def dynamic_dims(self) -> list: ...
+
+    def resized(self, sizes) -> "Source": ...
+
+
+def resize_array(array, axes: dict) -> np.ndarray:
+    """``array`` cut or repeated along each axis in ``axes`` ({axis: size}) to that size (rows cycle).
+
+    Example: ``resize_array(np.arange(2), {0: 5})`` -> ``[0, 1, 0, 1, 0]``.
+    """
+    array = np.asarray(array)
+    for axis, n in axes.items():
+        array = np.take(array, np.arange(n) % array.shape[axis], axis=axis)
+    return array
 
 
 def is_keras_source(source) -> bool:

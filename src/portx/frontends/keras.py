@@ -219,7 +219,7 @@ class _Walker:
         from ..errors import MAX_INPUT_ELEMENTS
 
         for tensor, value in zip(node.outputs, outs):
-            known = self.static_shape(tensor.shape)
+            known = tuple(tensor.shape)  # None: a free dim, any size
             if value is not None and math.prod(value.type.shape) > MAX_INPUT_ELEMENTS:
                 raise BadInput(f"layer {node.operation.name} ({rule_key(node.operation)}): output shape "
                                f"{tuple(value.type.shape)} has more than {MAX_INPUT_ELEMENTS:.3g} elements",

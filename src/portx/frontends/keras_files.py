@@ -71,6 +71,37 @@ class KerasSource:
         """Nothing: Keras layers are not paired with IR values, so a trace compares with the IR reference only."""
         return {}
 
+    def dynamic_dims(self) -> list:
+        """The ``None`` dims of the model's inputs other than the batch, one symbol per axis and example size
+        shared across inputs (a sequence length that ids and mask share): Note [free dims] in ir/types.py."""
+        import keras
+
+        found = {}
+        for i, (tensor, t) in enumerate(zip(keras.tree.flatten(functional_of(self.model).inputs), self.input_types)):
+            for axis, d in enumerate(tuple(tensor.shape)[1:], start=1):
+                if d is None:
+                    row = found.setdefault((axis, t.shape[axis]), {"symbol": f"{input_name(tensor)}_{axis}",
+                                                                   "sites": [], "min": 1, "max": None,
+                                                                   "declared": True})
+                    row["sites"].append([i, axis])
+        return list(found.values())
+
+    def resized(self, sizes):
+        """This model with other input sizes ({(input index, axis): size}); BadInput where an Input fixes one."""
+        import keras
+
+        types = []
+        for i, (tensor, t) in enumerate(zip(keras.tree.flatten(functional_of(self.model).inputs), self.input_types)):
+            shape = list(t.shape)
+            for (k, axis), n in sizes.items():
+                if k == i:
+                    if tensor.shape[axis] is not None:
+                        raise BadInput(f"Keras model {self.model.name}: input {input_name(tensor)} fixes axis "
+                                       f"{axis} to {tensor.shape[axis]} (keras.Input with that size)")
+                    shape[axis] = n
+            types.append(t.with_shape(shape))
+        return KerasSource(self.model, types, self.label, [])
+
 
 def is_keras_model(obj) -> bool:
     """True for a live keras.Model (without importing Keras when it was never loaded)."""

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import BadInput, first_line
 from ..ir import Graph
+from . import resize_array
 from .jaxpr import lower_jaxpr
 
 __all__ = ["lower_keras_subclassed", "needs_tracing", "param_name", "SubclassedKerasSource"]
@@ -154,3 +155,13 @@ class SubclassedKerasSource:
     def intermediates(self, arrays) -> dict:
         """Nothing: traced values are not paired with the model's layers."""
         return {}
+
+    def dynamic_dims(self) -> list:
+        """None: a subclassed model declares no input shapes (``--dynamic`` declares them)."""
+        return []
+
+    def resized(self, sizes):
+        """This model traced on the examples cut or repeated to other sizes ({(input index, axis): size})."""
+        arrays = [resize_array(a, {axis: n for (i, axis), n in sizes.items() if i == k})
+                  for k, a in enumerate(self.example_arrays)]
+        return SubclassedKerasSource(self.model, arrays, self.label)

@@ -36,7 +36,8 @@ _SKIP = {"aten::_assert_tensor_metadata", "aten::_assert_scalar", "aten::sym_con
 
 # Ops whose result depends on their tensor inputs only through the (static) shape and dtype.
 _SHAPE_ONLY = {"aten::zeros_like", "aten::ones_like", "aten::full_like", "aten::empty_like", "aten::new_zeros",
-               "aten::new_ones", "aten::new_full", "aten::new_empty", "aten::scalar_tensor"}
+               "aten::new_ones", "aten::new_full", "aten::new_empty", "aten::scalar_tensor", "aten::sym_size",
+               "aten::sym_numel"}
 
 
 def torch_dtype_name(dtype) -> str:
@@ -51,7 +52,10 @@ def rule_for(target):
 
 def export_module(module, example_inputs):
     """``torch.export`` a module in eval mode, with a BadInput that says how to fix failures."""
-    module.eval()
+    try:
+        module.eval()
+    except NotImplementedError:  # an ExportedProgram's module() is already in the program's mode
+        pass
     try:
         with torch.no_grad():
             return torch.export.export(module, tuple(example_inputs), strict=False)
@@ -163,6 +167,8 @@ class _Lowering:
         if fx in self.env:
             return self.env[fx]
         const = self.consts[fx]
+        if isinstance(const, (int, float, bool)):  # a folded size (sym_size) read as an argument
+            return const
         if isinstance(const, (list, tuple)):
             raise Unsupported("a constant list of tensors is used as a value")
         array = const.detach().cpu().contiguous().numpy() if const.dtype != torch.bfloat16 else \

@@ -39,6 +39,34 @@ class TorchSource:
     module: object  # callable(*torch tensors) -> tensor or nested tensors
     label: str
     notes: list = field(default_factory=list)  # warnings for the report (renamed names, pinned dims)
+    declared: list = field(default_factory=list)  # dynamic dims the program declares (``dynamic_dims``)
+
+    def dynamic_dims(self) -> list:
+        """The dims a .pt2 declares with ``torch.export.Dim``: [{"symbol", "sites": [[input, axis]], "min",
+        "max"}] (Note [free dims] in ir/types.py)."""
+        return self.declared
+
+    def resized(self, sizes):
+        """This model traced at other input sizes: ``sizes`` is {(input index, axis): size}. BadInput when
+        it cannot run there (a .pt2 exported with static shapes, a view to a constant size)."""
+        args = tuple(resize_tensor(t, {axis: n for (i, axis), n in sizes.items() if i == k})
+                     for k, t in enumerate(self.example_inputs))
+        if isinstance(self.module, torch.jit.ScriptModule):
+            from torch._export.converter import TS2EPConverter  # private API; pinned by tests/frontends
+
+            try:
+                program = TS2EPConverter(self.module, args).convert()
+            except Exception as exc:  # noqa: BLE001 - any failure means "not at this size"
+                raise BadInput(f"{self.label}: does not trace at input sizes {_sizes_text(args)} "
+                               f"({first_line(exc, 160, type(exc).__name__)})") from None
+        else:
+            try:
+                program = export_module(self.module, args)
+            except BadInput as exc:
+                why = "exported with static shapes; re-export it with torch.export.Dim to free them" \
+                    if "Guard failed" in str(exc) else str(exc).split(". ")[0]
+                raise BadInput(f"{self.label}: does not run at input sizes {_sizes_text(args)} ({why})") from None
+        return TorchSource(program, args, self.module, self.label, [], self.declared)
 
     def lower(self, name="model", strict_tpu=False):
         """The IR Graph, with the program's output nesting in ``meta`` (Note [output structure])."""
@@ -64,6 +92,17 @@ class TorchSource:
         from .torch_intermediates import source_intermediates
 
         return source_intermediates(self, arrays)
+
+
+def resize_tensor(t, axes: dict):
+    """``t`` cut or repeated along each axis in ``axes`` ({axis: size}) to that size (rows cycle)."""
+    for axis, n in axes.items():
+        t = t.index_select(axis, torch.arange(n) % t.shape[axis])
+    return t
+
+
+def _sizes_text(args) -> str:
+    return ", ".join("x".join(str(d) for d in a.shape) for a in args if isinstance(a, torch.Tensor))
 
 
 def _example_from_specs(specs, path) -> tuple:
@@ -129,25 +168,45 @@ def _load_pt2(path, trust_pickle=False) -> TorchSource:
                        hint="the file may be truncated; re-save it with torch.export.save") from None
     user = set(ep.graph_signature.user_inputs)
     placeholders = [n for n in ep.graph.nodes if n.op == "placeholder" and n.name in user]
-    notes += _pinned_dims(placeholders)
+    declared = _declared_dims(ep, placeholders)
     args = ep.example_inputs[0] if getattr(ep, "example_inputs", None) else None
     if args is None:
-        args = tuple(torch.zeros([int(d) for d in n.meta["val"].shape], dtype=n.meta["val"].dtype)
+        args = tuple(torch.zeros([_hint(d) for d in n.meta["val"].shape], dtype=n.meta["val"].dtype)
                      for n in placeholders)
-    return TorchSource(ep, tuple(args), ep.module(), path.name, notes)  # trusted: names cleaned, guards dropped
+    module = ep.module()  # trusted: names cleaned, guards dropped
+    if declared:  # lowered at the example's sizes; the declared dims are found free again (Note [free dims])
+        ep = export_module(module, tuple(args))
+    return TorchSource(ep, tuple(args), module, path.name, notes, declared)
 
 
-def _pinned_dims(placeholders) -> list:
-    """A warning per input dimension the program declares dynamic: portx converts at the example size."""
-    notes = []
-    for n in placeholders:
-        val = n.meta.get("val")
-        for axis, dim in enumerate(getattr(val, "shape", ())):
+def _hint(dim) -> int:
+    return int(dim.node.hint) if isinstance(dim, torch.SymInt) and dim.node.hint is not None else int(dim)
+
+
+def _bound(value):
+    """A range bound as an int, None for infinity (sympy's ``int_oo``)."""
+    try:
+        return int(value)
+    except (TypeError, ValueError, AttributeError, OverflowError):
+        return None
+
+
+def _declared_dims(ep, placeholders) -> list:
+    """The program's ``torch.export.Dim``s: one row per symbol with its input sites and its range."""
+    found = {}
+    for index, n in enumerate(placeholders):
+        for axis, dim in enumerate(getattr(n.meta.get("val"), "shape", ())):
             if isinstance(dim, torch.SymInt):
-                notes.append(f"input {n.name} dim {axis} is dynamic ({dim.node.expr}) in the program; converted "
-                             f"for the example size {int(dim.node.hint) if dim.node.hint is not None else '?'} "
-                             "(the emitted model has static shapes)")
-    return notes
+                expr = dim.node.expr
+                if len(expr.free_symbols) != 1 or expr != next(iter(expr.free_symbols)):
+                    continue  # a derived dim (2 * s0) follows its symbol's own site
+                row = found.setdefault(str(expr), {"symbol": f"{n.name}_{axis}", "torch_symbol": str(expr),
+                                                   "sites": [], "declared": True})
+                row["sites"].append([index, axis])
+                bounds = ep.range_constraints.get(expr)
+                if bounds is not None:
+                    row["min"], row["max"] = _bound(bounds.lower) or 1, _bound(bounds.upper)
+    return list(found.values())
 
 
 def _is_torchscript(path) -> bool:

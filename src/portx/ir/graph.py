@@ -82,6 +82,16 @@ class Graph:
             name = name.rsplit(".", 1)[0]
         return True
 
+    def free_attrs(self, node) -> dict:
+        """``node.attrs`` with the free dims of ``meta["free"]`` (SymDims) in place of the example's ints."""
+        free = self.meta.get("free", {}).get("attrs", {}).get(node.outputs[0].name) if node.outputs else None
+        return {**node.attrs, **free} if free else node.attrs
+
+    def free_shape(self, value) -> tuple:
+        """``value``'s shape with SymDims on its free axes (Note [free dims] in types.py)."""
+        axes = self.meta.get("free", {}).get("values", {}).get(value.name, {})
+        return tuple(axes.get(axis, d) for axis, d in enumerate(value.type.shape))
+
     def producers(self) -> dict:
         """Map from Value to the node that produces it."""
         return {out: node for node in self.nodes for out in node.outputs}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["DTYPES", "TensorType", "Value"]
+__all__ = ["DTYPES", "TensorType", "Value", "SymDim", "FreeDimRefused"]
 
 # Names follow NumPy; every dtype the IR can carry is listed once here.
 DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64", "bool",
@@ -65,3 +65,48 @@ class Value:
 
     def __repr__(self):
         return f"%{self.name}: {self.type}"
+
+
+class FreeDimRefused(Exception):
+    """An emit rule cannot write a free dimension (Note [free dims]); ``convert`` pins those symbols.
+
+    ``symbols``: the symbols refused; ``where``: the node (filled in by the emitter's walk).
+    """
+
+    def __init__(self, message, symbols=(), where=""):
+        super().__init__(message)
+        self.symbols, self.where = set(symbols), where
+
+
+@dataclass(frozen=True, slots=True)
+class SymDim:
+    """A dimension free at run time: ``scale * symbol + offset``, where ``symbol`` is a model input's size
+    along one axis (``batch``: axis 0 of every input). ``size`` is the example's value, which the static IR
+    holds in its place.
+
+    Note [free dims]: the IR is static, built at the example's sizes. ``verification/dynamic.py`` lowers the
+    source a second time at another size of each free symbol and diffs the two graphs; what changed becomes a
+    SymDim in ``graph.meta["free"]`` (node attributes and value shapes), which emitters write as ``None``,
+    ``-1`` or ``x.shape[0] * 4`` instead of the example's literal. A rule that meets a SymDim where it cannot
+    write one raises FreeDimRefused (``int(dim)`` does), and that symbol is pinned with a warning.
+
+    Example: ``SymDim("batch", 4, 0, 2)`` is ``4 * batch``, 8 in the example.
+    """
+
+    symbol: str
+    scale: int = 1
+    offset: int = 0
+    size: int = 0
+
+    def __index__(self):
+        raise FreeDimRefused(f"dimension {self} is free at run time", {self.symbol})
+
+    __int__ = __index__
+
+    def at(self, n: int) -> int:
+        """Its value when the symbol is ``n``."""
+        return self.scale * n + self.offset
+
+    def __str__(self):
+        text = self.symbol if self.scale == 1 else f"{self.scale}*{self.symbol}"
+        return text + (f"{self.offset:+d}" if self.offset else "")

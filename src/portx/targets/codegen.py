@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import Unsupported, UnsupportedOps
+from ..ir import FreeDimRefused, SymDim
 from .linewrap import wrap_line
 
 __all__ = ["Namespace", "literal", "LineWriter", "nested_outputs", "flatten_outputs", "import_by_path",
@@ -70,11 +71,16 @@ class Namespace:
         return candidate
 
 
-def literal(value) -> str:
+def literal(value, free=None) -> str:
     """Python source for plain data (numbers, bools, None, str, tuples/lists of them).
 
+    ``free(dim)`` writes a SymDim (Note [free dims] in ir/types.py); without it a SymDim raises FreeDimRefused.
     Example: ``literal((1, 2))`` -> ``"(1, 2)"``; anything else raises TypeError.
     """
+    if isinstance(value, SymDim):
+        if free is None:
+            raise FreeDimRefused(f"dimension {value} is free at run time", {value.symbol})
+        return free(value)
     if value is None or isinstance(value, bool):
         return repr(value)
     if isinstance(value, int):
@@ -88,10 +94,10 @@ def literal(value) -> str:
     if isinstance(value, str):
         return repr(value)
     if isinstance(value, tuple):
-        inner = ", ".join(literal(v) for v in value)
+        inner = ", ".join(literal(v, free) for v in value)
         return f"({inner},)" if len(value) == 1 else f"({inner})"
     if isinstance(value, list):
-        return "[" + ", ".join(literal(v) for v in value) + "]"
+        return "[" + ", ".join(literal(v, free) for v in value) + "]"
     if hasattr(value, "item") and getattr(value, "shape", None) == ():
         return literal(value.item())
     raise TypeError(f"cannot write {type(value).__name__} as a literal in generated code")
@@ -252,7 +258,18 @@ class EmitterBase:
         ``trainable`` for a source parameter used directly, which must train in the target too."""
         raise NotImplementedError
 
-    lit = staticmethod(literal)  # Python source for plain attribute data
+    def lit(self, value) -> str:
+        """Python source for plain attribute data; free dims as the target writes them (``free_dim``)."""
+        return literal(value, self.free_dim)
+
+    def free_dim(self, dim) -> str:
+        """A free dimension (SymDim) as code; here refused (FreeDimRefused): a target that can, overrides."""
+        raise FreeDimRefused(f"dimension {dim} is free at run time", {dim.symbol})
+
+    def site(self, symbol):
+        """(input Value, axis) where ``symbol`` is read at run time (its first site)."""
+        index, axis = self.graph.meta["free"]["dims"][symbol]["sites"][0]
+        return self.graph.inputs[index], axis
 
     # -- writing ----------------------------------------------------------------------------
     def temp(self, node, expr: str, hint: str = "t") -> str:
@@ -281,15 +298,28 @@ class EmitterBase:
 
     def emit_nodes(self) -> None:
         """Run every node's emit rule in graph order; collect, then fail (Note [emit-time unsupported])."""
-        failures = {}
+        failures, refused = {}, None
         for node in self.graph.nodes:
             self.check(node)
             rule = node.op.emit_rules.get(self.TARGET)
+            plain, free = node.attrs, self.graph.free_attrs(node)
+            node = node.replace(attrs=free) if free is not plain else node
             try:
                 if rule is None:
                     raise Unsupported(f"no {self.TARGET} emitter")
                 written = len(self.body)
-                rule(node, self)
+                try:
+                    rule(node, self)
+                except (FreeDimRefused, TypeError, ValueError) as exc:
+                    if free is plain and not isinstance(exc, FreeDimRefused):
+                        raise
+                    symbols = getattr(exc, "symbols", None) or {d.symbol for d in _sym_dims(free)}
+                    if refused is None:
+                        refused = FreeDimRefused(f"{node.where()}: {exc}", symbols, node.where())
+                    refused.symbols |= symbols
+                    for value in node.outputs:
+                        self.names.setdefault(value, f"refused_{len(self.names)}")
+                    continue
                 comment = module_comment(self.graph, node)
                 if comment and len(self.body) > written:
                     self.body.comment_last(comment)
@@ -300,6 +330,20 @@ class EmitterBase:
         if failures:
             raise UnsupportedOps([(op, scopes, reason) for (op, reason), scopes in failures.items()],
                                  where=f"target {self.TARGET}")
+        if refused:
+            raise refused
+
+
+def _sym_dims(data):
+    """Every SymDim inside attribute data."""
+    if isinstance(data, SymDim):
+        yield data
+    elif isinstance(data, dict):
+        for v in data.values():
+            yield from _sym_dims(v)
+    elif isinstance(data, (tuple, list)):
+        for v in data:
+            yield from _sym_dims(v)
 
 
 def comment_text(raw: str) -> str:

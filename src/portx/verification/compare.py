@@ -52,12 +52,13 @@ def index_limit(graph, value):
     return min(limits) if limits else 2
 
 
-def make_inputs(graph, seed=0) -> list:
-    """Seeded inputs valid by construction: normal floats; integer ids inside the tables they index."""
+def make_inputs(graph, seed=0, shapes=None) -> list:
+    """Seeded inputs valid by construction: normal floats; integer ids inside the tables they index.
+    ``shapes``: one per input, in place of the graph's (a free dim at another size)."""
     rng = np.random.default_rng(seed)
     arrays = []
-    for value in graph.inputs:
-        shape, dtype = value.type.shape, value.type.dtype
+    for i, value in enumerate(graph.inputs):
+        shape, dtype = (value.type.shape if shapes is None else shapes[i]), value.type.dtype
         if dtype == "bool":
             arrays.append(rng.integers(0, 2, shape).astype(bool))
         elif dtype.startswith(("int", "uint")):

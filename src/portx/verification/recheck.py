@@ -79,16 +79,28 @@ def open_converted(out) -> Converted:
     return Converted(target, model, code, str(code.parent if path.is_dir() else code))
 
 
-def lower_for(src, target, skip=_PASS_VARIANTS[0], raw=None, io_layout="source"):
-    """The source's IR after ``target``'s passes (minus ``skip``) and ``--io-layout``: what convert emitted.
+def lower_for(src, target, skip=_PASS_VARIANTS[0], raw=None, io_layout="source", free=True):
+    """The source's IR after ``target``'s passes (minus ``skip``) and ``--io-layout``: what convert emitted,
+    with the free dims it keeps by default (``free=False``: static, as with ``--static-batch``).
 
     ``raw`` reuses an already lowered, not yet rewritten graph (passes are pure functions).
     Example: ``make_inputs(lower_for(load("model.pt2"), TARGETS["keras-jax"]), seed=0)``.
     """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # convert already reported these warnings
-        graph = run_passes(src.lower() if raw is None else raw, target.name, skip=skip)
-    return set_io_layout(graph, io_layout) if io_layout != "source" else graph
+    from .dynamic import find_free, plan_dims  # dynamic.py runs the source through expected_outputs here
+
+    def prepare(graph):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # convert already reported these warnings
+            graph = run_passes(graph, target.name, skip=skip)
+        return set_io_layout(graph, io_layout) if io_layout != "source" else graph
+
+    graph = prepare(src.lower() if raw is None else raw)
+    if not free:
+        return graph
+    try:  # the dims convert keeps free by default (Note [free dims])
+        return find_free(src, graph, lambda s: prepare(s.lower()), plan_dims(src, graph), [])[1]
+    except BadInput:
+        return graph
 
 
 def expected_outputs(src, graph, arrays) -> list:
@@ -97,13 +109,19 @@ def expected_outputs(src, graph, arrays) -> list:
     return graph_arrays(graph, src.run(*source_arrays(graph, arrays)))
 
 
+def _takes(declared, shapes) -> bool:
+    """True when inputs of ``shapes`` fit the ``declared`` ones (None: a free dim takes any size)."""
+    return len(declared) == len(shapes) and all(
+        len(d) == len(s) and all(a is None or a == b for a, b in zip(d, s)) for d, s in zip(declared, shapes))
+
+
 def _fitting(src, raw, converted):
     """(graph, io_layout) for each ``--io-layout`` whose input shapes the converted model takes (all of
     them when the model does not say), lowered lazily."""
     shapes = converted.target.input_shapes(converted.model)
-    for io_layout in IO_LAYOUTS:
-        graph = lower_for(src, converted.target, raw=raw, io_layout=io_layout)
-        if shapes is None or [tuple(v.type.shape) for v in graph.inputs] == shapes:
+    for free, io_layout in itertools.product((True, False), IO_LAYOUTS):  # free dims, then pinned ones
+        graph = lower_for(src, converted.target, raw=raw, io_layout=io_layout, free=free)
+        if shapes is None or _takes(shapes, [tuple(v.type.shape) for v in graph.inputs]):
             yield graph, io_layout
 
 
@@ -144,7 +162,7 @@ def _signature_problem(graph, converted) -> str:
     """Why the converted model cannot take the source's inputs, or ''."""
     want = [tuple(v.type.shape) for v in graph.inputs]
     got = converted.target.input_shapes(converted.model)
-    if got is not None and want != got:
+    if got is not None and not _takes(got, want):
         return f"the converted model takes inputs of shapes {got}, the source {want}"
     return ""
 
@@ -152,7 +170,8 @@ def _signature_problem(graph, converted) -> str:
 def _explicit_batch(graph, inputs) -> list:
     arrays = [np.asarray(a) for a in inputs]
     want = [tuple(v.type.shape) for v in graph.inputs]
-    if [a.shape for a in arrays] != want:
+    free = [tuple(None if not isinstance(d, int) else d for d in graph.free_shape(v)) for v in graph.inputs]
+    if not _takes(free, [a.shape for a in arrays]):  # a free dim (the batch) takes any size
         raise BadInput(f"inputs: shapes {[a.shape for a in arrays]}, the source was converted for {want}",
                        hint="pass arrays of the converted shapes, or inputs=None for seeded ones")
     return [a.astype(v.type.dtype) for a, v in zip(arrays, graph.inputs)]
@@ -216,8 +235,11 @@ def check_converted(src, converted, *, batch=None, samples=1, seed=0, atol=DEFAU
     if trace or not report["passed"]:
         chosen = next((i for i, r in enumerate(runs) if not r["passed"]), 0)
         report.update(code_matches=names is not None and converted.code is not None, note=note)
-        if names is not None:
+        at_graph_sizes = all(a.shape == v.type.shape for a, v in zip(batches[chosen][1], graph.inputs))
+        if names is not None and at_graph_sizes:
             report.update(_layer_report(src, graph, converted, names, batches[chosen], atol, rtol, trace))
+        elif names is not None:
+            report["note"] = "layers are traced at the converted sizes only: pass inputs of those sizes for a trace"
     if not report["passed"]:
         report["problem"] = failure_message(report)
     elif grad:  # the outputs agree: their gradients must too

@@ -33,5 +33,5 @@ def _matmul_to_keras(node, k):
     a, b = node.inputs
     left = k.ref(a)
     if a.type.rank == 2 and b.type.rank > 2:
-        left = f"ops.broadcast_to({left}, {k.lit(tuple(b.type.shape[:-2]) + tuple(a.type.shape))})"
+        left = k.free_expr(node, "broadcast_to", left, k.graph.free_shape(b)[:-2] + tuple(a.type.shape))
     k.assign(node, f"ops.matmul({left}, {k.ref(b)})")

@@ -95,3 +95,32 @@ def _repeat_vector_from_keras(call):
     n, f = x.type.shape
     y = call.emit(RESHAPE, [x], {"shape": (n, 1, f)})
     return call.emit(EXPAND, [y], {"shape": (n, int(call.layer.n), f)})
+
+
+def _free_dims(call) -> tuple:
+    """The static shape a ``FreeShape`` layer computes on this call's inputs (validated config data only)."""
+    dims, refs = call.config.get("dims"), call.args[1:]  # args: x may also be one of the inputs read
+    if not isinstance(dims, (list, tuple)):
+        call.unsupported("a FreeShape layer whose dims are not a list")
+    shape = []
+    for d in dims:
+        if isinstance(d, int) and not isinstance(d, bool):
+            shape.append(d)
+        elif isinstance(d, (list, tuple)) and len(d) == 4 and all(isinstance(v, int) for v in d) \
+                and 0 <= d[0] < len(refs) and hasattr(refs[d[0]], "type") and 0 <= d[1] < refs[d[0]].type.rank:
+            shape.append(refs[d[0]].type.shape[d[1]] * d[2] + d[3])
+        else:
+            call.unsupported(f"a FreeShape dim {d!r} that is neither a size nor [input, axis, scale, offset]")
+    return tuple(shape)
+
+
+@RESHAPE.imports("keras", "FreeShape")
+def _free_shape_from_keras(call):
+    """portx's own ``FreeShape`` layer (Note [free dims]): a reshape or broadcast_to whose free dims it read from
+    the model inputs; here at the inputs' sizes, where the free-dim diff finds them free again."""
+    op = {"reshape": RESHAPE, "broadcast_to": EXPAND}.get(call.config.get("op"))
+    if op is None:
+        call.unsupported(f"a FreeShape layer with op {call.config.get('op')!r}")
+    x = call.args[0]
+    x = x if hasattr(x, "type") else call.const(np.asarray(x), "value")  # an inline constant in the code
+    return call.emit(op, [x], {"shape": _free_dims(call)})

@@ -4,7 +4,8 @@ Data movement is ``ops.reshape`` / ``ops.transpose`` / ``ops.broadcast_to`` / ``
 slices and selects are subscripts built with ``index_text`` (index.py), and gathers are
 ``ops.take`` / ``ops.take_along_axis``. A reshape of a float32 graph value that flattens all but
 the batch axis (axis 0 has the inputs' batch size) is the named ``Flatten`` layer, with no batch
-size spelled out.
+size spelled out. A free dim (Note [free dims]) is ``-1`` in a reshape; two of them, or one in a
+``broadcast_to``, go through the emitted ``FreeShape`` layer, which reads them from the inputs.
 
 Example generated code:
     attn = ops.reshape(attn_out_proj, (1, 4, 8))
@@ -14,6 +15,8 @@ Example generated code:
 from __future__ import annotations
 
 import numpy as np
+
+from ...ir import SymDim
 
 from ..shape import CONCAT, EXPAND, PERMUTE, RESHAPE, SPLIT, STACK
 from ..shape.index import FLIP, GATHER, INDEX_SELECT, ROLL, SELECT, SLICE, TILE, index_text
@@ -33,7 +36,13 @@ def _reshape_to_keras(node, k):
     if _flattens_batches(node, k):  # Flatten reads channels-last order, which data_format pins
         k.layer(node, "Flatten", {"data_format": "channels_last"}, [node.inputs[0]])
         return
-    k.assign(node, f"ops.reshape({k.ref(node.inputs[0])}, {k.lit(tuple(node.attrs['shape']))})")
+    shape = tuple(node.attrs["shape"])
+    free = [d for d in shape if isinstance(d, SymDim)]
+    if len(free) > 1:  # -1 can stand for one free dim only; the rest are read from the inputs at run time
+        k.free_shape(node, "reshape", k.ref(node.inputs[0]), shape)
+        return
+    shape = tuple(-1 if isinstance(d, SymDim) else d for d in shape)
+    k.assign(node, f"ops.reshape({k.ref(node.inputs[0])}, {k.lit(shape)})")
 
 
 @PERMUTE.emits("keras-jax")
@@ -43,6 +52,9 @@ def _permute_to_keras(node, k):
 
 @EXPAND.emits("keras-jax")
 def _expand_to_keras(node, k):
+    if any(isinstance(d, SymDim) for d in node.attrs["shape"]):
+        k.free_shape(node, "broadcast_to", k.ref(node.inputs[0]), tuple(node.attrs["shape"]))
+        return
     k.assign(node, f"ops.broadcast_to({k.ref(node.inputs[0])}, {k.lit(tuple(node.attrs['shape']))})")
 
 
@@ -75,7 +87,8 @@ def _split_to_keras(node, k):
 @SLICE.emits("keras-jax")
 def _slice_to_keras(node, k):
     x, a = node.inputs[0], node.attrs
-    item = f"{a['start'] or ''}:{a['end'] if a['end'] != x.type.shape[a['axis']] else ''}"
+    full = k.graph.free_shape(x)[a["axis"]]
+    item = f"{k.lit(a['start']) if a['start'] else ''}:{k.lit(a['end']) if a['end'] != full else ''}"
     item += f":{a['step']}" if a["step"] != 1 else ""
     k.assign(node, k.ref(x) + index_text(a["axis"], item))
 

@@ -27,25 +27,26 @@ def subscript(items) -> str:
     return "[" + ", ".join(items) + "]"
 
 
-def _dims(values) -> str:
-    """Dims as tensor methods take them: ``2, 8, 16`` (``()`` for a 0-d shape)."""
-    values = tuple(int(v) for v in values)
-    return ", ".join(str(v) for v in values) if values else "()"
+def _dims(values, t) -> str:
+    """Dims as tensor methods take them: ``2, 8, 16`` (``()`` for a 0-d shape); free ones read an input's
+    size: ``x.shape[0], 16``."""
+    return ", ".join(t.lit(v if not isinstance(v, (int, np.integer)) else int(v)) for v in values) if values \
+        else "()"
 
 
 @RESHAPE.emits("torch-xla")
 def _reshape_to_torch(node, t):
-    t.assign(node, f"{t.ref(node.inputs[0])}.reshape({_dims(node.attrs['shape'])})")
+    t.assign(node, f"{t.ref(node.inputs[0])}.reshape({_dims(node.attrs['shape'], t)})")
 
 
 @PERMUTE.emits("torch-xla")
 def _permute_to_torch(node, t):
-    t.assign(node, f"{t.ref(node.inputs[0])}.permute({_dims(node.attrs['perm'])})")
+    t.assign(node, f"{t.ref(node.inputs[0])}.permute({_dims(node.attrs['perm'], t)})")
 
 
 @EXPAND.emits("torch-xla")
 def _expand_to_torch(node, t):
-    t.assign(node, f"{t.ref(node.inputs[0])}.expand({_dims(node.attrs['shape'])})")
+    t.assign(node, f"{t.ref(node.inputs[0])}.expand({_dims(node.attrs['shape'], t)})")
 
 
 @CONCAT.emits("torch-xla")
@@ -72,7 +73,8 @@ def _split_to_torch(node, t):
 @SLICE.emits("torch-xla")
 def _slice_to_torch(node, t):
     x, a = node.inputs[0], node.attrs
-    item = f"{a['start'] or ''}:{a['end'] if a['end'] != x.type.shape[a['axis']] else ''}"
+    full = t.graph.free_shape(x)[a["axis"]]
+    item = f"{t.lit(a['start']) if a['start'] else ''}:{t.lit(a['end']) if a['end'] != full else ''}"
     item += f":{a['step']}" if a["step"] != 1 else ""
     t.assign(node, t.ref(x) + subscript([":"] * a["axis"] + [item]))
 

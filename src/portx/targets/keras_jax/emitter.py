@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...ir import Value
+from ...ir import SymDim, Value
 from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal, module_sentences, nested_outputs
 from .style import VariableNames, auto_names_in, layer_args
 
@@ -26,7 +26,7 @@ TARGET = "keras-jax"
 WEIGHTS_FILE = "model.weights.h5"
 #: the first line of every model.py this emitter writes (how targets.KERAS_JAX recognises its folders)
 HEADER = '"""Keras 3 model written by portx.'
-_RESERVED = {"keras", "layers", "ops", "np", "os", "build_model", "load_model", "WEIGHTS", "Constant",
+_RESERVED = {"keras", "layers", "ops", "np", "os", "build_model", "load_model", "WEIGHTS", "Constant", "FreeShape",
              "model", "inputs", "outputs", "jax"}
 _WIDTH = 100  # lines of the written model.py wrap at this width
 _INLINE_MAX = 16  # constants with at most this many elements are written into the code
@@ -55,6 +55,30 @@ class Constant(layers.Layer):
                 "dtype": self.value_dtype}
 '''
 
+_FREE_SHAPE_LAYER = '''
+@keras.saving.register_keras_serializable(package="converted")
+class FreeShape(layers.Layer):
+    """ops.reshape or ops.broadcast_to to a shape with free dims, read from model inputs at run time.
+
+    Each entry of ``dims`` is a size, or [i, axis, scale, offset]: scale * (size of the i-th input after
+    x along axis) + offset. Registered serializable, like Constant.
+    """
+
+    def __init__(self, op, dims, **kwargs):
+        super().__init__(**kwargs)
+        if op not in ("reshape", "broadcast_to"):
+            raise ValueError(f"FreeShape: unknown op {op!r}")
+        self.op, self.dims = op, [d if isinstance(d, int) else list(d) for d in dims]
+
+    def call(self, x, *inputs):
+        shape = tuple(d if isinstance(d, int) else ops.shape(inputs[d[0]])[d[1]] * d[2] + d[3]
+                      for d in self.dims)
+        return ops.reshape(x, shape) if self.op == "reshape" else ops.broadcast_to(x, shape)
+
+    def get_config(self):
+        return {**super().get_config(), "op": self.op, "dims": self.dims}
+'''
+
 
 class KerasEmitter(EmitterBase):
     """What an emit rule sees: references to values, and ways to write layers and expressions.
@@ -80,6 +104,7 @@ class KerasEmitter(EmitterBase):
         self.layer_of = {}  # Value -> layer name, for per-layer checks
         self.uses_numpy = False
         self.uses_constant_layer = False
+        self.uses_free_shape = False
         self.default_layout = False  # a layer leaves data_format at Keras's default (channels_last)
         self.clash = clash  # Note [layer names]: auto-name prefixes of the ops this body calls
         self.layer_names = set()
@@ -118,6 +143,30 @@ class KerasEmitter(EmitterBase):
         if not self.is_param(value):
             return self.ref(value)
         return self.store(value.name, self.param(value), layer=True, trainable=self.graph.is_trainable(value.name))
+
+    def free_shape(self, node, op: str, x: str, shape) -> None:
+        """``out = FreeShape(op, dims)(x, inputs...)``: reshape/broadcast_to a shape with free dims (SymDims)."""
+        name = self.layer_name(node)
+        self._bind(node, self._free_call(op, x, shape, name), self.variables(node, name))
+
+    def free_expr(self, node, op: str, x: str, shape) -> str:
+        """An expression for ``x`` reshaped or broadcast to ``shape``, which may hold free dims (SymDims)."""
+        if not any(isinstance(d, SymDim) for d in shape):
+            return f"ops.{op}({x}, {literal(tuple(shape))})"
+        return self._free_call(op, x, shape, self.layer_ident(f"{self.var_names.raw(node)}_{op}", op))
+
+    def _free_call(self, op, x, shape, name) -> str:
+        refs, dims = [], []
+        for d in shape:
+            if isinstance(d, SymDim):
+                value, axis = self.site(d.symbol)
+                if self.names[value] not in refs:
+                    refs.append(self.names[value])
+                dims.append([refs.index(self.names[value]), axis, d.scale, d.offset])
+            else:
+                dims.append(int(d))
+        self.uses_free_shape = True
+        return f"FreeShape({literal(op)}, {literal(dims)}, name={literal(name)})({', '.join([x] + refs)})"
 
     def inline(self, array) -> str:
         """A literal for a small array: a Python number for 0-d float32/int, else ``np.array``."""
@@ -236,8 +285,9 @@ class KerasEmitter(EmitterBase):
             var = self.ns.name(value.name, "input")
             self.names[value] = var
             dtype = f", dtype={literal(value.type.dtype)}" if value.type.dtype != "float32" else ""
-            head.line(f"{var} = keras.Input(batch_shape={literal(tuple(value.type.shape))}{dtype}, "
-                      f"name={literal(var)})")
+            shape = tuple(None if isinstance(d, SymDim) else d for d in self.graph.free_shape(value))
+            given = f"shape={literal(shape[1:])}" if shape and shape[0] is None else f"batch_shape={literal(shape)}"
+            head.line(f"{var} = keras.Input({given}{dtype}, name={literal(var)})")
         self._anchor = self.names[self.graph.inputs[0]] if self.graph.inputs else "None"
         self.emit_nodes()
         outs = [self._output_ref(v) for v in self.graph.outputs]
@@ -274,6 +324,8 @@ class KerasEmitter(EmitterBase):
                      f"sys.setrecursionlimit(max(sys.getrecursionlimit(), {20 * len(self.graph.nodes) + 1000}))\n")
         if self.uses_constant_layer:
             text += _CONSTANT_LAYER
+        if self.uses_free_shape:
+            text += "\n" + _FREE_SHAPE_LAYER
         text += "\n\ndef build_model():\n"
         text += '    """The architecture, with freshly initialised weights."""\n'
         text += body

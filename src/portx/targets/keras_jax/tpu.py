@@ -11,7 +11,7 @@ Example:
 """
 from __future__ import annotations
 
-from ..stablehlo import scan_stablehlo
+from ..stablehlo import input_specs, scan_stablehlo
 
 __all__ = ["prove_tpu_lowering", "export_artifact"]
 
@@ -30,8 +30,7 @@ def _specs(model, graph):
     def spec(v):
         return jax.ShapeDtypeStruct(tuple(v.shape), jnp.dtype(v.dtype))
 
-    inputs = [jax.ShapeDtypeStruct(v.type.shape, jnp.dtype("int32" if v.type.dtype == "int64" else v.type.dtype))
-              for v in graph.inputs]
+    inputs = input_specs(graph, {"int64": "int32"})
     return ([spec(v) for v in model.trainable_variables], [spec(v) for v in model.non_trainable_variables], inputs)
 
 
@@ -50,9 +49,10 @@ def prove_tpu_lowering(model, graph) -> dict:
     except Exception as exc:  # lowering failures are the finding, reported not raised
         return {"verdict": "failed", "platform": "tpu", "problems": [f"{type(exc).__name__}: {str(exc)[:300]}"],
                 "ops": {}}
-    scan = scan_stablehlo(exported.mlir_module())
+    free = sorted(graph.meta.get("free", {}).get("dims", {}))
+    scan = scan_stablehlo(exported.mlir_module(), free=bool(free))
     return {"verdict": "problems" if scan["problems"] else "ok", "platform": "tpu",
-            "matmul_precision": "highest", **scan}
+            "matmul_precision": "highest", "symbolic": free, **scan}
 
 
 def export_artifact(model, graph, path) -> dict:

@@ -106,6 +106,12 @@ class TorchEmitter(EmitterBase):
         text = literal(_plain(self.param(value)))
         return f"({text})" if text.startswith("-") else text  # -2.0 ** x would negate the power
 
+    def free_dim(self, dim) -> str:
+        """A free dimension as code that reads it from an input: ``x.shape[0] * 4 + 1``."""
+        value, axis = self.site(dim.symbol)
+        text = f"{self.names[value]}.shape[{axis}]" + (f" * {dim.scale}" if dim.scale != 1 else "")
+        return text + (f" + {dim.offset}" if dim.offset > 0 else f" - {-dim.offset}" if dim.offset else "")
+
     def buffer(self, raw_name: str, array) -> str:
         """Register ``array`` as a buffer and return ``self.<name>``.
 
@@ -236,7 +242,7 @@ class TorchEmitter(EmitterBase):
         modules = "".join(row + "\n" for row in module_sentences(self.graph))
         text = _HEADER.format(weights=literal(WEIGHTS_FILE), modules=modules)
         text += "\n\nclass Model(nn.Module):\n"
-        text += '    """The converted network: channels-first inside, static shapes, eval-mode statistics."""\n\n'
+        text += '    """The converted network: channels-first inside, static shapes but for free dims."""\n\n'
         text += "    def __init__(self):\n        super().__init__()\n"
         text += self.init.text() if self.init.text().strip() else ""
         text += f"\n    def forward(self{''.join(', ' + a for a in args)}):\n"
@@ -247,7 +253,8 @@ class TorchEmitter(EmitterBase):
 _HEADER = HEADER + ''' Plain PyTorch: runs on CPU, GPU and TPU (PyTorch/XLA, torchax).
 
 build_model() returns the architecture; load_model() returns it in eval mode with the weights in
-model.safetensors beside this file. Shapes are static and nothing in forward() syncs with the host.
+model.safetensors beside this file. Shapes are static but for free dims read from the inputs
+(x.shape[0]: the batch, unless pinned), and nothing in forward() syncs with the host.
 {modules}"""
 import os
 

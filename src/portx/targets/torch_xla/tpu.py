@@ -19,18 +19,9 @@ import importlib.util
 
 import numpy as np
 
-from ..stablehlo import scan_stablehlo
+from ..stablehlo import input_specs, scan_stablehlo
 
 __all__ = ["prove_torch_tpu_lowering", "run_on_torch_xla"]
-
-
-def _input_specs(graph):
-    import jax
-    import jax.numpy as jnp
-
-    narrow = {"int64": "int32", "float64": "float32"}
-    return [jax.ShapeDtypeStruct(tuple(v.type.shape), jnp.dtype(narrow.get(v.type.dtype, v.type.dtype)))
-            for v in graph.inputs]
 
 
 def _lower_with_torchax(module, graph):
@@ -41,7 +32,8 @@ def _lower_with_torchax(module, graph):
     jitted = jax.jit(lambda st, *args: fn(st, args))
     state_specs = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), states)
     with jax.default_matmul_precision("highest"):
-        return jax.export.export(jitted, platforms=("tpu",))(state_specs, *_input_specs(graph))
+        return jax.export.export(jitted, platforms=("tpu",))(
+            state_specs, *input_specs(graph, {"int64": "int32", "float64": "float32"}))
 
 
 def prove_torch_tpu_lowering(module, graph) -> dict:
@@ -49,14 +41,22 @@ def prove_torch_tpu_lowering(module, graph) -> dict:
     if importlib.util.find_spec("torchax") is None:
         return {"verdict": "skipped", "via": "torchax", "problems": [],
                 "why": "torchax is not installed (a dependency of portx: pip install torchax==0.0.14.dev20261026)"}
+    free, note = sorted(graph.meta.get("free", {}).get("dims", {})), None
     try:
-        exported = _lower_with_torchax(module, graph)
+        try:
+            exported = _lower_with_torchax(module, graph)
+        except Exception as exc:  # noqa: BLE001 - torchax may not trace symbolic sizes: prove the static program
+            if not free:
+                raise
+            note = f"symbolic lowering failed ({type(exc).__name__}); proved at the example's sizes"
+            free, graph = [], graph.replace(meta={k: v for k, v in graph.meta.items() if k != "free"})
+            exported = _lower_with_torchax(module, graph)
     except Exception as exc:  # an op torchax cannot lower, or XLA refusing the program, is the finding
         return {"verdict": "failed", "via": "torchax", "platform": "tpu",
                 "problems": [f"{type(exc).__name__}: {str(exc).strip()[:300]}"], "ops": {}}
-    scan = scan_stablehlo(exported.mlir_module())
+    scan = scan_stablehlo(exported.mlir_module(), free=bool(free))
     return {"verdict": "problems" if scan["problems"] else "ok", "via": "torchax", "platform": "tpu",
-            "matmul_precision": "highest", **scan}
+            "matmul_precision": "highest", "symbolic": free, **({"note": note} if note else {}), **scan}
 
 
 def run_on_torch_xla(module, arrays):

@@ -1,0 +1,212 @@
+"""Free dimensions end to end (Note [free dims] in ir/types.py): which dims stay free, and the check at
+several sizes of each.
+
+``plan_dims`` lists the candidates: the batch (axis 0 of every input) unless ``--static-batch``, the
+dims the source declares (torch.export Dims, Keras None dims) and ``--dynamic NAME:AXIS`` ones.
+``find_free`` lowers the source again at a second size of each and diffs the graphs
+(passes/free_dims.py); a dim the model cannot run at, or whose graph changes in a way no free dim
+explains, is pinned at the example's size with a warning that says why (a declared one the model
+fixes to a constant is an error). ``verify_sizes`` runs the source and the converted model at
+several sizes of each free dim (the batch at the example's, 1 and 8) and reports each.
+
+Example:
+    >>> dims = plan_dims(src, graph, dynamic=["x:1"])
+    >>> src, graph, free = find_free(src, graph, prepare, dims, notes)
+    >>> verify_sizes(src, graph, model, target, seed=0)[0]["sizes"]
+"""
+from __future__ import annotations
+
+import re
+import warnings
+
+from ..errors import BadInput
+from ..passes.free_dims import NotFree, apply_free, diff_free, merge_found
+from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs
+from .recheck import expected_outputs
+
+__all__ = ["plan_dims", "find_free", "refree", "verify_sizes", "parse_dynamic", "check_static_batch",
+           "BATCH_SAMPLES"]
+
+#: batch sizes verified besides the example's
+BATCH_SAMPLES = (1, 8)
+
+
+def parse_dynamic(specs, names) -> list:
+    """``["x:1", "ids:0,1"]`` -> declared dims (one per input axis); BadInput names a bad spec."""
+    rows = []
+    for spec in specs or ():
+        name, _, axes = str(spec).rpartition(":")
+        if not name or not axes:
+            raise BadInput(f"--dynamic {spec}: expected NAME:AXIS[,AXIS]", hint="e.g. --dynamic x:0,1")
+        if name not in names:
+            raise BadInput(f"--dynamic {spec}: the model has no input {name}", hint=f"its inputs are {', '.join(names)}")
+        for axis in axes.split(","):
+            if not axis.strip().isdigit():
+                raise BadInput(f"--dynamic {spec}: axis {axis!r} is not a number", hint="e.g. --dynamic x:0,1")
+            rows.append({"symbol": f"{name}_{int(axis)}", "sites": [[names.index(name), int(axis)]],
+                         "min": 1, "max": None, "declared": True, "flag": True})
+    return rows
+
+
+def plan_dims(src, graph, dynamic=(), static_batch=None) -> list:
+    """Candidate free dims: [{"symbol", "sites", "size", "min", "max", "declared"}]; the batch comes first."""
+    names = [v.name for v in graph.inputs]
+    declared = list(src.dynamic_dims()) + parse_dynamic(dynamic, names)
+    for row in declared:
+        for index, axis in row["sites"]:
+            rank = graph.inputs[index].type.rank
+            if axis >= rank:
+                raise BadInput(f"--dynamic {names[index]}:{axis}: input {names[index]} has {rank} axes",
+                               hint=f"give an axis below {rank}")
+            row["size"] = graph.inputs[index].type.shape[axis]
+    claimed = {tuple(site) for row in declared for site in row["sites"]}
+    batch = [[i, 0] for i, v in enumerate(graph.inputs) if v.type.rank and (i, 0) not in claimed]
+    rows = [] if static_batch or not batch else [
+        {"symbol": "batch", "sites": batch, "size": graph.inputs[batch[0][0]].type.shape[0], "min": 1, "max": None,
+         "declared": False}]
+    for row in declared:
+        if sorted(map(tuple, row["sites"])) == [(i, 0) for i, v in enumerate(graph.inputs) if v.type.rank]:
+            row["symbol"] = "batch"  # a Dim on axis 0 of every input is the batch, whatever torch called it
+        if static_batch and any(axis == 0 for _, axis in row["sites"]):
+            check_static_batch(row, static_batch, names)
+            continue
+        rows.append(row)
+    return rows
+
+
+def check_static_batch(row, n, names):
+    """BadInput when ``--static-batch n`` lies outside the range a declared dim on axis 0 allows."""
+    low, high = row.get("min") or 1, row.get("max")
+    if n < low or (high is not None and n > high):
+        index = row["sites"][0][0]
+        raise BadInput(f"--static-batch {n}: input {names[index]} declares axis 0 free in [{low}, {high}]",
+                       hint=f"pick a batch size inside [{low}, {high}]")
+
+
+def _other_size(row) -> int | None:
+    """A second size for diffing, never 1 (torch specializes sizes 0 and 1); None when the range has none."""
+    size, low, high = row["size"], max(row.get("min") or 1, 2), row.get("max")
+    for candidate in (size + 1, size + 2, size - 1):
+        if candidate >= low and (high is None or candidate <= high) and candidate != size:
+            return candidate
+    return None
+
+
+def _sizes(src, rows, symbol_sizes) -> dict:
+    return {(i, axis): symbol_sizes[row["symbol"]] for row in rows if row["symbol"] in symbol_sizes
+            for i, axis in row["sites"]}
+
+
+def find_free(src, graph, prepare, rows, notes):
+    """(source, graph, record): ``graph`` is what to emit, with ``meta["free"]``; ``record`` keeps the
+    per-symbol diffs for ``refree``. A dim at the example size 1 is re-lowered at 2 first (Note [free dims])."""
+    ones = {row["symbol"]: 2 for row in rows if row["size"] == 1 and (row.get("max") is None or row["max"] >= 3)}
+    if ones:
+        try:
+            src, graph = _at(src, prepare, rows, ones)
+            for row in rows:
+                row["size"] = ones.get(row["symbol"], row["size"])
+        except Exception:  # noqa: BLE001 - not at 2: diffed at 1 below, or pinned there
+            pass
+    found, kept = {}, []
+    for row in rows:
+        why = _diff_one(src, graph, prepare, rows, row, found)
+        if why:
+            if row.get("flag"):
+                raise BadInput(f"--dynamic {row['symbol']}: {why}", hint="drop that --dynamic axis")
+            notes.append(f"{row['symbol']} pinned to {row['size']}: {why}")
+        else:
+            kept.append(row)
+    record = {"rows": kept, "found": found, "graph": graph}
+    return src, refree(record, {row["symbol"] for row in kept}, notes), record
+
+
+def _at(src, prepare, rows, symbol_sizes):
+    sized = src.resized(_sizes(src, rows, symbol_sizes))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the first lowering reported these
+        return sized, prepare(sized)
+
+
+def _diff_one(src, graph, prepare, rows, row, found) -> str:
+    """'' when ``row``'s dim is free (its diff into ``found``), else why not."""
+    other = _other_size(row)
+    if other is None:
+        return f"its range [{row.get('min')}, {row.get('max')}] has no second size to check"
+    try:
+        _, g1 = _at(src, prepare, rows, {row["symbol"]: other})
+    except Exception as exc:  # noqa: BLE001 - any failure there (a guard, an op) means "not free"
+        return f"the model does not run at {row['symbol']}={other} ({_one_line(exc)})"
+    try:
+        found[row["symbol"]] = diff_free(graph, g1, row["symbol"], row["size"], other)
+    except NotFree as exc:
+        return str(exc)
+    return ""
+
+
+def _one_line(exc) -> str:
+    """An exception as one short line without terminal colour codes (Keras wraps errors in them)."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("Exception encount")]
+    body = lines[0] if lines else ""
+    if isinstance(exc, BadInput):
+        return body[:240]
+    return f"{type(exc).__name__}: {body[:200]}"
+
+
+def refree(record, symbols, notes):
+    """The recorded graph with only ``symbols`` free (the others pinned); a clash between two pins the later."""
+    rows = [row for row in record["rows"] if row["symbol"] in symbols]
+    kept, found = [], []
+    for row in rows:
+        try:
+            merge_found(found + [record["found"][row["symbol"]]])
+        except NotFree as exc:
+            notes.append(f"{row['symbol']} pinned to {row['size']}: {exc}")
+            continue
+        kept.append(row)
+        found.append(record["found"][row["symbol"]])
+    graph, merged = record["graph"], merge_found(found)
+    dims = {}
+    for row in kept:
+        sites = [[i, axis] for i, v in enumerate(graph.inputs)
+                 for axis, d in merged["values"].get(v.name, {}).items() if d.symbol == row["symbol"]
+                 and d.scale == 1 and d.offset == 0]
+        if not sites:
+            notes.append(f"{row['symbol']} pinned to {row['size']}: no input axis carries it")
+            continue
+        dims[row["symbol"]] = {**{k: v for k, v in row.items() if k not in ("flag",)}, "sites": sites}
+    return apply_free(graph, dims, merge_found([record["found"][s] for s in dims])) if dims else graph
+
+
+def sample_sizes(dim) -> list:
+    """The sizes a free dim is verified at: the example's, 1 and 8 for the batch, else the example's and one
+    more, inside its range."""
+    size, low, high = dim["size"], dim.get("min") or 1, dim.get("max")
+    wanted = [size, *BATCH_SAMPLES] if dim["symbol"] == "batch" else [size, size + 3, max(low, size - 1)]
+    inside = [n for n in dict.fromkeys(wanted) if n >= low and (high is None or n <= high)]
+    return inside if dim["symbol"] == "batch" else inside[:2]
+
+
+def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> list:
+    """One row per free dim: {"symbol", "sizes": [{"size", "passed", "max_abs", ...}]}, each size checked
+    with the other dims at the example's size."""
+    rows = []
+    for symbol, dim in graph.meta.get("free", {}).get("dims", {}).items():
+        checks = []
+        for n in sample_sizes(dim):
+            shapes = [tuple(d.at(n) if getattr(d, "symbol", None) == symbol else (d if isinstance(d, int) else d.size)
+                            for d in graph.free_shape(v)) for v in graph.inputs]
+            arrays = make_inputs(graph, seed, shapes=shapes)
+            try:
+                result = compare(expected_outputs(src, graph, arrays), target.run(model, arrays),
+                                 [v.name for v in graph.outputs], atol, rtol)
+            except Exception as exc:  # noqa: BLE001 - a model that fails at this size is the finding
+                result = {"passed": False, "outputs": [], "problem": _one_line(exc)}
+            checks.append({"size": n, "passed": result["passed"], "problem": result.get("problem"),
+                           "max_abs": max((r.get("max_abs", 0.0) or 0.0 for r in result["outputs"]), default=None),
+                           "max_rel": max((r.get("max_rel", 0.0) or 0.0 for r in result["outputs"]), default=None)})
+        rows.append({"symbol": symbol, "sites": [[graph.inputs[i].name, axis] for i, axis in dim["sites"]],
+                     "min": dim.get("min"), "max": dim.get("max"), "sizes": checks,
+                     "passed": all(c["passed"] for c in checks)})
+    return rows
