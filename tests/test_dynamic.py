@@ -15,6 +15,7 @@ from torch import nn
 import portx
 from portx.cli import main as cli_main
 from portx.errors import BadInput
+from tests.support.consumer import run_consumer
 
 
 class Tokens(nn.Module):
@@ -164,3 +165,43 @@ def test_report_json_records_each_dim(tmp_path):
     rows = json.loads((out / "report.json").read_text())["dynamic"]
     assert [(r["symbol"], r["free"], [c["size"] for c in r["verified"]]) for r in rows] == [
         ("batch", True, [3, 1, 8]), ("x_1", True, [5, 8])]
+
+
+def test_free_batch_models_save_reload_export_and_compile_without_portx(tmp_path):
+    """The FreeShape layer is registered serializable; the torch module exports with a batch Dim and compiles."""
+    portx.convert(_tokens(), example_inputs=(torch.randn(2, 3, 8, 8),), to="keras-jax", out=tmp_path / "k")
+    portx.convert(_tokens(), example_inputs=(torch.randn(2, 3, 8, 8),), to="torch-xla", out=tmp_path / "t")
+    run_consumer(f"""
+        import importlib.util
+        import keras
+        import numpy as np
+        spec = importlib.util.spec_from_file_location("converted", {str(tmp_path / "k" / "model.py")!r})
+        converted = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(converted)
+        model = converted.load_model()
+        model.save({str(tmp_path / "saved.keras")!r})
+        again = keras.saving.load_model({str(tmp_path / "saved.keras")!r})
+        for n in (1, 8):
+            x = np.random.default_rng(n).normal(size=(n, 3, 8, 8)).astype("float32")
+            np.testing.assert_allclose(np.asarray(again(x)), np.asarray(model(x)), rtol=1e-6, atol=1e-6)
+            assert again(x).shape == (n, 3, 5)
+    """)
+    run_consumer(f"""
+        import importlib.util
+        import torch
+        spec = importlib.util.spec_from_file_location("converted", {str(tmp_path / "t" / "model.py")!r})
+        converted = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(converted)
+        model = converted.load_model()
+        torch.save(model.state_dict(), {str(tmp_path / "state.pt")!r})
+        fresh = converted.build_model()
+        fresh.load_state_dict(torch.load({str(tmp_path / "state.pt")!r}, weights_only=True))
+        fresh.eval()
+        batch = torch.export.Dim("batch", min=1, max=64)
+        exported = torch.export.export(fresh, (torch.randn(3, 3, 8, 8),), dynamic_shapes=({{0: batch}},))
+        compiled = torch.compile(fresh, backend="aot_eager")
+        for n in (1, 8):
+            x = torch.randn(n, 3, 8, 8)
+            torch.testing.assert_close(exported.module()(x), model(x))
+            torch.testing.assert_close(compiled(x), model(x))
+    """)

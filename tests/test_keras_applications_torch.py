@@ -60,6 +60,8 @@ def test_application_converts_to_torch_verifies_and_lowers_for_tpu(name, tmp_pat
     result = portx.convert(model, to="torch-xla", out=tmp_path / "out")
     assert result.report["verification"]["passed"] is True, result.report["verification"]
     assert result.report["tpu"]["verdict"] == "ok", result.report["tpu"]
+    batch = result.report["dynamic"][0]  # the batch stays free, verified at 1 and 8 too
+    assert batch["free"] and {1, 8} <= {c["size"] for c in batch["verified"]}, result.report["warnings"]
     _emitted_matches_keras(model, x, result.out)
 
 

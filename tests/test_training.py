@@ -4,11 +4,7 @@ trainable elements on both sides, and the emitted files train, save and reload i
 only keras+jax or only torch (no portx).
 """
 import json
-import os
 import re
-import subprocess
-import sys
-import textwrap
 
 import keras
 import numpy as np
@@ -18,6 +14,7 @@ from torch import nn
 
 import portx
 from portx.cli import main as cli_main
+from tests.support.consumer import run_consumer
 
 
 class Tokens(nn.Module):
@@ -48,14 +45,6 @@ def _tokens():
     return module
 
 
-def _consumer(code, env_extra=None):
-    """Run ``code`` in a fresh interpreter that never imports portx (asserted at the end)."""
-    env = {**os.environ, "KERAS_BACKEND": "jax", **(env_extra or {})}
-    script = textwrap.dedent(code) + "\nimport sys\nassert 'portx' not in sys.modules\nprint('OK')\n"
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600)
-    assert done.returncode == 0 and done.stdout.strip().endswith("OK"), done.stderr[-3000:]
-
-
 def test_torch_to_keras_keeps_the_trainable_set_bn_and_dropout(tmp_path):
     result = portx.convert(_tokens(), example_inputs=(torch.randn(2, 3, 8, 8),), to="keras-jax", out=tmp_path / "k")
     training = result.report["training"]
@@ -74,7 +63,7 @@ def test_torch_to_keras_keeps_the_trainable_set_bn_and_dropout(tmp_path):
 
 def test_emitted_keras_fits_saves_and_reloads_with_plain_keras(tmp_path):
     portx.convert(_tokens(), example_inputs=(torch.randn(2, 3, 8, 8),), to="keras-jax", out=tmp_path / "k")
-    _consumer(f"""
+    run_consumer(f"""
         import importlib.util
         import keras
         import numpy as np
@@ -118,7 +107,7 @@ def test_keras_to_torch_keeps_bn_momentum_and_dropout_and_trains(tmp_path):
     code = (tmp_path / "t" / "model.py").read_text()
     assert "nn.BatchNorm2d(4, eps=0.001, momentum=0.01)" in code
     assert "nn.Dropout2d(0.2)" in code and "nn.Dropout(0.3)" in code
-    _consumer(f"""
+    run_consumer(f"""
         import importlib.util
         import torch
         spec = importlib.util.spec_from_file_location("converted", {str(tmp_path / "t" / "model.py")!r})

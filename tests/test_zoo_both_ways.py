@@ -33,6 +33,8 @@ def _outputs(model, inputs) -> list:
 def _passed(result, direction):
     ver = result.report["verification"]
     assert ver["passed"] is True, f"{direction}: {ver}"
+    batch = result.report["dynamic"][0]  # free both ways, verified at 1 and 8 too
+    assert batch["free"] and {1, 8} <= {c["size"] for c in batch["verified"]}, f"{direction}: {result.report['warnings']}"
 
 
 @pytest.mark.parametrize("name", ROUND_TRIP)

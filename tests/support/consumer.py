@@ -1,0 +1,13 @@
+"""Run code the way a user of the converted files does: a fresh interpreter that never imports portx."""
+import os
+import subprocess
+import sys
+import textwrap
+
+
+def run_consumer(code, env_extra=None):
+    """Run ``code`` in a fresh interpreter (KERAS_BACKEND=jax) and assert it passed without importing portx."""
+    env = {**os.environ, "KERAS_BACKEND": "jax", **(env_extra or {})}
+    script = textwrap.dedent(code) + "\nimport sys\nassert 'portx' not in sys.modules\nprint('OK')\n"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0 and done.stdout.strip().endswith("OK"), done.stderr[-3000:]
