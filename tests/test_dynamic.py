@@ -172,12 +172,8 @@ def test_free_batch_models_save_reload_export_and_compile_without_portx(tmp_path
     portx.convert(_tokens(), example_inputs=(torch.randn(2, 3, 8, 8),), to="keras-jax", out=tmp_path / "k")
     portx.convert(_tokens(), example_inputs=(torch.randn(2, 3, 8, 8),), to="torch-xla", out=tmp_path / "t")
     run_consumer(f"""
-        import importlib.util
         import keras
         import numpy as np
-        spec = importlib.util.spec_from_file_location("converted", {str(tmp_path / "k" / "model.py")!r})
-        converted = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(converted)
         model = converted.load_model()
         model.save({str(tmp_path / "saved.keras")!r})
         again = keras.saving.load_model({str(tmp_path / "saved.keras")!r})
@@ -185,13 +181,9 @@ def test_free_batch_models_save_reload_export_and_compile_without_portx(tmp_path
             x = np.random.default_rng(n).normal(size=(n, 3, 8, 8)).astype("float32")
             np.testing.assert_allclose(np.asarray(again(x)), np.asarray(model(x)), rtol=1e-6, atol=1e-6)
             assert again(x).shape == (n, 3, 5)
-    """)
+    """, tmp_path / "k" / "model.py")
     run_consumer(f"""
-        import importlib.util
         import torch
-        spec = importlib.util.spec_from_file_location("converted", {str(tmp_path / "t" / "model.py")!r})
-        converted = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(converted)
         model = converted.load_model()
         torch.save(model.state_dict(), {str(tmp_path / "state.pt")!r})
         fresh = converted.build_model()
@@ -204,4 +196,4 @@ def test_free_batch_models_save_reload_export_and_compile_without_portx(tmp_path
             x = torch.randn(n, 3, 8, 8)
             torch.testing.assert_close(exported.module()(x), model(x))
             torch.testing.assert_close(compiled(x), model(x))
-    """)
+    """, tmp_path / "t" / "model.py")

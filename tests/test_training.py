@@ -64,12 +64,8 @@ def test_torch_to_keras_keeps_the_trainable_set_bn_and_dropout(tmp_path):
 def test_emitted_keras_fits_saves_and_reloads_with_plain_keras(tmp_path):
     portx.convert(_tokens(), example_inputs=(torch.randn(2, 3, 8, 8),), to="keras-jax", out=tmp_path / "k")
     run_consumer(f"""
-        import importlib.util
         import keras
         import numpy as np
-        spec = importlib.util.spec_from_file_location("converted", {str(tmp_path / "k" / "model.py")!r})
-        converted = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(converted)
         model = converted.load_model()
         keras.utils.set_random_seed(0)
         frozen = [np.array(v) for v in model.non_trainable_variables if "moving" not in v.path and "seed" not in v.path]
@@ -87,7 +83,7 @@ def test_emitted_keras_fits_saves_and_reloads_with_plain_keras(tmp_path):
         again = keras.saving.load_model({str(tmp_path / "saved.keras")!r})
         for rows in (x[:1], x, x[:5]):
             np.testing.assert_allclose(np.asarray(again(rows)), np.asarray(model(rows)), rtol=1e-6, atol=1e-6)
-    """)
+    """, tmp_path / "k" / "model.py")
 
 
 def _keras_cnn():
@@ -108,11 +104,7 @@ def test_keras_to_torch_keeps_bn_momentum_and_dropout_and_trains(tmp_path):
     assert "nn.BatchNorm2d(4, eps=0.001, momentum=0.01)" in code
     assert "nn.Dropout2d(0.2)" in code and "nn.Dropout(0.3)" in code
     run_consumer(f"""
-        import importlib.util
         import torch
-        spec = importlib.util.spec_from_file_location("converted", {str(tmp_path / "t" / "model.py")!r})
-        converted = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(converted)
         model = converted.load_model().train()
         torch.manual_seed(0)
         x, y = torch.randn(6, 8, 8, 3), torch.randn(6, 2)  # the batch is free (the example's was 1)
@@ -137,7 +129,7 @@ def test_keras_to_torch_keeps_bn_momentum_and_dropout_and_trains(tmp_path):
         compiled = torch.compile(model, backend="aot_eager")
         torch.testing.assert_close(compiled(x), model(x))
         torch.testing.assert_close(compiled(x[:1]), model(x[:1]))
-    """)
+    """, tmp_path / "t" / "model.py")
 
 
 def test_subclassed_keras_trainable_variables_become_parameters(tmp_path):
