@@ -301,8 +301,9 @@ def _emit_free(stages, target, graph, record, tmp, src, seed, atol, rtol, verify
         for row in sized:
             if not row["passed"]:
                 bad = next(c for c in row["sizes"] if not c["passed"])
-                notes.append(f"{row['symbol']} pinned: the converted model differs from the source at "
-                             f"{row['symbol']}={bad['size']} ({bad['problem'] or 'outputs differ'})")
+                problem = bad["problem"] or "outputs differ"
+                notes.append(f"{row['symbol']} pinned: at {row['symbol']}={bad['size']} " + (
+                    problem if problem.startswith("the source") else f"the converted model differs ({problem})"))
         free -= wrong
         graph = refree(record, free, notes)
 

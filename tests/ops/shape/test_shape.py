@@ -20,6 +20,18 @@ BOOLS = np.array([[True, False], [False, True]])
 GATHER_SMALL = np.array([[[1], [0]]], dtype=np.int64)  # smaller than (2, 3, 4) on dims 0, 1
 
 
+def _put_inner(x, v):
+    y = x.clone()
+    y[:, torch.tensor([3, 1])] = v  # adjacent indexed axis in place: v is laid out (2, 2, 3)
+    return y
+
+
+def _put_scalar(x):
+    y = x.clone()
+    y[torch.tensor([1]), torch.tensor([0, 2])] = 5.0
+    return y
+
+
 def _c(fn, inputs, op, **marks):
     """A case: torch function, inputs (shapes become seeded normal floats, arrays stay), IR op expected."""
     return pytest.param(fn, inputs, op, **marks)
@@ -72,6 +84,14 @@ CASES = [
     _c(lambda x, i: x[:, i], [(2, 4, 3), IDX_2D], "index_select", id="index-tensor-2d"),
     _c(lambda x, i: x[i], [(3, 2), IDX_NEG], "index_select", id="index-tensor-negative"),
     _c(lambda x: x[:, [0, 2]], [(2, 4)], "index_select", id="index-constant-list"),
+    _c(lambda x, i, j: x[i, j], [(3, 4, 2), IDX_NEG, IDX_2D], "index_select", id="index-two-tensors-broadcast"),
+    _c(lambda x, i: x[:, i, i], [(2, 3, 3), IDX], "index_select", id="index-two-adjacent-inner"),
+    _c(lambda x, i, j: x[:, i, :, j], [(2, 3, 4, 5), IDX_NEG, IDX_2D], "index_select", id="index-apart-moves-front"),
+    _c(lambda x, v: x.index_put((torch.tensor([2, 0]),), v), [(3, 4), (2, 4)], "scatter", id="index-put-rows"),
+    _c(lambda x, v: x.index_put((torch.tensor([0, -1, 0]), torch.tensor([1, 2, 1])), v, accumulate=True),
+       [(3, 4), (3,)], "scatter", id="index-put-accumulate-duplicates"),
+    _c(_put_inner, [(2, 4, 3), (2, 2, 3)], "scatter", id="index-put-inner-axis"),
+    _c(_put_scalar, [(3, 4)], "scatter", id="index-put-scalar-broadcast"),
     _c(lambda x, i: torch.gather(x, 2, i), [(2, 3, 4), GATHER_IDX], "gather", id="gather"),
     _c(lambda x, i: torch.gather(x, -1, i), [(2, 3, 4), GATHER_SMALL], "gather", id="gather-smaller-index"),
     _c(lambda x: torch.gather(x, 0, torch.tensor([[1, 0, 1]])), [(2, 3)], "gather", id="gather-constant-index"),
@@ -100,10 +120,9 @@ def test_identities_add_no_node(target):
     assert graph.nodes == ()
 
 
-@pytest.mark.parametrize("fn", [lambda x, i: x[i, i], lambda x, i: x[:, i, i]], ids=["two-axes", "two-inner"])
-def test_multi_tensor_indexing_is_refused(fn):
-    with pytest.raises(UnsupportedOps, match="aten::index"):  # by the torch frontend, before any target
-        lower_torch(fn, *_inputs([(3, 3, 3), IDX]))
+def test_boolean_mask_indexing_is_refused():
+    with pytest.raises(UnsupportedOps, match="boolean-mask indexing has a data-dependent shape"):
+        lower_torch(lambda x, m: x[m], *_inputs([(2, 2), BOOLS]))
 
 
 def _split_graph():

@@ -13,10 +13,14 @@ Example:
 """
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from .._util import kind, norm_axis
-from ..elementwise import CAST
+from ..elementwise import BINARY, CAST, WHERE
 from ..shape import CONCAT, EXPAND, PERMUTE, RESHAPE, SPLIT, STACK
-from ..shape.index import FLIP, GATHER, INDEX_SELECT, ROLL, SELECT, SLICE, TILE, emit_slice, torch_slice_bounds
+from ..shape.index import FLIP, GATHER, INDEX_SELECT, ROLL, SCATTER, SELECT, SLICE, TILE, emit_slice, torch_slice_bounds
 
 __all__ = []
 
@@ -160,15 +164,82 @@ def _index_select_from_aten(call):
 
 @INDEX_SELECT.imports("torch", "aten::index")
 def _index_from_aten(call):
-    """``x[:, idx]`` with one integer index tensor; other advanced indexing is refused."""
+    """``x[:, idx]`` and ``x[i, j]``: integer index tensors on any axes (NumPy's advanced indexing).
+
+    Several index tensors broadcast together; their axes are merged into one (moved to the front
+    first when they are not adjacent, where NumPy puts the broadcast dims) and one ``index_select``
+    reads the linear index ``i * size_j + j``, each index wrapped once where it may be negative.
+    Boolean masks are refused: their result size depends on the data.
+    """
     x, indices = call.arg("self"), call.arg("indices")
     present = [(axis, v) for axis, v in enumerate(indices) if v is not None]
-    if len(present) != 1:
-        call.unsupported(f"advanced indexing with {len(present)} index tensors (only one is supported)")
-    axis, index = present[0]
-    if kind(index.type.dtype) != 1 or index.type.dtype == "uint8":
+    if not present:
+        return x
+    if any(kind(v.type.dtype) != 1 or v.type.dtype == "uint8" for _, v in present):
         call.unsupported("boolean mask indexing (its result size depends on the data)")
-    return call.emit(INDEX_SELECT, [x, index], {"axis": axis})
+    if len(present) == 1:
+        return call.emit(INDEX_SELECT, [x, present[0][1]], {"axis": present[0][0]})
+    axes, sizes = [a for a, _ in present], [x.type.shape[a] for a, _ in present]
+    start = axes[0]
+    if axes != list(range(start, start + len(axes))):
+        x = call.emit(PERMUTE, [x], {"perm": tuple(axes + [a for a in range(x.type.rank) if a not in axes])})
+        start = 0
+    shape = x.type.shape
+    x = call.emit(RESHAPE, [x], {"shape": shape[:start] + (math.prod(sizes),) + shape[start + len(axes):]})
+    linear, stride = None, math.prod(sizes)
+    for (_, index), size in zip(present, sizes):
+        stride //= size
+        term = _wrapped(call, index, size)
+        if stride != 1:
+            term = call.emit(BINARY["mul"], [term, call.const(np.array(stride, index.type.dtype), "stride")])
+        linear = term if linear is None else call.emit(BINARY["add"], [linear, term])
+    return call.emit(INDEX_SELECT, [x, linear], {"axis": start})
+
+
+@SCATTER.imports("torch", "aten::index_put", "aten::_unsafe_index_put")
+def _index_put_from_aten(call):
+    """``x[i, j] = v`` / ``x.index_put((i, j), v, accumulate)``: the indexed axes moved to the front, the
+    broadcast indices as (N, k) coordinates, the values laid out as NumPy's ``x[i, j]`` then as (N, *rest)."""
+    x, indices, values = call.arg("self"), call.arg("indices"), call.arg("values")
+    present = [(axis, v) for axis, v in enumerate(indices) if v is not None]
+    if not present or any(kind(v.type.dtype) != 1 or v.type.dtype == "uint8" for _, v in present):
+        call.unsupported("index_put with boolean masks (a data-dependent number of writes)")
+    axes = [a for a, _ in present]
+    rest = [a for a in range(x.type.rank) if a not in axes]
+    order = tuple(axes + rest)
+    xt = x if order == tuple(range(x.type.rank)) else call.emit(PERMUTE, [x], {"perm": order})
+    batch = tuple(np.broadcast_shapes(*[v.type.shape for _, v in present]))
+    n = math.prod(batch)
+    columns = []
+    for axis, index in present:
+        index = _wrapped(call, index, x.type.shape[axis])
+        index = index if index.type.shape == batch else call.emit(EXPAND, [index], {"shape": batch})
+        columns.append(call.emit(RESHAPE, [index], {"shape": (n, 1)}))
+    coords = columns[0] if len(columns) == 1 else call.emit(CONCAT, columns, {"axis": 1})
+    rest_shape = tuple(x.type.shape[a] for a in rest)
+    adjacent = axes == list(range(axes[0], axes[0] + len(axes)))
+    before = axes[0] if adjacent else 0  # NumPy keeps adjacent indexed axes in place, else puts them first
+    layout = rest_shape[:before] + batch + rest_shape[before:]
+    if values.type.dtype != x.type.dtype:
+        values = call.emit(CAST, [values], {"dtype": x.type.dtype})
+    if values.type.shape != layout:
+        values = call.emit(EXPAND, [values], {"shape": layout})
+    if before:
+        r = len(batch)
+        perm = tuple(range(before, before + r)) + tuple(range(before)) + tuple(range(before + r, len(layout)))
+        values = call.emit(PERMUTE, [values], {"perm": perm})
+    values = call.emit(RESHAPE, [values], {"shape": (n,) + rest_shape})
+    y = call.emit(SCATTER, [xt, coords, values], {"accumulate": bool(call.arg("accumulate", False))})
+    if xt is x:
+        return y
+    return call.emit(PERMUTE, [y], {"perm": tuple(int(i) for i in np.argsort(order))})
+
+
+def _wrapped(call, index, size):
+    """``index`` with negative entries counted from the end of an axis of ``size``."""
+    size_const = call.const(np.array(size, index.type.dtype), "size")
+    negative = call.emit(BINARY["lt"], [index, call.const(np.array(0, index.type.dtype), "zero")])
+    return call.emit(WHERE, [negative, call.emit(BINARY["add"], [index, size_const]), index])
 
 
 @GATHER.imports("torch", "aten::gather")

@@ -19,7 +19,7 @@ import numpy as np
 from ...ir import REQUIRED, OpDef
 from .._util import kind, same_type
 
-__all__ = ["SLICE", "SELECT", "INDEX_SELECT", "GATHER", "TILE", "FLIP", "ROLL", "emit_slice", "index_text",
+__all__ = ["SLICE", "SELECT", "INDEX_SELECT", "GATHER", "SCATTER", "TILE", "FLIP", "ROLL", "emit_slice", "index_text",
            "subscript_text", "torch_slice_bounds"]
 
 
@@ -118,6 +118,30 @@ def _gather_type(x, index, *, axis):
 @GATHER.reference
 def _gather_numpy(x, index, *, axis):
     return np.take_along_axis(x, index, axis=axis)
+
+
+SCATTER = OpDef("scatter", ("x", "indices", "updates"), {"accumulate": False}, family="shape",
+                doc="x with rows written at coordinates: indices (N, k) into x's first k axes, updates (N, *rest); "
+                    "accumulate adds (duplicates add up), else writes (torch index_put / keras scatter_update).")
+
+
+@SCATTER.infer
+def _scatter_type(x, indices, updates, *, accumulate):
+    k = indices.shape[-1] if indices.rank == 2 else -1
+    if kind(indices.dtype) != 1 or k < 1 or k > x.rank or updates.shape != (indices.shape[0],) + x.shape[k:] \
+            or updates.dtype != x.dtype:
+        raise ValueError(f"scatter of {updates} at {indices} does not fit {x}")
+    return x
+
+
+@SCATTER.reference
+def _scatter_numpy(x, indices, updates, *, accumulate):
+    out, where = x.copy(), tuple(indices.T)
+    if accumulate:
+        np.add.at(out, where, updates)
+    else:
+        out[where] = updates
+    return out
 
 
 TILE = OpDef("tile", ("x",), {"reps": REQUIRED}, family="shape", doc="numpy.tile (torch repeat / tile).")

@@ -19,7 +19,7 @@ import numpy as np
 from ...ir import SymDim
 
 from ..shape import CONCAT, EXPAND, PERMUTE, RESHAPE, SPLIT, STACK
-from ..shape.index import FLIP, GATHER, INDEX_SELECT, ROLL, SELECT, SLICE, TILE, index_text
+from ..shape.index import FLIP, GATHER, INDEX_SELECT, ROLL, SCATTER, SELECT, SLICE, TILE, index_text
 
 __all__ = []
 
@@ -109,6 +109,17 @@ def _index_select_to_keras(node, k):
 def _gather_to_keras(node, k):
     x, index = node.inputs
     k.assign(node, f"ops.take_along_axis({k.ref(x)}, {k.ref(index)}, axis={node.attrs['axis']})")
+
+
+@SCATTER.emits("keras-jax")
+def _scatter_to_keras(node, k):
+    """``ops.scatter_update`` writes; accumulation adds ``ops.scatter`` (which sums duplicates) to x."""
+    x, indices, updates = (k.ref(v) for v in node.inputs)
+    if node.attrs["accumulate"]:
+        shape = k.lit(k.graph.free_shape(node.inputs[0]))
+        k.assign(node, f"ops.add({x}, ops.scatter({indices}, {updates}, {shape}))")
+    else:
+        k.assign(node, f"ops.scatter_update({x}, {indices}, {updates})")
 
 
 @TILE.emits("keras-jax")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..shape import CONCAT, EXPAND, PERMUTE, RESHAPE, SPLIT, STACK
-from ..shape.index import FLIP, GATHER, INDEX_SELECT, ROLL, SELECT, SLICE, TILE
+from ..shape.index import FLIP, GATHER, INDEX_SELECT, ROLL, SCATTER, SELECT, SLICE, TILE
 
 __all__ = ["subscript"]
 
@@ -77,6 +77,14 @@ def _slice_to_torch(node, t):
     item = f"{t.lit(a['start']) if a['start'] else ''}:{t.lit(a['end']) if a['end'] != full else ''}"
     item += f":{a['step']}" if a["step"] != 1 else ""
     t.assign(node, t.ref(x) + subscript([":"] * a["axis"] + [item]))
+
+
+@SCATTER.emits("torch-xla")
+def _scatter_to_torch(node, t):
+    """``x.index_put((column, ...), updates, accumulate)`` with int64 coordinate columns."""
+    x, indices, updates = (t.ref(v) for v in node.inputs)
+    acc = ", accumulate=True" if node.attrs["accumulate"] else ""
+    t.assign(node, f"{x}.index_put(tuple({indices}.long().unbind(1)), {updates}{acc})")
 
 
 @SELECT.emits("torch-xla")
