@@ -97,6 +97,10 @@ class TorchCall:
         """A new stored constant (e.g. an index table computed by the rule)."""
         return self._low.new_param(f"{self.node.name}.{hint}", np.asarray(array))
 
+    def constant(self, value):
+        """The stored array behind ``value`` (a folded constant or a parameter), else None."""
+        return self._low.params.get(value.name) if self._low.param_values.get(value.name) is value else None
+
     def emit(self, op, inputs, attrs=None):
         """Append ``op(inputs) {attrs}``; returns the output Value, or a list for several."""
         return self._low.emit(op, list(inputs), dict(attrs or {}), self.scope, self.node.name)

@@ -90,6 +90,7 @@ class SymDim:
     ``-1`` or ``x.shape[0] * 4`` instead of the example's literal. A rule that meets a SymDim where it cannot
     write one raises FreeDimRefused (``int(dim)`` does), and that symbol is pinned with a warning.
 
+    ``symbol`` may be a product ``"batch*seq"``: an axis that merges two free dims (``mask.reshape(-1)``).
     Example: ``SymDim("batch", 4, 0, 2)`` is ``4 * batch``, 8 in the example.
     """
 
@@ -99,7 +100,12 @@ class SymDim:
     size: int = 0
 
     def __index__(self):
-        raise FreeDimRefused(f"dimension {self} is free at run time", {self.symbol})
+        raise FreeDimRefused(f"dimension {self} is free at run time", self.symbols)
+
+    @property
+    def symbols(self) -> set:
+        """The symbols it follows: one, or the factors of a product (``"batch*seq"``)."""
+        return set(self.symbol.split("*"))
 
     __int__ = __index__
 

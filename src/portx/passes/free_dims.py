@@ -19,6 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Node, SymDim, TensorType, Value, fresh_name
+from ..ops.elementwise import BINARY, CAST
+from ..ops.reduce import CUMSUM, REDUCE
 from ..ops.shape import EXPAND
 
 __all__ = ["NotFree", "diff_free", "merge_found", "apply_free"]
@@ -76,7 +78,7 @@ def diff_free(g0, g1, symbol, s0, s1) -> dict:
     {axis: SymDim}}}: what follows ``symbol`` between ``g0`` (at ``s0``) and ``g1`` (at ``s1``)."""
     if len(g0.nodes) != len(g1.nodes) or len(g0.inputs) != len(g1.inputs):
         raise NotFree(f"the graph has {len(g0.nodes)} nodes at {symbol}={s0} but {len(g1.nodes)} at {symbol}={s1}")
-    found = {"attrs": {}, "values": {}, "params": {}}
+    found = {"attrs": {}, "values": {}, "params": {}, "sizes": {}}
 
     def values(v0, v1, where):
         if (v0 is None) != (v1 is None):
@@ -85,6 +87,12 @@ def diff_free(g0, g1, symbol, s0, s1) -> dict:
             axes = _shape_diff(v0.type, v1.type, symbol, s0, s1, where)
             if axes:
                 found["params" if g0.is_param(v0) else "values"][v0.name] = axes
+            elif g0.is_param(v0) and v0.type.rank == 0:  # a size folded into a scalar (an index stride)
+                a0, a1 = g0.params[v0.name], g1.params[v1.name]
+                if a0 != a1:
+                    if a0.dtype.kind not in "iu":
+                        raise NotFree(f"{where}: constant {v0.name} changes from {a0} to {a1} with {symbol}")
+                    found["sizes"][v0.name] = _affine(int(a0), int(a1), symbol, s0, s1, f"{where}: {v0.name}")
 
     for v0, v1 in zip(g0.inputs, g1.inputs):
         values(v0, v1, f"input {v0.name}")
@@ -106,24 +114,49 @@ def diff_free(g0, g1, symbol, s0, s1) -> dict:
 
 
 def _check_uniform(array, axes, symbol):
-    """A constant that follows a free dim must repeat one row along it (ones, a broadcast mask)."""
+    """A constant that follows a free dim must repeat one row along it (ones, a broadcast mask) or count
+    along it (``arange``: batch indices, positions); ``row_kind`` says which."""
     for axis in axes:
-        if not np.array_equal(array, np.broadcast_to(np.take(array, [0], axis=axis), array.shape)):
+        if row_kind(array, axis) is None:
             raise NotFree(f"stored constant of shape {array.shape} varies along axis {axis}, which follows "
-                          f"{symbol}, so it cannot be one row broadcast at run time")
+                          f"{symbol}, neither as one row repeated nor as an arange")
+
+
+def row_kind(array, axis):
+    """(start, step) when ``array`` is ``start + step * i`` along ``axis`` (step 0: one row repeated), else None."""
+    first = np.take(array, [0], axis=axis)
+    if array.shape[axis] < 2 or np.array_equal(array, np.broadcast_to(first, array.shape)):
+        return (first, 0)
+    if array.dtype == bool or not np.all(np.take(array, [0], axis=axis) == first.flat[0]):
+        return None
+    start = first.flat[0]
+    step = np.take(array, [1], axis=axis).flat[0] - start
+    shape = [1] * array.ndim
+    shape[axis] = array.shape[axis]
+    want = start + step * np.arange(array.shape[axis]).reshape(shape)
+    return (start, step) if np.array_equal(array, np.broadcast_to(want, array.shape).astype(array.dtype)) else None
+
+
+def _combine(a, b, where):
+    """One dim that two symbols each found free: their product ``c * a * b`` (a merged batch and sequence axis,
+    as in ``mask.reshape(-1)``), a SymDim whose symbol is ``"a*b"``; NotFree for anything else."""
+    if a == b:
+        return a
+    c, rest = divmod(a.scale * b.scale, a.size) if a.size else (0, 1)
+    if a.offset or b.offset or a.size != b.size or rest or c < 1 or "*" in a.symbol + b.symbol:
+        raise NotFree(f"{where} follows both {a.symbol} and {b.symbol}")
+    return SymDim("*".join(sorted((a.symbol, b.symbol))), c, 0, a.size)
 
 
 def _merge(into: dict, axes: dict, where: str):
     for axis, dim in axes.items():
-        if axis in into and into[axis] != dim:
-            raise NotFree(f"{where} axis {axis} follows both {into[axis].symbol} and {dim.symbol}")
-        into[axis] = dim
+        into[axis] = _combine(into[axis], dim, f"{where} axis {axis}") if axis in into else dim
 
 
 def _merge_attr(a, b, where):
-    """Two symbols' SymDim-marked copies of one attribute, combined (NotFree where both mark one int)."""
+    """Two symbols' SymDim-marked copies of one attribute, combined (``_combine`` where both mark one int)."""
     if isinstance(a, SymDim) and isinstance(b, SymDim):
-        raise NotFree(f"{where} follows both {a.symbol} and {b.symbol} (their product cannot be free)")
+        return _combine(a, b, where)
     if isinstance(a, SymDim) or isinstance(b, SymDim):
         return a if isinstance(a, SymDim) else b
     if isinstance(a, (tuple, list)):
@@ -135,8 +168,12 @@ def _merge_attr(a, b, where):
 
 def merge_found(rows: list) -> dict:
     """The per-symbol results of ``diff_free`` as one record (NotFree on a clash between two symbols)."""
-    out = {"attrs": {}, "values": {}, "params": {}}
+    out = {"attrs": {}, "values": {}, "params": {}, "sizes": {}}
     for found in rows:
+        for name, dim in found["sizes"].items():
+            if name in out["sizes"]:
+                raise NotFree(f"constant {name} follows both {out['sizes'][name].symbol} and {dim.symbol}")
+            out["sizes"][name] = dim
         for kind in ("values", "params"):
             for name, axes in found[kind].items():
                 _merge(out[kind].setdefault(name, {}), axes, name)
@@ -156,18 +193,71 @@ def apply_free(graph, dims: dict, found: dict):
     taken = set(params) | {v.name for n in nodes for v in n.outputs} | {v.name for v in graph.inputs}
     for name, axes in found["params"].items():
         array = params.pop(name)
-        row = array[tuple(slice(0, 1) if axis in axes else slice(None) for axis in range(array.ndim))].copy()
-        row_name = fresh_name(taken, f"{name}_row")
-        taken.add(row_name)
-        params[row_name] = row
-        row_value = Value(row_name, TensorType(row.shape, str(row.dtype)))
         full = next(v for n in nodes for v in n.inputs if v is not None and v.name == name)
         scope = next(n.scope for n in nodes if full in n.inputs)
-        head.append(Node(EXPAND, (row_value,), (full,), {"shape": tuple(array.shape)}, scope))
-        free_shape_ = tuple(axes.get(axis, d) for axis, d in enumerate(array.shape))
-        attrs[name] = {"shape": free_shape_}
+        counted = [axis for axis in axes if row_kind(array, axis)[1] != 0]
+
+        def param(hint, value):
+            key = fresh_name(taken, f"{name}_{hint}")
+            taken.add(key)
+            params[key] = value = np.asarray(value)
+            new_values[key] = Value(key, TensorType(value.shape, str(value.dtype)))
+            return new_values[key]
+
+        def node(op, inputs, out, node_attrs=None):
+            if not isinstance(out, Value):  # a float32 intermediate of the constant's shape
+                out = Value(fresh_name(taken, f"{name}_{out}"), full.type.with_dtype("float32"))
+                values[out.name] = dict(axes)
+            taken.add(out.name)
+            head.append(Node(op, tuple(inputs), (out,), dict(node_attrs or {}), scope))
+            return out
+
+        if not counted:  # one row repeated: broadcast at run time
+            row = array[tuple(slice(0, 1) if axis in axes else slice(None) for axis in range(array.ndim))].copy()
+            node(EXPAND, [param("row", row)], full, {"shape": tuple(array.shape)})
+            attrs[name] = {"shape": tuple(axes.get(axis, d) for axis, d in enumerate(array.shape))}
+        else:  # start + step * i along one axis: a cumulative sum of ones, as floats (exact below 2**24)
+            if len(counted) > 1:
+                raise NotFree(f"stored constant {name} counts along axes {counted}, which follow free dims")
+            axis = counted[0]
+            start, step = (float(v) for v in row_kind(array, axis))
+            ones = np.ones(tuple(1 if a in axes else d for a, d in enumerate(array.shape)), np.float32)
+            grown = node(EXPAND, [param("ones", ones)], "ones", {"shape": tuple(array.shape)})
+            attrs[grown.name] = {"shape": tuple(axes.get(a, d) for a, d in enumerate(array.shape))}
+            y = node(CUMSUM, [grown], "count", {"axis": axis, "reverse": False})
+            if step != 1.0:
+                y = node(BINARY["mul"], [y, param("step", np.float32(step))], "scaled")
+            if start - step:
+                y = node(BINARY["add"], [y, param("start", np.float32(start - step))], "shifted")
+            if array.dtype != np.float32:
+                node(CAST, [y], full, {"dtype": str(array.dtype)})
+            else:
+                head[-1] = head[-1].replace(outputs=(full,))
         values[name] = dict(axes)
-        new_values[row_name] = row_value
+    for name, dim in found.get("sizes", {}).items():  # a scalar size: count the ones along the free axis
+        array = params.pop(name)
+        full = graph.param_values[name]
+        scope = next(n.scope for n in nodes if full in n.inputs)
+        example = (dim.size - dim.offset) // dim.scale
+        ones = Value(fresh_name(taken, f"{name}_ones"), TensorType((1,), "float32"))
+        row = Value(fresh_name(taken, f"{name}_row"), TensorType((example,), "float32"))
+        count = Value(fresh_name(taken, f"{name}_count"), TensorType((), "float32"))
+        taken.update({ones.name, row.name, count.name})
+        params[ones.name], new_values[ones.name] = np.ones((1,), np.float32), ones
+        head.append(Node(EXPAND, (ones,), (row,), {"shape": (example,)}, scope))
+        attrs[row.name], values[row.name] = {"shape": (SymDim(dim.symbol, 1, 0, example),)}, \
+            {0: SymDim(dim.symbol, 1, 0, example)}
+        head.append(Node(REDUCE["sum"], (row,), (count,), {"axes": (0,), "keepdims": False}, scope))
+        y = count
+        for op, operand in (("mul", dim.scale), ("add", dim.offset)):
+            if operand != (1 if op == "mul" else 0):
+                const = Value(fresh_name(taken, f"{name}_{op}"), TensorType((), "float32"))
+                out = Value(fresh_name(taken, f"{name}_{op}ed"), TensorType((), "float32"))
+                taken.update({const.name, out.name})
+                params[const.name], new_values[const.name] = np.float32(operand), const
+                head.append(Node(BINARY[op], (y, const), (out,), {}, scope))
+                y = out
+        head.append(Node(CAST, (y,), (full,), {"dtype": str(array.dtype)}, scope))
     param_values = {k: v for k, v in {**graph.param_values, **new_values}.items() if k in params}
     meta = {**graph.meta, "free": {"dims": dims, "attrs": attrs, "values": values}}
     return graph.replace(nodes=tuple(head + nodes), params=params, param_values=param_values, meta=meta)

@@ -79,7 +79,7 @@ def literal(value, free=None) -> str:
     """
     if isinstance(value, SymDim):
         if free is None:
-            raise FreeDimRefused(f"dimension {value} is free at run time", {value.symbol})
+            raise FreeDimRefused(f"dimension {value} is free at run time", value.symbols)
         return free(value)
     if value is None or isinstance(value, bool):
         return repr(value)
@@ -264,7 +264,7 @@ class EmitterBase:
 
     def free_dim(self, dim) -> str:
         """A free dimension (SymDim) as code; here refused (FreeDimRefused): a target that can, overrides."""
-        raise FreeDimRefused(f"dimension {dim} is free at run time", {dim.symbol})
+        raise FreeDimRefused(f"dimension {dim} is free at run time", dim.symbols)
 
     def site(self, symbol):
         """(input Value, axis) where ``symbol`` is read at run time (its first site)."""
@@ -313,7 +313,7 @@ class EmitterBase:
                 except (FreeDimRefused, TypeError, ValueError) as exc:
                     if free is plain and not isinstance(exc, FreeDimRefused):
                         raise
-                    symbols = getattr(exc, "symbols", None) or {d.symbol for d in _sym_dims(free)}
+                    symbols = getattr(exc, "symbols", None) or {s for d in _sym_dims(free) for s in d.symbols}
                     if refused is None:
                         refused = FreeDimRefused(f"{node.where()}: {exc}", symbols, node.where())
                     refused.symbols |= symbols

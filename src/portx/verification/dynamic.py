@@ -59,6 +59,7 @@ def plan_dims(src, graph, dynamic=(), static_batch=None) -> list:
                 raise BadInput(f"--dynamic {names[index]}:{axis}: input {names[index]} has {rank} axes",
                                hint=f"give an axis below {rank}")
             row["size"] = graph.inputs[index].type.shape[axis]
+    declared = _grouped(declared)
     claimed = {tuple(site) for row in declared for site in row["sites"]}
     ranked = [i for i, v in enumerate(graph.inputs) if v.type.rank]
     lead = graph.inputs[ranked[0]].type.shape[0] if ranked else None  # inputs of another leading size: no batch
@@ -74,6 +75,19 @@ def plan_dims(src, graph, dynamic=(), static_batch=None) -> list:
             continue
         rows.append(row)
     return rows
+
+
+def _grouped(rows) -> list:
+    """``--dynamic`` axes of one example size are one symbol (ids and their mask share a sequence length)."""
+    out, by_size = [], {}
+    for row in rows:
+        if row.get("flag") and row["size"] in by_size:
+            by_size[row["size"]]["sites"] += row["sites"]
+            continue
+        if row.get("flag"):
+            by_size[row["size"]] = row
+        out.append(row)
+    return out
 
 
 def check_static_batch(row, n, names):
@@ -178,7 +192,13 @@ def refree(record, symbols, notes):
             notes.append(f"{row['symbol']} pinned to {row['size']}: no input axis carries it")
             continue
         dims[row["symbol"]] = {**{k: v for k, v in row.items() if k not in ("flag",)}, "sites": sites}
-    return apply_free(graph, dims, merge_found([record["found"][s] for s in dims])) if dims else graph
+    if not dims:
+        return graph
+    try:
+        return apply_free(graph, dims, merge_found([record["found"][s] for s in dims]))
+    except NotFree as exc:
+        notes.append(f"{', '.join(dims)} pinned: {exc}")
+        return graph
 
 
 def sample_sizes(dim) -> list:

@@ -53,7 +53,12 @@ def _binary_emit(name, fn):
             k.layer(node, _MERGE_LAYERS[name], {}, list(node.inputs))
             return
         a, b = (_bitwise_operand(k, v) if name.startswith("bitwise") else k.ref(v) for v in node.inputs)
-        k.assign(node, _div_to_keras(node, k, a, b) if name == "div" else f"{fn}({a}, {b})")
+        call = fn
+        if name.startswith("bitwise") and node.outputs[0].type.dtype == "bool":  # the same on bools, and
+            call = fn.replace("bitwise", "logical")  # broadcasts right: Keras' bitwise specs keep x's shape
+        elif name.startswith("bitwise") and node.inputs[0].type.shape != node.outputs[0].type.shape:
+            a = k.free_expr(node, "broadcast_to", a, k.graph.free_shape(node.outputs[0]))
+        k.assign(node, _div_to_keras(node, k, a, b) if name == "div" else f"{call}({a}, {b})")
     return named_rule(emit, name, "to_keras")
 
 

@@ -236,7 +236,10 @@ def _index_put_from_aten(call):
 
 
 def _wrapped(call, index, size):
-    """``index`` with negative entries counted from the end of an axis of ``size``."""
+    """``index`` with negative entries counted from the end of an axis of ``size`` (folded for a constant)."""
+    known = call.constant(index)
+    if known is not None:
+        return index if (known >= 0).all() else call.const(np.where(known < 0, known + size, known), "wrapped")
     size_const = call.const(np.array(size, index.type.dtype), "size")
     negative = call.emit(BINARY["lt"], [index, call.const(np.array(0, index.type.dtype), "zero")])
     return call.emit(WHERE, [negative, call.emit(BINARY["add"], [index, size_const]), index])

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...ir import SymDim, Value
+from ...ir import FreeDimRefused, SymDim, Value
 from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal, module_sentences, nested_outputs
 from .style import VariableNames, auto_names_in, layer_args
 
@@ -158,6 +158,9 @@ class KerasEmitter(EmitterBase):
     def _free_call(self, op, x, shape, name) -> str:
         refs, dims = [], []
         for d in shape:
+            if isinstance(d, SymDim) and "*" in d.symbol:
+                raise FreeDimRefused(f"FreeShape reads one input size per dim, not the product {d}",
+                                     set(d.symbol.split("*")))
             if isinstance(d, SymDim):
                 value, axis = self.site(d.symbol)
                 if self.names[value] not in refs:

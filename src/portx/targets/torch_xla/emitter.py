@@ -107,9 +107,10 @@ class TorchEmitter(EmitterBase):
         return f"({text})" if text.startswith("-") else text  # -2.0 ** x would negate the power
 
     def free_dim(self, dim) -> str:
-        """A free dimension as code that reads it from an input: ``x.shape[0] * 4 + 1``."""
-        value, axis = self.site(dim.symbol)
-        text = f"{self.names[value]}.shape[{axis}]" + (f" * {dim.scale}" if dim.scale != 1 else "")
+        """A free dimension as code that reads it from an input: ``x.shape[0] * 4 + 1``; a product of two
+        (``batch*seq``, a merged axis) multiplies their sizes."""
+        sizes = [f"{self.names[value]}.shape[{axis}]" for value, axis in map(self.site, dim.symbol.split("*"))]
+        text = " * ".join(sizes) + (f" * {dim.scale}" if dim.scale != 1 else "")
         return text + (f" + {dim.offset}" if dim.offset > 0 else f" - {-dim.offset}" if dim.offset else "")
 
     def buffer(self, raw_name: str, array) -> str:

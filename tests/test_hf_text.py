@@ -1,0 +1,81 @@
+"""Hugging Face text models called as real batches are fed: input_ids with an attention_mask (one row padded),
+built from their own configs with random weights (nothing downloaded), eager and sdpa attention.
+
+transformers' masking utilities index the mask with a batch arange and the key positions (two index tensors),
+combine masks with bitwise_and and build positions with cumsum; the converted model keeps the batch free
+(the batch arange becomes a cumulative sum of ones at run time) and is verified at batch 2, 1 and 8.
+CI runs one case per architecture family; ``PORTX_SLOW=1`` runs every architecture with both attentions.
+"""
+import pytest
+import torch
+
+import portx
+
+transformers = pytest.importorskip("transformers")
+
+_SMALL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, vocab_size=100,
+              max_position_embeddings=64)
+CONFIGS = {
+    "bert": ("BertConfig", _SMALL),
+    "roberta": ("RobertaConfig", _SMALL),
+    "distilbert": ("DistilBertConfig", dict(dim=32, n_layers=2, n_heads=2, hidden_dim=64, vocab_size=100,
+                                            max_position_embeddings=64)),
+    "gpt2": ("GPT2Config", dict(n_embd=32, n_layer=2, n_head=2, vocab_size=100, n_positions=64)),
+    "llama": ("LlamaConfig", dict(_SMALL, num_key_value_heads=1)),
+    "mistral": ("MistralConfig", dict(_SMALL, num_key_value_heads=1)),
+    "qwen2": ("Qwen2Config", dict(_SMALL, num_key_value_heads=1)),
+}
+QUICK = {("bert", "eager"), ("gpt2", "sdpa"), ("llama", "eager"), ("distilbert", "sdpa")}
+
+
+class Masked(torch.nn.Module):
+    """The model called with ids and a mask, returning its last hidden state."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask):
+        return self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+
+def _model(arch, attention):
+    name, options = CONFIGS[arch]
+    config = getattr(transformers, name)(**options)
+    config._attn_implementation = attention
+    torch.manual_seed(0)
+    return Masked(transformers.AutoModel.from_config(config).eval())
+
+
+def _cases():
+    for arch in CONFIGS:
+        for attention in ("eager", "sdpa"):
+            marks = () if (arch, attention) in QUICK else (pytest.mark.slow,)
+            yield pytest.param(arch, attention, marks=marks, id=f"{arch}-{attention}")
+
+
+@pytest.mark.parametrize("arch, attention", _cases())
+def test_text_model_with_attention_mask_converts_with_a_free_batch(arch, attention, tmp_path):
+    ids = torch.randint(0, 100, (2, 8), generator=torch.Generator().manual_seed(0))
+    mask = torch.ones(2, 8, dtype=torch.long)
+    mask[1, 5:] = 0  # the second sequence is padded
+    result = portx.convert(_model(arch, attention), example_inputs=(ids, mask), to="keras-jax", out=tmp_path / "o",
+                           grad=False)
+    assert result.report["verification"]["passed"], result.report["verification"]
+    batch = result.report["dynamic"][0]
+    assert batch["free"] and [c["size"] for c in batch["verified"]] == [2, 1, 8], result.report["warnings"]
+    assert all(c["passed"] for c in batch["verified"])
+
+
+def test_sequence_length_declared_free_with_dynamic(tmp_path):
+    """``--dynamic input_ids:1 --dynamic attention_mask:1``: one sequence symbol (same example size), free
+    in the emitted model and verified at two lengths; positions come from a cumulative sum at run time."""
+    ids = torch.randint(0, 100, (2, 8), generator=torch.Generator().manual_seed(1))
+    mask = torch.ones(2, 8, dtype=torch.long)
+    result = portx.convert(_model("bert", "eager"), example_inputs=(ids, mask), to="keras-jax", out=tmp_path / "o",
+                           dynamic=["input_ids:1", "attention_mask:1"], grad=False)
+    rows = {row["symbol"]: row for row in result.report["dynamic"]}
+    assert rows["input_ids_1"]["free"], result.report["warnings"]
+    assert rows["input_ids_1"]["sites"] == [["input_ids", 1], ["attention_mask", 1]]
+    assert [c["size"] for c in rows["input_ids_1"]["verified"]] == [8, 11]
+    assert "keras.Input(shape=(None,)" in (tmp_path / "o" / "model.py").read_text()
