@@ -79,3 +79,46 @@ def test_sequence_length_declared_free_with_dynamic(tmp_path):
     assert rows["input_ids_1"]["sites"] == [["input_ids", 1], ["attention_mask", 1]]
     assert [c["size"] for c in rows["input_ids_1"]["verified"]] == [8, 11]
     assert "keras.Input(shape=(None,)" in (tmp_path / "o" / "model.py").read_text()
+
+
+_T5 = dict(d_model=32, d_kv=16, d_ff=64, num_layers=2, num_heads=2, vocab_size=100)
+HEADS = {  # class, config, whether decoder_input_ids go in too
+    "gpt2-lm-head": ("GPT2LMHeadModel", "GPT2Config", dict(n_embd=32, n_layer=2, n_head=2, vocab_size=100,
+                                                           n_positions=64), False),
+    "llama-causal-lm": ("LlamaForCausalLM", "LlamaConfig", dict(_SMALL, num_key_value_heads=1), False),
+    "t5-encoder": ("T5EncoderModel", "T5Config", _T5, False),
+    "t5-encoder-decoder": ("T5Model", "T5Config", _T5, True),
+    "bart-encoder-decoder": ("BartModel", "BartConfig", dict(
+        d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
+        encoder_ffn_dim=64, decoder_ffn_dim=64, vocab_size=100, max_position_embeddings=64), True),
+}
+
+
+class WithHead(torch.nn.Module):
+    """A causal LM's logits, or an encoder-decoder's last decoder state given decoder_input_ids."""
+
+    def __init__(self, model, decoder):
+        super().__init__()
+        self.model, self.decoder = model, decoder
+
+    def forward(self, input_ids, attention_mask, decoder_input_ids=None):
+        kwargs = {"decoder_input_ids": decoder_input_ids} if self.decoder else {}
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+        return out.logits if hasattr(out, "logits") else out.last_hidden_state
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=() if n in ("llama-causal-lm", "t5-encoder-decoder")
+                                               else (pytest.mark.slow,)) for n in HEADS])
+def test_lm_heads_and_encoder_decoders_convert_with_a_free_batch(name, tmp_path):
+    cls, config, options, decoder = HEADS[name]
+    torch.manual_seed(0)
+    model = WithHead(getattr(transformers, cls)(getattr(transformers, config)(**options)).eval(), decoder)
+    ids = torch.randint(0, 100, (2, 8), generator=torch.Generator().manual_seed(2))
+    mask = torch.ones(2, 8, dtype=torch.long)
+    mask[0, 6:] = 0
+    inputs = (ids, mask) + ((torch.randint(0, 100, (2, 5), generator=torch.Generator().manual_seed(3)),)
+                            if decoder else ())
+    result = portx.convert(model, example_inputs=inputs, to="keras-jax", out=tmp_path / "o", grad=False)
+    assert result.report["verification"]["passed"], result.report["verification"]
+    batch = result.report["dynamic"][0]
+    assert batch["free"] and all(c["passed"] for c in batch["verified"]), result.report["warnings"]
