@@ -189,6 +189,10 @@ def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, unsaf
     for row in ver["outputs"]:
         click.echo(f"  output {row['name']}: max abs {row['max_abs']:.3g}, max rel {row['max_rel']:.3g} "
                    f"(atol {row['atol']:g}, rtol {row['rtol']:g})")
+    for row in result.report.get("dynamic", []):
+        sizes = ", ".join(str(c["size"]) for c in row["verified"])
+        click.echo(f"  {row['symbol']}: " + (f"free, verified at {sizes}" if row["free"] else
+                                             f"pinned to {row['example_size']}"))
     _print_gradients(result.report.get("gradients"))
     click.echo(f"verified: {result.out}/model.py matches {result.report['source']}")
 
