@@ -23,15 +23,15 @@ from .errors import BadInput, NotTpuLegal, VerificationFailed  # noqa: E402
 from .frontends import KERAS_SUFFIXES, load  # noqa: E402
 from .outputs import staged_output  # noqa: E402
 from .passes.legalize import PortxWarning, load_table, status_of  # noqa: E402
-from .passes.layout import IO_LAYOUTS, io_layouts, set_io_layout  # noqa: E402
-from .passes.pipeline import inference_skip, run_passes  # noqa: E402
+from .passes.layout import IO_LAYOUTS, io_layouts  # noqa: E402
+from .passes.pipeline import inference_skip  # noqa: E402
 from .targets import TARGETS, find_target  # noqa: E402
 from .targets.codegen import missing_emit_rules  # noqa: E402
 from .ir import FreeDimRefused  # noqa: E402
 from .verification.compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs  # noqa: E402
 from .verification.dynamic import check_static_batch, find_free, plan_dims, refree, verify_sizes  # noqa: E402
 from .verification.grads import compare_gradients, gradient_problem  # noqa: E402
-from .verification.recheck import expected_outputs, verify_converted  # noqa: E402
+from .verification.recheck import expected_outputs, prepared, verify_converted  # noqa: E402
 from .verification.trace import localize  # noqa: E402
 
 __all__ = ["convert", "load", "inspect", "op_table", "ConversionResult", "TARGETS", "KERAS_SUFFIXES",
@@ -218,12 +218,12 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
         skip = inference_skip(fold_bn, inference)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", PortxWarning)
-            graph = stages.run("passes", _prepared, graph, target, skip, io_layout)
+            graph = stages.run("passes", prepared, graph, target, skip, io_layout)
         notes = ([str(w.message) for w in caught if issubclass(w.category, PortxWarning)] + _nonfinite_params(graph)
                  + list(getattr(src, "notes", [])))
         dims = plan_dims(src, graph, dynamic, static_batch)
         src, graph, record = stages.run("free-dims", find_free, src, graph,
-                                        lambda s: _prepared(s.lower("model", strict_tpu), target, skip, io_layout),
+                                        lambda s: prepared(s.lower("model", strict_tpu), target, skip, io_layout),
                                         dims, notes)
         graph, emitted, model, sized = _emit_free(stages, target, graph, record, tmp, src, seed, atol, rtol,
                                                   verify, notes)
@@ -249,12 +249,6 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
     if not result.ok:
         raise _verification_failed(result)
     return result
-
-
-def _prepared(graph, target, skip, io_layout):
-    """A lowered graph after the target's passes and ``--io-layout``: what is emitted."""
-    graph = run_passes(graph, target.name, skip=skip)
-    return set_io_layout(graph, io_layout) if io_layout != "source" else graph
 
 
 def _pinned_batch(src, graph, n, strict_tpu):

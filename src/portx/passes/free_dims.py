@@ -184,80 +184,87 @@ def merge_found(rows: list) -> dict:
     return out
 
 
+class _Builder:
+    """New params and nodes for the constants ``apply_free`` rewrites, named after the constant."""
+
+    def __init__(self, graph, params, values):
+        self.params, self.values, self.head, self.new_values = params, values, [], {}
+        self.taken = set(params) | {v.name for n in graph.nodes for v in n.outputs} | {v.name for v in graph.inputs}
+
+    def name(self, base) -> str:
+        key = fresh_name(self.taken, base)
+        self.taken.add(key)
+        return key
+
+    def param(self, base, array) -> Value:
+        array = np.asarray(array)
+        key = self.name(base)
+        self.params[key], self.new_values[key] = array, Value(key, TensorType(array.shape, str(array.dtype)))
+        return self.new_values[key]
+
+    def node(self, op, inputs, out, attrs, scope, free_axes=None) -> Value:
+        """``op(inputs)`` into ``out`` (a Value, or a (base name, TensorType) for a new one)."""
+        if not isinstance(out, Value):
+            out = Value(self.name(out[0]), out[1])
+        if free_axes:
+            self.values[out.name] = dict(free_axes)
+        self.head.append(Node(op, tuple(inputs), (out,), dict(attrs or {}), scope))
+        return out
+
+    def affine(self, y, scale, offset, full, scope, base, free_axes=None) -> None:
+        """``full = cast(y * scale + offset)`` on a float32 ``y``, each step only where it changes something."""
+        for op, operand, neutral in (("mul", scale, 1.0), ("add", offset, 0.0)):
+            if operand != neutral:
+                y = self.node(BINARY[op], [y, self.param(f"{base}_{op}", np.float32(operand))],
+                              (f"{base}_{op}ed", y.type), {}, scope, free_axes)
+        if full.type.dtype != "float32":
+            self.node(CAST, [y], full, {"dtype": full.type.dtype}, scope)
+        else:
+            self.head[-1] = self.head[-1].replace(outputs=(full,))
+
+
 def apply_free(graph, dims: dict, found: dict):
     """``graph`` with ``found`` (merge_found) in ``meta["free"]`` and each free-sized constant rewritten as its
     one row expanded at run time. ``dims``: symbol -> {"sites": [[input, axis], ...], "min", "max", ...}."""
     params, nodes = dict(graph.params), list(graph.nodes)
     attrs, values = dict(found["attrs"]), {k: dict(v) for k, v in found["values"].items()}
-    head, new_values = [], {}
-    taken = set(params) | {v.name for n in nodes for v in n.outputs} | {v.name for v in graph.inputs}
+    b = _Builder(graph, params, values)
     for name, axes in found["params"].items():
         array = params.pop(name)
-        full = next(v for n in nodes for v in n.inputs if v is not None and v.name == name)
+        full = graph.param_values[name]
         scope = next(n.scope for n in nodes if full in n.inputs)
+        shape = tuple(array.shape)
+        free_shape = tuple(axes.get(axis, d) for axis, d in enumerate(shape))
         counted = [axis for axis in axes if row_kind(array, axis)[1] != 0]
-
-        def param(hint, value):
-            key = fresh_name(taken, f"{name}_{hint}")
-            taken.add(key)
-            params[key] = value = np.asarray(value)
-            new_values[key] = Value(key, TensorType(value.shape, str(value.dtype)))
-            return new_values[key]
-
-        def node(op, inputs, out, node_attrs=None):
-            if not isinstance(out, Value):  # a float32 intermediate of the constant's shape
-                out = Value(fresh_name(taken, f"{name}_{out}"), full.type.with_dtype("float32"))
-                values[out.name] = dict(axes)
-            taken.add(out.name)
-            head.append(Node(op, tuple(inputs), (out,), dict(node_attrs or {}), scope))
-            return out
-
         if not counted:  # one row repeated: broadcast at run time
             row = array[tuple(slice(0, 1) if axis in axes else slice(None) for axis in range(array.ndim))].copy()
-            node(EXPAND, [param("row", row)], full, {"shape": tuple(array.shape)})
-            attrs[name] = {"shape": tuple(axes.get(axis, d) for axis, d in enumerate(array.shape))}
+            b.node(EXPAND, [b.param(f"{name}_row", row)], full, {"shape": shape}, scope)
+            attrs[name] = {"shape": free_shape}
         else:  # start + step * i along one axis: a cumulative sum of ones, as floats (exact below 2**24)
             if len(counted) > 1:
                 raise NotFree(f"stored constant {name} counts along axes {counted}, which follow free dims")
             axis = counted[0]
             start, step = (float(v) for v in row_kind(array, axis))
-            ones = np.ones(tuple(1 if a in axes else d for a, d in enumerate(array.shape)), np.float32)
-            grown = node(EXPAND, [param("ones", ones)], "ones", {"shape": tuple(array.shape)})
-            attrs[grown.name] = {"shape": tuple(axes.get(a, d) for a, d in enumerate(array.shape))}
-            y = node(CUMSUM, [grown], "count", {"axis": axis, "reverse": False})
-            if step != 1.0:
-                y = node(BINARY["mul"], [y, param("step", np.float32(step))], "scaled")
-            if start - step:
-                y = node(BINARY["add"], [y, param("start", np.float32(start - step))], "shifted")
-            if array.dtype != np.float32:
-                node(CAST, [y], full, {"dtype": str(array.dtype)})
-            else:
-                head[-1] = head[-1].replace(outputs=(full,))
+            floats = full.type.with_dtype("float32")
+            ones = np.ones(tuple(1 if a in axes else d for a, d in enumerate(shape)), np.float32)
+            ones = b.param(f"{name}_ones", ones)
+            grown = b.node(EXPAND, [ones], (f"{name}_ones", floats), {"shape": shape}, scope, axes)
+            attrs[grown.name] = {"shape": free_shape}
+            count = b.node(CUMSUM, [grown], (f"{name}_count", floats), {"axis": axis, "reverse": False}, scope, axes)
+            b.affine(count, step, start - step, full, scope, name, axes)
         values[name] = dict(axes)
     for name, dim in found.get("sizes", {}).items():  # a scalar size: count the ones along the free axis
-        array = params.pop(name)
+        params.pop(name)
         full = graph.param_values[name]
         scope = next(n.scope for n in nodes if full in n.inputs)
         example = (dim.size - dim.offset) // dim.scale
-        ones = Value(fresh_name(taken, f"{name}_ones"), TensorType((1,), "float32"))
-        row = Value(fresh_name(taken, f"{name}_row"), TensorType((example,), "float32"))
-        count = Value(fresh_name(taken, f"{name}_count"), TensorType((), "float32"))
-        taken.update({ones.name, row.name, count.name})
-        params[ones.name], new_values[ones.name] = np.ones((1,), np.float32), ones
-        head.append(Node(EXPAND, (ones,), (row,), {"shape": (example,)}, scope))
-        attrs[row.name], values[row.name] = {"shape": (SymDim(dim.symbol, 1, 0, example),)}, \
-            {0: SymDim(dim.symbol, 1, 0, example)}
-        head.append(Node(REDUCE["sum"], (row,), (count,), {"axes": (0,), "keepdims": False}, scope))
-        y = count
-        for op, operand in (("mul", dim.scale), ("add", dim.offset)):
-            if operand != (1 if op == "mul" else 0):
-                const = Value(fresh_name(taken, f"{name}_{op}"), TensorType((), "float32"))
-                out = Value(fresh_name(taken, f"{name}_{op}ed"), TensorType((), "float32"))
-                taken.update({const.name, out.name})
-                params[const.name], new_values[const.name] = np.float32(operand), const
-                head.append(Node(BINARY[op], (y, const), (out,), {}, scope))
-                y = out
-        head.append(Node(CAST, (y,), (full,), {"dtype": str(array.dtype)}, scope))
-    param_values = {k: v for k, v in {**graph.param_values, **new_values}.items() if k in params}
+        free = SymDim(dim.symbol, 1, 0, example)
+        row = b.node(EXPAND, [b.param(f"{name}_ones", np.ones((1,), np.float32))],
+                     (f"{name}_row", TensorType((example,), "float32")), {"shape": (example,)}, scope, {0: free})
+        attrs[row.name] = {"shape": (free,)}
+        count = b.node(REDUCE["sum"], [row], (f"{name}_count", TensorType((), "float32")),
+                       {"axes": (0,), "keepdims": False}, scope)
+        b.affine(count, dim.scale, dim.offset, full, scope, name)
+    param_values = {k: v for k, v in {**graph.param_values, **b.new_values}.items() if k in params}
     meta = {**graph.meta, "free": {"dims": dims, "attrs": attrs, "values": values}}
-    return graph.replace(nodes=tuple(head + nodes), params=params, param_values=param_values, meta=meta)
+    return graph.replace(nodes=tuple(b.head + nodes), params=params, param_values=param_values, meta=meta)

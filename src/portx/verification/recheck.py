@@ -33,7 +33,7 @@ from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs, run_refer
 from .grads import compare_gradients, gradient_problem
 from .trace import first_failure, observe_values, trace_layers
 
-__all__ = ["Converted", "open_converted", "lower_for", "expected_outputs", "check_converted", "verify_converted",
+__all__ = ["Converted", "open_converted", "prepared", "lower_for", "expected_outputs", "check_converted", "verify_converted",
            "failure_message"]
 
 # Pass sets 'portx convert' may have run (its flags are not read back: Note [trust nothing in OUT]).
@@ -79,6 +79,12 @@ def open_converted(out) -> Converted:
     return Converted(target, model, code, str(code.parent if path.is_dir() else code))
 
 
+def prepared(graph, target, skip, io_layout):
+    """A lowered graph after ``target``'s passes (minus ``skip``) and ``--io-layout``: what is emitted."""
+    graph = run_passes(graph, target.name, skip=skip)
+    return set_io_layout(graph, io_layout) if io_layout != "source" else graph
+
+
 def lower_for(src, target, skip=_PASS_VARIANTS[0], raw=None, io_layout="source", free=True):
     """The source's IR after ``target``'s passes (minus ``skip``) and ``--io-layout``: what convert emitted,
     with the free dims it keeps by default (``free=False``: static, as with ``--static-batch``).
@@ -91,8 +97,7 @@ def lower_for(src, target, skip=_PASS_VARIANTS[0], raw=None, io_layout="source",
     def prepare(graph):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # convert already reported these warnings
-            graph = run_passes(graph, target.name, skip=skip)
-        return set_io_layout(graph, io_layout) if io_layout != "source" else graph
+            return prepared(graph, target, skip, io_layout)
 
     graph = prepare(src.lower() if raw is None else raw)
     if not free:
