@@ -34,6 +34,8 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   step "installing torch==2.13.0 (CPU build)" .venv/bin/python -m pip install "torch==2.13.0"
   step "installing portx and its test extra (keras, jax, torchax, pytest, ...)" \
     .venv/bin/python -m pip install -e ".[test]"
-  step "checking that every dependency imports" .venv/bin/python -c "import portx, torch, keras, jax, torchax, hypothesis, xdist"
+  step "installing keras-hub==0.32.0 (--no-deps: its tensorflow-text pin is only for tokenizers)" \
+    .venv/bin/python -m pip install --no-deps "keras-hub==0.32.0"
+  step "checking that every dependency imports" .venv/bin/python -c "import portx, torch, keras, jax, torchax, hypothesis, xdist, onnx, onnxruntime, keras_hub"
   echo "$want" > "$stamp"
 fi
