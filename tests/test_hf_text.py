@@ -62,6 +62,9 @@ def test_text_model_with_attention_mask_converts_with_a_free_batch(arch, attenti
     result = portx.convert(_model(arch, attention), example_inputs=(ids, mask), to="keras-jax", out=tmp_path / "o",
                            grad=False)
     assert result.report["verification"]["passed"], result.report["verification"]
+    # eager attention too is one attention op per layer (Note [attention fusion]), one dot_product_attention call
+    assert result.report["ops"]["attention"]["count"] == 2 and "softmax" not in result.report["ops"]
+    assert (tmp_path / "o" / "model.py").read_text().count("ops.dot_product_attention(") == 2
     batch = result.report["dynamic"][0]
     assert batch["free"] and [c["size"] for c in batch["verified"]] == [2, 1, 8], result.report["warnings"]
     assert all(c["passed"] for c in batch["verified"])
@@ -120,5 +123,36 @@ def test_lm_heads_and_encoder_decoders_convert_with_a_free_batch(name, tmp_path)
                             if decoder else ())
     result = portx.convert(model, example_inputs=inputs, to="keras-jax", out=tmp_path / "o", grad=False)
     assert result.report["verification"]["passed"], result.report["verification"]
+    batch = result.report["dynamic"][0]
+    assert batch["free"] and all(c["passed"] for c in batch["verified"]), result.report["warnings"]
+
+
+class WhisperDecoding(torch.nn.Module):
+    """Whisper's encoder on log-mel features and its decoder on padded decoder_input_ids."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_features, decoder_input_ids, decoder_attention_mask):
+        return self.model(input_features=input_features, decoder_input_ids=decoder_input_ids,
+                          decoder_attention_mask=decoder_attention_mask).last_hidden_state
+
+
+@pytest.mark.slow
+def test_whisper_decoder_with_decoder_inputs_converts_with_a_free_batch(tmp_path):
+    config = transformers.WhisperConfig(
+        d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
+        encoder_ffn_dim=64, decoder_ffn_dim=64, num_mel_bins=8, max_source_positions=16, max_target_positions=32,
+        vocab_size=100, pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1)
+    torch.manual_seed(0)
+    model = WhisperDecoding(transformers.WhisperModel(config).eval())
+    decoder_mask = torch.ones(2, 5, dtype=torch.long)
+    decoder_mask[1, 3:] = 0
+    inputs = (torch.randn(2, 8, 32), torch.randint(0, 100, (2, 5), generator=torch.Generator().manual_seed(4)),
+              decoder_mask)
+    result = portx.convert(model, example_inputs=inputs, to="keras-jax", out=tmp_path / "o", grad=False)
+    assert result.report["verification"]["passed"], result.report["verification"]
+    assert result.report["ops"]["attention"]["count"] == 3  # encoder self, decoder self and cross attention
     batch = result.report["dynamic"][0]
     assert batch["free"] and all(c["passed"] for c in batch["verified"]), result.report["warnings"]

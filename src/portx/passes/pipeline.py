@@ -7,21 +7,25 @@ from __future__ import annotations
 
 from ..ir import IRError, validate
 from .fold import drop_dropout, fold_batch_norm, fold_pool_then_reshape, merge_reshapes_and_permutes, remove_dead_nodes
+from .fuse_attention import fuse_attention
 from .layout import to_channels_first, to_channels_last
 from .legalize import cast_float64_to_float32, legalize_for_keras_jax, legalize_for_torch_xla, narrow_int64_to_int32
 
 __all__ = ["PIPELINES", "INFERENCE_ONLY", "inference_skip", "run_passes"]
 
-#: target -> ordered passes (Graph -> Graph). Each starts with its op table's node rewrites
-#: (op_tables/<target>.toml, so emitters see only legal IR) and runs the dtype passes its table's
-#: dtype rows name; tests/passes/legalize/test_tables.py checks that every rule a table names is run.
+#: target -> ordered passes (Graph -> Graph). After the source-level clean-ups (dead nodes; attention
+#: written out as matmul/softmax/matmul fused into one op: passes/fuse_attention.py), each runs its op
+#: table's node rewrites (op_tables/<target>.toml, so emitters see only legal IR) and the dtype passes its
+#: table's dtype rows name; tests/passes/legalize/test_tables.py checks that every rule a table names is run.
 PIPELINES = {
-    "keras-jax": (remove_dead_nodes, legalize_for_keras_jax, merge_reshapes_and_permutes, fold_pool_then_reshape,
-                  cast_float64_to_float32, narrow_int64_to_int32, drop_dropout, fold_batch_norm, to_channels_last),
+    "keras-jax": (remove_dead_nodes, fuse_attention, legalize_for_keras_jax, merge_reshapes_and_permutes,
+                  fold_pool_then_reshape, cast_float64_to_float32, narrow_int64_to_int32, drop_dropout, fold_batch_norm,
+                  to_channels_last),
     # torch-xla: a Keras source's NHWC -> NCHW -> op -> NHWC pairs cancel (passes/layout.py); int64
     # stays (op_tables/torch_xla.toml dtype.int64: the emitted module keeps torch's index dtypes)
-    "torch-xla": (remove_dead_nodes, legalize_for_torch_xla, to_channels_first, merge_reshapes_and_permutes,
-                  fold_pool_then_reshape, cast_float64_to_float32, drop_dropout, fold_batch_norm),
+    "torch-xla": (remove_dead_nodes, fuse_attention, legalize_for_torch_xla, to_channels_first,
+                  merge_reshapes_and_permutes, fold_pool_then_reshape, cast_float64_to_float32, drop_dropout,
+                  fold_batch_norm),
 }
 #: passes that give up training behaviour, run only when asked (``--fold-bn``, ``--inference``)
 INFERENCE_ONLY = ("drop_dropout", "fold_batch_norm")

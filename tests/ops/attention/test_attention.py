@@ -7,7 +7,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn
 
+import portx
+from portx.ir import parse_graph, validate
 from portx.ops.attention import ATTENTION
+from portx.targets import find_target
 from tests.support.harness import check_torch_op
 
 TOL = {"atol": 1e-5, "rtol": 1e-4}
@@ -145,7 +148,7 @@ def test_attention_module(target, make, shapes):
        st.sampled_from(["none", "causal", "bool", "float"]), st.booleans())
 def test_attention_property(target, heads, kv_groups, lq, lk, e, mask_kind, explicit_scale):
     torch.manual_seed(0)
-    shapes = _qkv(b=1, h=heads * kv_groups, hk=heads, lq=lq, lk=lk, e=e, ev=e + 1)
+    shapes = _qkv(b=1, h=heads * kv_groups, hk=heads, lq=lq, lk=lk, e=e, ev=e + lq % 2)  # fused or stepwise
     inputs = [torch.randn(s) for s in shapes]
     if mask_kind == "bool":
         inputs.append(torch.rand(lq, lk) > 0.5)  # may hide whole rows (zeros in torch)
@@ -166,3 +169,41 @@ def test_fully_masked_rows_are_zero_in_the_reference():
     mask = np.array([[True, False], [False, False]])
     out = ATTENTION.reference_rule(q, q, q, mask, is_causal=False, scale=1.0, enable_gqa=False)
     assert np.all(out[0, 1] == 0) and np.all(np.isfinite(out))
+
+
+def test_keras_writes_one_dot_product_attention_call(tmp_path):
+    """Note [fused attention]: a rank-4 attention with a mask is one ``ops.dot_product_attention`` in Keras."""
+    q, k, v = (torch.randn(s) for s in _qkv(lk=6))
+    mask = _bool_mask(2, 1, 5, 6, hide_row=2)()
+
+    class Masked(nn.Module):
+        def forward(self, q, k, v, m):
+            return sdpa(q, k, v, attn_mask=m)
+
+    result = portx.convert(Masked(), example_inputs=(q, k, v, mask), to="keras-jax", out=tmp_path / "o", grad=False)
+    code = (tmp_path / "o" / "model.py").read_text()
+    assert code.count("ops.dot_product_attention(") == 1 and "ops.matmul" not in code, code
+    assert result.report["verification"]["passed"]
+
+
+_DROPOUT_GRAPH = """
+graph model(%q: float32[2x2x5x4], %k: float32[2x2x5x4], %v: float32[2x2x5x4]) {
+  %o: float32[2x2x5x4] = attention(%q, %k, %v, _) {is_causal=False, scale=0.5, enable_gqa=False, dropout_p=0.5}
+  return %o
+}"""
+
+
+@pytest.mark.parametrize("to", ["keras-jax", "torch-xla"])
+def test_attention_dropout_acts_in_training_only(to, tmp_path):
+    graph = validate(parse_graph(_DROPOUT_GRAPH))
+    target = find_target(to)
+    target.emit(graph, tmp_path)
+    model = target.load(tmp_path)
+    arrays = [np.random.default_rng(i).standard_normal((2, 2, 5, 4)).astype(np.float32) for i in range(3)]
+    expected = ATTENTION.reference_rule(*arrays, is_causal=False, scale=0.5, enable_gqa=False, dropout_p=0.5)
+    np.testing.assert_allclose(target.run(model, arrays)[0], expected, atol=1e-5, rtol=1e-4)
+    if to == "keras-jax":
+        trained = np.asarray(model(arrays, training=True))
+    else:
+        trained = model.train()(*map(torch.from_numpy, arrays)).detach().numpy()
+    assert not np.allclose(trained, expected)

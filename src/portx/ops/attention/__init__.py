@@ -8,6 +8,9 @@ mask alone always leaves the first key visible.
 This module declares the OpDef with its shape rule and NumPy reference; the rules for each source
 and target are beside it (``from_torch.py``, ``to_keras.py``, ``from_keras.py``, ``to_torch.py``).
 
+The optional ``dropout_p`` drops attention weights in training only (inference, the reference
+and verification ignore it).
+
 Example IR:
     %o: float32[1x2x5x4] = attention(%q, %k, %v, _) {enable_gqa=False, is_causal=True, scale=0.5}
 """
@@ -20,13 +23,15 @@ from .._util import broadcast_shapes
 
 __all__ = ["ATTENTION"]
 
-ATTENTION = OpDef("attention", ("q", "k", "v", "mask?"), {"is_causal": False, "scale": REQUIRED, "enable_gqa": False},
+ATTENTION = OpDef("attention", ("q", "k", "v", "mask?"),
+                  {"is_causal": False, "scale": REQUIRED, "enable_gqa": False, "dropout_p": 0.0},
                   family="attention",
-                  doc="softmax(q @ k^T * scale + mask) @ v; a bool mask keeps True positions.")
+                  doc="softmax(q @ k^T * scale + mask) @ v; a bool mask keeps True positions; dropout_p "
+                      "drops attention weights in training only.")
 
 
 @ATTENTION.infer
-def _attention_type(q, k, v, mask=None, *, is_causal, scale, enable_gqa):
+def _attention_type(q, k, v, mask=None, *, is_causal, scale, enable_gqa, dropout_p=0.0):
     if min(q.rank, k.rank, v.rank) < 2 or q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
         raise ValueError(f"attention: q {q.shape}, k {k.shape}, v {v.shape} do not align")
     heads, kv_heads = (q.shape[-3], k.shape[-3]) if q.rank > 2 else (1, 1)
@@ -38,7 +43,8 @@ def _attention_type(q, k, v, mask=None, *, is_causal, scale, enable_gqa):
 
 
 @ATTENTION.reference
-def _attention_numpy(q, k, v, mask=None, *, is_causal, scale, enable_gqa):
+def _attention_numpy(q, k, v, mask=None, *, is_causal, scale, enable_gqa, dropout_p=0.0):
+    """Inference: no dropout."""
     q64, k64, v64 = (a.astype(np.float64) for a in (q, k, v))
     if enable_gqa and q.ndim > 2:
         k64, v64 = (np.repeat(a, q.shape[-3] // k.shape[-3], axis=-3) for a in (k64, v64))

@@ -1,16 +1,20 @@
-"""Keras-JAX emit rule for attention, written out as ``keras.ops`` steps.
+"""Keras-JAX emit rule for attention: one ``ops.dot_product_attention`` call where it applies, else
+``keras.ops`` steps.
 
-Scores are ``q @ k^T * scale``, then the causal and explicit masks, a softmax over the keys, and
-the weighted sum of values; grouped-query attention repeats each key/value head first. Where a
-mask is given, rows it hides entirely are zeroed (Note [fully masked rows] in __init__.py).
-
-The softmax is a named ``Softmax`` layer (``<scope>_probs``) on float32 tensors, so
-``model.get_layer("attn_probs").output`` shows the attention map.
+Note [fused attention]: ``ops.dot_product_attention`` (``jax.nn.dot_product_attention`` on JAX, which
+picks a fused TPU kernel where it can) takes ``(B, T, N, H)`` operands where the IR has torch's
+``(B, N, T, H)``, so the rule swaps axes 1 and 2 on the way in and out (XLA folds both swaps into the
+attention's dot products). A bool mask goes in as ``mask``, a float mask as ``bias``, grouped-query
+heads as they are. Two differences are patched after the call: where a bool mask hides every key of a
+row, JAX averages all values and torch gives zeros (Note [fully masked rows] in __init__.py), so such
+rows are zeroed; and a float mask whose row is all ``-inf`` gives NaN in JAX, zeroed the same way.
+The fused form is used for rank-4 float operands of one depth (JAX requires the values' depth to
+equal the keys') without attention dropout; otherwise (other ranks and depths, ``dropout_p > 0``) the rule writes the steps out, with the softmax as a named ``Softmax`` layer
+(``<scope>_probs``) and the dropout as a ``Dropout`` layer on it, active only in training.
 
 Example generated code:
-    attn_scores = ops.multiply(ops.matmul(attn_q, ops.swapaxes(attn_k, -1, -2)), 0.125)
-    attn_probs = layers.Softmax(name='attn_probs')(attn_scores)
-    attn_context = ops.matmul(attn_probs, attn_v)
+    attn = ops.swapaxes(ops.dot_product_attention(ops.swapaxes(q, 1, 2), ops.swapaxes(k, 1, 2),
+                                                  ops.swapaxes(v, 1, 2), scale=0.25, is_causal=True), 1, 2)
 """
 from __future__ import annotations
 
@@ -19,9 +23,39 @@ from ..attention import ATTENTION
 __all__ = []
 
 
+def _mask_of(node):
+    return node.inputs[3] if len(node.inputs) > 3 else None
+
+
+def _hidden_rows(k, node, mask) -> str:
+    """An expression True for the query rows ``mask`` hides entirely (keepdims over the keys)."""
+    if mask.type.dtype == "bool":
+        return f"ops.logical_not(ops.any({k.ref(mask)}, axis=-1, keepdims=True))"
+    return f"ops.all(ops.equal({k.ref(mask)}, float('-inf')), axis=-1, keepdims=True)"
+
+
+def _fused(node, k):
+    """Note [fused attention]."""
+    q, key, value = node.inputs[:3]
+    mask, a = _mask_of(node), node.attrs
+    args = [f"ops.swapaxes({k.ref(v)}, 1, 2)" for v in (q, key, value)]
+    if mask is not None:
+        args.append(f"{'mask' if mask.type.dtype == 'bool' else 'bias'}={k.ref(mask)}")
+    args.append(f"scale={k.lit(float(a['scale']))}")
+    if a["is_causal"]:
+        args.append("is_causal=True")
+    out = f"ops.swapaxes(ops.dot_product_attention({', '.join(args)}), 1, 2)"
+    if mask is None:
+        k.assign(node, out)
+        return
+    out = k.temp(node, out, "context")
+    k.assign(node, f"ops.where({_hidden_rows(k, node, mask)}, 0.0, {out})")
+
+
 def _masked_scores(node, k, scores):
     """Apply the causal and explicit masks to the expression ``scores``; returns the new expression."""
-    q, key, _, mask = (list(node.inputs) + [None])[:4]
+    q, key, _ = node.inputs[:3]
+    mask = _mask_of(node)
     if node.attrs["is_causal"]:
         size = (q.type.shape[-2], key.type.shape[-2])
         scores = k.temp(node, f"ops.where(ops.tril(ops.ones({k.lit(size)}, dtype='bool')), {scores}, "
@@ -33,8 +67,7 @@ def _masked_scores(node, k, scores):
     return scores
 
 
-@ATTENTION.emits("keras-jax")
-def _attention_to_keras(node, k):
+def _stepwise(node, k):
     q, key, value = node.inputs[:3]
     a = node.attrs
     keys, values = k.ref(key), k.ref(value)
@@ -45,11 +78,22 @@ def _attention_to_keras(node, k):
     scores = k.temp(node, f"ops.multiply(ops.matmul({k.ref(q)}, ops.swapaxes({keys}, -1, -2)), "
                           f"{k.lit(float(a['scale']))})", "scores")
     masked = _masked_scores(node, k, scores)
-    if all(v in k.live and v.type.dtype == "float32" for v in (q, key, value)):
+    layers = all(v in k.live and v.type.dtype == "float32" for v in (q, key, value))
+    if layers:
         weights = k.sublayer(node, "Softmax", {"axis": -1}, [masked], hint="probs")
     else:
         weights = k.temp(node, f"ops.softmax({masked})", "probs")
-    if len(node.inputs) > 3 and node.inputs[3] is not None:  # Note [fully masked rows]
+    if _mask_of(node) is not None:  # Note [fully masked rows]
         weights = k.temp(node, f"ops.where(ops.all(ops.equal({masked}, float('-inf')), axis=-1, keepdims=True), "
                                f"0.0, {weights})", "probs")
+    if a.get("dropout_p") and layers:
+        weights = k.sublayer(node, "Dropout", {"rate": float(a["dropout_p"])}, [weights], hint="probs_dropout")
     k.assign(node, f"ops.matmul({weights}, {values})")
+
+
+@ATTENTION.emits("keras-jax")
+def _attention_to_keras(node, k):
+    q, key, value = node.inputs[:3]
+    fused = (all(v.type.rank == 4 and v.type.dtype in ("float32", "bfloat16", "float16") for v in (q, key, value))
+             and q.type.shape[-1] == value.type.shape[-1] and not node.attrs.get("dropout_p"))
+    (_fused if fused else _stepwise)(node, k)

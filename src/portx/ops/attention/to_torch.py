@@ -5,6 +5,7 @@ implements with its safe softmax), so the call carries only what differs from SD
 
 Example generated code:
     attn = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    attn = F.scaled_dot_product_attention(q, k, v, dropout_p=0.1 if self.training else 0.0)
 """
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ def _attention_to_torch(node, t):
         args.append("is_causal=True")
     if float(a["scale"]) != 1.0 / math.sqrt(q.type.shape[-1]):
         args.append(f"scale={t.lit(float(a['scale']))}")
+    if a.get("dropout_p"):  # training only, as nn.MultiheadAttention does
+        args.append(f"dropout_p={t.lit(float(a['dropout_p']))} if self.training else 0.0")
     if a["enable_gqa"] and q.type.rank > 2 and q.type.shape[-3] != k.type.shape[-3]:
         args.append("enable_gqa=True")
     t.assign(node, f"F.scaled_dot_product_attention({', '.join(args)})")

@@ -1,0 +1,165 @@
+"""Attention written out as matmul / softmax / matmul becomes one ``attention`` op.
+
+Note [attention fusion]: eager attention (Hugging Face's ``eager`` implementation, ``nn.MultiheadAttention``
+when it computes its weights, hand-written transformer blocks) reaches the IR as
+
+    scores = matmul(q, k^T)  [times scalar constants on q, k or the scores]  [+ float mask]
+    probs  = softmax(scores, axis=-1)  [dropout]
+    out    = matmul(probs, v)
+
+which is exactly the IR ``attention`` (SDPA's meaning: ``softmax(q @ k^T * scale + mask) @ v``), so the
+pass rewrites each such chain into ``attention(q, k, v, mask) {scale, dropout_p}`` and the targets write
+one ``ops.dot_product_attention`` / ``F.scaled_dot_product_attention`` call. It only fuses when every
+intermediate (scores, probs) has no other reader and is no graph output (returned attention weights
+keep the chain), the scale factors are scalar constants, and q, k and v share their batch axes. ``k^T`` is
+the keys when it is a permute of the last two axes; otherwise the pass adds that permute. One
+difference is deliberate: a row that the mask hides entirely (all ``-inf``) is NaN in the source and
+zeros after fusion (Note [fully masked rows] in ops/attention/__init__.py), so verification only passes
+such a model where the source gave numbers.
+
+Example (before / after)::
+
+    %s = matmul(%q, %kt)                 %o = attention(%q, %k, %v, %mask) {scale=0.25, dropout_p=0.1}
+    %t = mul(%s, %scale)           ->
+    %u = add(%t, %mask)
+    %p = softmax(%u) {axis=3}
+    %d = dropout(%p) {rate=0.1, axes=()}
+    %o = matmul(%d, %v)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Graph, Node, Value, fresh_name
+from ..ops.attention import ATTENTION
+from ..ops.dropout import DROPOUT
+from ..ops.elementwise import BINARY
+from ..ops.linear import MATMUL
+from ..ops.reduce import SOFTMAX
+from ..ops.shape import PERMUTE
+
+__all__ = ["fuse_attention"]
+
+
+class _Chain:
+    """The graph facts one match needs: producers, reader counts, outputs, scalar constants."""
+
+    def __init__(self, graph):
+        self.graph = graph
+        self.producer = graph.producers()
+        self.readers = {v: len(users) for v, users in graph.users().items()}
+        self.outputs = set(graph.outputs)
+
+    def only(self, value, op):
+        """The node producing ``value`` with ``op`` when ``value`` has one reader and is not an output."""
+        node = self.producer.get(value)
+        if node is None or node.op is not op or self.readers.get(value, 0) != 1 or value in self.outputs:
+            return None
+        return node
+
+    def scalar(self, value):
+        """The float of a one-element constant, or None."""
+        if not self.graph.is_param(value) or value.name in self.graph.meta.get("trainable", ()):
+            return None
+        array = self.graph.params[value.name]
+        return float(array.reshape(())) if array.size == 1 else None
+
+    def from_matmul(self, value) -> bool:
+        """True when ``value`` is a matmul's result, maybe times scalar constants."""
+        return self.only(self.peel(value, [])[0], MATMUL) is not None
+
+    def peel(self, value, used):
+        """``value`` without the scalar constants it is multiplied or divided by: (base, factor)."""
+        factor = 1.0
+        while True:
+            node = self.only(value, BINARY["mul"]) or self.only(value, BINARY["div"])
+            if node is None:
+                return value, factor
+            a, b = node.inputs
+            if node.op is BINARY["mul"] and self.scalar(a) is not None:
+                a, b = b, a
+            c = self.scalar(b)
+            if c is None or c == 0.0 or a.type.shape != value.type.shape:
+                return value, factor
+            factor = factor * c if node.op is BINARY["mul"] else factor / c
+            used.append(node)
+            value = a
+
+
+def _swaps_last(perm) -> bool:
+    n = len(perm)
+    return n >= 2 and tuple(perm) == tuple(range(n - 2)) + (n - 1, n - 2)
+
+
+def _match(chain, out_node):
+    """(attention inputs, attrs, the nodes it replaces, a permute to add or None) for ``out_node``, or None."""
+    probs, v = out_node.inputs
+    used, rate = [out_node], 0.0
+    drop = chain.only(probs, DROPOUT)
+    if drop is not None and not drop.attrs["axes"]:
+        used.append(drop)
+        rate, probs = float(drop.attrs["rate"]), drop.inputs[0]
+    soft = chain.only(probs, SOFTMAX)
+    if soft is None or soft.attrs["axis"] % probs.type.rank != probs.type.rank - 1:
+        return None
+    used.append(soft)
+    scores, mask = soft.inputs[0], None
+    add = chain.only(scores, BINARY["add"])
+    if add is not None:
+        for s, m in (add.inputs, add.inputs[::-1]):
+            if s.type.shape == scores.type.shape and m.type.dtype == s.type.dtype and chain.from_matmul(s):
+                used.append(add)
+                scores, mask = s, m
+                break
+    scores, scale = chain.peel(scores, used)
+    qk = chain.only(scores, MATMUL)
+    if qk is None:
+        return None
+    used.append(qk)
+    q, scale_q = chain.peel(qk.inputs[0], used)
+    kt, scale_k = chain.peel(qk.inputs[1], used)
+    if not (q.type.rank == kt.type.rank == v.type.rank >= 3 and q.type.shape[:-2] == kt.type.shape[:-2]
+            == v.type.shape[:-2] and q.type.dtype == kt.type.dtype == v.type.dtype):
+        return None
+    flip = chain.producer.get(kt)
+    if flip is not None and flip.op is PERMUTE and _swaps_last(flip.attrs["perm"]):
+        k, transpose = flip.inputs[0], None
+        if chain.readers.get(kt) == 1 and kt not in chain.outputs:
+            used.append(flip)
+    else:
+        k, transpose = None, kt
+    attrs = {"is_causal": False, "scale": scale * scale_q * scale_k, "enable_gqa": False, "dropout_p": rate}
+    return (q, k, v, mask), attrs, used, transpose
+
+
+def fuse_attention(graph: Graph) -> Graph:
+    """Rewrite matmul / softmax / matmul chains into ``attention`` (Note [attention fusion])."""
+    chain = _Chain(graph)
+    fused, removed = {}, set()
+    taken = {v.name for n in graph.nodes for v in n.outputs} | set(graph.params) | {v.name for v in graph.inputs}
+    for node in graph.nodes:
+        if node.op is not MATMUL or len(node.inputs) != 2:
+            continue
+        match = _match(chain, node)
+        if match is None or any(n in removed for n in match[2]):
+            continue
+        (q, k, v, mask), attrs, used, transpose = match
+        new = []
+        if transpose is not None:  # keys given already transposed: transpose them back
+            perm = tuple(range(transpose.type.rank - 2)) + (transpose.type.rank - 1, transpose.type.rank - 2)
+            shape = transpose.type.shape[:-2] + transpose.type.shape[:-3:-1]
+            k = Value(fresh_name(taken, f"{transpose.name}_keys"), transpose.type.with_shape(shape))
+            taken.add(k.name)
+            new.append(Node(PERMUTE, (transpose,), (k,), {"perm": perm}, node.scope))
+        new.append(Node(ATTENTION, (q, k, v, mask), node.outputs, attrs, node.scope))
+        fused[node] = new
+        removed.update(used)
+    if not fused:
+        return graph
+    nodes = []
+    for node in graph.nodes:
+        if node in fused:
+            nodes.extend(fused[node])
+        elif node not in removed:
+            nodes.append(node)
+    return graph.replace(nodes=tuple(nodes))

@@ -1,0 +1,74 @@
+"""passes/fuse_attention.py: matmul / softmax / matmul chains become one attention op (Note [attention fusion])."""
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from portx.ir import parse_graph, validate
+from portx.passes.fuse_attention import fuse_attention
+from tests.support.harness import check_torch_op
+
+_CHAIN = """
+graph model(%q: float32[2x2x5x4], %k: float32[2x2x5x4], %v: float32[2x2x5x4], %m: float32[2x1x5x5]) {{
+  param %s: float32[scalar]
+  %kt: float32[2x2x4x5] = permute(%k) {{perm=(0, 1, 3, 2)}}
+  %a: float32[2x2x5x5] = matmul(%q, %kt)
+  %b: float32[2x2x5x5] = {scale}
+  %c: float32[2x2x5x5] = add(%m, %b)
+  %p: float32[2x2x5x5] = softmax(%c) {{axis=3}}
+  %d: float32[2x2x5x5] = dropout(%p) {{rate=0.1, axes=()}}
+  %o: float32[2x2x5x4] = matmul(%d, %v)
+  return %o{extra}
+}}"""
+
+
+def _graph(scale="mul(%a, %s)", extra=""):
+    return validate(parse_graph(_CHAIN.format(scale=scale, extra=extra), {"s": np.array(4.0, np.float32)}))
+
+
+@pytest.mark.parametrize("scale, expected", [("mul(%a, %s)", 4.0), ("div(%a, %s)", 0.25), ("mul(%s, %a)", 4.0)])
+def test_the_chain_becomes_one_attention_with_its_scale_mask_and_dropout(scale, expected):
+    graph = fuse_attention(_graph(scale))
+    (node,) = validate(graph).nodes
+    assert node.op.name == "attention" and [v.name for v in node.inputs] == ["q", "k", "v", "m"]
+    assert node.attrs == {"is_causal": False, "scale": expected, "enable_gqa": False, "dropout_p": 0.1}
+    assert node.outputs == graph.outputs
+
+
+def test_returned_attention_weights_keep_the_chain():
+    graph = _graph(extra=", %p")
+    assert fuse_attention(graph) is graph
+
+
+def test_keys_given_transposed_are_transposed_back():
+    graph = validate(parse_graph("""
+graph model(%q: float32[3x5x4], %kt: float32[3x4x6], %v: float32[3x6x2]) {
+  %a: float32[3x5x6] = matmul(%q, %kt)
+  %p: float32[3x5x6] = softmax(%a) {axis=-1}
+  %o: float32[3x5x2] = matmul(%p, %v)
+  return %o
+}"""))
+    nodes = validate(fuse_attention(graph)).nodes
+    assert [n.op.name for n in nodes] == ["permute", "attention"] and nodes[1].attrs["scale"] == 1.0
+
+
+class _Weighted(nn.Module):
+    """nn.MultiheadAttention with its default need_weights=True (the bmm/softmax path), output only."""
+
+    def __init__(self):
+        super().__init__()
+        self.mha = nn.MultiheadAttention(8, 2, batch_first=True)
+
+    def forward(self, x, pad):
+        return self.mha(x, x, x, key_padding_mask=pad)[0]
+
+
+@pytest.mark.parametrize("target", ["keras-jax", "torch-xla"])
+def test_multihead_attention_computing_its_weights_becomes_one_attention(target):
+    torch.manual_seed(0)
+    pad = torch.zeros(2, 5, dtype=torch.bool)
+    pad[1, 3:] = True
+    graph = check_torch_op(_Weighted().eval(), torch.randn(2, 5, 8), pad, target=target, atol=1e-5, rtol=1e-4,
+                           expect_ops=["softmax"])
+    fused = fuse_attention(graph)
+    assert "attention" in [n.op.name for n in fused.nodes] and "softmax" not in [n.op.name for n in fused.nodes]
