@@ -156,3 +156,30 @@ def test_whisper_decoder_with_decoder_inputs_converts_with_a_free_batch(tmp_path
     assert result.report["ops"]["attention"]["count"] == 3  # encoder self, decoder self and cross attention
     batch = result.report["dynamic"][0]
     assert batch["free"] and all(c["passed"] for c in batch["verified"]), result.report["warnings"]
+
+
+
+def _flash_attention():
+    model = _model("llama", "eager")
+    model.model.config._attn_implementation = "flash_attention_2"  # as if flash-attn were installed
+    return model
+
+
+_IDS = torch.randint(0, 100, (2, 8), generator=torch.Generator().manual_seed(5))
+BAD_CALLS = [  # model, inputs, the one line portx says (BadInput, exit 2)
+    pytest.param(lambda: _model("bert", "eager"), (torch.randint(0, 100, (2, 80)), torch.ones(2, 80, dtype=torch.long)),
+                 r"input 0 has 80 positions \(axis 1\), more than BertModel's position table "
+                 r"\(max_position_embeddings=64\)", id="longer-than-the-position-table"),
+    pytest.param(lambda: _model("bert", "sdpa"), (_IDS, torch.ones(2, 7, dtype=torch.long)),
+                 r"attention_mask has shape \(2, 7\) but input_ids has \(2, 8\)", id="mask-shape"),
+    pytest.param(_flash_attention, (_IDS, torch.ones(2, 8, dtype=torch.long)),
+                 r"LlamaModel uses attn_implementation='flash_attention_2', .* attn_implementation='sdpa'",
+                 id="flash-attention"),
+]
+
+
+@pytest.mark.parametrize("make, inputs, message", BAD_CALLS)
+def test_a_bad_call_is_named_in_one_line(make, inputs, message, tmp_path):
+    with pytest.raises(portx.errors.BadInput, match=message):
+        portx.convert(make(), example_inputs=inputs, to="keras-jax", out=tmp_path / "o")
+    assert not (tmp_path / "o").exists()

@@ -26,7 +26,7 @@ from ..ir.validate import IRError
 from .torch_names import op_name as _op_name
 from .torch_names import module_kind, scope_of
 from .torch_training import decompose_keeping_dropout, rearranges, stops_gradient
-from .torch_dynamic import refuse_data_dependent
+from .torch_dynamic import explain_export_failure, refuse_data_dependent
 
 __all__ = ["lower_exported", "walk_program", "export_module", "torch_dtype_name", "TorchCall", "rule_for", "state_of"]
 
@@ -60,6 +60,9 @@ def export_module(module, example_inputs):
         with torch.no_grad():
             return torch.export.export(module, tuple(example_inputs), strict=False)
     except Exception as exc:  # torch raises many kinds here; all mean "cannot trace"
+        plain = explain_export_failure(module, example_inputs)
+        if plain:
+            raise BadInput(f"{type(module).__name__}: {plain}") from exc
         first = first_line(exc, 300, type(exc).__name__)
         raise BadInput(f"torch.export could not trace {type(module).__name__}: {first}",
                        hint="make forward() traceable (no data-dependent Python control flow, "

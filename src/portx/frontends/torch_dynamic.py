@@ -8,7 +8,10 @@ from __future__ import annotations
 from ..errors import NotTpuLegal, UnsupportedOps
 from .torch_names import op_name, scope_of
 
-__all__ = ["data_dependent_ops", "refuse_data_dependent"]
+__all__ = ["data_dependent_ops", "refuse_data_dependent", "explain_export_failure"]
+
+#: config fields (Hugging Face's names) that bound the sequence length of a learned position table
+_POSITION_LIMITS = ("max_position_embeddings", "n_positions", "max_target_positions")
 
 
 # Note [data-dependent shapes]: nonzero, boolean-mask indexing, unique... give outputs whose size
@@ -50,3 +53,61 @@ def refuse_data_dependent(ep, strict_tpu):
                       f"and no host round trips): {listing}", hint="rewrite each as suggested and export again")
     exc.items = items
     raise exc
+
+
+def _configs(module):
+    """(submodule, its Hugging Face-style config) pairs."""
+    return [(sub, sub.config) for sub in module.modules() if getattr(sub, "config", None) is not None]
+
+
+def _position_overrun(module, example_inputs):
+    for sub, config in _configs(module):
+        for field in _POSITION_LIMITS:
+            limit = getattr(config, field, None)
+            if not isinstance(limit, int):
+                continue
+            for i, x in enumerate(example_inputs):
+                shape, dtype = getattr(x, "shape", ()), str(getattr(x, "dtype", ""))
+                if len(shape) >= 2 and ("int" in dtype or "bool" in dtype) and shape[1] > limit:
+                    return (f"input {i} has {shape[1]} positions (axis 1), more than {type(sub).__name__}'s "
+                            f"position table ({field}={limit}); pass example inputs no longer than the table")
+    return None
+
+
+def _attention_implementation(module, example_inputs):
+    for sub, config in _configs(module):
+        kind = getattr(config, "_attn_implementation", None)
+        if isinstance(kind, str) and kind not in ("eager", "sdpa"):
+            return (f"{type(sub).__name__} uses attn_implementation={kind!r}, which torch.export cannot trace; "
+                    f"build the model with attn_implementation='sdpa' (or 'eager')")
+    return None
+
+
+def _mask_mismatch(module, example_inputs):
+    import inspect
+
+    try:
+        names = list(inspect.signature(module.forward).parameters)
+    except (TypeError, ValueError):
+        return None
+    given = dict(zip(names, example_inputs))
+    for ids, mask in (("input_ids", "attention_mask"), ("decoder_input_ids", "decoder_attention_mask")):
+        if ids in given and mask in given and tuple(given[ids].shape) != tuple(given[mask].shape):
+            return (f"{mask} has shape {tuple(given[mask].shape)} but {ids} has {tuple(given[ids].shape)}; "
+                    f"a mask has one entry per token")
+    return None
+
+
+def explain_export_failure(module, example_inputs):
+    """Why ``torch.export`` failed on ``module``, when a Hugging Face-style model says so more plainly than the
+    tracer, else None: an integer input longer than the position table its config declares (rotary positions
+    have no table, so this is asked only after a failure), an attention implementation that does not trace
+    (``flash_attention_2``), a mask whose shape is not its ids'.
+
+    Example: ``"input 0 has 80 positions (axis 1), more than BertModel's position table (...)"``.
+    """
+    for check in (_attention_implementation, _mask_mismatch, _position_overrun):
+        found = check(module, example_inputs)
+        if found:
+            return found
+    return None
