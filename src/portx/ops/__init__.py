@@ -17,9 +17,11 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from . import attention, conv, dropout, elementwise, embedding, linear, norm, pad, pool, reduce, resize, shape
+from . import (attention, conv, dropout, elementwise, embedding, linear, norm, pad, pool, recurrent, reduce, resize,
+               shape)
 
-FAMILIES = (attention, conv, dropout, elementwise, embedding, linear, norm, pad, pool, reduce, resize, shape)
+FAMILIES = (attention, conv, dropout, elementwise, embedding, linear, norm, pad, pool, recurrent, reduce, resize,
+            shape)
 
 __all__ = ["FAMILIES", "register_all"] + [family.__name__.rsplit(".", 1)[1] for family in FAMILIES]
 

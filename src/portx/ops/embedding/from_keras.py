@@ -27,5 +27,7 @@ def _embedding_from_keras(call):
     ids = call.inputs[0]
     if kind(ids.type.dtype) != 1 or ids.type.dtype not in ("int32", "int64"):
         ids = call.emit(CAST, [ids], {"dtype": "int32"})
+    if not getattr(call.layer, "lora_enabled", False):
+        call.weight("embeddings")  # recorded as read, so that the table counts as trainable when the variable is
     table = call.param(np.asarray(call.layer.embeddings), "embeddings")  # the property merges LoRA
     return call.emit(EMBEDDING, [table, ids])

@@ -1,0 +1,163 @@
+"""Keras import rules for LSTM, GRU, SimpleRNN and Bidirectional -> one IR ``lstm`` / ``gru`` / ``rnn`` node.
+
+Each layer becomes a ``batch_first`` IR node with torch's weights (Note [keras cell weights]);
+``return_sequences=False`` reads the last step from ``h_n`` (the same numbers), ``go_backwards`` flips the
+input (its output stays in reversed order, as in Keras), ``initial_state`` becomes ``h0``/``c0`` and
+``dropout`` an IR dropout on the input with its mask shared over time (what Keras's cell does).
+Bidirectional is one bidirectional node; ``merge_mode`` sum/mul/ave/None splits its output.
+Refused, each with one line naming the layer and the option: other activations, ``recurrent_dropout``,
+``stateful``, masks and ``GRU(reset_after=False)``. ``unroll`` and ``use_cudnn`` change how Keras runs the
+same function, not the function, so they convert.
+
+Example:
+    >>> keras.layers.LSTM(8, return_state=True)(x)
+    # -> lstm(%x, _, _, %lstm.weight_ih_l0, %lstm.weight_hh_l0, %lstm.bias_ih_l0, _) {batch_first=True, ...}
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from ...ir import imports
+from ..dropout import DROPOUT
+from ..elementwise import BINARY
+from ..recurrent import GRU, LSTM, RNN
+from ..shape import CONCAT, SPLIT, STACK
+from ..shape.index import FLIP, SELECT
+from .keras_weights import from_keras_cell
+
+__all__ = []
+
+_OPS = {"LSTM": LSTM, "GRU": GRU, "SimpleRNN": RNN}
+_SUFFIX = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+
+
+def _refuse_options(call, layer):
+    """Stop on what the IR op cannot express (the layer's class and the option in one line)."""
+    cls, cfg = type(layer).__name__, layer.get_config()
+    allowed = ("tanh", "relu") if cls == "SimpleRNN" else ("tanh",)
+    problems = []
+    if cfg.get("activation") not in allowed:
+        problems.append(f"activation={cfg.get('activation')!r} (portx converts {' or '.join(allowed)})")
+    if cls != "SimpleRNN" and cfg.get("recurrent_activation") != "sigmoid":
+        problems.append(f"recurrent_activation={cfg.get('recurrent_activation')!r} (portx converts 'sigmoid')")
+    if cfg.get("recurrent_dropout"):
+        problems.append(f"recurrent_dropout={cfg['recurrent_dropout']} (torch's recurrent layers have none; "
+                        "set it to 0 or use dropout)")
+    if cfg.get("stateful"):
+        problems.append("stateful=True (carry states explicitly with initial_state and return_state)")
+    if cls == "GRU" and not cfg.get("reset_after", True):
+        problems.append("reset_after=False (torch's GRU is reset_after=True, Keras's default)")
+    if problems:
+        call.unsupported(f"{cls} {layer.name}: " + "; ".join(problems))
+
+
+def _cell(call, layer, kind, reverse):
+    """torch's weights of one Keras cell as IR params (Note [keras cell weights]); LSTM/SimpleRNN: b_hh is None."""
+    # The same call, reading ``layer``'s weights by name: both halves of a Bidirectional have a "kernel", and
+    # their paths differ only by a prefix that saving drops. A shallow copy shares the call's record of reads.
+    view = copy.copy(call)
+    view.layer = layer
+    arrays = [view.weight(var.name) for var in layer.cell.weights]  # kernel, recurrent_kernel(, bias)
+    cell = from_keras_cell(kind, arrays)
+    suffix = "_l0_reverse" if reverse else "_l0"  # one Keras layer is one torch layer
+    if kind == "gru" and len(arrays) == 3 and arrays[2].flags.writeable:
+        # b_ih, b_hh as views of the bias read above, so that they count as trainable: that array is this
+        # rule's own copy of the variable, re-ordered in place (Note [keras cell weights])
+        arrays[2][...] = cell[2], cell[3]
+        cell[2:] = [arrays[2][0], arrays[2][1]]
+    return [None if a is None else view.param(a, name + suffix) for a, name in zip(cell, _SUFFIX)]
+
+
+def _initial_states(call, n_states, dirs):
+    states = call.kwargs.get("initial_state")
+    if states is None and len(call.args) > 1:
+        states = call.args[1]
+    if not states:
+        return [None] * n_states
+    states = list(states) if isinstance(states, (list, tuple)) else [states]
+    return [call.emit(STACK, [states[d * n_states + s] for d in range(dirs)], {"axis": 0}) for s in range(n_states)]
+
+
+def _run(call, layer, dirs, backward=None):
+    """The IR node for ``layer`` (and ``backward`` when bidirectional): its outputs (output, h_n(, c_n))."""
+    if call.kwargs.get("mask") is not None:
+        call.unsupported(f"{type(layer).__name__} {layer.name}: Keras masks are not converted; pad and pass "
+                         "explicit lengths instead")
+    op, kind = _OPS[type(layer).__name__], type(layer).__name__.lower().replace("simplernn", "rnn")
+    x = call.inputs[0]
+    if layer.go_backwards and dirs == 1:
+        x = call.emit(FLIP, [x], {"axes": (1,)})
+    if layer.dropout:
+        x = call.emit(DROPOUT, [x], {"rate": float(layer.dropout), "axes": (1,)})
+    weights = _cell(call, layer, kind, False) + (_cell(call, backward, kind, True) if backward else [])
+    attrs = {"hidden_size": int(layer.units), "bidirectional": dirs == 2, "batch_first": True,
+             "has_biases": bool(layer.use_bias)}
+    if op is RNN:
+        attrs["nonlinearity"] = layer.get_config()["activation"]
+    states = _initial_states(call, 2 if op is LSTM else 1, dirs)
+    return call.emit(op, [x] + states + weights, attrs)
+
+
+def _last(call, h_n, direction):
+    return call.emit(SELECT, [h_n], {"axis": 0, "index": direction})
+
+
+@LSTM.imports("keras", "LSTM")
+@GRU.imports("keras", "GRU")
+@RNN.imports("keras", "SimpleRNN")
+def _recurrent_from_keras(call):
+    layer = call.layer
+    _refuse_options(call, layer)
+    outs = _run(call, layer, 1)
+    y = outs[0] if layer.return_sequences else _last(call, outs[1], 0)
+    states = [_last(call, s, 0) for s in outs[1:]] if layer.return_state else []
+    return [y] + states if states else y
+
+
+def _merge(call, mode, forward, backward):
+    if mode == "concat":
+        return [call.emit(CONCAT, [forward, backward], {"axis": forward.type.rank - 1})]
+    if mode is None:
+        return [forward, backward]
+    op = BINARY["mul" if mode == "mul" else "add"]
+    y = call.emit(op, [forward, backward])
+    return [y if mode != "ave" else call.emit(BINARY["mul"], [y, call.const(_half(y), "half")])]
+
+
+def _half(value):
+    return np.asarray(0.5, dtype=value.type.dtype)
+
+
+def _check_pair(call, layer):
+    forward, backward = layer.forward_layer, layer.backward_layer
+    if type(forward).__name__ not in _OPS or type(backward) is not type(forward):
+        call.unsupported(f"Bidirectional {layer.name}: wraps {type(forward).__name__} and "
+                         f"{type(backward).__name__} (portx converts LSTM, GRU or SimpleRNN in both directions)")
+    _refuse_options(call, forward)
+    _refuse_options(call, backward)
+    keys = ("units", "use_bias", "activation", "dropout", "return_sequences", "return_state")
+    differ = [k for k in keys if forward.get_config().get(k) != backward.get_config().get(k)]
+    if differ or forward.go_backwards or not backward.go_backwards:
+        call.unsupported(f"Bidirectional {layer.name}: the backward layer differs from the forward one "
+                         f"({', '.join(differ) or 'go_backwards'}); torch's bidirectional layers are one config")
+
+
+@imports("keras", "Bidirectional")
+def _bidirectional_from_keras(call):
+    """Bidirectional(LSTM/GRU/SimpleRNN) -> one bidirectional node; merge_mode concat is its output as it is."""
+    layer = call.layer
+    _check_pair(call, layer)
+    forward, mode = layer.forward_layer, layer.merge_mode
+    outs = _run(call, forward, 2, layer.backward_layer)
+    if forward.return_sequences and mode == "concat":
+        merged = [outs[0]]
+    elif forward.return_sequences:
+        units = int(forward.units)
+        merged = _merge(call, mode, *call.emit(SPLIT, [outs[0]], {"sizes": (units, units), "axis": 2}))
+    else:
+        merged = _merge(call, mode, _last(call, outs[1], 0), _last(call, outs[1], 1))
+    states = [_last(call, s, d) for d in (0, 1) for s in outs[1:]] if forward.return_state else []
+    result = merged + states
+    return result if len(result) > 1 else result[0]
