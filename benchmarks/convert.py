@@ -25,7 +25,7 @@ import portx  # noqa: E402
 from tests.support.zoo import ZOO  # noqa: E402
 
 
-def _median_seconds(fn, repeat):
+def median_seconds(fn, repeat):
     fn()  # warm-up (and compile)
     times = []
     for _ in range(repeat):
@@ -51,7 +51,7 @@ def measure(name, repeat):
         with torch.no_grad():
             model(*inputs)
 
-    t_keras, t_torch = _median_seconds(run_keras, repeat), _median_seconds(run_torch, repeat)
+    t_keras, t_torch = median_seconds(run_keras, repeat), median_seconds(run_torch, repeat)
     errors = result.report["verification"]["outputs"]
     return {"model": name, **{k: result.stage_times.get(k, 0.0) for k in ("load", "lower", "passes", "emit", "verify")},
             "keras_ms": t_keras * 1e3, "torch_ms": t_torch * 1e3, "ratio": t_keras / t_torch,

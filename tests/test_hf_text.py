@@ -1,10 +1,11 @@
 """Hugging Face text models called as real batches are fed: input_ids with an attention_mask (one row padded),
-built from their own configs with random weights (nothing downloaded), eager and sdpa attention.
+built from their own configs with random weights (nothing downloaded), eager and sdpa attention, with the
+batch and the sequence length free and verified at two lengths and three batch sizes.
 
 transformers' masking utilities index the mask with a batch arange and the key positions (two index tensors),
 combine masks with bitwise_and and build positions with cumsum; the converted model keeps the batch free
 (the batch arange becomes a cumulative sum of ones at run time) and is verified at batch 2, 1 and 8.
-CI runs three masked models, one encoder-decoder and the free sequence; ``PORTX_SLOW=1`` runs every architecture with both attentions.
+CI runs three masked models, one encoder-decoder and the bad calls; ``PORTX_SLOW=1`` runs every architecture with both attentions.
 """
 import pytest
 import torch
@@ -55,33 +56,27 @@ def _cases():
 
 
 @pytest.mark.parametrize("arch, attention", _cases())
-def test_text_model_with_attention_mask_converts_with_a_free_batch(arch, attention, tmp_path):
+def test_text_model_with_attention_mask_converts_with_a_free_batch_and_length(arch, attention, tmp_path):
     ids = torch.randint(0, 100, (2, 8), generator=torch.Generator().manual_seed(0))
     mask = torch.ones(2, 8, dtype=torch.long)
     mask[1, 5:] = 0  # the second sequence is padded
     result = portx.convert(_model(arch, attention), example_inputs=(ids, mask), to="keras-jax", out=tmp_path / "o",
-                           grad=False)
+                           grad=False, dynamic=["input_ids:1", "attention_mask:1"])
     assert result.report["verification"]["passed"], result.report["verification"]
+    rows = {row["symbol"]: row for row in result.report["dynamic"]}
+    # --dynamic input_ids:1 --dynamic attention_mask:1: one sequence symbol (same example size), free in the
+    # emitted model, so one conversion serves every length; positions come from a cumulative sum at run time
+    assert rows["input_ids_1"]["free"], result.report["warnings"]
+    assert rows["input_ids_1"]["sites"] == [["input_ids", 1], ["attention_mask", 1]]
+    assert "keras.Input(shape=(None,)" in (tmp_path / "o" / "model.py").read_text()
+    assert [c["size"] for c in rows["input_ids_1"]["verified"]] == [8, 11]
+    assert all(c["passed"] for c in rows["input_ids_1"]["verified"])
     # eager attention too is one attention op per layer (Note [attention fusion]), one dot_product_attention call
     assert result.report["ops"]["attention"]["count"] == 2 and "softmax" not in result.report["ops"]
     assert (tmp_path / "o" / "model.py").read_text().count("ops.dot_product_attention(") == 2
-    batch = result.report["dynamic"][0]
+    batch = rows["batch"]
     assert batch["free"] and [c["size"] for c in batch["verified"]] == [2, 1, 8], result.report["warnings"]
     assert all(c["passed"] for c in batch["verified"])
-
-
-def test_sequence_length_declared_free_with_dynamic(tmp_path):
-    """``--dynamic input_ids:1 --dynamic attention_mask:1``: one sequence symbol (same example size), free
-    in the emitted model and verified at two lengths; positions come from a cumulative sum at run time."""
-    ids = torch.randint(0, 100, (2, 8), generator=torch.Generator().manual_seed(1))
-    mask = torch.ones(2, 8, dtype=torch.long)
-    result = portx.convert(_model("bert", "eager"), example_inputs=(ids, mask), to="keras-jax", out=tmp_path / "o",
-                           dynamic=["input_ids:1", "attention_mask:1"], grad=False)
-    rows = {row["symbol"]: row for row in result.report["dynamic"]}
-    assert rows["input_ids_1"]["free"], result.report["warnings"]
-    assert rows["input_ids_1"]["sites"] == [["input_ids", 1], ["attention_mask", 1]]
-    assert [c["size"] for c in rows["input_ids_1"]["verified"]] == [8, 11]
-    assert "keras.Input(shape=(None,)" in (tmp_path / "o" / "model.py").read_text()
 
 
 _T5 = dict(d_model=32, d_kv=16, d_ff=64, num_layers=2, num_heads=2, vocab_size=100)
@@ -127,6 +122,12 @@ def test_lm_heads_and_encoder_decoders_convert_with_a_free_batch(name, tmp_path)
     assert batch["free"] and all(c["passed"] for c in batch["verified"]), result.report["warnings"]
 
 
+WHISPER = dict(d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
+               encoder_ffn_dim=64, decoder_ffn_dim=64, num_mel_bins=8, max_source_positions=16,
+               max_target_positions=32, vocab_size=100, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+               decoder_start_token_id=1)
+
+
 class WhisperDecoding(torch.nn.Module):
     """Whisper's encoder on log-mel features and its decoder on padded decoder_input_ids."""
 
@@ -141,10 +142,7 @@ class WhisperDecoding(torch.nn.Module):
 
 @pytest.mark.slow
 def test_whisper_decoder_with_decoder_inputs_converts_with_a_free_batch(tmp_path):
-    config = transformers.WhisperConfig(
-        d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
-        encoder_ffn_dim=64, decoder_ffn_dim=64, num_mel_bins=8, max_source_positions=16, max_target_positions=32,
-        vocab_size=100, pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1)
+    config = transformers.WhisperConfig(**WHISPER)
     torch.manual_seed(0)
     model = WhisperDecoding(transformers.WhisperModel(config).eval())
     decoder_mask = torch.ones(2, 5, dtype=torch.long)

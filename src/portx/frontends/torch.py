@@ -8,6 +8,8 @@ understands them and small core-ATen pieces elsewhere. Anything that does not de
 input (arange, full, a transposed weight) is folded by running torch itself, so constant
 semantics are torch's by construction; arithmetic on a trainable parameter is not (torch_training.py).
 
+Note [run-time tables] (torch_dynamic.py): sinusoidal tables are computed at run time.
+
 Note [kept dropout] (torch_training.py): dropouts survive the decompositions with their rates.
 
 Example:
@@ -26,7 +28,7 @@ from ..ir.validate import IRError
 from .torch_names import op_name as _op_name
 from .torch_names import module_kind, scope_of
 from .torch_training import decompose_keeping_dropout, rearranges, stops_gradient
-from .torch_dynamic import explain_export_failure, refuse_data_dependent
+from .torch_dynamic import computed_at_run_time, explain_export_failure, refuse_data_dependent
 
 __all__ = ["lower_exported", "walk_program", "export_module", "torch_dtype_name", "TorchCall", "rule_for", "state_of"]
 
@@ -244,6 +246,8 @@ class _Lowering:
     def fold(self, node) -> bool:
         """Evaluate ``node`` with torch when all of its inputs are constants; True when done."""
         shape_only = _op_name(node.target) in _SHAPE_ONLY
+        if not shape_only and computed_at_run_time(node):
+            return False
         if not shape_only and not all(n in self.consts for n in node.all_input_nodes):
             return False
         if not (shape_only or rearranges(node) or stops_gradient(node)) and \

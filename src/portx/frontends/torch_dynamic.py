@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..errors import NotTpuLegal, UnsupportedOps
 from .torch_names import op_name, scope_of
 
-__all__ = ["data_dependent_ops", "refuse_data_dependent", "explain_export_failure"]
+__all__ = ["data_dependent_ops", "refuse_data_dependent", "explain_export_failure", "computed_at_run_time"]
 
 #: config fields (Hugging Face's names) that bound the sequence length of a learned position table
 _POSITION_LIMITS = ("max_position_embeddings", "n_positions", "max_target_positions")
@@ -111,3 +111,15 @@ def explain_export_failure(module, example_inputs):
         if found:
             return found
     return None
+
+
+# Note [run-time tables]: ``cos`` and ``sin`` are never folded. Sinusoidal tables that a forward computes from
+# positions (rotary embeddings: ``cos(arange(L) * inv_freq)``) then stay ``cos``/``sin`` of a stored angle
+# table, an arange per column, which the free-dims pass turns into run-time counts (passes/free_dims.py), so
+# the sequence length can stay free; folded, they would be a table of the example's length.
+_NOT_FOLDED = {"aten::cos", "aten::sin"}
+
+
+def computed_at_run_time(node) -> bool:
+    """True for an op the frontend lowers even when all its inputs are constants (Note [run-time tables])."""
+    return op_name(node.target) in _NOT_FOLDED

@@ -114,27 +114,54 @@ def diff_free(g0, g1, symbol, s0, s1) -> dict:
 
 
 def _check_uniform(array, axes, symbol):
-    """A constant that follows a free dim must repeat one row along it (ones, a broadcast mask) or count
-    along it (``arange``: batch indices, positions); ``row_kind`` says which."""
+    """A constant that follows a free dim must repeat one row along it (ones, a broadcast mask), count
+    along it (``arange``: batch indices, positions), ``row_kind`` says which, or be a band of two of its
+    axes (a causal mask, ``band_of``)."""
     for axis in axes:
-        if row_kind(array, axis) is None:
+        if row_kind(array, axis) is None and band_of(array, axes) is None:
             raise NotFree(f"stored constant of shape {array.shape} varies along axis {axis}, which follows "
                           f"{symbol}, neither as one row repeated nor as an arange")
 
 
+def band_of(array, axes):
+    """Note [band constants]: a bool constant that is True exactly where ``lo <= j - i <= hi`` for the indices
+    ``i``, ``j`` along two of its free ``axes`` (a causal mask is ``j - i <= 0``, a sliding window adds a
+    ``lo``), the same for every index of its other axes: ``(axis_i, axis_j, lo, hi)``, with None for a side
+    the example's size does not bound (it holds at any size), else None."""
+    free = sorted(a for a in axes if array.shape[a] > 1)
+    if array.dtype != bool or len(free) != 2:
+        return None
+    a, b = free
+    rows, cols = array.shape[a], array.shape[b]
+    first = array[tuple(slice(None) if k in (a, b) else slice(0, 1) for k in range(array.ndim))]
+    if not np.array_equal(array, np.broadcast_to(first, array.shape)):
+        return None
+    grid = np.squeeze(first, axis=tuple(k for k in range(array.ndim) if k not in (a, b)))
+    offsets = np.arange(cols)[None, :] - np.arange(rows)[:, None]
+    if not grid.any():
+        return None
+    lo, hi = int(offsets[grid].min()), int(offsets[grid].max())
+    if not np.array_equal(grid, (offsets >= lo) & (offsets <= hi)):
+        return None
+    return a, b, (None if lo <= -(rows - 1) else lo), (None if hi >= cols - 1 else hi)
+
+
 def row_kind(array, axis):
-    """(start, step) when ``array`` is ``start + step * i`` along ``axis`` (step 0: one row repeated), else None."""
+    """(start, step) when ``array`` is ``start + step * i`` along ``axis``, else None. Both have size 1 along
+    ``axis`` (the first row and the difference of the first two): one number for a plain arange (batch indices,
+    positions), a row of them for an arange per line (the angles of a rotary table, Note [run-time tables] in
+    frontends/torch.py); step 0 is one row repeated."""
     first = np.take(array, [0], axis=axis)
     if array.shape[axis] < 2 or np.array_equal(array, np.broadcast_to(first, array.shape)):
-        return (first, 0)
-    if array.dtype == bool or not np.all(np.take(array, [0], axis=axis) == first.flat[0]):
+        return (first, np.zeros_like(first))
+    if array.dtype == bool:
         return None
-    start = first.flat[0]
-    step = np.take(array, [1], axis=axis).flat[0] - start
+    step = np.take(array, [1], axis=axis) - first
     shape = [1] * array.ndim
     shape[axis] = array.shape[axis]
-    want = start + step * np.arange(array.shape[axis]).reshape(shape)
-    return (start, step) if np.array_equal(array, np.broadcast_to(want, array.shape).astype(array.dtype)) else None
+    want = (first + step * np.arange(array.shape[axis]).reshape(shape)).astype(array.dtype)
+    exact = np.array_equal(array, want) if array.dtype.kind in "iub" else np.allclose(array, want, rtol=1e-6, atol=0)
+    return (first, step) if exact else None
 
 
 def _combine(a, b, where):
@@ -212,15 +239,51 @@ class _Builder:
         return out
 
     def affine(self, y, scale, offset, full, scope, base, free_axes=None) -> None:
-        """``full = cast(y * scale + offset)`` on a float32 ``y``, each step only where it changes something."""
+        """``full = cast(y * scale + offset)`` on a float32 ``y`` (numbers, or rows that broadcast against it),
+        each step only where it changes something."""
         for op, operand, neutral in (("mul", scale, 1.0), ("add", offset, 0.0)):
-            if operand != neutral:
-                y = self.node(BINARY[op], [y, self.param(f"{base}_{op}", np.float32(operand))],
-                              (f"{base}_{op}ed", y.type), {}, scope, free_axes)
+            operand = np.asarray(operand, np.float32)
+            if np.any(operand != neutral):
+                out = y.type.with_shape(np.broadcast_shapes(y.type.shape, operand.shape))
+                y = self.node(BINARY[op], [y, self.param(f"{base}_{op}", operand)], (f"{base}_{op}ed", out), {},
+                              scope, free_axes)
         if full.type.dtype != "float32":
             self.node(CAST, [y], full, {"dtype": full.type.dtype}, scope)
         else:
             self.head[-1] = self.head[-1].replace(outputs=(full,))
+
+    def count(self, axis, shape, axes, scope, base) -> Value:
+        """``0, 1, 2, ...`` along ``axis`` of ``shape`` (1 elsewhere) as float32, free along ``axes``: a cumulative
+        sum of ones expanded at run time, minus one."""
+        size = tuple(d if k == axis else 1 for k, d in enumerate(shape))
+        free = {axis: axes[axis]} if axis in axes else {}
+        floats = TensorType(size, "float32")
+        grown = self.node(EXPAND, [self.param(f"{base}_ones", np.ones((1,) * len(shape), np.float32))],
+                          (f"{base}_ones", floats), {"shape": size}, scope, free)
+        self.band_attrs[grown.name] = {"shape": tuple(free.get(k, d) for k, d in enumerate(size))}
+        total = self.node(CUMSUM, [grown], (f"{base}_count", floats), {"axis": axis, "reverse": False}, scope, free)
+        return self.node(BINARY["sub"], [total, self.param(f"{base}_one", np.float32(1.0))],
+                         (f"{base}_index", floats), {}, scope, free)
+
+    def band(self, band, shape, axes, full, scope, base) -> None:
+        """``full = lo <= j - i <= hi`` (Note [band constants]), computed from run-time counts; the expands'
+        free shapes go into ``band_attrs``."""
+        a, b, lo, hi = band
+        self.band_attrs = {}
+        i, j = self.count(a, shape, axes, scope, f"{base}_row"), self.count(b, shape, axes, scope, f"{base}_col")
+        grid = tuple(d if k in (a, b) else 1 for k, d in enumerate(shape))
+        free = {k: axes[k] for k in (a, b) if k in axes}
+        offset = self.node(BINARY["sub"], [j, i], (f"{base}_offset", TensorType(grid, "float32")), {}, scope, free)
+        tests = [self.node(BINARY[op], [offset, self.param(f"{base}_{op}", np.float32(bound))],
+                           (f"{base}_{op}", TensorType(grid, "bool")), {}, scope, free)
+                 for op, bound in (("ge", lo), ("le", hi)) if bound is not None]
+        if len(tests) == 2:
+            self.node(BINARY["logical_and"], tests, (f"{base}_band", TensorType(grid, "bool")), {}, scope, free)
+        if grid == tuple(shape):
+            self.head[-1] = self.head[-1].replace(outputs=(full,))
+            return
+        self.node(EXPAND, [self.head[-1].outputs[0]], full, {"shape": tuple(shape)}, scope, axes)
+        self.band_attrs[full.name] = {"shape": tuple(axes.get(k, d) for k, d in enumerate(shape))}
 
 
 def apply_free(graph, dims: dict, found: dict):
@@ -235,8 +298,12 @@ def apply_free(graph, dims: dict, found: dict):
         scope = next(n.scope for n in nodes if full in n.inputs)
         shape = tuple(array.shape)
         free_shape = tuple(axes.get(axis, d) for axis, d in enumerate(shape))
-        counted = [axis for axis in axes if row_kind(array, axis)[1] != 0]
-        if not counted:  # one row repeated: broadcast at run time
+        band = band_of(array, axes) if any(row_kind(array, a) is None for a in axes) else None
+        counted = [axis for axis in axes if band is None and np.any(row_kind(array, axis)[1] != 0)]
+        if band is not None:
+            b.band(band, array.shape, axes, full, scope, name)
+            attrs.update(b.band_attrs)
+        elif not counted:  # one row repeated: broadcast at run time
             row = array[tuple(slice(0, 1) if axis in axes else slice(None) for axis in range(array.ndim))].copy()
             b.node(EXPAND, [b.param(f"{name}_row", row)], full, {"shape": shape}, scope)
             attrs[name] = {"shape": free_shape}
@@ -244,7 +311,7 @@ def apply_free(graph, dims: dict, found: dict):
             if len(counted) > 1:
                 raise NotFree(f"stored constant {name} counts along axes {counted}, which follow free dims")
             axis = counted[0]
-            start, step = (float(v) for v in row_kind(array, axis))
+            start, step = (np.asarray(v, np.float32) for v in row_kind(array, axis))
             floats = full.type.with_dtype("float32")
             ones = np.ones(tuple(1 if a in axes else d for a, d in enumerate(shape)), np.float32)
             ones = b.param(f"{name}_ones", ones)

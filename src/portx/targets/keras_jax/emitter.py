@@ -75,6 +75,10 @@ class FreeShape(layers.Layer):
                       for d in self.dims)
         return ops.reshape(x, shape) if self.op == "reshape" else ops.broadcast_to(x, shape)
 
+    def compute_output_spec(self, x, *inputs):
+        # traced on a dense stand-in: Keras marks ops.multiply(x, constant) sparse, and would trace a sparse array
+        return super().compute_output_spec(keras.KerasTensor(x.shape, x.dtype), *inputs)
+
     def get_config(self):
         return {**super().get_config(), "op": self.op, "dims": self.dims}
 '''

@@ -1,0 +1,44 @@
+"""passes/free_dims.py: the constants a free dim may shape (rows repeated, aranges per line, causal bands)."""
+import numpy as np
+import torch
+from torch import nn
+
+import portx
+from portx.passes.free_dims import band_of, row_kind
+
+
+def test_an_arange_per_line_is_a_row_of_starts_and_steps():
+    angles = np.arange(6, dtype=np.float32)[:, None] * np.array([1.0, 0.5, 0.25], np.float32) + 2.0
+    start, step = row_kind(angles, 0)
+    assert start.shape == step.shape == (1, 3)
+    np.testing.assert_array_equal(step, [[1.0, 0.5, 0.25]])
+    assert row_kind(np.cos(angles), 0) is None
+
+
+def test_causal_and_sliding_window_masks_are_bands():
+    causal = np.tril(np.ones((5, 5), bool))[None, None]
+    assert band_of(causal, {2: None, 3: None}) == (2, 3, None, 0)
+    offsets = np.arange(5)[None, :] - np.arange(5)[:, None]
+    window = (offsets <= 0) & (offsets >= -2)
+    assert band_of(window, {0: None, 1: None}) == (0, 1, -2, 0)
+    assert band_of(np.eye(5, dtype=bool)[[1, 0, 2, 3, 4]], {0: None, 1: None}) is None  # not a band
+
+
+class CausalSinusoid(nn.Module):
+    """Self-attention with a causal mask and sinusoidal positions, both computed in forward from arange."""
+
+    def forward(self, x):
+        length = x.shape[1]
+        angles = torch.arange(length)[:, None] * torch.tensor([1.0, 0.5, 0.25, 0.125])[None, :]
+        x = x + torch.cat([torch.sin(angles), torch.cos(angles)], dim=-1)
+        causal = torch.ones(length, length, dtype=torch.bool).tril()
+        scores = (x @ x.transpose(1, 2)).masked_fill(~causal, float("-inf"))
+        return scores.softmax(-1) @ x
+
+
+def test_causal_masks_and_position_tables_computed_in_forward_keep_the_length_free(tmp_path):
+    result = portx.convert(CausalSinusoid(), example_inputs=(torch.randn(2, 6, 8),), to="keras-jax",
+                           out=tmp_path / "o", dynamic=["x:1"], grad=False)
+    rows = {row["symbol"]: row for row in result.report["dynamic"]}
+    assert rows["x_1"]["free"], result.report["warnings"]
+    assert [c["size"] for c in rows["x_1"]["verified"]] == [6, 9] and all(c["passed"] for c in rows["x_1"]["verified"])
