@@ -55,6 +55,9 @@ def test_torch_conv_lstm_converts_with_the_sequence_free(target, tmp_path):
     merged = 4 * 12 * 2  # Keras LSTM keeps one bias per cell: 4H fewer per layer and direction
     assert counts["source"]["trainable"] == sum(p.numel() for p in model.parameters()) == 3405
     assert counts["converted"]["trainable"] == 3405 - (merged if target == "keras-jax" else 0)
+    training = result.report["training"]  # the merged biases are counted, not reported as a loss
+    assert training["trainable_match"] and not training["problem"]
+    assert sum(row["elements"] for row in training["merged"]) == (merged if target == "keras-jax" else 0)
     assert [n.op.name for n in result.graph.nodes].count("lstm") == 1
 
 

@@ -87,6 +87,8 @@ def _recurrent_to_keras(node, k):
         k.body.line(f"{', '.join([out] + states)} = {_layer_text(node, k, name, sequences, state)}({seq}"
                     f"{_initial_state(node, k, index, dirs)})", comment=_comment(node))
         k.weights[name] = [w for d in range(dirs) for w in cells[index * dirs + d]]
+        if _comment(node).startswith("bias"):
+            k.merge_note(node, dirs * GATES[node.op] * a["hidden_size"], "torch's b_ih + b_hh held as one Keras bias")
         finals.append(states)
         seq = out
     k.layer_of[node.outputs[0]] = name

@@ -395,4 +395,4 @@ def emit_keras(graph, out_dir) -> dict:
     weights_path = out_dir / WEIGHTS_FILE
     model.save_weights(weights_path)
     return {"code": code_path, "weights": weights_path, "layer_of": emitter.layer_of, "var_of": dict(emitter.names),
-            "model": model}
+            "model": model, "merged": emitter.merged}
