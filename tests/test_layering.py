@@ -20,7 +20,7 @@ LAYERS = {"ir": 0, "ops": 1, "frontends": 2, "passes": 2, "targets": 2, "verific
 #: modules that belong to another group than their path says (the op tables are read by passes/legalize)
 GROUP_OF = {"portx.optables": "passes"}
 #: utilities importable from anywhere; they import only each other
-LEAVES = {"portx.errors", "portx.outputs"}
+LEAVES = {"portx.errors", "portx.outputs", "portx.staging"}
 
 
 def _module_name(path: Path) -> str:

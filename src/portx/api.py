@@ -28,7 +28,7 @@ from .passes.pipeline import inference_skip  # noqa: E402
 from .targets import TARGETS, find_target  # noqa: E402
 from .targets.codegen import missing_emit_rules  # noqa: E402
 from .ir import FreeDimRefused  # noqa: E402
-from .verification.compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs  # noqa: E402
+from .verification.compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs, nonfinite_params  # noqa: E402
 from .verification.dynamic import check_static_batch, find_free, plan_dims, refree, verify_sizes  # noqa: E402
 from .verification.grads import compare_gradients, gradient_problem  # noqa: E402
 from .verification.recheck import expected_outputs, prepared, verify_converted  # noqa: E402
@@ -96,13 +96,28 @@ def op_table(target=None) -> list:
     """
     from .ir import REGISTRY
 
-    table = load_table(find_target(target, "--target").table) if target else {}
+    found = find_target(target, "--target") if target else None
+    table = load_table(found.table) if target else {}
     rows = [{"op": op.name, "family": op.family, "torch": sorted(op.import_names.get("torch", [])),
-             "emits": sorted(op.emit_rules), **table.get("op", {}).get(op.name, {})}
+             "emits": sorted(op.emit_rules), **table.get("op", {}).get(op.name, {}),
+             **({"rule": _where(op.emit_rules.get(found.name))} if found else {})}
             for op in sorted(REGISTRY.values(), key=lambda o: (o.family, o.name))]
     rows += [{"op": f"{kind} {k}", "family": kind, "torch": [], "emits": [], **v}
              for kind in ("dtype", "pattern") for k, v in table.get(kind, {}).items()]
     return rows
+
+
+def _where(fn) -> str:
+    """``src/portx/ops/conv/to_keras.py:42``: where function ``fn`` is defined (relative to the package's parent)."""
+    if fn is None:
+        return ""
+    import inspect as pyinspect
+
+    fn = pyinspect.unwrap(fn)
+    path = Path(pyinspect.getsourcefile(fn)).resolve()
+    root = Path(__file__).resolve().parents[1]
+    shown = path.relative_to(root.parent) if path.is_relative_to(root.parent) else path
+    return f"{shown}:{fn.__code__.co_firstlineno}"
 
 
 def inspect(source, *, example_inputs=None, inputs=(), trust_pickle=False, target=None) -> dict:
@@ -133,17 +148,6 @@ def _verify(src, graph, model, emitted, target, seed, atol, rtol) -> dict:
         result["first_divergence"] = localize(target, graph, model, emitted["var_of"], arrays, atol, rtol,
                                               emitted["code"])
     return result
-
-
-def _nonfinite_params(graph) -> list:
-    """A warning per parameter holding NaN or Inf (verification then checks they propagate alike)."""
-    notes = []
-    for name, array in graph.params.items():
-        if array.dtype.kind == "f":
-            nan, inf = int(np.isnan(array).sum()), int(np.isinf(array).sum())
-            if nan or inf:
-                notes.append(f"parameter {name}: {nan} NaN and {inf} Inf values")
-    return notes
 
 
 def _require_jax_backend():
@@ -207,7 +211,8 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="portx-")) / "out"
     stages = _Stages(progress)
     sizes = {}  # what a full disk would need: the weights are the bulk of every output folder
-    with staged_output(out, force, protect=(source,), need=lambda: sizes.get("weights", 0)) as tmp:
+    cleaned = []  # stale staging folders of killed conversions, removed beside OUT
+    with staged_output(out, force, protect=(source,), need=lambda: sizes.get("weights", 0), notes=cleaned) as tmp:
         src = stages.run("load", load, source, example_inputs=example_inputs, inputs=inputs,
                          trust_pickle=trust_pickle, unsafe_keras=unsafe_keras)
         graph = stages.run("lower", src.lower, "model", strict_tpu)
@@ -219,8 +224,8 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", PortxWarning)
             graph = stages.run("passes", prepared, graph, target, skip, io_layout)
-        notes = ([str(w.message) for w in caught if issubclass(w.category, PortxWarning)] + _nonfinite_params(graph)
-                 + list(getattr(src, "notes", [])))
+        notes = (cleaned + [str(w.message) for w in caught if issubclass(w.category, PortxWarning)]
+                 + nonfinite_params(graph) + list(getattr(src, "notes", [])))
         dims = plan_dims(src, graph, dynamic, static_batch)
         src, graph, record = stages.run("free-dims", find_free, src, graph,
                                         lambda s: prepared(s.lower("model", strict_tpu), target, skip, io_layout),

@@ -41,6 +41,10 @@ def _fail(exc, debug):
     return 70
 
 
+#: inner transposes named on the console's layout line (the rest are counted; report.json lists them all)
+_LAYOUT_SHOWN = 3
+
+
 def _progress(quiet):
     if quiet:
         return None
@@ -127,8 +131,9 @@ def main():
 
 @main.command()
 @click.argument("src", type=click.Path(path_type=str))
-@click.option("--to", "target", default="keras-jax", show_default=True,
-              help="target: keras-jax (from PyTorch) or torch-xla (from Keras)")
+@click.option("--to", "target", default=None,
+              help="target: keras-jax or torch-xla (default: the other framework: Keras sources to torch-xla, "
+                   "the rest to keras-jax)")
 @click.option("-o", "--out", default=None, help="output folder (default: SRC name + _keras)")
 @click.option("--input", "inputs", multiple=True, help="NAME:SHAPE[:DTYPE], e.g. x:1x3x224x224:float32")
 @click.option("--no-verify", is_flag=True, help="skip numerical verification")
@@ -156,7 +161,13 @@ def main():
 @click.option("--debug", is_flag=True, help="show tracebacks")
 def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, unsafe_keras, force, strict_tpu, fold_bn,
             inference, no_fold_bn, export_tpu, io_layout, grad, static_batch, dynamic, as_json, debug):
-    """Convert SRC (.pt2, .pt, .keras, .h5) into OUT/model.py + weights, and verify it."""
+    """Convert SRC (.pt2, .pt, .keras, .h5, .onnx) into OUT/model.py + weights, and verify it."""
+    if target is None:  # the other framework than the source's
+        from .frontends import is_keras_source
+
+        target = "torch-xla" if is_keras_source(src) else "keras-jax"
+        if not as_json:
+            click.echo(f"portx: converting {src} to {target} (the other framework; --to chooses)")
     out = out or str(Path(src).parent / f"{Path(src).stem or 'model'}_{target.split('-')[0]}")
 
     def work():  # imports torch, Keras and JAX under _run's signal handlers
@@ -177,9 +188,11 @@ def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, unsaf
     for note in result.report.get("warnings", []):
         click.echo(f"  warning: {note}", err=True)
     inner = result.report.get("layout", {}).get("inner_transposes", [])
-    if inner:
-        where = ", ".join(f"{row['origin']} {row['value']} -> {'/'.join(row['feeds']) or 'output'}" for row in inner)
-        click.echo(f"  layout: {len(inner)} transpose(s) inside the model: {where}")
+    if inner:  # a count and the first few; report.json has them all
+        where = ", ".join(f"{row['origin']} {row['value']} -> {'/'.join(row['feeds']) or 'output'}"
+                          for row in inner[:_LAYOUT_SHOWN])
+        more = f", and {len(inner) - _LAYOUT_SHOWN} more in report.json" if len(inner) > _LAYOUT_SHOWN else ""
+        click.echo(f"  layout: {len(inner)} transpose(s) inside the model: {where}{more}")
     ver, tpu = result.report["verification"], result.report.get("tpu", {})
     if tpu:
         click.echo(f"  TPU lowering: {tpu['verdict']}" + (f" ({'; '.join(tpu['problems'])})" if tpu["problems"] else ""))
@@ -305,7 +318,8 @@ def inspect(src, inputs, trust_pickle, target, as_json, debug):
               help="show that target's op table (tpu, torch_xla: older names of keras-jax, torch-xla)")
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 def ops(target, as_json):
-    """List the IR ops and the PyTorch ops each imports; with --target, each op's status, reason and source."""
+    """List the IR ops and the PyTorch ops each imports; with --target, each op's status, reason, the file and
+    line of its emit rule for that target, and the evidence for the status."""
     from . import api
 
     rows = api.op_table(target)
@@ -315,7 +329,8 @@ def ops(target, as_json):
     for row in rows:
         if target:
             click.echo(f"{row['op']:<22} {row.get('status', 'unsupported'):<34} {row.get('why', '')}")
-            click.echo(f"{'':<22} source: {row.get('source', '')}")
+            click.echo(f"{'':<22} rule: {row.get('rule') or '-'}")
+            click.echo(f"{'':<22} evidence: {row.get('source', '')}")
         else:
             click.echo(f"{row['family']:<12} {row['op']:<20} {', '.join(row['torch'])}")
 

@@ -11,6 +11,10 @@ Note [output safety]: portx only ever replaces a folder it wrote itself.
   to a hidden backup, the new one takes its place, and only then is the backup deleted; on any
   failure the backup is put back. SIGINT/SIGTERM wait while the two renames run.
 - A full disk, a quota or ``ulimit -f`` while writing becomes BadInput naming OUT and the sizes.
+- The folder gets the permissions of the user's umask (tempfile's staging folder is private until then).
+- A conversion killed from outside (the OOM killer, ``kill -9``) cannot remove its staging folder; its marker
+  names the process, and the next conversion into that parent folder removes staging folders whose process
+  is gone and says so (``clean_stale_staging``).
 
 Note [signals]: the CLI runs inside ``handling_signals()``: SIGINT and SIGTERM raise ``Interrupted``
 (exit 128 + signum) once, and are also remembered, because a library may swallow the exception; the
@@ -36,12 +40,11 @@ import threading
 from pathlib import Path
 
 from .errors import BadInput, Interrupted
+from .staging import MARKER, clean_stale_staging, folder_size, size_text, write_marker
 
 __all__ = ["MARKER", "PORTX_FILES", "staged_output", "check_output", "is_portx_output", "handling_signals",
            "pending_signal"]
 
-#: the file that says "portx wrote this folder" (tiny JSON with the portx version)
-MARKER = ".portx-output"
 #: every entry portx writes into an output folder (``__pycache__`` comes from importing model.py)
 PORTX_FILES = frozenset({MARKER, "model.py", "model.weights.h5", "model.safetensors", "report.json",
                          "model.tpu.jaxexport", "model.tpu.jaxexport.weights.npz", "__pycache__"})
@@ -202,19 +205,19 @@ def _prefix(name: str, tag: str, limit: int) -> str:
     return f".{short}.portx-{tag}"
 
 
-def _write_marker(folder: Path):
-    from . import __version__
-
-    (folder / MARKER).write_text(json.dumps({"written_by": "portx", "version": __version__}) + "\n",
-                                 encoding="utf-8")
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 @contextlib.contextmanager
-def staged_output(out, force: bool = False, protect=(), need=None):
+def staged_output(out, force: bool = False, protect=(), need=None, notes=None):
     """Yield a temporary folder beside ``out``; move it to ``out`` when the block succeeds (Note [output safety]).
 
     ``protect``: paths (the source model) that a replaced OUT must not hold. ``need``: roughly the bytes the
     output takes (or a callable giving them), named when the disk is full; by default the source files' size.
+    ``notes``: a list that gets a line per stale staging folder removed beside ``out``.
     Example: ``with staged_output("out", force=True, protect=(src,)) as tmp: (tmp / "model.py").write_text(code)``.
     """
     out = check_output(out, force, protect)
@@ -222,16 +225,20 @@ def staged_output(out, force: bool = False, protect=(), need=None):
     created = [p for p in (target.parent, *target.parent.parents) if not p.exists()]
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
+        removed = clean_stale_staging(target.parent)
+        if notes is not None:
+            notes.extend(removed)
         tmp = Path(tempfile.mkdtemp(prefix=_prefix(target.name, "", _name_max(target.parent)), dir=target.parent))
+        os.chmod(tmp, 0o777 & ~_umask())  # as a folder the user made: mkdtemp's are private
     except OSError as exc:
         _remove_empty(created)
         raise _write_failed(exc, out, 0, protect, need) from None
     try:
-        _write_marker(tmp)
+        write_marker(tmp)
         yield tmp
         _commit(tmp, target, out, force, protect)
     except BaseException as exc:
-        written = _size(tmp)
+        written = folder_size(tmp)
         with _signals_deferred():  # a signal now must not cut the clean-up short
             shutil.rmtree(tmp, ignore_errors=True)
             _remove_empty(created)
@@ -312,15 +319,6 @@ def _move(tmp: Path, target: Path, out):
         raise
 
 
-def _size(folder: Path) -> int:
-    total = 0
-    for root, _, files in os.walk(folder):
-        for name in files:
-            with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(root, name)).st_size
-    return total
-
-
 def _full_errno(exc):
     """ENOSPC, EFBIG or EDQUOT when ``exc`` (or an exception it wraps) says the disk or a limit is full."""
     seen = set()
@@ -334,13 +332,6 @@ def _full_errno(exc):
                 return code
         exc = exc.__cause__ or exc.__context__
     return None
-
-
-def _size_text(n: int) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} bytes"
 
 
 def _expected_bytes(need, protect) -> int:
@@ -360,10 +351,10 @@ def _write_failed(exc, out, written, protect, need=None):
     parent = Path(out).resolve().parent
     free = next((shutil.disk_usage(p).free for p in (parent, *parent.parents) if p.exists()), None)
     limit, expected = _fsize_limit(), _expected_bytes(need, protect)
-    facts = ", ".join(([f"ulimit -f is {_size_text(limit)}"] if limit else [])
-                      + ([f"{_size_text(free)} free"] if free is not None else []))
-    needed = f"about {_size_text(expected)}" if expected > written else f"more than {_size_text(written)}"
-    return BadInput(f"{out}: ran out of space while converting: {_FULL[code]} ({facts}); {_size_text(written)} "
+    facts = ", ".join(([f"ulimit -f is {size_text(limit)}"] if limit else [])
+                      + ([f"{size_text(free)} free"] if free is not None else []))
+    needed = f"about {size_text(expected)}" if expected > written else f"more than {size_text(written)}"
+    return BadInput(f"{out}: ran out of space while converting: {_FULL[code]} ({facts}); {size_text(written)} "
                     f"had been written to it, and the output needs {needed}",
                     hint="free some space (or raise the limit) and convert again; nothing was left behind")
 

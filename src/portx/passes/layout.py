@@ -28,7 +28,7 @@ import numpy as np
 
 from ..ir import GraphBuilder, Node, Value
 from ..ops._util import channels_first_perm, channels_last_perm
-from ..ops.shape import PERMUTE
+from ..ops.shape import PERMUTE, RESHAPE
 from .fold import merge_reshapes_and_permutes, remove_dead_nodes
 from .layout_rules import RULES
 from .layout_sink import Sinker, count_permutes, inverse
@@ -144,6 +144,29 @@ def _compose(first, then):
     return tuple(then) if first is None else tuple(first[t] for t in then)
 
 
+def _acts_as(node, perm) -> bool:
+    """True when ``node`` is the permute ``perm``, or a reshape that moves the same data (only size-1 axes move:
+    a one-channel image's NHWC -> NCHW is a reshape once the layout pass canonicalized it)."""
+    perm = tuple(perm)
+    if node.op is PERMUTE:
+        return tuple(node.attrs["perm"]) == perm
+    if node.op is not RESHAPE:
+        return False
+    before, after = node.inputs[0].type.shape, node.outputs[0].type.shape
+    if len(before) != len(perm) or tuple(before[p] for p in perm) != tuple(after):
+        return False
+    moved = [p for p in perm if before[p] != 1]
+    return moved == sorted(moved)
+
+
+def _perm_of(node, rank):
+    """The permute ``node`` acts as (``_acts_as``: a permute, or a reshape moving only size-1 axes), or None."""
+    if node.op is PERMUTE:
+        return tuple(node.attrs["perm"])
+    candidates = (channels_last_perm(rank), channels_first_perm(rank)) if rank >= 3 else ()
+    return next((p for p in candidates if _acts_as(node, p)), None)
+
+
 def _drop_boundary_permutes(graph, channels_last: bool):
     """Inputs read only through the permute into the inner layout take that layout; outputs made by
     the permute out of it are returned before it. Records each change in ``meta["io_perms"]``."""
@@ -155,8 +178,7 @@ def _drop_boundary_permutes(graph, channels_last: bool):
     alias, inputs = {}, []
     for i, x in enumerate(graph.inputs):
         q, readers = into(x.type.rank), users.get(x, [])
-        if x.type.rank < 3 or not readers or x in graph.outputs or any(
-                u.op is not PERMUTE or tuple(u.attrs["perm"]) != q for u in readers):
+        if x.type.rank < 3 or not readers or x in graph.outputs or any(not _acts_as(u, q) for u in readers):
             inputs.append(x)
             continue
         inputs.append(Value(x.name, x.type.with_shape(tuple(x.type.shape[p] for p in q))))
@@ -168,7 +190,7 @@ def _drop_boundary_permutes(graph, channels_last: bool):
     for k, v in enumerate(outputs):
         made = producers.get(v)
         q = into(v.type.rank)
-        if v.type.rank < 3 or made is None or made.op is not PERMUTE or tuple(made.attrs["perm"]) != inverse(q):
+        if v.type.rank < 3 or made is None or not _acts_as(made, inverse(q)):
             continue
         inner = alias.get(made.inputs[0], made.inputs[0])
         if inner in inputs or graph.is_param(inner):
@@ -237,8 +259,8 @@ def io_layouts(graph) -> dict:
         recorded = perms.get(kind, (None,) * len(values))
         for value, rec in zip(values, recorded):
             near = users.get(value, []) if kind == "inputs" else [producers[value]] if value in producers else []
-            boundary = [tuple(n.attrs["perm"]) if kind == "inputs" else inverse(n.attrs["perm"])
-                        for n in near if n.op is PERMUTE]
+            boundary = [p for p in (_perm_of(n, value.type.rank) for n in near) if p is not None]
+            boundary = boundary if kind == "inputs" else [inverse(p) for p in boundary]
             if len(boundary) != len(near):
                 boundary = []
             layout, transposed = _layout_of(value, boundary, [n for n in near if is_spatial(n)], rec)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["DEFAULT_ATOL", "DEFAULT_RTOL", "ELEMENT_FLOOR", "ELEMENT_RTOL", "make_inputs", "compare_arrays",
-           "compare", "run_reference", "index_limit", "element_check"]
+           "compare", "run_reference", "index_limit", "element_check", "nonfinite_params"]
 
 DEFAULT_ATOL = 1e-5
 DEFAULT_RTOL = 1e-4
@@ -143,3 +143,24 @@ def run_reference(graph, inputs) -> dict:
         for value, array in zip(node.outputs, results):
             env[value] = np.asarray(array)
     return env
+
+
+#: ops that read an attention mask: -inf there is the masking idiom (a hidden position), not a broken weight
+_MASK_READERS = {"where", "add", "attention", "minimum", "maximum"}
+
+
+def nonfinite_params(graph) -> list:
+    """A warning per parameter holding NaN or Inf (verification then checks they propagate alike), with the
+    scopes that read it; an all-``-inf``-or-finite constant read only as a mask (``_MASK_READERS``) is the
+    masking idiom and gets none."""
+    notes, users = [], graph.users()
+    for name, array in graph.params.items():
+        if array.dtype.kind == "f":
+            nan, inf = int(np.isnan(array).sum()), int(np.isinf(array).sum())
+            readers = users.get(graph.param_values.get(name), [])
+            if not (nan or inf) or (not nan and not np.isposinf(array).any() and readers
+                                    and all(n.op.name in _MASK_READERS for n in readers)):
+                continue
+            where = ", ".join(sorted({n.scope or n.outputs[0].name for n in readers})) or "nothing"
+            notes.append(f"parameter {name}: {nan} NaN and {inf} Inf values (read by {where})")
+    return notes
