@@ -8,9 +8,9 @@ from keras import layers
 
 from portx.verification.compare import run_reference
 from portx.errors import UnsupportedOps
-from portx.frontends.jaxpr import lower_jaxpr, scope_of
+from portx.frontends.jaxpr import Const, inline_jaxpr, lower_jaxpr, scope_of
 from portx.frontends.keras_subclassed import lower_keras_subclassed, needs_tracing, param_name
-from portx.ir import validate
+from portx.ir import GraphBuilder, TensorType, validate
 from tests.support.unsupported import jax_unsupported
 
 TOL = 1e-5
@@ -194,6 +194,8 @@ _FUNCTIONS = {
     "pad": lambda x: jnp.pad(x, ((0, 0), (1, 2), (0, 1), (0, 0)), constant_values=0.5),
     "dynamic": _updated,
     "cumsum": lambda x: jnp.cumsum(x, axis=1) + jax.lax.cumsum(x, axis=2, reverse=True),
+    "stack": lambda x: (jnp.stack([x, x * 2], axis=-1), jnp.stack([x[0], x[1]], axis=0)),
+    "tile": lambda x: jnp.tile(x[:1], (2, 1, 1, 2)) + jnp.tile(x, (1, 1, 1, 1)).sum(),
     "take": lambda x: jnp.take(x, jnp.array([3, 0, 1]), axis=2) * 2,
     "einsum": lambda x: jnp.einsum("bhwc,bhvc->bhwv", x, x) + jnp.einsum("bhwc,bhwc->bw", x, x)[:, None, :, None],
     "window": _window_min,
@@ -210,6 +212,22 @@ def test_plain_jax_functions(name):
     fn = _FUNCTIONS[name]
     graph = lower_jaxpr(jax.make_jaxpr(fn)(x), ["x"], {})
     _check(graph, [x], jax.tree.leaves(fn(x)))
+
+
+def test_inlined_jaxpr_keeps_iota_and_weight_rearrangements_as_nodes():
+    """inline_jaxpr (traced Keras layers): an arange of the input's length stays nodes (cumsum), so it can follow
+    a free dim, and a table read as is and transposed stays one parameter."""
+    table = np.arange(12, dtype="float32").reshape(4, 3)
+    fn = lambda w, x: (x + jnp.arange(x.shape[1], dtype="float32")) @ w.T + w[jnp.arange(2)].sum()  # noqa: E731
+    builder = GraphBuilder("inline")
+    x = builder.input("x", TensorType((2, 3), "float32"))
+    outs, failures = inline_jaxpr(builder, jax.make_jaxpr(fn)(table, np.zeros((2, 3), "float32")),
+                                  [Const(table, "w", True), x], "layer")
+    graph = builder.finish(outs)
+    assert not failures and any(n.op.name == "cumsum" for n in graph.nodes)
+    assert [n for n in graph.params if graph.params[n].size > 1] == ["w"]
+    arrays = [np.random.default_rng(0).standard_normal((2, 3)).astype("float32")]
+    _check(graph, arrays, fn(table, arrays[0]))
 
 
 def test_weights_become_named_params_and_fold():

@@ -9,7 +9,7 @@ import pytest
 from keras import layers as L
 
 from portx.errors import BadInput, UnsupportedOps
-from portx.frontends.keras import rule_key
+from portx.frontends.keras import DEFAULT_LENGTH, rule_key
 from portx.frontends.keras_files import from_keras_model, load_keras_source
 from portx.ops.linear import LINEAR
 from tests.support.keras_harness import check_keras_model, randomize_weights, seeded, single_layer
@@ -114,17 +114,102 @@ def test_multiple_inputs_and_outputs():
     assert [v.type.shape for v in graph.outputs] == [(1, 2), (1, 3), (1, 8)]
 
 
-def test_unknown_dimension_needs_input_spec():
+def test_unknown_dimension_gets_an_example_size_and_stays_free():
+    """Note [keras free input dims]: 8 by default, capped by a stated sequence limit; --input still overrides."""
     model = keras.Sequential([keras.Input((None, 3), name="seq_in"), L.Dense(2)])
-    with pytest.raises(BadInput, match=r"seq_in.*unknown dimension.*--input seq_in:"):
-        from_keras_model(model)
+    src = from_keras_model(model)
+    assert src.input_types[0].shape == (1, DEFAULT_LENGTH, 3)
+    assert src.dynamic_dims() == [{"symbol": "seq_in_1", "sites": [[0, 1]], "min": 1, "max": None, "declared": True}]
     graph = check_keras_model(model, seeded((1, 5, 3)), specs=["seq_in:1x5x3"], target=TARGET)
     assert graph.inputs[0].type.shape == (1, 5, 3)
+    image = keras.Sequential([keras.Input((None, None, 3), name="img"), L.Conv2D(2, 3)])
+    with pytest.raises(BadInput, match=r"img.*image or volume size unknown.*--input img:SHAPE, e.g. img:1x224x224x3"):
+        from_keras_model(image)
+
+
+class _Positions(L.Layer):
+    """A learned position table of ``sequence_length`` rows, sliced to the input's length (keras-hub style)."""
+
+    def __init__(self, sequence_length, **kwargs):
+        super().__init__(**kwargs)
+        self.sequence_length = sequence_length
+
+    def build(self, shape):
+        self.table = self.add_weight(shape=(self.sequence_length, shape[-1]), name="table")
+
+    def call(self, x):
+        return x + keras.ops.convert_to_tensor(self.table)[None, :keras.ops.shape(x)[1]]
+
+    def compute_output_shape(self, shape):
+        return shape
+
+    def get_config(self):
+        return {**super().get_config(), "sequence_length": self.sequence_length}
+
+
+class _Tied(L.Layer):
+    """Embeds ids and scores them against the same table (a tied input/output embedding) around a Dense."""
+
+    def build(self, shape):
+        self.table = self.add_weight(shape=(11, 4), name="embeddings")
+        self.mix = L.Dense(4, name="mix")
+
+    def call(self, ids):
+        h = self.mix(keras.ops.take(self.table, ids, axis=0))
+        return keras.ops.matmul(h, keras.ops.transpose(self.table))
+
+
+def test_composite_layers_are_traced_with_named_weights_stored_once():
+    ids = keras.Input((None,), dtype="int32", name="ids")
+    h = _Tied(name="tied")(ids)
+    model = keras.Model(ids, _Positions(6, name="pos")(h))
+    src = from_keras_model(model)
+    assert src.input_types[0].shape == (1, 6) and src.dynamic_dims()[0]["max"] == 6
+    randomize_weights(model)
+    graph = check_keras_model(model, np.array([[3, 0, 10, 2]], "int32"), specs=["ids:1x4"], target=TARGET)
+    weights = ["pos.table", "tied.embeddings", "tied.mix.bias", "tied.mix.weight"]  # the tied table once
+    assert sorted(p for p in graph.params if not p.startswith("scalar")) == weights
+    assert graph.meta["trainable"] == weights
 
 
 def test_input_spec_with_wrong_name_is_refused():
     with pytest.raises(BadInput, match="no input of that name.*image"):
         from_keras_model(_small_cnn(), ["x:1x6x6x3"])
+
+
+def _halved_tanh(x):
+    return keras.activations.tanh(x) / 2  # a Python function as activation: traced inside Dense's rule
+
+
+class _Block(L.Layer):
+    """A transformer-ish block of known layers and keras.ops (Note [keras sublayer calls])."""
+
+    def __init__(self, scores=False, **kwargs):
+        super().__init__(**kwargs)
+        self.scores = scores  # return_attention_scores: a variant the MultiHeadAttention rule refuses
+
+    def build(self, shape):
+        self.norm = L.LayerNormalization(name="norm")
+        self.attn = L.MultiHeadAttention(num_heads=2, key_dim=4, name="attn")
+        self.mlp = L.Dense(shape[-1], activation=_halved_tanh, name="mlp")
+
+    def call(self, x):
+        h = self.norm(x)
+        a = self.attn(h, h, return_attention_scores=True)[0] if self.scores else self.attn(h, h)
+        return x + self.mlp(a * keras.ops.sigmoid(h))
+
+
+@pytest.mark.parametrize("scores", [False, True])
+def test_known_sublayers_of_a_traced_layer_import_by_their_rules(scores):
+    """Known sublayers go through their rules; one whose rule refuses its variant is traced through alone."""
+    x = keras.Input((5, 8), name="x")
+    model = keras.Model(x, _Block(scores, name="block")(x))
+    graph = check_keras_model(model, seeded((1, 5, 8)), target=TARGET)
+    ops = {n.op.name for n in graph.nodes}
+    assert {"layer_norm", "sigmoid", "tanh"} <= ops and ("attention" in ops) is not scores
+    attn = "block.attn.query.kernel" if scores else "block.attn.query.weight"
+    assert {attn, "block.mlp.weight", "block.norm.weight"} <= set(graph.params)
+    assert set(graph.meta["trainable"]) == {p for p in graph.params if graph.params[p].size > 1}
 
 
 def test_every_unsupported_layer_is_listed():
@@ -133,8 +218,9 @@ def test_every_unsupported_layer_is_listed():
     y = AlsoUnsupportedLayer(name="odder")(y)
     y = L.Lambda(lambda t: t * 2, name="twice")(y)
     model = keras.Model(x, L.Dense(2)(y))
-    with pytest.raises(UnsupportedOps, match=r"3 unsupported ops: UnsupportedLayer at odd; AlsoUnsupportedLayer at "
-                                             r"odder; Lambda at twice") as err:
+    traced = r" \[traced through its call; no import rule for JAX primitive portx_test_unsupported\]"
+    with pytest.raises(UnsupportedOps, match=rf"3 unsupported ops: UnsupportedLayer at odd{traced}; "
+                                             rf"AlsoUnsupportedLayer at odder{traced}; Lambda at twice") as err:
         from_keras_model(model).lower()
     assert err.value.exit_code == 3
 

@@ -7,7 +7,8 @@ the day portx learns it. These are defined here, for the tests alone, so no rule
   fake kernel), which ``torch.export`` keeps as one opaque node each and the torch frontend cannot decompose.
   They run in eager torch and survive ``torch.export.save``/``load`` in this process.
 - Keras: the layers ``UnsupportedLayer`` and ``AlsoUnsupportedLayer`` (registered serializable, so ``.keras``
-  files holding them load in safe mode), and the operation ``UnsupportedOp`` (keyed ``ops.UnsupportedOp``).
+  files holding them load in safe mode; a layer without a rule is traced through, and theirs binds the JAX
+  primitive below), and the operation ``UnsupportedOp`` (keyed ``ops.UnsupportedOp``).
 - JAX: the primitive ``portx_test_unsupported``, seen by the jaxpr frontend as one equation.
 
 Example:
@@ -55,18 +56,18 @@ def _also_unsupported_fake(x):
 
 @keras.saving.register_keras_serializable(package="portx_test")
 class UnsupportedLayer(keras.layers.Layer):
-    """x + 1, in a layer no portx import rule knows."""
+    """x + 1, in a layer no portx import rule knows (its call binds ``JAX_PRIMITIVE``, so tracing it fails too)."""
 
     def call(self, x):
-        return x + 1.0
+        return jax_unsupported(x)
 
 
 @keras.saving.register_keras_serializable(package="portx_test")
 class AlsoUnsupportedLayer(keras.layers.Layer):
-    """x * 2, in a second layer no portx import rule knows."""
+    """x + 1, in a second layer no portx import rule knows (traced, it binds ``JAX_PRIMITIVE`` too)."""
 
     def call(self, x):
-        return x * 2.0
+        return jax_unsupported(x)
 
 
 class UnsupportedOp(keras.Operation):

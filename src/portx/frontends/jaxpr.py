@@ -34,7 +34,7 @@ from ..ir.builder import holds_trainable
 from ..ir.validate import IRError
 from ..ops.elementwise import CAST
 
-__all__ = ["lower_jaxpr", "JaxCall", "Const", "scope_of", "tensor_type"]
+__all__ = ["lower_jaxpr", "inline_jaxpr", "prune_graph", "JaxCall", "Const", "scope_of", "tensor_type"]
 
 _INLINE = {"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr",
            "checkpoint", "remat", "remat2", "named_call"}
@@ -140,8 +140,11 @@ class JaxCall:
 class _Lowering:
     """Walks one ClosedJaxpr; holds the builder, collected failures and shared scalars."""
 
-    def __init__(self, name):
-        self.builder = GraphBuilder(name)
+    def __init__(self, name, builder=None, keep_iota=False, hooks=None):
+        self.builder, self.hooks = builder or GraphBuilder(name), dict(hooks or {})
+        # inlined into a Keras walk (Note [keras composite layers]): iota stays a node (its size may be free) and
+        # so does a re-arranged weight (a tied table read as is and transposed stays one parameter)
+        self.keep_iota = keep_iota
         self.failures = {}  # (primitive, reason) -> scopes
         self.scalars = {}  # (dtype, bytes) -> Value
 
@@ -194,7 +197,8 @@ class _Lowering:
         sub = _sub_jaxpr(eqn, args)
         if sub is not None:
             return self.inline(sub, args if name != "cond" else args[1:], scope)
-        if not eqn.invars or (args and all(isinstance(a, Const) for a in args)):
+        if (not eqn.invars and not (self.keep_iota and name == "iota")) or (
+                args and all(isinstance(a, Const) for a in args)):
             folded = self.fold(eqn, args, scope)
             if folded is not None:
                 return folded
@@ -215,7 +219,7 @@ class _Lowering:
         if eqn.effects or (name == "broadcast_in_dim" and _is_big_broadcast(eqn, args)):
             return None
         trains = [a for a in args if a.trainable]
-        if trains and (name not in _LAYOUT or len(args) != 1):
+        if trains and (name not in _LAYOUT or len(args) != 1 or self.keep_iota):
             return None  # arithmetic on a weight stays in the graph, so that the weight still trains
         try:
             out = eqn.primitive.bind(*[a.array for a in args], **eqn.params)
@@ -230,9 +234,12 @@ class _Lowering:
         name = eqn.primitive.name
         found = IMPORT_RULES.get("jax", {}).get(name)
         try:
-            if found is None:
+            if name in self.hooks:  # a caller's own primitive (a Keras sublayer call, keras_traced.py)
+                result = self.hooks[name](eqn, [self.value_of(a) for a in args], scope)
+            elif found is None:
                 raise Unsupported(_REASONS.get(name, ""))
-            result = found[1](JaxCall(self, eqn, self.promoted(eqn, args, scope), scope))
+            else:
+                result = found[1](JaxCall(self, eqn, self.promoted(eqn, args, scope), scope))
             return self.checked(eqn, result, scope)
         except Unsupported as exc:
             self.failures.setdefault((name, str(exc)), []).append(scope)
@@ -302,7 +309,7 @@ def _is_big_broadcast(eqn, args) -> bool:
     return size > _BIG_BROADCAST and size > args[0].array.size
 
 
-def _prune(graph: Graph) -> Graph:
+def prune_graph(graph: Graph) -> Graph:
     """Drop nodes no output depends on and parameters nothing reads."""
     live, kept = set(graph.outputs), []
     for node in reversed(graph.nodes):
@@ -317,6 +324,26 @@ def _prune(graph: Graph) -> Graph:
 def _pairs(param_arrays) -> list:
     items = param_arrays.items() if hasattr(param_arrays, "items") else param_arrays
     return [(str(n), np.asarray(a)) for n, a in items]
+
+
+def inline_jaxpr(builder, closed_jaxpr, args, scope="", hooks=None) -> tuple:
+    """Lower ``closed_jaxpr`` into ``builder`` (another frontend's graph), its invars bound to ``args``
+    (IR Values, or ``Const`` for weights: a Const whose ``value`` is set is that stored Value again).
+
+    Returns ``(outputs, failures)``: the output Values, and ``{(primitive, reason): scopes}`` for equations
+    without a rule (the caller collects them with its own). Scopes are prefixed with ``scope``. ``iota`` and
+    re-arrangements of trainable weights stay nodes here, where ``lower_jaxpr`` folds them. ``hooks`` maps the
+    caller's own primitives to ``fn(eqn, input Values, scope) -> output Values`` (Unsupported: a failure).
+    Example: ``outs, failures = inline_jaxpr(builder, jax.make_jaxpr(f)(w, x), [Const(w, "fc.w"), x_value], "fc")``.
+    """
+    import portx.ops  # noqa: F401  (registers the import rules)
+
+    low = _Lowering(builder.name, builder, keep_iota=True, hooks=hooks)
+    with jax.default_device(jax.devices("cpu")[0]):
+        outs = low.inline(closed_jaxpr, list(args), scope)
+    if low.failures:
+        return [], low.failures
+    return [low.value_of(v) for v in outs], {}
 
 
 def lower_jaxpr(closed_jaxpr, input_names, param_arrays, name="model", trainable=()) -> Graph:
@@ -348,4 +375,4 @@ def lower_jaxpr(closed_jaxpr, input_names, param_arrays, name="model", trainable
     if low.failures:
         raise UnsupportedOps([(op, scopes, reason) for (op, reason), scopes in low.failures.items()], name)
     outputs = [low.value_of(low.read(frame, v)) for v in jaxpr.outvars]
-    return _prune(low.builder.finish(outputs))
+    return prune_graph(low.builder.finish(outputs))

@@ -8,7 +8,8 @@ KerasTensor to an IR Value, and calls the import rule registered under the node'
 and an op class may share a name). Nested models are walked in place with dotted scopes
 (``block1.conv``). A layer called several times (shared) gets one parameter set: ``KerasCall.param``
 returns the stored Value again for the same layer, hint and array. Unsupported layers are collected
-and raised together as UnsupportedOps once the whole model was scanned.
+and raised together as UnsupportedOps once the whole model was scanned. A layer without a rule is traced
+through instead (Note [keras composite layers] in keras_traced.py).
 
 Note [keras layout]: Keras tensors are channels-last while IR conv/pool/norm ops are channels-first
 (ATen). Rules wrap such ops in ``to_channels_first`` / ``to_channels_last`` permutes; the layout pass
@@ -29,8 +30,10 @@ from ..ir.builder import holds_trainable
 from ..ir.validate import IRError
 from ..ops.shape import PERMUTE
 from .keras_activations import apply_activation
+from .jaxpr import prune_graph
+from .keras_traced import trace_function, trace_layer, traceable
 
-__all__ = ["KerasCall", "lower_keras", "input_types_for", "rule_key", "is_model", "functional_of", "input_name"]
+__all__ = ["KerasCall", "lower_keras", "input_types_for", "sequence_limit", "DEFAULT_LENGTH", "rule_key", "is_model", "functional_of", "input_name"]
 
 
 def rule_key(operation) -> str:
@@ -131,6 +134,11 @@ class KerasCall:
         ``options`` are its keyword arguments (``approximate=True`` for gelu, ``axis`` for softmax)."""
         return apply_activation(self, value, name, **options)
 
+    def traced(self, fn, *values) -> Value:
+        """``fn(*values)`` for a Python function of keras.ops (a custom activation), traced with JAX and inlined
+        under this call's scope; Unsupported names what JAX or the rules could not take."""
+        return trace_function(self._walker.builder, fn, list(values), self.scope)
+
     def to_channels_first(self, x) -> Value:
         """Permute NHWC-like (N, *spatial, C) to (N, C, *spatial) for any rank >= 3."""
         rank = x.type.rank
@@ -157,6 +165,8 @@ class _Walker:
         self.builder, self.batch = GraphBuilder(name), batch
         self.failures = {}  # (key, reason) -> scopes
         self.shared = {}  # (id(layer), hint) -> list of (array, Value): one weight set per shared layer
+        self.variables = {}  # id(keras.Variable) -> Value: weights of traced layers (Note [keras composite layers])
+        self.traced = False  # a layer was traced: a failed try may have left dead nodes
 
     def static_shape(self, shape) -> tuple:
         return tuple(self.batch if (d is None and i == 0) else d for i, d in enumerate(shape))
@@ -198,8 +208,11 @@ class _Walker:
             return
         key = rule_key(op)
         entry = IMPORT_RULES.get("keras", {}).get(key)
-        if entry is None:
+        if entry is None and not traceable(op):
             self.fail(key, scope, _missing_reason(op))
+            return
+        if entry is None:  # a composite layer: traced through (Note [keras composite layers])
+            self.trace(node, env, scope, key, inputs)
             return
         if any(v is None for v in inputs):  # an upstream layer failed; keep scanning
             return
@@ -214,6 +227,20 @@ class _Walker:
         except IRError as exc:
             raise IRError(f"layer {scope} ({key}): {exc}") from exc
         self.bind(node, env, result if isinstance(result, (list, tuple)) else [result])
+
+    def trace(self, node, env, scope, key, inputs):
+        """Trace a layer without a rule; after a failed upstream layer, on typed stand-ins (collect, then fail)."""
+        import keras
+
+        tensors = node.arguments.keras_tensors
+        inputs = [v or Value(self.builder.fresh("unsupported"), TensorType(
+            tuple(DEFAULT_LENGTH if d is None else d for d in self.static_shape(t.shape)),
+            str(keras.backend.standardize_dtype(t.dtype)))) for v, t in zip(inputs, tensors)]
+        self.traced = True
+        try:
+            self.bind(node, env, trace_layer(self, node, scope, inputs))
+        except Unsupported as exc:
+            self.fail(key, scope, str(exc))
 
     def bind(self, node, env, outs):
         from ..errors import MAX_INPUT_ELEMENTS
@@ -268,7 +295,8 @@ def lower_keras(model, input_types, name="model") -> "Graph":  # noqa: F821
         for (key, reason), scopes in walker.failures.items():
             items.setdefault((key, reason), []).extend(scopes)
         raise UnsupportedOps([(k, s, r) for (k, r), s in items.items()], where=f"Keras model {model.name}")
-    return walker.builder.finish(outs)
+    graph = walker.builder.finish(outs)
+    return prune_graph(graph) if walker.traced else graph
 
 
 def input_name(tensor) -> str:
@@ -277,8 +305,36 @@ def input_name(tensor) -> str:
     return history.operation.name if history and history.operation is not None else (tensor.name or "input")
 
 
+#: example size of an input dimension the model leaves unknown (a sequence length), Note [keras free input dims]
+DEFAULT_LENGTH = 8
+#: config keys under which layers state the longest sequence they accept (position embeddings)
+_LIMIT_KEYS = ("max_sequence_length", "sequence_length", "max_position_embeddings")
+
+
+def sequence_limit(model):
+    """The longest sequence ``model``'s layers accept (the smallest ``max_sequence_length`` or
+    ``sequence_length`` in their configs), or None when none states one.
+
+    Example: ``sequence_limit(keras_hub.models.BertBackbone(..., max_sequence_length=16))`` -> 16.
+    """
+    found = []
+    for layer in [model] + list(getattr(model, "_flatten_layers", lambda: [])()):
+        try:
+            config = layer.get_config()
+        except Exception:  # noqa: BLE001 - a layer without a serializable config states no limit
+            continue
+        found += [v for k, v in config.items() if k in _LIMIT_KEYS and isinstance(v, int) and v > 0]
+    return min(found) if found else None
+
+
 def input_types_for(model, overrides=None) -> list:
-    """Static TensorTypes for the model inputs: batch None -> 1 (or the shape in ``overrides[name]``).
+    """Static TensorTypes for the model inputs: batch None -> 1, any other None -> ``DEFAULT_LENGTH`` within
+    ``sequence_limit`` (or the shape in ``overrides[name]``).
+
+    Note [keras free input dims]: ``keras.Input(shape=(None,))`` (token ids, a padding mask) needs an example
+    size to lower at; those dims stay free (``KerasSource.dynamic_dims``), so the size only picks the example.
+    Inputs of rank 4 or more (images, volumes) get none: strides and pools need a real size, so BadInput asks
+    for ``--input``.
 
     BadInput for a dimension below 1, more than MAX_INPUT_ELEMENTS elements or a dtype the IR has no name for
     (Note [keras input checks]), before anything is allocated.
@@ -292,12 +348,15 @@ def input_types_for(model, overrides=None) -> list:
     for tensor in keras.tree.flatten(fn.inputs):
         name = input_name(tensor)
         shape = (overrides or {}).get(name)
+        if shape is None and len(tensor.shape) <= 3:  # a sequence: Note [keras free input dims]
+            free = min(DEFAULT_LENGTH, sequence_limit(model) or DEFAULT_LENGTH)
+            shape = tuple((1 if i == 0 else free) if d is None else d for i, d in enumerate(tensor.shape))
         if shape is None:
             shape = tuple(1 if (d is None and i == 0) else d for i, d in enumerate(tensor.shape))
         if any(d is None for d in shape):
-            raise BadInput(f"Keras input {name}: shape {tuple(tensor.shape)} has an unknown dimension "
-                           "other than the batch", hint=f"pass --input {name}:SHAPE, e.g. "
-                           f"{name}:" + "x".join(str(d or 8) for d in (1,) + tuple(tensor.shape[1:])))
+            raise BadInput(f"Keras input {name}: shape {tuple(tensor.shape)} leaves an image or volume size unknown",
+                           hint=f"pass --input {name}:SHAPE, e.g. {name}:"
+                                + "x".join(str(d or 224) for d in (1,) + tuple(tensor.shape[1:])))
         shape = tuple(int(d) for d in shape)
         if any(d < 1 for d in shape) or math.prod(shape) > MAX_INPUT_ELEMENTS:
             why = "a dimension below 1" if any(d < 1 for d in shape) else \

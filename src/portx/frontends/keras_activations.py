@@ -2,7 +2,8 @@
 
 Each entry follows ``keras.activations.<name>`` with its default arguments (Keras 3 formulas:
 ``hard_sigmoid(x) = relu6(x + 3) / 6``, ``leaky_relu`` slope 0.2, ``gelu`` exact unless
-``approximate=True``); tests/ops/elementwise/test_from_keras.py checks each against Keras.
+``approximate=True``); tests/ops/elementwise/test_from_keras.py checks each against Keras. Any other Python
+function (``keras_hub``'s ``gelu_approximate``, a user's) is traced with JAX and inlined (``KerasCall.traced``).
 
 Example:
     >>> y = apply_activation(call, x, "swish")      # -> silu(x)
@@ -116,6 +117,8 @@ def apply_activation(call, x, spec, **options):
     """Apply activation ``spec`` (name, dict, function or functools.partial) to ``x``; options such as
     ``approximate=True`` (gelu), ``negative_slope`` (leaky_relu), ``alpha`` (elu), ``axis`` (softmax)."""
     name = activation_name(spec)
+    if name not in ACTIVATIONS and callable(spec) and not options:  # a Python function: traced with JAX
+        return call.traced(spec, x)
     if name not in ACTIVATIONS:
         call.unsupported(f"activation {name or spec!r} is not supported; known: {', '.join(sorted(ACTIVATIONS))}")
     if isinstance(spec, functools.partial):

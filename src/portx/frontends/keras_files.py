@@ -31,13 +31,24 @@ import numpy as np
 
 from ..errors import BadInput
 from .input_spec import parse_input_spec
-from .keras import functional_of, input_name, input_types_for, lower_keras
+from .keras import functional_of, input_name, input_types_for, lower_keras, sequence_limit
 from .keras_archive import iter_objects, json_kind, object_name, read_stored_model, stored_layers
 from .keras_guards import load_guards
 
-__all__ = ["KerasSource", "load_keras_source", "from_keras_model", "is_keras_model", "stored_layers"]
+__all__ = ["KerasSource", "load_keras_source", "from_keras_model", "is_keras_model", "stored_layers", "packed_inputs"]
 
 _MIXED = ("float16", "bfloat16", "mixed_float16", "mixed_bfloat16")
+
+
+def packed_inputs(model, flat):
+    """The flat input arrays (or tensors) in the structure ``model`` is called with: a dict for keras-hub's
+    ``{"token_ids": ..., "padding_mask": ...}``, else one array or a list."""
+    import keras
+
+    struct = getattr(model, "_inputs_struct", None)
+    if struct is not None:
+        return keras.tree.pack_sequence_as(struct, list(flat))
+    return flat[0] if len(flat) == 1 else list(flat)
 
 
 @dataclass
@@ -53,11 +64,7 @@ class KerasSource:
         """The Keras model's outputs (KERAS_BACKEND=jax, inference mode) on NumPy inputs."""
         import keras
 
-        flat = [np.asarray(a) for a in arrays]
-        struct = getattr(self.model, "_inputs_struct", None)
-        inputs = keras.tree.pack_sequence_as(struct, flat) if struct is not None else (
-            flat[0] if len(flat) == 1 else flat)
-        out = self.model(inputs, training=False)
+        out = self.model(packed_inputs(self.model, [np.asarray(a) for a in arrays]), training=False)
         return [np.asarray(t) for t in keras.tree.flatten(out)]
 
     def lower(self, name="model", strict_tpu=False):
@@ -73,15 +80,17 @@ class KerasSource:
 
     def dynamic_dims(self) -> list:
         """The ``None`` dims of the model's inputs other than the batch, one symbol per axis and example size
-        shared across inputs (a sequence length that ids and mask share): Note [free dims] in ir/types.py."""
+        shared across inputs (a sequence length that ids and mask share), up to the model's ``sequence_limit``:
+        Note [free dims] in ir/types.py."""
         import keras
 
-        found = {}
+        found, limit = {}, None
         for i, (tensor, t) in enumerate(zip(keras.tree.flatten(functional_of(self.model).inputs), self.input_types)):
             for axis, d in enumerate(tuple(tensor.shape)[1:], start=1):
                 if d is None:
+                    limit = limit or sequence_limit(self.model)
                     row = found.setdefault((axis, t.shape[axis]), {"symbol": f"{input_name(tensor)}_{axis}",
-                                                                   "sites": [], "min": 1, "max": None,
+                                                                   "sites": [], "min": 1, "max": limit,
                                                                    "declared": True})
                     row["sites"].append([i, axis])
         return list(found.values())

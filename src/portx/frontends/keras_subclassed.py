@@ -22,7 +22,7 @@ from ..ir import Graph
 from . import resize_array
 from .jaxpr import lower_jaxpr
 
-__all__ = ["lower_keras_subclassed", "needs_tracing", "param_name", "SubclassedKerasSource"]
+__all__ = ["lower_keras_subclassed", "needs_tracing", "param_name", "inference_context", "SubclassedKerasSource"]
 
 
 def needs_tracing(model) -> bool:
@@ -45,7 +45,7 @@ def param_name(path: str, model_name: str) -> str:
 
 
 @contextlib.contextmanager
-def _inference_context(model):
+def inference_context(model):
     """A Keras call context with training=False, seen by every layer called inside (Note in module docstring)."""
     from keras.src.backend.common import global_state
     from keras.src.layers.layer import CallContext
@@ -94,7 +94,7 @@ def lower_keras_subclassed(model, example_arrays, name=None) -> Graph:
     kwargs = {"training": False} if getattr(model, "_call_has_training_arg", False) else {}
 
     def traced(values, *inputs):
-        with _inference_context(model):
+        with inference_context(model):
             outputs, _ = model.stateless_call(values[:len(trainable)], values[len(trainable):], *inputs, **kwargs)
         return outputs
 
@@ -144,7 +144,7 @@ class SubclassedKerasSource:
         import keras
 
         flat = [np.asarray(a) for a in arrays]
-        with _inference_context(self.model):
+        with inference_context(self.model):
             out = self.model(flat[0] if len(flat) == 1 else flat)
         return [np.asarray(t) for t in keras.tree.flatten(out)]
 

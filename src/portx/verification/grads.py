@@ -27,6 +27,7 @@ import re
 
 import numpy as np
 
+from ..frontends.keras_files import packed_inputs
 from ..passes.layout import source_arrays
 from .compare import compare_arrays, make_inputs
 
@@ -83,7 +84,7 @@ def _keras_gradients(model, arrays, weights):
         inputs = list(arrays)
         for i, x in zip(floats, float_inputs):
             inputs[i] = x
-        out, _ = model.stateless_call(values, frozen, inputs if len(inputs) > 1 else inputs[0], training=False)
+        out, _ = model.stateless_call(values, frozen, packed_inputs(model, inputs), training=False)
         return sum(jnp.sum(o.astype(jnp.float32) * w)
                    for o, w in zip(keras.tree.flatten(out), weights) if w is not None)
 

@@ -94,3 +94,18 @@ def test_small_transformer_with_causal_mask(target):
     tokens = np.random.default_rng(0).integers(0, 50, (2, 8)).astype(np.int32)
     positions = np.tile(np.arange(8, dtype=np.int32), (2, 1))
     check_keras_model(model, tokens, positions, target=target, specs=["ids:2x8", "pos:2x8"], atol=2e-5, rtol=2e-5)
+
+
+def test_multi_head_attention_dropout_drops_attention_weights_in_torch_training_only(tmp_path):
+    import portx
+    import torch
+
+    keras.utils.set_random_seed(0)
+    model = _mha_model(L.MultiHeadAttention(2, 3, dropout=0.3), (4, 6))
+    result = portx.convert(model, to="torch-xla", out=tmp_path / "o", grad=False)
+    assert "dropout_p=0.3 if self.training else 0.0" in (tmp_path / "o" / "model.py").read_text()
+    x = torch.randn(2, 4, 6)
+    module = result.model.eval()
+    np.testing.assert_allclose(module(x).detach().numpy(), np.asarray(model(x.numpy())), atol=1e-5)
+    torch.manual_seed(0)
+    assert not torch.allclose(module.train()(x), module.eval()(x))

@@ -54,12 +54,18 @@ def additive_mask(call, mask, dtype):
     return call.emit(WHERE, [mask, zero, low])
 
 
+def _read(call, dense, name) -> np.ndarray:
+    """A projection's weight, read through ``call.weight`` so the parameters made from it train as in Keras."""
+    path = f"{dense.name}/{name}"
+    return call.weight(path) if call.has_weight(path) else np.asarray(getattr(dense, name))
+
+
 def _project(call, x, dense, hint):
     """EinsumDense ``(C, N, D)`` (+ bias ``(N, D)``) as linear then reshape to ``(..., N, D)``."""
-    kernel = np.asarray(dense.kernel)
+    kernel = _read(call, dense, "kernel")
     channels, heads, depth = kernel.shape
     weight = call.param(np.ascontiguousarray(kernel.reshape(channels, heads * depth).T), f"{hint}.weight")
-    bias = None if dense.bias is None else call.param(np.asarray(dense.bias).reshape(-1), f"{hint}.bias")
+    bias = None if dense.bias is None else call.param(_read(call, dense, "bias").reshape(-1), f"{hint}.bias")
     y = call.emit(LINEAR, [x, weight, bias], hint=hint)
     return _reshape(call, y, x.type.shape[:-1] + (heads, depth))
 
@@ -158,7 +164,8 @@ def _multi_head_attention_from_keras(call):
         if fused:
             mask = additive_mask(call, mask, qh.type.dtype)
     scale = 1.0 / math.sqrt(float(layer.key_dim))
-    out = call.emit(ATTENTION, [qh, kh, vh, mask], {"is_causal": only_causal, "scale": scale})
+    out = call.emit(ATTENTION, [qh, kh, vh, mask], {"is_causal": only_causal, "scale": scale,
+                                                   "dropout_p": float(layer.dropout)})  # training only
     out = _from_heads(call, out, q_layout)
     if getattr(layer, "_use_gate", False):
         gate = call.emit(UNARY["sigmoid"], [_project(call, query, layer._gate_dense, "gate")])
@@ -168,12 +175,12 @@ def _multi_head_attention_from_keras(call):
 
 def _output_projection(call, x, dense):
     """EinsumDense ``(N, Dv, *out)`` over the last two axes of ``x`` as a reshape + linear (+ reshape)."""
-    kernel = np.asarray(dense.kernel)
+    kernel = _read(call, dense, "kernel")
     heads, depth = kernel.shape[:2]
     out_shape = kernel.shape[2:]
     flat = _reshape(call, x, x.type.shape[:-2] + (heads * depth,))
     weight = call.param(np.ascontiguousarray(kernel.reshape(heads * depth, -1).T), "attention_output.weight")
-    bias = None if dense.bias is None else call.param(np.asarray(dense.bias).reshape(-1),
+    bias = None if dense.bias is None else call.param(_read(call, dense, "bias").reshape(-1),
                                                       "attention_output.bias")
     y = call.emit(LINEAR, [flat, weight, bias], hint="attention_output")
     return _reshape(call, y, x.type.shape[:-2] + tuple(out_shape))

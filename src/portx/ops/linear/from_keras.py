@@ -39,7 +39,9 @@ def _einsum_dense_from_keras(call):
     layer = call.layer
     if getattr(layer, "quantization_mode", None):
         call.unsupported(f"quantized EinsumDense ({layer.quantization_mode})")
+    if not getattr(layer, "lora_enabled", False):
+        call.weight("kernel")  # recorded as read, so that what the kernel becomes counts as trainable
     y = emit_einsum(call, layer.equation, call.inputs[0], kernel=np.asarray(layer.kernel))  # property merges LoRA
     if layer.bias is not None:
-        y = call.emit(BINARY["add"], [y, call.param(np.asarray(layer.bias), "bias")])
+        y = call.emit(BINARY["add"], [y, call.param(call.weight("bias"), "bias")])
     return call.activation(y, layer.get_config().get("activation"))

@@ -1,15 +1,19 @@
 """JAX import rules for reductions, arg-reductions and cumsum.
 
-``cumsum`` is the IR op of that name (reversed sums keep ``reverse``).
+``cumsum`` is the IR op of that name (reversed sums keep ``reverse``). ``iota`` (``arange``) is folded to a
+constant by the jaxpr walk, except in traced Keras layers, where it is kept as a running count of ones so that
+an ``arange`` of the sequence length follows a free dim (Note [keras composite layers]).
 
 Example:
     reduce_sum[axes=(1,)](%x) -> sum(%x) {axes=(1,), keepdims=False}
 """
 from __future__ import annotations
 
+from .._jax import reshaped
 from .._util import named_rule
-from ..elementwise import CAST
+from ..elementwise import BINARY, CAST
 from ..reduce import ARGMAX, ARGMIN, CUMSUM, REDUCE
+from ..shape import EXPAND
 
 __all__ = []
 
@@ -46,3 +50,14 @@ def _cumsum_from_jax(call):
     attrs = {"axis": int(call.params["axis"]), "reverse": bool(call.params.get("reverse"))}
     y = call.emit(CUMSUM, [call.input(0)], attrs)
     return y if y.type.dtype == call.out_type().dtype else call.emit(CAST, [y], {"dtype": call.out_type().dtype})
+
+
+@CUMSUM.imports("jax", "iota")
+def _iota_from_jax(call):
+    """``iota[dimension=d, shape=s]`` -> cumsum(expand(1, s), d) - 1, cast to the iota's dtype (exact below 2**24)."""
+    out = call.out_type()
+    ones = reshaped(call, call.scalar(1, "float32"), (1,) * out.rank)
+    ones = ones if ones.type.shape == out.shape else call.emit(EXPAND, [ones], {"shape": out.shape})
+    count = call.emit(CUMSUM, [ones], {"axis": int(call.params["dimension"])})
+    index = call.emit(BINARY["sub"], [count, call.scalar(1, "float32")])
+    return index if out.dtype == "float32" else call.emit(CAST, [index], {"dtype": out.dtype})

@@ -1,7 +1,7 @@
 """JAX import rules for layout and indexing primitives.
 
 reshape / squeeze / broadcast_in_dim / transpose / concatenate / split / rev map to one IR op
-each (broadcast_in_dim is a reshape that inserts the new axes, then an expand); ``pad`` is in
+each (``tile`` and ``stack`` too; broadcast_in_dim is a reshape that inserts the new axes, then an expand); ``pad`` is in
 ``ops/pad/from_jax.py``. ``slice`` becomes one IR slice per cut axis;
 ``dynamic_slice`` and ``dynamic_update_slice`` need known start indices, which are clamped the way
 XLA clamps them. ``gather`` is supported in the form ``jnp.take(x, idx, axis)`` produces (one
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from .._jax import arranged, permuted, reshaped
 from ..embedding import EMBEDDING
-from ..shape import CONCAT, EXPAND, PERMUTE, RESHAPE, SPLIT
-from ..shape.index import FLIP, INDEX_SELECT, SLICE, emit_slice
+from ..shape import CONCAT, EXPAND, PERMUTE, RESHAPE, SPLIT, STACK
+from ..shape.index import FLIP, INDEX_SELECT, SLICE, TILE, emit_slice
 
 __all__ = []
 
@@ -51,6 +51,11 @@ def _concatenate_from_jax(call):
     return inputs[0] if len(inputs) == 1 else call.emit(CONCAT, inputs, {"axis": int(call.params["dimension"])})
 
 
+@STACK.imports("jax", "stack")
+def _stack_from_jax(call):
+    return call.emit(STACK, call.inputs, {"axis": int(call.params["axis"])})
+
+
 @SPLIT.imports("jax", "split")
 def _split_from_jax(call):
     sizes = tuple(int(s) for s in call.params["sizes"])
@@ -62,6 +67,13 @@ def _split_from_jax(call):
 def _rev_from_jax(call):
     axes = tuple(int(d) for d in call.params["dimensions"])
     return call.input(0) if not axes else call.emit(FLIP, [call.input(0)], {"axes": axes})
+
+
+@TILE.imports("jax", "tile")
+def _tile_from_jax(call):
+    reps = tuple(int(r) for r in call.params["reps"])
+    x = call.input(0)
+    return x if len(reps) <= x.type.rank and all(r == 1 for r in reps) else call.emit(TILE, [x], {"reps": reps})
 
 
 @SLICE.imports("jax", "slice")
