@@ -1,21 +1,22 @@
 """Sources: ``load`` opens a model file or a live model, whichever framework wrote it, as one ``Source``.
 
-Every Source (``TorchSource``, ``KerasSource``, ``SubclassedKerasSource``) answers the same questions,
-so api and verification never ask which framework a model came from:
+Every Source (``TorchSource``, ``KerasSource``, ``SubclassedKerasSource``, ``OnnxSource``) answers the same
+questions, so api and verification never ask which framework a model came from:
 
 - ``label``: how messages and reports name it; ``notes``: warnings for the report;
 - ``lower(name="model", strict_tpu=False) -> Graph``: the IR (UnsupportedOps lists every op without a rule);
-- ``run(*arrays) -> [array]``: the source's own outputs on NumPy inputs, flat, in the IR's output order;
+- ``run(*arrays) -> [array]``: the source's own outputs on NumPy inputs, flat, in the IR's output order
+  (onnxruntime's for an ONNX model);
 - ``intermediates(arrays) -> {IR value name: array}``: its own values where it can pair them with IR
-  values (torch programs), ``{}`` otherwise;
+  values (torch programs, ONNX node outputs), ``{}`` otherwise;
 - ``dynamic_dims() -> [{"symbol", "sites": [[input, axis]], "min", "max"}]``: the dims the source declares
-  free (torch.export Dims, Keras None dims); ``resized({(input, axis): size}) -> Source``: the same model
-  at other input sizes, BadInput where it cannot run there (Note [free dims] in ir/types.py).
+  free (torch.export Dims, Keras None dims, ONNX ``dim_param``); ``resized({(input, axis): size}) -> Source``:
+  the same model at other input sizes, BadInput where it cannot run there (Note [free dims] in ir/types.py).
 
 Loading this package imports no framework: ``load`` imports the frontend it needs.
 
 Example:
-    >>> src = load("model.pt2")                  # or load(module, example_inputs=(x,)), load("m.keras")
+    >>> src = load("model.pt2")                  # or load(module, example_inputs=(x,)), load("m.keras"), load("m.onnx")
     >>> graph = src.lower()
     >>> outputs = src.run(*make_inputs(graph, seed=0))
 """
@@ -29,10 +30,12 @@ import numpy as np
 
 from ..errors import BadInput
 
-__all__ = ["Source", "load", "is_keras_source", "resize_array", "KERAS_SUFFIXES"]
+__all__ = ["Source", "load", "is_keras_source", "is_onnx_source", "resize_array", "KERAS_SUFFIXES", "ONNX_SUFFIXES"]
 
-#: source file suffixes read by the Keras frontend (everything else goes to the torch frontend)
+#: source file suffixes read by the Keras frontend (what neither it nor the ONNX frontend reads goes to torch)
 KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
+#: source file suffixes read by the ONNX frontend (frontends/onnx)
+ONNX_SUFFIXES = (".onnx",)
 
 
 class Source(Protocol):
@@ -72,14 +75,29 @@ def is_keras_source(source) -> bool:
     return is_keras_model(source)
 
 
+def is_onnx_source(source) -> bool:
+    """True for a ``.onnx`` path or an in-memory ``onnx.ModelProto`` (without importing onnx when never loaded)."""
+    if isinstance(source, (str, os.PathLike)):
+        return Path(source).suffix.lower() in ONNX_SUFFIXES
+    import sys
+
+    onnx = sys.modules.get("onnx")
+    return onnx is not None and isinstance(source, onnx.ModelProto)
+
+
 def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_keras=False) -> Source:
     """Open ``source`` (a path or a live model) as a Source.
 
     Torch sources are ``.pt2``, ``.pt`` files and ``nn.Module`` (with ``example_inputs``); Keras sources are
-    ``.keras``, ``.h5`` files and ``keras.Model`` (subclassed models need ``example_inputs``). ``inputs`` are
+    ``.keras``, ``.h5`` files and ``keras.Model`` (subclassed models need ``example_inputs``); ONNX sources are
+    ``.onnx`` files and ``onnx.ModelProto`` (frontends/onnx). ``inputs`` are
     ``NAME:SHAPE[:DTYPE]`` specs (frontends/input_spec.py). Loading is safe by default (Note [safe loading],
     Note [keras safe mode]). Example: ``load("model.pt2").lower()``.
     """
+    if is_onnx_source(source):
+        from .onnx import load_onnx_source
+
+        return load_onnx_source(source, inputs)
     if is_keras_source(source):
         return _load_keras(source, example_inputs, inputs, unsafe_keras)
     from .torch_files import from_module, load_torch_source

@@ -1,0 +1,205 @@
+"""``OnnxSource``: a checked ONNX model at static example sizes, run by onnxruntime (a Source).
+
+Note [onnx free dims]: a graph input's ``dim_param`` (or unnamed unknown) dims are free: ``dynamic_dims``
+declares them (one symbol per name, shared across inputs), and the example takes 1 on axis 0 and 8 elsewhere
+unless ``--input`` says otherwise. ``resized`` re-runs strict ONNX shape inference at the new sizes, so a
+model that cannot run there is refused (BadInput) before it is lowered; a fixed dim is never resized.
+
+Example:
+    >>> src = load_onnx_source("model.onnx")
+    >>> graph = src.lower(); outs = src.run(*arrays)
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...errors import MAX_INPUT_ELEMENTS, BadInput, Unsupported, UnsupportedOps, first_line
+from ..input_spec import parse_input_spec
+from .files import check_proto, infer_shapes, read_model
+from .tensors import dtype_name
+from .walk import data_inputs, input_type, lower_onnx
+
+__all__ = ["OnnxSource", "load_onnx_source", "declared_dims"]
+
+#: example sizes of a free dim: axis 0 (a batch), any other axis
+_DEFAULT_BATCH, _DEFAULT_SIZE = 1, 8
+
+
+def declared_dims(proto) -> list:
+    """Per data input, per axis: an int for a fixed dim, the ``dim_param`` name (or "") for a free one."""
+    rows = []
+    for info in data_inputs(proto.graph):
+        shape = info.type.tensor_type.shape
+        rows.append([d.dim_value if d.HasField("dim_value") else (d.dim_param or "") for d in shape.dim])
+    return rows
+
+
+class OnnxSource:
+    """A loaded ONNX model (a Source, frontends/__init__): ``proto`` as saved, ``input_types`` its example."""
+
+    def __init__(self, proto, input_types, label, path=None, notes=None):
+        self.proto, self.input_types, self.label, self.path = proto, list(input_types), label, path
+        self.notes = list(notes or [])
+        self.inferred = _static_types(proto, self.input_types, label)
+        self._session, self._paired = None, {}
+
+    def lower(self, name="model", strict_tpu=False):
+        """The IR Graph (UnsupportedOps names every node without a rule; Note [onnx walk]).
+
+        ``strict_tpu`` is accepted for the Source protocol: data-dependent control flow is refused anyway.
+        """
+        try:
+            return lower_onnx(self.proto, self.input_types, name, self.inferred, self._paired)
+        except Unsupported as exc:  # an initializer of a dtype the IR has no name for
+            raise UnsupportedOps([("initializer", [self.label], str(exc))], where=f"ONNX model {self.label}") from None
+
+    def session(self):
+        """The onnxruntime session (CPU, no graph optimizations: the model as written) that ``run`` uses."""
+        if self._session is None:
+            import onnxruntime as ort
+
+            options = ort.SessionOptions()
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+            options.log_severity_level = 3
+            model = str(self.path) if self.path is not None else self.proto.SerializeToString()
+            self._session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        return self._session
+
+    def run(self, *arrays) -> list:
+        """The model's outputs from onnxruntime (a real runtime, not portx's reference) on NumPy inputs."""
+        session = self.session()
+        try:
+            return [np.asarray(a) for a in session.run(None, self._feeds(arrays))]
+        except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own exception types
+            raise BadInput(f"{self.label}: onnxruntime cannot run the model at input shapes "
+                           f"{[tuple(np.shape(a)) for a in arrays]} ({first_line(exc, 200)})") from None
+
+    def intermediates(self, arrays) -> dict:
+        """{IR value name: onnxruntime's value} for every ONNX node output that became an IR value (the model
+        run once more with those as extra outputs), so a trace names the first node where the two part."""
+        import onnx
+        import onnxruntime as ort
+
+        typed = {v.name: v for v in list(self.proto.graph.value_info) + list(self.proto.graph.output)}
+        wanted = {onnx_name: ir for ir, onnx_name in self._paired.items() if onnx_name in typed}
+        if not wanted:
+            return {}
+        probe = onnx.ModelProto()
+        probe.CopyFrom(self.proto)
+        known = {o.name for o in probe.graph.output}
+        probe.graph.output.extend(typed[n] for n in wanted if n not in known)
+        session = ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
+        names = [o.name for o in session.get_outputs()]
+        return {wanted[n]: np.asarray(v) for n, v in zip(names, session.run(None, self._feeds(arrays))) if n in wanted}
+
+    def _feeds(self, arrays) -> dict:
+        """onnxruntime's feeds: the arrays by input name, in the model's dtypes."""
+        return {info.name: np.asarray(a).astype(t.dtype if t.dtype != "bfloat16" else "float32", copy=False)
+                for info, a, t in zip(data_inputs(self.proto.graph), arrays, self.input_types)}
+
+    def dynamic_dims(self) -> list:
+        """The free dims of the inputs (Note [onnx free dims]); one row per ``dim_param`` name."""
+        found = {}
+        for i, dims in enumerate(declared_dims(self.proto)):
+            name = data_inputs(self.proto.graph)[i].name
+            for axis, d in enumerate(dims):
+                if isinstance(d, str):
+                    symbol = d or f"{name}_{axis}"
+                    row = found.setdefault(symbol, {"symbol": _symbol(symbol), "sites": [], "min": 1, "max": None,
+                                                    "declared": True})
+                    row["sites"].append([i, axis])
+        return list(found.values())
+
+    def resized(self, sizes):
+        """This model at other input sizes ({(input index, axis): size}); BadInput for a fixed dim, or where
+        ONNX shape inference fails at those sizes."""
+        declared = declared_dims(self.proto)
+        types = []
+        for i, t in enumerate(self.input_types):
+            shape = list(t.shape)
+            for (k, axis), n in sizes.items():
+                if k == i and shape[axis] != n:
+                    if not isinstance(declared[i][axis], str):
+                        raise BadInput(f"{self.label}: input {data_inputs(self.proto.graph)[i].name} fixes axis "
+                                       f"{axis} to {declared[i][axis]}")
+                    shape[axis] = n
+            types.append(t.with_shape(shape))
+        return OnnxSource(self.proto, types, self.label, self.path, [])
+
+
+def _symbol(name: str) -> str:
+    cleaned = "".join(c if c.isalnum() else "_" for c in name).strip("_") or "dim"
+    return cleaned if not cleaned[0].isdigit() else f"d{cleaned}"
+
+
+def _static_types(proto, input_types, label) -> dict:
+    """{value name: TensorType} from strict ONNX shape inference with the inputs pinned to ``input_types``."""
+    import onnx
+
+    from ...ir import TensorType
+
+    pinned = onnx.ModelProto()
+    pinned.CopyFrom(proto)
+    for info, t in zip(data_inputs(pinned.graph), input_types):
+        dims = info.type.tensor_type.shape.dim
+        for d, n in zip(dims, t.shape):
+            d.Clear()
+            d.dim_value = int(n)
+    inferred = infer_shapes(pinned, f"{label} at input shapes {[tuple(t.shape) for t in input_types]}", [])
+    types = {}
+    for info in list(inferred.graph.value_info) + list(inferred.graph.output):
+        tensor = info.type.tensor_type
+        if tensor.HasField("shape") and all(d.HasField("dim_value") for d in tensor.shape.dim):
+            try:
+                shape = tuple(d.dim_value for d in tensor.shape.dim)
+                types[info.name] = TensorType(shape, dtype_name(tensor.elem_type))
+            except Unsupported:
+                continue
+    return types
+
+
+def _example_types(proto, specs, label) -> list:
+    """Static input types: declared dims, free ones at the defaults, ``--input`` specs over both."""
+    given = [parse_input_spec(s) for s in specs]
+    infos = data_inputs(proto.graph)
+    by_name = {name: (shape, dtype) for name, shape, dtype in given if name}
+    unnamed = [(shape, dtype) for name, shape, dtype in given if not name]
+    types = []
+    for i, (info, dims) in enumerate(zip(infos, declared_dims(proto))):
+        try:
+            t = input_type(info, [d if isinstance(d, int) else (_DEFAULT_BATCH if a == 0 else _DEFAULT_SIZE)
+                                  for a, d in enumerate(dims)])
+        except Unsupported as exc:
+            raise BadInput(f"{label}: input {info.name}: {exc}") from None
+        spec = by_name.get(info.name) or (unnamed[i] if i < len(unnamed) else None)
+        if spec is not None:
+            shape = spec[0]
+            if len(shape) != len(dims) or any(isinstance(d, int) and d != n for d, n in zip(dims, shape)):
+                raise BadInput(f"{label}: --input for {info.name} gives shape {shape}; the model declares "
+                               f"{tuple(d if isinstance(d, int) else (d or '?') for d in dims)}",
+                               hint="change only the free (named) dims, keeping the rank")
+            t = t.with_shape(shape)
+        if any(d < 1 for d in t.shape) or math.prod(t.shape) > MAX_INPUT_ELEMENTS:
+            raise BadInput(f"{label}: input {info.name} shape {t.shape} is empty or too large",
+                           hint="pass --input NAME:SHAPE with dimensions >= 1")
+        types.append(t)
+    unknown = sorted(set(by_name) - {i.name for i in infos})
+    if unknown:
+        raise BadInput(f"{label}: --input names {unknown}, which the model does not have",
+                       hint=f"its inputs are {[i.name for i in infos]}")
+    return types
+
+
+def load_onnx_source(source, input_specs=()) -> OnnxSource:
+    """An OnnxSource for a ``.onnx`` path or an in-memory ``onnx.ModelProto`` (Note [onnx loading])."""
+    import onnx
+
+    notes = []
+    if isinstance(source, onnx.ModelProto):
+        label = f"ONNX model {source.graph.name or 'in memory'}"
+        proto, path = check_proto(source, label, None, notes), None
+    else:
+        proto, path, label = read_model(source, notes), source, str(source)
+    return OnnxSource(proto, _example_types(proto, input_specs, label), label, path, notes)
