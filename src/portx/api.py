@@ -99,10 +99,11 @@ def op_table(target=None) -> list:
     found = find_target(target, "--target") if target else None
     table = load_table(found.table) if target else {}
     rows = [{"op": op.name, "family": op.family, "torch": sorted(op.import_names.get("torch", [])),
+             "onnx": sorted(op.import_names.get("onnx", [])),
              "emits": sorted(op.emit_rules), **table.get("op", {}).get(op.name, {}),
              **({"rule": _where(op.emit_rules.get(found.name))} if found else {})}
             for op in sorted(REGISTRY.values(), key=lambda o: (o.family, o.name))]
-    rows += [{"op": f"{kind} {k}", "family": kind, "torch": [], "emits": [], **v}
+    rows += [{"op": f"{kind} {k}", "family": kind, "torch": [], "onnx": [], "emits": [], **v}
              for kind in ("dtype", "pattern") for k, v in table.get(kind, {}).items()]
     return rows
 

@@ -133,7 +133,7 @@ def main():
 @click.argument("src", type=click.Path(path_type=str))
 @click.option("--to", "target", default=None,
               help="target: keras-jax or torch-xla (default: the other framework: Keras sources to torch-xla, "
-                   "the rest to keras-jax)")
+                   "PyTorch and ONNX sources to keras-jax)")
 @click.option("-o", "--out", default=None, help="output folder (default: SRC name + _keras)")
 @click.option("--input", "inputs", multiple=True, help="NAME:SHAPE[:DTYPE], e.g. x:1x3x224x224:float32")
 @click.option("--no-verify", is_flag=True, help="skip numerical verification")
@@ -318,8 +318,8 @@ def inspect(src, inputs, trust_pickle, target, as_json, debug):
               help="show that target's op table (tpu, torch_xla: older names of keras-jax, torch-xla)")
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 def ops(target, as_json):
-    """List the IR ops and the PyTorch ops each imports; with --target, each op's status, reason, the file and
-    line of its emit rule for that target, and the evidence for the status."""
+    """List the IR ops and the PyTorch (and ONNX) ops each imports; with --target, each op's status, reason,
+    the file and line of its emit rule for that target, and the evidence for the status."""
     from . import api
 
     rows = api.op_table(target)
@@ -332,7 +332,8 @@ def ops(target, as_json):
             click.echo(f"{'':<22} rule: {row.get('rule') or '-'}")
             click.echo(f"{'':<22} evidence: {row.get('source', '')}")
         else:
-            click.echo(f"{row['family']:<12} {row['op']:<20} {', '.join(row['torch'])}")
+            onnx = f"  onnx: {', '.join(row['onnx'])}" if row["onnx"] else ""
+            click.echo(f"{row['family']:<12} {row['op']:<20} {', '.join(row['torch'])}{onnx}")
 
 
 if __name__ == "__main__":

@@ -107,3 +107,12 @@ def test_untraceable_layer_is_refused_naming_it(tmp_path):
                                              r"\(TracerArrayConversionError.*without a Python-side cache") as info:
         portx.convert(model, to="torch-xla", out=tmp_path / "out")
     assert info.value.exit_code == 3 and "\n" not in str(info.value)
+
+
+def benchmark_cases():
+    """(name, build() -> (model, None), source framework) for benchmarks/transformers.py."""
+    def build(name):
+        keras.utils.set_random_seed(0)
+        return BACKBONES[name](), None
+
+    return [(f"keras-hub-{name}", lambda n=name: build(n), "keras") for name in BACKBONES]

@@ -297,7 +297,7 @@ def load_torch_source(path, input_specs=(), trust_pickle=False) -> TorchSource:
         return _load_pickle(path, input_specs, trust_pickle)
     raise BadInput(f"{path}: unknown model format {suffix or '(no extension)'}",
                    hint="portx reads .pt2 (torch.export), .pt (TorchScript, or a pickled module "
-                        "with --trust-pickle)")
+                        "with --trust-pickle), .keras / .h5 (Keras) and .onnx")
 
 
 def output_structure(program):
