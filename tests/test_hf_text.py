@@ -105,21 +105,30 @@ class WithHead(torch.nn.Module):
         return out.logits if hasattr(out, "logits") else out.last_hidden_state
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=() if n == "t5-encoder-decoder"
-                                               else (pytest.mark.slow,)) for n in HEADS])
-def test_lm_heads_and_encoder_decoders_convert_with_a_free_batch(name, tmp_path):
+def _head_cases():
+    for name in HEADS:
+        for attention in ("eager", "sdpa"):
+            quick = (name, attention) == ("t5-encoder-decoder", "eager")
+            yield pytest.param(name, attention, marks=() if quick else (pytest.mark.slow,), id=f"{name}-{attention}")
+
+
+@pytest.mark.parametrize("name, attention", _head_cases())
+def test_lm_heads_and_encoder_decoders_convert_with_a_free_batch_and_length(name, attention, tmp_path):
     cls, config, options, decoder = HEADS[name]
     torch.manual_seed(0)
-    model = WithHead(getattr(transformers, cls)(getattr(transformers, config)(**options)).eval(), decoder)
+    config = getattr(transformers, config)(**options)
+    config._attn_implementation = attention
+    model = WithHead(getattr(transformers, cls)(config).eval(), decoder)
     ids = torch.randint(0, 100, (2, 8), generator=torch.Generator().manual_seed(2))
     mask = torch.ones(2, 8, dtype=torch.long)
     mask[0, 6:] = 0
     inputs = (ids, mask) + ((torch.randint(0, 100, (2, 5), generator=torch.Generator().manual_seed(3)),)
                             if decoder else ())
-    result = portx.convert(model, example_inputs=inputs, to="keras-jax", out=tmp_path / "o", grad=False)
+    result = portx.convert(model, example_inputs=inputs, to="keras-jax", out=tmp_path / "o", grad=False,
+                           dynamic=["input_ids:1", "attention_mask:1"])
     assert result.report["verification"]["passed"], result.report["verification"]
-    batch = result.report["dynamic"][0]
-    assert batch["free"] and all(c["passed"] for c in batch["verified"]), result.report["warnings"]
+    for row in result.report["dynamic"]:  # the batch and the encoder's sequence, each at two or three sizes
+        assert row["free"] and len(row["verified"]) >= 2 and all(c["passed"] for c in row["verified"]), row
 
 
 WHISPER = dict(d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,

@@ -235,8 +235,7 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
                                                   verify, notes)
         report = _report(src, graph, target, notes)
         report["dynamic"] = _dynamic_report(dims, graph, sized)
-        report["training"] = _training(graph, source_counts, target.parameter_counts(model), fold_bn or inference,
-                                       emitted.get("merged", []))
+        report["training"] = _training(graph, source_counts, target.parameter_counts(model), fold_bn or inference)
         if report["training"]["problem"]:
             report["warnings"].append(report["training"]["problem"])
         report["verification"] = (stages.run("verify", _verify, src, graph, model, emitted, target, seed, atol, rtol)
@@ -338,18 +337,16 @@ def _source_counts(graph) -> dict:
     return {"trainable": int(trainable), "non_trainable": int(sum(a.size for a in graph.params.values()) - trainable)}
 
 
-def _training(graph, source, converted, folding, merged=()) -> dict:
+def _training(graph, source, converted, folding) -> dict:
     """report["training"]: what was folded or dropped, and the trainable/non-trainable element counts of the
-    source (the params the model reads) and of the converted model, whose trainable ones must agree once the
-    numbers the target merges (``merged``: two torch LSTM biases as one Keras bias) are added back."""
+    source (the params the model reads) and of the converted model, whose trainable ones must agree."""
     folded = [{"scope": row["scope"], "op": row["op"]} for rows in graph.meta.get("folded", {}).values() for row in rows]
     dropped = [{"scope": row["scope"], "kind": row["kind"]} for row in graph.meta.get("dropped", ())]
-    merged = list(merged)
-    match = source["trainable"] == converted["trainable"] + sum(row["elements"] for row in merged)
+    match = source["trainable"] == converted["trainable"]
     problem = "" if match or folding else (
         f"trainable elements differ: source {source['trainable']:,}, converted {converted['trainable']:,} "
         "(a parameter read only through a folded computation became a constant)")
-    return {"mode": "inference" if folding else "training", "folded": folded, "dropped": dropped, "merged": merged,
+    return {"mode": "inference" if folding else "training", "folded": folded, "dropped": dropped,
             "parameters": {"source": source, "converted": converted}, "trainable_match": match, "problem": problem}
 
 

@@ -113,13 +113,16 @@ def explain_export_failure(module, example_inputs):
     return None
 
 
-# Note [run-time tables]: ``cos`` and ``sin`` are never folded. Sinusoidal tables that a forward computes from
-# positions (rotary embeddings: ``cos(arange(L) * inv_freq)``) then stay ``cos``/``sin`` of a stored angle
-# table, an arange per column, which the free-dims pass turns into run-time counts (passes/free_dims.py), so
-# the sequence length can stay free; folded, they would be a table of the example's length.
+# Note [run-time tables]: positions a forward computes stay computations. An op that reads an ``arange``
+# (relative positions ``j - i`` and their buckets in T5, a causal ``kv_idx <= q_idx``, rotary angles
+# ``arange(L) * inv_freq``) is not folded, and neither are ``cos``/``sin`` (sinusoid tables of other constants):
+# the arange itself stays a stored constant, which the free-dims pass turns into a run-time count
+# (passes/free_dims.py), so tables derived from it follow the sequence length; folded, they would be tables
+# of the example's length.
 _NOT_FOLDED = {"aten::cos", "aten::sin"}
 
 
 def computed_at_run_time(node) -> bool:
     """True for an op the frontend lowers even when all its inputs are constants (Note [run-time tables])."""
-    return op_name(node.target) in _NOT_FOLDED
+    return op_name(node.target) in _NOT_FOLDED or any(
+        n.op == "call_function" and op_name(n.target) == "aten::arange" for n in node.all_input_nodes)

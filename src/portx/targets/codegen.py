@@ -206,12 +206,6 @@ class EmitterBase:
         self.graph = graph
         self.names = {}  # Value -> the expression that holds it in the generated code
         self._readers = None  # Value -> how many nodes read it (``ownable``), counted on first use
-        self.merged = []  # {"scope", "elements", "why"}: source parameters the target holds as fewer numbers
-
-    def merge_note(self, node, elements: int, why: str) -> None:
-        """Record that ``node``'s weights take ``elements`` fewer trainable numbers in the target than in the source
-        (two torch biases summed into Keras's one): report["training"] counts them instead of calling it a loss."""
-        self.merged.append({"scope": node.scope or node.outputs[0].name, "elements": int(elements), "why": why})
 
     # -- values ---------------------------------------------------------------------------
     def is_param(self, value) -> bool:

@@ -4,8 +4,9 @@ Note [keras cell weights]: torch stores ``w_ih (G*H, in)``, ``w_hh (G*H, H)``, `
 ``kernel (in, G*H)``, ``recurrent_kernel (H, G*H)`` and ``bias``. LSTM gates are ``i, f, g, o`` in both.
 GRU gates are ``r, z, n`` in torch and ``z, r, h`` in Keras; Keras's ``reset_after=True`` GRU computes torch's
 GRU exactly and keeps both biases as a ``(2, 3H)`` bias, so a GRU maps parameter for parameter. LSTM and
-SimpleRNN have one Keras bias where torch has two: torch -> Keras stores ``b_ih + b_hh`` (H*G fewer trainable
-numbers per cell, the same function); Keras -> torch puts the bias in ``b_ih`` and leaves ``b_hh`` out (None):
+SimpleRNN have one Keras bias where torch has two: torch -> Keras uses the emitted ``TorchLSTMCell`` /
+``TorchSimpleRNNCell`` (Keras's cell plus ``recurrent_bias``, to_keras.py), so ``b_hh`` stays a trainable weight
+of its own and the counts are equal; Keras -> torch puts the bias in ``b_ih`` and leaves ``b_hh`` out (None):
 the torch emit writes zeros there and freezes them (``requires_grad_(False)``), so the trainable counts are equal.
 
 Example:
@@ -25,15 +26,16 @@ def _gru_order(rows: np.ndarray) -> np.ndarray:
 
 
 def to_keras_cell(kind: str, cell) -> list:
-    """Keras ``[kernel, recurrent_kernel(, bias)]`` for torch's ``[w_ih, w_hh(, b_ih, b_hh)]``; kind lstm/gru/rnn."""
+    """Keras ``[kernel, recurrent_kernel(, bias(, recurrent_bias))]`` for torch's ``[w_ih, w_hh(, b_ih, b_hh)]``;
+    kind lstm/gru/rnn."""
     order = _gru_order if kind == "gru" else (lambda a: a)
     arrays = [np.ascontiguousarray(order(np.asarray(cell[0])).T), np.ascontiguousarray(order(np.asarray(cell[1])).T)]
     if len(cell) == 4:
         b_ih, b_hh = (order(np.asarray(b)) if b is not None else None for b in cell[2:])
         if kind == "gru":
             arrays.append(np.stack([b_ih, b_hh if b_hh is not None else np.zeros_like(b_ih)]))
-        else:
-            arrays.append(b_ih if b_hh is None else b_ih + b_hh)
+        else:  # b_hh: the torch cell's recurrent_bias
+            arrays += [b_ih] if b_hh is None else [b_ih, b_hh]
     return arrays
 
 

@@ -1,26 +1,54 @@
-"""Keras-JAX emit rules for lstm, gru and rnn: one ``layers.LSTM`` / ``GRU`` / ``SimpleRNN`` per stacked layer,
-wrapped in ``layers.Bidirectional`` for two directions, never unrolled per time step.
+"""Keras-JAX emit rules for lstm, gru and rnn: one recurrent layer per stacked layer, wrapped in
+``layers.Bidirectional`` for two directions, never unrolled per time step (each runs as one ``lax.scan``).
 
-Each layer returns its sequence (``return_sequences=True``) where a later layer or a reader needs it, and
-its final states (``return_state=True``) where ``h_n`` / ``c_n`` are read: those are the states stacked
-(layer by layer, forward then backward). Weights are re-packed per
-Note [keras cell weights]: an LSTM or SimpleRNN stores ``b_ih + b_hh`` as its one bias. A (T, B, C) input
-(``batch_first=False``) is transposed to Keras's (B, T, C) and back.
+A GRU is ``layers.GRU`` (Keras's ``reset_after=True`` GRU is torch's). An LSTM or RNN with torch's two biases is
+``layers.RNN`` of ``TorchLSTMCell`` / ``TorchSimpleRNNCell``, written into model.py: Keras's cell plus
+``recurrent_bias`` (torch's ``b_hh``), so every torch parameter stays a trainable weight of its own and the
+counts are equal (Note [keras cell weights]); without biases (or one, from a Keras source) it is ``layers.LSTM`` /
+``layers.SimpleRNN``. Each layer returns its sequence (``return_sequences=True``) where a later layer or a reader
+needs it, and its final states (``return_state=True``) where ``h_n`` / ``c_n`` are read: those are the states
+stacked (layer by layer, forward then backward). A (T, B, C) input (``batch_first=False``) is transposed to
+Keras's (B, T, C) and back.
 
 Example generated code:
-    # bias = torch's b_ih + b_hh: 32 fewer trainable numbers per direction
-    lstm_last, lstm_h, lstm_c = layers.LSTM(8, return_state=True, name='lstm')(x)
+    lstm_last, lstm_h, lstm_c = layers.RNN(TorchLSTMCell(8), return_state=True, name='lstm')(x)
     lstm_1 = ops.stack([lstm_h], axis=0)
 """
 from __future__ import annotations
 
 from ...errors import Unsupported
-from ..recurrent import GATES, GRU, LSTM, RNN, layer_weights, state_inputs, weight_inputs
+from ..recurrent import GRU, LSTM, RNN, layer_weights, state_inputs, weight_inputs
 from .keras_weights import to_keras_cell
 
 __all__ = []
 
 _CLASSES = {LSTM: "LSTM", GRU: "GRU", RNN: "SimpleRNN"}
+
+_TORCH_CELL = '''
+@keras.saving.register_keras_serializable(package="converted")
+class Torch{kind}Cell(layers.{kind}Cell):
+    """Keras's {kind}Cell plus torch's second bias (b_hh) as a weight: nn.{torch}'s parameters."""
+
+    def build(self, input_shape):
+        super().build(input_shape)
+        self.recurrent_bias = self.add_weight(shape=self.bias.shape, initializer="zeros", name="recurrent_bias")
+
+    def call(self, inputs, states, training=False):
+{body}
+'''
+_BODIES = {
+    LSTM: """        h, c = states
+        z = ops.matmul(inputs, self.kernel) + ops.matmul(h, self.recurrent_kernel)
+        z = z + self.bias + self.recurrent_bias
+        i, f, g, o = ops.split(z, 4, axis=-1)
+        c = self.recurrent_activation(f) * c + self.recurrent_activation(i) * self.activation(g)
+        h = self.recurrent_activation(o) * self.activation(c)
+        return h, [h, c]""",
+    RNN: """        h = states[0] if isinstance(states, (list, tuple)) else states
+        h = self.activation(ops.matmul(inputs, self.kernel) + ops.matmul(h, self.recurrent_kernel) + self.bias
+                            + self.recurrent_bias)
+        return h, [h] if isinstance(states, (list, tuple)) else h""",
+}
 
 
 def _cells(node, k) -> list:
@@ -35,25 +63,22 @@ def _used(k, value) -> bool:
     return value in k.graph.outputs or any(value in n.inputs for n in k.graph.nodes)
 
 
-def _layer_text(node, k, name, sequences, state) -> str:
+def _layer_text(node, k, name, sequences, state, two_biases) -> str:
     a = node.attrs
-    args = [str(int(a["hidden_size"]))] + ["return_sequences=True"] * sequences + ["return_state=True"] * state
-    if not a["has_biases"]:
-        args.append("use_bias=False")
-    if a.get("nonlinearity") == "relu":
-        args.append("activation='relu'")
-    inner = f"layers.{_CLASSES[node.op]}({', '.join(args)}"
+    cell = [str(int(a["hidden_size"]))] + ["use_bias=False"] * (not a["has_biases"]) + \
+        ["activation='relu'"] * (a.get("nonlinearity") == "relu")
+    outputs = ["return_sequences=True"] * sequences + ["return_state=True"] * state
+    if two_biases:  # Note [keras cell weights]
+        kind = _CLASSES[node.op]
+        cls = k.define(f"Torch{kind}Cell", _TORCH_CELL.format(kind=kind, torch=node.op.name.upper(),
+                                                                 body=_BODIES[node.op]))
+        inner = f"layers.RNN({cls}({', '.join(cell)}), {', '.join(outputs)}" if outputs else \
+            f"layers.RNN({cls}({', '.join(cell)})"
+    else:
+        inner = f"layers.{_CLASSES[node.op]}({', '.join(cell + outputs)}"
     if a["bidirectional"]:
         return f"layers.Bidirectional({inner}), name={k.lit(name)})"
     return f"{inner}, name={k.lit(name)})"
-
-
-def _comment(node) -> str:
-    """The generated line's note on the weights (Note [keras cell weights])."""
-    if node.op is GRU or not node.attrs["has_biases"]:
-        return "reset_after=True (Keras's default) is torch's GRU: both biases kept" if node.op is GRU else ""
-    width = GATES[node.op] * node.attrs["hidden_size"]
-    return f"bias = torch's b_ih + b_hh: {width} fewer trainable numbers per direction"
 
 
 def _initial_state(node, k, index, dirs) -> str:
@@ -84,11 +109,10 @@ def _recurrent_to_keras(node, k):
         out = names[0] if last and a["batch_first"] else k.ns.name(f"{name}_{'seq' if sequences else 'last'}", "seq")
         states = [k.ns.name(f"{name}_{'hc'[s]}{'_b' if d else ''}", "state")
                   for d in range(dirs) for s in range(n_states)] if state else []
-        k.body.line(f"{', '.join([out] + states)} = {_layer_text(node, k, name, sequences, state)}({seq}"
-                    f"{_initial_state(node, k, index, dirs)})", comment=_comment(node))
+        two = node.op is not GRU and len(cells[index * dirs]) == 4
+        k.body.line(f"{', '.join([out] + states)} = {_layer_text(node, k, name, sequences, state, two)}({seq}"
+                    f"{_initial_state(node, k, index, dirs)})")
         k.weights[name] = [w for d in range(dirs) for w in cells[index * dirs + d]]
-        if _comment(node).startswith("bias"):
-            k.merge_note(node, dirs * GATES[node.op] * a["hidden_size"], "torch's b_ih + b_hh held as one Keras bias")
         finals.append(states)
         seq = out
     k.layer_of[node.outputs[0]] = name

@@ -107,8 +107,7 @@ class KerasEmitter(EmitterBase):
         self.weights = {}  # layer name -> list of arrays, in layer.get_weights() order
         self.layer_of = {}  # Value -> layer name, for per-layer checks
         self.uses_numpy = False
-        self.uses_constant_layer = False
-        self.uses_free_shape = False
+        self.definitions = {}  # class name -> its source, written once above build_model (``define``)
         self.default_layout = False  # a layer leaves data_format at Keras's default (channels_last)
         self.clash = clash  # Note [layer names]: auto-name prefixes of the ops this body calls
         self.layer_names = set()
@@ -134,7 +133,7 @@ class KerasEmitter(EmitterBase):
         if array.size <= _INLINE_MAX and not (layer or trainable):
             return self.inline(array)
         name = self.layer_ident(raw_name, "const")
-        self.uses_constant_layer = True
+        self.define("Constant", _CONSTANT_LAYER)
         self.weights[name] = [array]
         trains = ", trainable=True" if trainable else ""
         self.body.line(f"{name} = Constant({literal(tuple(array.shape))}, {literal(str(array.dtype))}{trains}, "
@@ -147,6 +146,11 @@ class KerasEmitter(EmitterBase):
         if not self.is_param(value):
             return self.ref(value)
         return self.store(value.name, self.param(value), layer=True, trainable=self.graph.is_trainable(value.name))
+
+    def define(self, name: str, source: str) -> str:
+        """Write the class ``name`` (``source``, registered serializable) into model.py once; returns ``name``."""
+        self.definitions.setdefault(name, source)
+        return name
 
     def free_shape(self, node, op: str, x: str, shape) -> None:
         """``out = FreeShape(op, dims)(x, inputs...)``: reshape/broadcast_to a shape with free dims (SymDims)."""
@@ -172,7 +176,7 @@ class KerasEmitter(EmitterBase):
                 dims.append([refs.index(self.names[value]), axis, d.scale, d.offset])
             else:
                 dims.append(int(d))
-        self.uses_free_shape = True
+        self.define("FreeShape", _FREE_SHAPE_LAYER)
         return f"FreeShape({literal(op)}, {literal(dims)}, name={literal(name)})({', '.join([x] + refs)})"
 
     def inline(self, array) -> str:
@@ -329,10 +333,7 @@ class KerasEmitter(EmitterBase):
         if deep:  # Note [deep graphs]
             text += ("\n# Keras builds functional graphs recursively, a few frames per layer; this model is deep.\n"
                      f"sys.setrecursionlimit(max(sys.getrecursionlimit(), {20 * len(self.graph.nodes) + 1000}))\n")
-        if self.uses_constant_layer:
-            text += _CONSTANT_LAYER
-        if self.uses_free_shape:
-            text += "\n" + _FREE_SHAPE_LAYER
+        text += "\n".join(self.definitions.values())
         text += "\n\ndef build_model():\n"
         text += '    """The architecture, with freshly initialised weights."""\n'
         text += body
@@ -395,4 +396,4 @@ def emit_keras(graph, out_dir) -> dict:
     weights_path = out_dir / WEIGHTS_FILE
     model.save_weights(weights_path)
     return {"code": code_path, "weights": weights_path, "layer_of": emitter.layer_of, "var_of": dict(emitter.names),
-            "model": model, "merged": emitter.merged}
+            "model": model}
