@@ -41,7 +41,7 @@ def test_without_to_a_keras_source_goes_to_torch_and_the_first_line_says_so(tmp_
     keras.Model(x, keras.layers.Dense(3)(x)).save(path)
     run = _run("convert", path, "-o", tmp_path / "o", "--no-verify")
     assert run.exit_code == 0, run.output
-    assert run.output.splitlines()[0] == f"portx: converting {path} to torch-xla (the other framework; --to chooses)"
+    assert run.output.splitlines()[0] == f"converting {path} to torch-xla (the other framework; --to chooses)"
     assert json.loads((tmp_path / "o" / "report.json").read_text())["target"] == "torch-xla"
 
 

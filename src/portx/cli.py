@@ -45,10 +45,18 @@ def _fail(exc, debug):
 _LAYOUT_SHOWN = 3
 
 
-def _progress(quiet):
+def _progress(quiet, header=None):
+    """One line per finished stage on stderr; ``header`` goes first, once the first stage is done (so a run
+    that fails at once prints only its one error line)."""
     if quiet:
         return None
-    return lambda name, seconds: click.echo(f"  {name:<13}{seconds:8.2f}s", err=True)
+    pending = [header] if header else []
+
+    def report(name, seconds):
+        while pending:
+            click.echo(pending.pop(), err=True)
+        click.echo(f"  {name:<13}{seconds:8.2f}s", err=True)
+    return report
 
 
 def _interrupted(signum):
@@ -162,12 +170,12 @@ def main():
 def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, unsafe_keras, force, strict_tpu, fold_bn,
             inference, no_fold_bn, export_tpu, io_layout, grad, static_batch, dynamic, as_json, debug):
     """Convert SRC (.pt2, .pt, .keras, .h5, .onnx) into OUT/model.py + weights, and verify it."""
+    header = None
     if target is None:  # the other framework than the source's
         from .frontends import is_keras_source
 
         target = "torch-xla" if is_keras_source(src) else "keras-jax"
-        if not as_json:
-            click.echo(f"portx: converting {src} to {target} (the other framework; --to chooses)")
+        header = f"converting {src} to {target} (the other framework; --to chooses)"
     out = out or str(Path(src).parent / f"{Path(src).stem or 'model'}_{target.split('-')[0]}")
 
     def work():  # imports torch, Keras and JAX under _run's signal handlers
@@ -179,7 +187,7 @@ def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, unsaf
                            trust_pickle=trust_pickle, force=force, strict_tpu=strict_tpu, export_tpu=export_tpu,
                            fold_bn=fold_bn and not no_fold_bn, inference=inference, unsafe_keras=unsafe_keras,
                            io_layout=io_layout, grad=grad, static_batch=static_batch, dynamic=dynamic,
-                           progress=_progress(as_json))
+                           progress=_progress(as_json, header))
 
     result = _run(debug, work)
     if as_json:

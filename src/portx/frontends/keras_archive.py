@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import json
+import re
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -30,8 +31,8 @@ import numpy as np
 
 from ..errors import BadInput
 
-__all__ = ["StoredModel", "read_stored_model", "stored_layers", "iter_objects", "object_name", "json_kind",
-           "MAX_DEPTH", "MAX_CONFIG_BYTES"]
+__all__ = ["nested_deeper_than", "StoredModel", "read_stored_model", "stored_layers", "iter_objects", "object_name",
+           "json_kind", "MAX_DEPTH", "MAX_CONFIG_BYTES"]
 
 #: deepest JSON nesting accepted; Keras' own configs stay under 40 even for models nested several times
 MAX_DEPTH = 256
@@ -173,9 +174,27 @@ def _check_h5_datasets(path, f):
                                    hint="do not use this file")
 
 
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def nested_deeper_than(text, limit: int) -> bool:
+    """True when JSON ``text`` nests arrays/objects more than ``limit`` deep, found by one linear scan before any
+    parser recurses (a raised recursion limit, as a deep model's model.py sets, would let json.loads overflow the
+    C stack on a hostile file instead of raising RecursionError)."""
+    depth = 0
+    for match in _JSON_BRACKET.finditer(_JSON_STRING.sub("", text)):
+        depth += 1 if match.group() in "[{" else -1
+        if depth > limit:
+            return True
+    return False
+
+
 def _parse_config(path, field, text) -> dict:
     """JSON text -> the top-level config object, refusing deep nesting and other shapes (BadInput)."""
     try:
+        if nested_deeper_than(text, MAX_DEPTH):
+            raise RecursionError
         config = json.loads(text)
     except RecursionError:
         config = None

@@ -31,6 +31,7 @@ import zipfile
 from pathlib import Path
 
 from ..errors import BadInput
+from .keras_archive import nested_deeper_than
 
 __all__ = ["load_pt2_safely", "clean_model_json"]
 
@@ -128,14 +129,14 @@ def _check_expr(text, path, field):
 def _check_spec(text, path, field):
     """A pytree spec (JSON in a string): its type names and dict keys must be plain identifiers."""
     try:
+        if nested_deeper_than(text, 200):
+            raise BadInput(f"{path}: {field} is nested more than 200 deep", hint="export the model again")
         spec = json.loads(text)
     except (ValueError, TypeError, RecursionError):
         raise BadInput(f"{path}: {field} is not a valid pytree spec",
                        hint="the archive is damaged; export it again") from None
 
-    def visit(node, depth=0):
-        if depth > 200:
-            raise BadInput(f"{path}: {field} is nested more than 200 deep", hint="export the model again")
+    def visit(node, depth=0):  # at most 200 deep: nested_deeper_than checked the text
         if isinstance(node, dict):
             kind = node.get("type")
             if kind is not None and (not isinstance(kind, str) or not _TARGET.match(kind)):
