@@ -124,7 +124,13 @@ def _scatter_to_keras(node, k):
 
 @TILE.emits("keras-jax")
 def _tile_to_keras(node, k):
-    k.assign(node, f"ops.tile({k.ref(node.inputs[0])}, {k.lit(tuple(node.attrs['reps']))})")
+    """A free repeat count (``ids.repeat(batch, 1)``) on a size-1 axis is a broadcast to the free shape."""
+    x, reps = node.inputs[0], tuple(node.attrs["reps"])
+    free = [i for i, r in enumerate(reps) if isinstance(r, SymDim)]
+    if free and len(reps) == x.type.rank and all(x.type.shape[i] == 1 for i in free):
+        k.assign(node, k.free_expr(node, "broadcast_to", k.ref(x), k.graph.free_shape(node.outputs[0])))
+        return
+    k.assign(node, f"ops.tile({k.ref(x)}, {k.lit(reps)})")
 
 
 @FLIP.emits("keras-jax")
