@@ -90,7 +90,8 @@ def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_k
 
     Torch sources are ``.pt2``, ``.pt`` files and ``nn.Module`` (with ``example_inputs``); Keras sources are
     ``.keras``, ``.h5`` files and ``keras.Model`` (subclassed models need ``example_inputs``); ONNX sources are
-    ``.onnx`` files and ``onnx.ModelProto`` (frontends/onnx). ``inputs`` are
+    ``.onnx`` files and ``onnx.ModelProto`` (frontends/onnx); TensorFlow SavedModel folders and tf.keras 2
+    ``.h5`` files that Keras 3 cannot read go through tf2onnx (frontends/tf.py, the ``[tf]`` extra). ``inputs`` are
     ``NAME:SHAPE[:DTYPE]`` specs (frontends/input_spec.py). Loading is safe by default (Note [safe loading],
     Note [keras safe mode]). Example: ``load("model.pt2").lower()``.
     """
@@ -98,6 +99,14 @@ def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_k
         from .onnx import load_onnx_source
 
         return load_onnx_source(source, inputs)
+    if isinstance(source, (str, os.PathLike)) and (Path(source).is_dir() or Path(source).suffix.lower() in
+                                                   (".h5", ".hdf5")):
+        from .tf import is_legacy_h5, is_saved_model, load_legacy_h5, load_saved_model
+
+        if is_saved_model(source):
+            return load_saved_model(source, inputs)
+        if is_legacy_h5(source):
+            return load_legacy_h5(source, inputs, unsafe_keras)
     if is_keras_source(source):
         return _load_keras(source, example_inputs, inputs, unsafe_keras)
     from .torch_files import from_module, load_torch_source

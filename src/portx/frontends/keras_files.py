@@ -35,7 +35,8 @@ from .keras import functional_of, input_name, input_types_for, lower_keras, sequ
 from .keras_archive import iter_objects, json_kind, object_name, read_stored_model, stored_layers
 from .keras_guards import load_guards
 
-__all__ = ["KerasSource", "load_keras_source", "from_keras_model", "is_keras_model", "stored_layers", "packed_inputs"]
+__all__ = ["KerasSource", "load_keras_source", "from_keras_model", "is_keras_model", "stored_layers", "packed_inputs",
+           "checked_config"]
 
 _MIXED = ("float16", "bfloat16", "mixed_float16", "mixed_bfloat16")
 
@@ -329,6 +330,15 @@ def load_keras_source(path, input_specs=(), unsafe=False) -> KerasSource:
         raise BadInput(f"{path}: {exc.message}", hint=exc.hint) from None
     src.notes = notes + src.notes
     return src
+
+
+def checked_config(path, unsafe=False) -> dict:
+    """The stored config of a ``.keras``/``.h5`` file after the safe-mode check (no code-carrying layers unless
+    ``unsafe``), for readers other than Keras 3 (frontends/tf.py)."""
+    stored = read_stored_model(path)
+    if not unsafe:
+        _refuse_code(path, stored.config)
+    return stored.config
 
 
 def _load_model(path, stored, unsafe):

@@ -147,3 +147,19 @@ def test_every_import_rule_names_a_real_onnx_op():
 
     unknown = sorted(name for name in IMPORT_RULES["onnx"] if not onnx.defs.has(name))
     assert not unknown, f"import rules for op types ONNX does not define: {unknown}"
+
+
+def test_gather_elements_on_constants_with_many_choices_folds_like_numpy():
+    """BERT's exported token-type ids: GatherElements on a (1, 64) buffer; onnx.reference gets > 32 choices wrong."""
+    table = np.arange(64, dtype=np.int64)[None] * 3
+    index = np.array([[0, 5, -1, 40, 63, 7, 2, 33]], dtype=np.int64)
+    nodes = [helper.make_node("GatherElements", ["table", "index"], ["picked"], axis=1),
+             helper.make_node("Cast", ["picked"], ["pf"], to=F),
+             helper.make_node("Add", ["x", "pf"], ["y"])]
+    model = make(nodes, [("x", F, [1, 8])], [("y", F, [1, 8])], inits=[("table", table), ("index", index)])
+    src = load(model)
+    graph = src.lower()
+    assert not any(n.op.name == "gather" for n in graph.nodes)  # folded to a constant
+    x = np.zeros((1, 8), np.float32)
+    np.testing.assert_array_equal(src.run(x)[0], np.take_along_axis(table, index % 64, 1).astype(np.float32))
+    check(model, "torch-xla")

@@ -54,10 +54,25 @@ def attribute_value(attr):
     return value
 
 
+def _gather_elements(node, data, index):
+    """GatherElements with NumPy (onnx.reference's falls back to a wrong per-row path past 32 choices)."""
+    from onnx import helper
+
+    axis = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "axis"), 0) % data.ndim
+    return [np.take_along_axis(data, np.where(index < 0, index + data.shape[axis], index), axis)]
+
+
+#: ops folded by portx itself where ``onnx.reference`` gets them wrong: op type -> fn(node, *arrays) -> [array]
+_OWN_FOLDS = {"GatherElements": _gather_elements}
+
+
 def fold_node(node, arrays, opset) -> list:
     """Run one node on constant ``arrays`` (None for an absent input) with ``onnx.reference``."""
     from onnx import helper
     from onnx.reference import ReferenceEvaluator
+
+    if node.op_type in _OWN_FOLDS:
+        return _OWN_FOLDS[node.op_type](node, *[np.asarray(a) for a in arrays])
 
     inputs = [helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(np.asarray(a).dtype), None)
               for name, a in zip(node.input, arrays) if name]
