@@ -13,7 +13,9 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 stamp=.venv/.portx-installed
-want=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)
+# PORTX_EXTRAS=tf (comma-separated) adds optional extras to the test set-up; .ci/run sets it
+extras="test${PORTX_EXTRAS:+,$PORTX_EXTRAS}"
+want=$( (cat pyproject.toml scripts/setup.sh; echo "$extras") | sha256sum | cut -d' ' -f1)
 log=.venv/setup.log
 
 step() {  # step "what" cmd...: run cmd, log its output, show pip's error and stop when it fails
@@ -32,10 +34,13 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   : >"$log"
   step "upgrading pip" .venv/bin/python -m pip install --upgrade pip
   step "installing torch==2.13.0 (CPU build)" .venv/bin/python -m pip install "torch==2.13.0"
-  step "installing portx and its test extra (keras, jax, torchax, pytest, ...)" \
-    .venv/bin/python -m pip install -e ".[test]"
+  step "installing portx and its extras [$extras] (keras, jax, torchax, pytest, ...)" \
+    .venv/bin/python -m pip install -e ".[$extras]"
   step "installing keras-hub==0.32.0 (--no-deps: its tensorflow-text pin is only for tokenizers)" \
     .venv/bin/python -m pip install --no-deps "keras-hub==0.32.0"
-  step "checking that every dependency imports" .venv/bin/python -c "import portx, torch, keras, jax, torchax, hypothesis, xdist, onnx, onnxruntime, keras_hub"
+  step "checking that every dependency imports" .venv/bin/python -c "import portx, torch, keras, jax, torchax, hypothesis, xdist, onnx, onnxruntime, keras_hub, expecttest"
+  case ",$extras," in *,tf,*)
+    step "checking that the [tf] extra imports" .venv/bin/python -c "import tensorflow, tf2onnx, tf_keras";;
+  esac
   echo "$want" > "$stamp"
 fi

@@ -29,7 +29,7 @@ def test_convert_sample_prints_verification_and_stage_times(tmp_path):
     for stage in ("load", "lower", "passes", "emit", "verify"):
         assert stage in run.output
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [".portx-output", "model.py", "model.weights.h5",
-                                                                     "report.json"]
+                                                                     "report.html", "report.json"]
 
 
 def test_convert_json(tmp_path):

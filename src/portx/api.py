@@ -20,19 +20,23 @@ import numpy as np  # noqa: E402
 
 from . import ops  # noqa: E402,F401  (registers every op)
 from .errors import BadInput, NotTpuLegal, VerificationFailed  # noqa: E402
+from .explore import write_conversion  # noqa: E402
 from .frontends import KERAS_SUFFIXES, load  # noqa: E402
 from .outputs import staged_output  # noqa: E402
+from .progress import Stages  # noqa: E402
+from .report_html import write_report  # noqa: E402
 from .passes.legalize import PortxWarning, load_table, status_of  # noqa: E402
 from .passes.layout import IO_LAYOUTS, io_layouts  # noqa: E402
 from .passes.pipeline import inference_skip  # noqa: E402
 from .targets import TARGETS, find_target  # noqa: E402
 from .targets.codegen import missing_emit_rules  # noqa: E402
 from .ir import FreeDimRefused  # noqa: E402
-from .verification.compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs, nonfinite_params  # noqa: E402
+from .verification.compare import DEFAULT_ATOL, DEFAULT_RTOL, make_inputs, nonfinite_params  # noqa: E402
 from .verification.dynamic import check_static_batch, find_free, plan_dims, refree, verify_sizes  # noqa: E402
 from .verification.grads import compare_gradients, gradient_problem  # noqa: E402
-from .verification.recheck import expected_outputs, prepared, verify_converted  # noqa: E402
-from .verification.trace import localize  # noqa: E402
+from .verification.recheck import prepared, verify_converted  # noqa: E402
+from .verification.trace import localize, node_errors  # noqa: E402
+from .verification.domain import verify_in_domain  # noqa: E402
 
 __all__ = ["convert", "load", "inspect", "op_table", "ConversionResult", "TARGETS", "KERAS_SUFFIXES",
            "missing_emit_rules", "verify", "DEFAULT_ATOL", "DEFAULT_RTOL"]
@@ -49,21 +53,6 @@ class ConversionResult:
     out: Path | None = None
     ok: bool = True
     stage_times: dict = field(default_factory=dict)
-
-
-class _Stages:
-    """Times named stages and reports each through ``progress(name, seconds)``."""
-
-    def __init__(self, progress):
-        self.times, self.progress = {}, progress
-
-    def run(self, name, fn, *args, **kwargs):
-        start = time.perf_counter()
-        result = fn(*args, **kwargs)
-        self.times[name] = round(time.perf_counter() - start, 4)
-        if self.progress:
-            self.progress(name, self.times[name])
-        return result
 
 
 def check_tolerances(atol, rtol):
@@ -121,14 +110,16 @@ def _where(fn) -> str:
     return f"{shown}:{fn.__code__.co_firstlineno}"
 
 
-def inspect(source, *, example_inputs=None, inputs=(), trust_pickle=False, target=None) -> dict:
+def inspect(source, *, example_inputs=None, inputs=(), trust_pickle=False, target=None,
+            trust_savedmodel=False) -> dict:
     """Op inventory of a source without converting: {"ops": {...}, "inputs": [...], "outputs": [...]}.
 
     With ``target="tpu"`` (a target name or alias) each op row also carries its status, reason and source
     from that target's op table. Example: ``inspect("model.pt2")["ops"]["conv"]["count"]``.
     """
     table = find_target(target, "--target").table if target else None
-    graph = load(source, example_inputs=example_inputs, inputs=inputs, trust_pickle=trust_pickle).lower()
+    graph = load(source, example_inputs=example_inputs, inputs=inputs, trust_pickle=trust_pickle,
+                 trust_savedmodel=trust_savedmodel).lower()
     ops_rows = inventory(graph)
     if table:
         for op, row in ops_rows.items():
@@ -141,11 +132,9 @@ def inspect(source, *, example_inputs=None, inputs=(), trust_pickle=False, targe
 def _verify(src, graph, model, emitted, target, seed, atol, rtol) -> dict:
     """Convert's own check: the source against the loaded ``model`` on one seeded batch; when they differ,
     the first IR node whose emitted value differs from the IR reference (verification/trace.py)."""
-    arrays = make_inputs(graph, seed)
-    got = target.run(model, arrays)
-    result = compare(expected_outputs(src, graph, arrays), got, [v.name for v in graph.outputs], atol, rtol)
+    result, arrays = verify_in_domain(src, graph, model, target, seed, atol, rtol)  # verification/domain.py
     result.update({"seed": seed, "inputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs]})
-    if not result["passed"]:
+    if result["passed"] is False:
         result["first_divergence"] = localize(target, graph, model, emitted["var_of"], arrays, atol, rtol,
                                               emitted["code"])
     return result
@@ -187,7 +176,8 @@ def _checked_options(to, atol, rtol, io_layout, export_tpu):
 def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(), verify=True,
             atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, seed=0, trust_pickle=False, force=False,
             strict_tpu=False, export_tpu=False, fold_bn=False, inference=False, unsafe_keras=False,
-            io_layout="source", grad=None, static_batch=None, dynamic=(), progress=None) -> ConversionResult:
+            io_layout="source", grad=None, static_batch=None, dynamic=(), progress=None,
+            explore=False, profile=False, trust_savedmodel=False) -> ConversionResult:
     """Convert ``source`` (a path or a live nn.Module) for target ``to`` into folder ``out``.
 
     The emitted model trains like the source: batch norms stay layers (with their momentum and
@@ -203,6 +193,11 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
 
     ``io_layout``: "source" (the source's input/output layout), "channels-last" or "channels-first"
     (image inputs/outputs in that layout, with no transpose at the boundary; report["layout"] says which).
+    ``explore`` also writes OUT/explorer/: Model Explorer graph JSON and overlays (explore.py).
+    Trust: ``trust_pickle`` (full pickles), ``unsafe_keras`` (Lambda code), ``trust_savedmodel`` (a TensorFlow
+    SavedModel's graph runs); without them such sources are refused (BadInput).
+    ``progress``: a ``progress.Reporter`` (stage start, steps with node counts, stage end) or a callable
+    ``progress(name, seconds)``; ``profile`` adds report["profile"] (RSS per stage). OUT also gets report.html.
     Raises BadInput (2), UnsupportedOps (3), NotTpuLegal (4, with ``strict_tpu``) or
     VerificationFailed (1; the files are still written and ``exc.result`` holds the result).
     Example: ``convert("model.pt2", to="keras-jax", out="out/")``.
@@ -210,12 +205,12 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
     _require_jax_backend()
     target = _checked_options(to, atol, rtol, io_layout, export_tpu)
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="portx-")) / "out"
-    stages = _Stages(progress)
+    stages = Stages(progress, profile)
     sizes = {}  # what a full disk would need: the weights are the bulk of every output folder
     cleaned = []  # stale staging folders of killed conversions, removed beside OUT
     with staged_output(out, force, protect=(source,), need=lambda: sizes.get("weights", 0), notes=cleaned) as tmp:
         src = stages.run("load", load, source, example_inputs=example_inputs, inputs=inputs,
-                         trust_pickle=trust_pickle, unsafe_keras=unsafe_keras)
+                         trust_pickle=trust_pickle, unsafe_keras=unsafe_keras, trust_savedmodel=trust_savedmodel)
         graph = stages.run("lower", src.lower, "model", strict_tpu)
         if static_batch is not None:
             src, graph = _pinned_batch(src, graph, static_batch, strict_tpu)
@@ -240,6 +235,9 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
             report["warnings"].append(report["training"]["problem"])
         report["verification"] = (stages.run("verify", _verify, src, graph, model, emitted, target, seed, atol, rtol)
                                   if verify else {"passed": None, "skipped": True})
+        report["node_errors"] = (stages.run("trace", node_errors, target, graph, model, emitted["var_of"],
+                                            make_inputs(graph, seed), atol, rtol, emitted["code"])
+                                 if verify else {"skipped": "verification was skipped (--no-verify)", "rows": []})
         if verify and (grad or (grad is None and graph.weight_bytes() <= _GRAD_AUTO_BYTES)):
             report["gradients"] = stages.run("grad", compare_gradients, src, graph, model, seed)
             if report["gradients"]["passed"] is False:
@@ -248,8 +246,13 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
         if export_tpu:
             report["tpu"]["artifact"] = stages.run("tpu-export", target.export_tpu, model, graph,
                                                    tmp / target.tpu_artifact)
+        if explore:  # OUT/explorer/: Model Explorer graph JSON and overlays (explore.py)
+            stages.run("explore", write_conversion, tmp, src, graph, target, report["node_errors"])
         report["stages"] = stages.times
+        if profile:
+            report["profile"] = stages.memory()
         (tmp / "report.json").write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+        write_report(tmp / "report.html", json.loads((tmp / "report.json").read_text(encoding="utf-8")))
     result = ConversionResult(model, report, _files(out, target, export_tpu), graph, out,
                               report["verification"].get("passed") is not False, stages.times)
     if not result.ok:
@@ -321,7 +324,8 @@ def _dynamic_report(dims, graph, sized) -> list:
 
 def _report(src, graph, target, notes) -> dict:
     return {"source": str(src.label), "target": target.name, "portx_ir_nodes": len(graph.nodes),
-            "weight_bytes": graph.weight_bytes(), "ops": inventory(graph),
+            "weight_bytes": graph.weight_bytes(), "ops": {op: {**row, **{k: v for k, v in status_of(
+                target.table, op).items() if k in ("status", "why")}} for op, row in inventory(graph).items()},
             "inputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs],
             "outputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.outputs],
             "layout": io_layouts(graph), "warnings": notes}
@@ -351,7 +355,8 @@ def _training(graph, source, converted, folding) -> dict:
 
 
 def _files(out, target, export_tpu) -> dict:
-    files = {"code": out / "model.py", "weights": out / target.weights_file, "report": out / "report.json"}
+    files = {"code": out / "model.py", "weights": out / target.weights_file, "report": out / "report.json",
+             "report_html": out / "report.html"}
     if export_tpu:
         files["tpu_artifact"] = out / target.tpu_artifact
         files["tpu_weights"] = out / f"{target.tpu_artifact}.weights.npz"
@@ -366,13 +371,14 @@ def _verification_failed(result) -> VerificationFailed:
         f"{result.out}: output {rows[0]['name'] if rows else '?'} differs from the source "
         f"({rows[0]['problem'] if rows else ver.get('problem')}); first diverging node: "
         f"{where.get('scope') or '?'} ({where.get('op') or '?'})",
-        hint="see report.json; rerun with --atol/--rtol if the tolerance is too tight")
+        hint="see report.html (the error along the graph) and report.json; rerun with --atol/--rtol if the "
+             "tolerance is too tight")
     exc.result = result
     return exc
 
 
 def verify(source, out, *, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, inputs=(), trust_pickle=False,
-           trace=False, grad=False, check=True) -> dict:
+           trace=False, grad=False, check=True, trust_savedmodel=False) -> dict:
     """Re-check a converted folder ``out`` against ``source`` on seeded batches (seeds seed..seed+samples-1).
 
     Only out/model.py and its weights are run; report.json is not read. Returns the report dict
@@ -383,4 +389,5 @@ def verify(source, out, *, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RT
     """
     check_tolerances(atol, rtol)
     return verify_converted(source, out, samples=samples, seed=seed, atol=atol, rtol=rtol, inputs=inputs,
-                            trust_pickle=trust_pickle, trace=trace, grad=grad, check=check)
+                            trust_pickle=trust_pickle, trace=trace, grad=grad, check=check,
+                            trust_savedmodel=trust_savedmodel)

@@ -45,20 +45,6 @@ def _fail(exc, debug):
 _LAYOUT_SHOWN = 3
 
 
-def _progress(quiet, header=None):
-    """One line per finished stage on stderr; ``header`` goes first, once the first stage is done (so a run
-    that fails at once prints only its one error line)."""
-    if quiet:
-        return None
-    pending = [header] if header else []
-
-    def report(name, seconds):
-        while pending:
-            click.echo(pending.pop(), err=True)
-        click.echo(f"  {name:<13}{seconds:8.2f}s", err=True)
-    return report
-
-
 def _interrupted(signum):
     try:
         name = signal.Signals(signum).name
@@ -149,6 +135,7 @@ def main():
 @click.option("--rtol", type=float, default=None, callback=_tolerance,
               help="tolerance relative to the output's scale (default 1e-4)")
 @click.option("--trust-pickle", is_flag=True, help="allow loading a full pickle (runs code from the file)")
+@click.option("--trust-savedmodel", is_flag=True, help="allow reading a TensorFlow SavedModel (runs its graph)")
 @click.option("--unsafe-keras", is_flag=True, help="load .keras files with safe_mode off (runs Lambda code)")
 @click.option("--force", is_flag=True, help="replace OUT if it exists and portx wrote it")
 @click.option("--strict-tpu", is_flag=True, help="fail (exit 4) unless the model lowers cleanly for TPU")
@@ -165,10 +152,14 @@ def main():
               help="pin the batch to N (default: the batch stays free, verified at the example's, 1 and 8)")
 @click.option("--dynamic", multiple=True, metavar="NAME:AXIS[,AXIS]",
               help="keep these input axes free too (torch.export Dims and Keras None dims are kept already)")
+@click.option("--explore", is_flag=True, help="also write OUT/explorer/: the graph and its overlays as Model "
+                                               "Explorer JSON (open with 'portx explore OUT')")
+@click.option("--profile", is_flag=True, help="also record each stage's memory (RSS) in report.json/.html")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON on stdout")
 @click.option("--debug", is_flag=True, help="show tracebacks")
-def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, unsafe_keras, force, strict_tpu, fold_bn,
-            inference, no_fold_bn, export_tpu, io_layout, grad, static_batch, dynamic, as_json, debug):
+def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, trust_savedmodel, unsafe_keras, force,
+            strict_tpu, fold_bn, inference, no_fold_bn, export_tpu, io_layout, grad, static_batch, dynamic, explore, profile, as_json,
+            debug):
     """Convert SRC (.pt2, .pt, .keras, .h5, .onnx) into OUT/model.py + weights, and verify it."""
     header = None
     if target is None:  # the other framework than the source's
@@ -180,14 +171,17 @@ def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, unsaf
 
     def work():  # imports torch, Keras and JAX under _run's signal handlers
         from . import api
+        from .progress import display
 
-        return api.convert(src, to=target, out=out, inputs=inputs, verify=not no_verify,
-                           atol=api.DEFAULT_ATOL if atol is None else atol,
-                           rtol=api.DEFAULT_RTOL if rtol is None else rtol,
-                           trust_pickle=trust_pickle, force=force, strict_tpu=strict_tpu, export_tpu=export_tpu,
-                           fold_bn=fold_bn and not no_fold_bn, inference=inference, unsafe_keras=unsafe_keras,
-                           io_layout=io_layout, grad=grad, static_batch=static_batch, dynamic=dynamic,
-                           progress=_progress(as_json, header))
+        with display(header=header, live=False if as_json else None) as reporter:  # live only on a terminal
+            return api.convert(src, to=target, out=out, inputs=inputs, verify=not no_verify,
+                               atol=api.DEFAULT_ATOL if atol is None else atol,
+                               rtol=api.DEFAULT_RTOL if rtol is None else rtol,
+                               trust_pickle=trust_pickle, trust_savedmodel=trust_savedmodel, force=force,
+                               strict_tpu=strict_tpu, export_tpu=export_tpu,
+                               fold_bn=fold_bn and not no_fold_bn, inference=inference, unsafe_keras=unsafe_keras,
+                               io_layout=io_layout, grad=grad, static_batch=static_batch, dynamic=dynamic,
+                               explore=explore, progress=reporter, profile=profile)
 
     result = _run(debug, work)
     if as_json:
@@ -215,7 +209,16 @@ def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, unsaf
         click.echo(f"  {row['symbol']}: " + (f"free, verified at {sizes}" if row["free"] else
                                              f"pinned to {row['example_size']}"))
     _print_gradients(result.report.get("gradients"))
-    click.echo(f"verified: {result.out}/model.py matches {result.report['source']}")
+    _print_profile(result.report.get("profile"))
+    click.echo(f"verified: {result.out}/model.py matches {result.report['source']}; see {result.out}/report.html")
+
+
+def _print_profile(profile):
+    """--profile: one line per stage with its time and the RSS after it, and the peak RSS."""
+    for row in (profile or {}).get("stages", []):
+        rss = "-" if row.get("rss_mb") is None else f"{row['rss_mb']:.0f}"
+        click.echo(f"  profile {row['stage']:<13}{row['seconds']:8.2f}s  RSS {rss} MB, peak {row['peak_rss_mb']:.0f} MB",
+                   err=True)
 
 
 @main.command()
@@ -229,16 +232,18 @@ def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, unsaf
 @click.option("--rtol", type=float, default=None, callback=_tolerance,
               help="tolerance relative to the output's scale (default 1e-4)")
 @click.option("--trust-pickle", is_flag=True, help="allow loading a full pickle (runs code from the file)")
+@click.option("--trust-savedmodel", is_flag=True, help="allow reading a TensorFlow SavedModel (runs its graph)")
 @click.option("--trace", is_flag=True, help="print each layer's error, up to the first diverging one")
 @click.option("--grad", is_flag=True, help="also compare gradients (inputs and parameters) with the source's")
 @click.option("--json", "as_json", is_flag=True, help="print the verification report as JSON on stdout")
 @click.option("--debug", is_flag=True, help="show tracebacks")
-def verify(src, out, samples, seed, inputs, atol, rtol, trust_pickle, trace, grad, as_json, debug):
+def verify(src, out, samples, seed, inputs, atol, rtol, trust_pickle, trust_savedmodel, trace, grad, as_json, debug):
     """Re-check OUT (written by 'portx convert') against SRC on seeded inputs; exit 1 when they differ."""
     def work():
         from . import api
 
-        return api.verify(src, out, samples=samples, seed=seed, inputs=inputs, trust_pickle=trust_pickle, trace=trace,
+        return api.verify(src, out, samples=samples, seed=seed, inputs=inputs, trust_pickle=trust_pickle,
+                          trust_savedmodel=trust_savedmodel, trace=trace,
                           grad=grad, check=False, atol=api.DEFAULT_ATOL if atol is None else atol,
                           rtol=api.DEFAULT_RTOL if rtol is None else rtol)
 
@@ -294,16 +299,18 @@ def _num(x):
 @click.argument("src", type=click.Path(path_type=str))
 @click.option("--input", "inputs", multiple=True, help="NAME:SHAPE[:DTYPE] for formats without shapes")
 @click.option("--trust-pickle", is_flag=True, help="allow loading a full pickle (runs code from the file)")
+@click.option("--trust-savedmodel", is_flag=True, help="allow reading a TensorFlow SavedModel (runs its graph)")
 @click.option("--target", type=click.Choice(["keras-jax", "torch-xla", "tpu", "torch_xla"]), default=None,
               help="add each op's TPU status from that target's op table (tpu, torch_xla: older names)")
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 @click.option("--debug", is_flag=True, help="show tracebacks")
-def inspect(src, inputs, trust_pickle, target, as_json, debug):
+def inspect(src, inputs, trust_pickle, trust_savedmodel, target, as_json, debug):
     """List SRC's ops (as portx IR) with counts and source scopes."""
     def work():
         from . import api
 
-        return api.inspect(src, inputs=inputs, trust_pickle=trust_pickle, target=target)
+        return api.inspect(src, inputs=inputs, trust_pickle=trust_pickle, target=target,
+                           trust_savedmodel=trust_savedmodel)
 
     info = _run(debug, work)
     if as_json:
@@ -319,6 +326,33 @@ def inspect(src, inputs, trust_pickle, target, as_json, debug):
         scopes = ", ".join(s or "<top>" for s in row["scopes"][:3])
         status = f"  [{row['status']}]" if "status" in row else ""
         click.echo(f"  {op:<{width}}  {row['count']:>5}  {scopes}{status}")
+
+
+@main.command()
+@click.argument("out", type=click.Path(path_type=str))
+@click.option("--port", type=click.IntRange(1, 65535), default=None, help="local port (default 8080; a port in use: "
+                                                                         "another free one, and the URL says which)")
+@click.option("--source", default=None, type=click.Path(path_type=str),
+              help="also show the source model (a torch.export .pt2: Model Explorer reads it itself)")
+@click.option("--no-browser", is_flag=True, help="do not open a browser tab; print the URL only")
+@click.option("--debug", is_flag=True, help="show tracebacks")
+def explore(out, port, source, no_browser, debug):
+    """Open Model Explorer on OUT's graph (from 'portx convert --explore'), with its per-node error, TPU status
+    and layout overlays. Needs the [explore] extra; stops with Ctrl+C."""
+    def work():
+        from . import explore as explorer
+
+        return explorer.prepare(out, port=port, source=source)
+
+    prepared = _run(debug, work)
+    for note in prepared[3]:
+        click.echo(note)
+    from .explore import serve
+
+    try:  # blocks until Ctrl+C
+        serve(prepared, open_browser=not no_browser)
+    except Exception as exc:  # noqa: BLE001 - a server that fails to start: one line, as every failure
+        sys.exit(_fail(exc, debug))
 
 
 @main.command()

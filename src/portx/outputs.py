@@ -46,7 +46,7 @@ __all__ = ["MARKER", "PORTX_FILES", "staged_output", "check_output", "is_portx_o
            "pending_signal"]
 
 #: every entry portx writes into an output folder (``__pycache__`` comes from importing model.py)
-PORTX_FILES = frozenset({MARKER, "model.py", "model.weights.h5", "model.safetensors", "report.json",
+PORTX_FILES = frozenset({MARKER, "model.py", "model.weights.h5", "model.safetensors", "report.json", "report.html",
                          "model.tpu.jaxexport", "model.tpu.jaxexport.weights.npz", "__pycache__"})
 _STOP = frozenset({signal.SIGINT, signal.SIGTERM})
 _FULL = {errno.ENOSPC: "the disk is full", errno.EFBIG: "a file reached the file size limit",

@@ -37,7 +37,7 @@ def _input_specs(arrays) -> tuple:
     return tuple(specs)
 
 
-def _open_source(source, inputs, example_inputs, trust_pickle):
+def _open_source(source, inputs, example_inputs, trust_pickle, trust_savedmodel=False):
     from .frontends import KERAS_SUFFIXES, load
 
     examples = example_inputs if example_inputs is not None else inputs
@@ -45,7 +45,8 @@ def _open_source(source, inputs, example_inputs, trust_pickle):
         if str(source).lower().endswith(KERAS_SUFFIXES):  # Keras files record their input shapes
             return load(source)
         arrays = [_as_array(x) for x in examples] if examples is not None else None
-        return load(source, inputs=_input_specs(arrays), trust_pickle=trust_pickle)
+        return load(source, inputs=_input_specs(arrays), trust_pickle=trust_pickle,
+                    trust_savedmodel=trust_savedmodel)
     return load(source, example_inputs=examples)
 
 
@@ -74,7 +75,7 @@ def _num(x) -> str:
 
 
 def assert_equivalent(source, converted, inputs=None, *, example_inputs=None, samples=1, seed=0,
-                      atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, trust_pickle=False) -> dict:
+                      atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, trust_pickle=False, trust_savedmodel=False) -> dict:
     """Assert that ``converted`` computes what ``source`` computes; returns the report when it does.
 
     source: an ``nn.Module`` (with ``example_inputs``, or ``inputs``) or a model file path.
@@ -87,7 +88,7 @@ def assert_equivalent(source, converted, inputs=None, *, example_inputs=None, sa
     os.environ.setdefault("KERAS_BACKEND", "jax")  # as the API does, before anything imports Keras
     from .verification.recheck import check_converted, open_converted
 
-    src = _open_source(source, inputs, example_inputs, trust_pickle)
+    src = _open_source(source, inputs, example_inputs, trust_pickle, trust_savedmodel)
     batch = None if inputs is None else [_as_array(x) for x in inputs]
     report = check_converted(src, open_converted(converted), batch=batch, samples=samples, seed=seed,
                              atol=atol, rtol=rtol)

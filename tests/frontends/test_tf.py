@@ -59,12 +59,12 @@ def _legacy_h5(tmp_path, with_op_layer=True):
 @pytest.mark.parametrize("target", TARGETS)
 def test_saved_model_converts_and_verifies_against_tensorflow(tmp_path, target):
     folder = _saved_model(tmp_path)
-    result = api.convert(str(folder), to=target, out=tmp_path / "out")
+    result = api.convert(str(folder), to=target, out=tmp_path / "out", trust_savedmodel=True)
     assert result.report["verification"]["passed"] is True
     assert any("tf2onnx" in note for note in result.report["warnings"] + result.report.get("notes", []))
     x = np.random.default_rng(1).normal(size=(3, 16, 16, 3)).astype("float32")  # another batch size
     want = tf.saved_model.load(str(folder)).signatures["serving_default"](image=tf.constant(x))["logits"].numpy()
-    got = load(str(folder)).run(x)[0]
+    got = load(str(folder), trust_savedmodel=True).run(x)[0]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     emitted = result.model(x) if target == "keras-jax" else result.model(__import__("torch").from_numpy(x))
     np.testing.assert_allclose(np.asarray(emitted if target == "keras-jax" else emitted.detach()), want,
@@ -93,7 +93,7 @@ def test_ops_that_touch_files_are_refused_naming_the_node(tmp_path):
             return x + tf.cast(tf.strings.length(text), tf.float32)
 
     folder = _saved_model(tmp_path, Reads())
-    run = CliRunner().invoke(main, ["convert", str(folder), "-o", str(tmp_path / "out")])
+    run = CliRunner().invoke(main, ["convert", str(folder), "-o", str(tmp_path / "out"), "--trust-savedmodel"])
     assert run.exit_code == 2, run.output
     assert "ReadFile" in run.output and "Traceback" not in run.output
     assert not (tmp_path / "out").exists()
@@ -113,15 +113,15 @@ def test_a_damaged_saved_model_is_one_line_exit_2(tmp_path):
     folder = tmp_path / "broken"
     folder.mkdir()
     (folder / "saved_model.pb").write_bytes(b"\x08\x01garbage")
-    run = CliRunner().invoke(main, ["convert", str(folder), "-o", str(tmp_path / "out")])
+    run = CliRunner().invoke(main, ["convert", str(folder), "-o", str(tmp_path / "out"), "--trust-savedmodel"])
     assert run.exit_code == 2, run.output
     assert "broken" in run.output and "Traceback" not in run.output
 
 
 def test_without_the_extra_the_message_names_it(tmp_path):
     folder = _saved_model(tmp_path)
-    script = ("import sys; sys.modules['tensorflow'] = None; from portx.cli import main; "
-              f"sys.argv = ['portx', 'convert', {str(folder)!r}, '-o', {str(tmp_path / 'out')!r}]; main()")
+    argv = ["portx", "convert", str(folder), "-o", str(tmp_path / "out"), "--trust-savedmodel"]
+    script = f"import sys; sys.modules['tensorflow'] = None; from portx.cli import main; sys.argv = {argv!r}; main()"
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
                           env={**os.environ, "KERAS_BACKEND": "jax"})
     assert done.returncode == 2, done.stderr
@@ -135,6 +135,14 @@ def test_tensorflow_ops_tf2onnx_cannot_convert_are_named_exit_3(tmp_path):
             return tf.math.igamma(x * x + 1.0, x * x + 0.5)
 
     folder = _saved_model(tmp_path, Igamma())
-    run = CliRunner().invoke(main, ["convert", str(folder), "-o", str(tmp_path / "out")])
+    run = CliRunner().invoke(main, ["convert", str(folder), "-o", str(tmp_path / "out"), "--trust-savedmodel"])
     assert run.exit_code == 3, run.output
     assert "Igamma" in run.output and "TensorFlow model" in run.output
+
+
+def test_a_saved_model_needs_the_trust_flag(tmp_path):
+    folder = _saved_model(tmp_path)
+    run = CliRunner().invoke(main, ["convert", str(folder), "-o", str(tmp_path / "out")])
+    assert run.exit_code == 2, run.output
+    assert "--trust-savedmodel" in run.output and "Traceback" not in run.output
+    assert not (tmp_path / "out").exists()

@@ -33,9 +33,10 @@ _ATTRS = {
     "gelu": lambda b: {"approximate": b.pick(["none", "tanh"])},
     "softplus": lambda b: {"beta": b.pick([1.0, 0.5, 2.0]), "threshold": b.pick([20.0, 1.0, 5.0])},
 }
-_NEEDS_POSITIVE = {"log", "sqrt", "rsqrt", "reciprocal", "log1p"}
-_NEEDS_UNIT = {"asin", "acos", "atanh"}  # |x| < 1
-_GROWS = {"exp", "expm1", "exp2"}  # kept finite however large earlier values grew
+_NEEDS_POSITIVE = {"log", "sqrt", "rsqrt", "reciprocal", "log1p", "log2", "log10", "lgamma", "digamma", "polygamma"}
+_NEEDS_UNIT = {"asin", "acos", "atanh", "erfinv", "tan"}  # |x| < 1
+_GROWS = {"exp", "expm1", "exp2", "sinh", "cosh", "i0", "i1", "erfcx"}  # kept finite however large values grew
+_NOT_FUZZED = {"logical_not", "bitwise_not", "signbit", "ndtri"}  # bool results; ndtri needs (0, 1)
 _KEEPS_EXACT = {"relu", "abs", "neg", "clamp", "floor", "ceil", "sign", "trunc", "round", "stop_gradient"}
 _ARITH = ("add", "sub", "mul", "div", "pow", "minimum", "maximum")
 _COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
@@ -49,7 +50,7 @@ def _unary(b, x):
     """One unary op; ints get the integer-safe ones, bools logical_not."""
     if x.type.dtype == "bool":
         return b.emit(UNARY["logical_not"], [x], exact=True)
-    names = sorted(set(UNARY) - {"logical_not", "bitwise_not"}) if is_float(x) else \
+    names = sorted(set(UNARY) - _NOT_FUZZED) if is_float(x) else \
         ["abs", "neg", "sign", "relu", "bitwise_not"]
     name = b.pick(names)
     if name in _NEEDS_POSITIVE:

@@ -109,7 +109,13 @@ def test_literal_non_finite_floats(value, check):
     assert check(eval(literal(value), {"__builtins__": {"float": float}}))
 
 
-@pytest.mark.parametrize("value", [object(), {"a": 1}, {1, 2}, b"bytes", np.zeros(3), print, type, 1j,
+@pytest.mark.parametrize("value", [complex(1.5, -2.0), complex(float("inf"), float("nan")), 1j])
+def test_literal_complex_is_a_call_of_the_builtin_complex(value):
+    back = eval(literal(value), {"__builtins__": {"float": float, "complex": complex}})
+    assert type(back) is complex and repr(back) == repr(value)
+
+
+@pytest.mark.parametrize("value", [object(), {"a": 1}, {1, 2}, b"bytes", np.zeros(3), print, type,
                                    (1, object()), [np.zeros(2)]], ids=lambda v: type(v).__name__)
 def test_literal_rejects_non_plain_data(value):
     with pytest.raises(TypeError, match="cannot write .* as a literal in generated code"):

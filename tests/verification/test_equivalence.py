@@ -9,7 +9,8 @@ from torch import nn
 import portx
 from portx.errors import VerificationFailed
 from portx.ops.elementwise.unary import UNARY
-from portx.verification.compare import compare_arrays, make_inputs
+from portx.verification.compare import compare_arrays, distinct, make_inputs
+from tests.support.broken import FcReluFc, broken_keras_relu
 
 
 def test_equal_arrays_pass():
@@ -41,13 +42,7 @@ def test_inf_positions_and_shapes():
     assert "shape" in compare_arrays(np.zeros(3), np.zeros(4))["problem"]
 
 
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1, self.act, self.fc2 = nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)
-
-    def forward(self, x):
-        return self.fc2(self.act(self.fc1(x)))
+Net = FcReluFc
 
 
 def test_seeded_inputs_are_reproducible():
@@ -58,12 +53,8 @@ def test_seeded_inputs_are_reproducible():
 
 def test_divergence_exits_1_writes_files_and_names_the_first_bad_node(tmp_path, monkeypatch):
     """Fault injection: a wrong Keras rule for relu must be caught and localized to 'act'."""
-    def wrong_relu(node, k):
-        k.assign(node, f"ops.abs({k.ref(node.inputs[0])})")
-
-    monkeypatch.setitem(UNARY["relu"].emit_rules, "keras-jax", wrong_relu)
     torch.manual_seed(0)
-    with pytest.raises(VerificationFailed, match=r"first diverging node: act \(relu\)") as info:
+    with broken_keras_relu(), pytest.raises(VerificationFailed, match=r"first diverging node: act \(relu\)") as info:
         portx.convert(Net(), example_inputs=(torch.randn(2, 8),), out=tmp_path / "out")
     assert info.value.exit_code == 1
     report = json.loads((tmp_path / "out" / "report.json").read_text())
@@ -107,3 +98,19 @@ def test_fault_in_small_entries_fails_verification_and_reports_the_element(tmp_p
     row = json.loads((tmp_path / "out" / "report.json").read_text())["verification"]["outputs"][0]
     assert row["max_abs"] <= row["atol"] + row["rtol"] * 20 * 10  # within the scaled allowance
     assert row["elements"]["violations"] > 0 and row["elements"]["worst_index"][1] >= 4
+
+
+def test_random_float_inputs_have_no_ties_so_sorts_have_one_answer():
+    """8,000 float32 normals repeat two values (seed 0); torch.sort does not keep tied values' order."""
+
+    a = np.random.default_rng(0).standard_normal(8000).astype(np.float32)
+    assert len(np.unique(a)) < a.size
+    b = distinct(a)
+    assert len(np.unique(b)) == b.size and np.max(np.abs(b - a)) < 1e-6
+
+    class Sort(nn.Module):
+        def forward(self, x):
+            return torch.sort(x)
+
+    result = portx.convert(Sort(), example_inputs=(torch.randn(8000),), to="torch-xla", grad=False)
+    assert result.report["verification"]["passed"] is True

@@ -85,13 +85,15 @@ def is_onnx_source(source) -> bool:
     return onnx is not None and isinstance(source, onnx.ModelProto)
 
 
-def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_keras=False) -> Source:
+def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_keras=False,
+         trust_savedmodel=False) -> Source:
     """Open ``source`` (a path or a live model) as a Source.
 
     Torch sources are ``.pt2``, ``.pt`` files and ``nn.Module`` (with ``example_inputs``); Keras sources are
     ``.keras``, ``.h5`` files and ``keras.Model`` (subclassed models need ``example_inputs``); ONNX sources are
     ``.onnx`` files and ``onnx.ModelProto`` (frontends/onnx); TensorFlow SavedModel folders and tf.keras 2
-    ``.h5`` files that Keras 3 cannot read go through tf2onnx (frontends/tf.py, the ``[tf]`` extra). ``inputs`` are
+    ``.h5`` files that Keras 3 cannot read go through tf2onnx (frontends/tf.py, the ``[tf]`` extra; a SavedModel
+    runs its TensorFlow graph, so it needs ``trust_savedmodel``). ``inputs`` are
     ``NAME:SHAPE[:DTYPE]`` specs (frontends/input_spec.py). Loading is safe by default (Note [safe loading],
     Note [keras safe mode]). Example: ``load("model.pt2").lower()``.
     """
@@ -104,7 +106,7 @@ def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_k
         from .tf import is_legacy_h5, is_saved_model, load_legacy_h5, load_saved_model
 
         if is_saved_model(source):
-            return load_saved_model(source, inputs)
+            return load_saved_model(source, inputs, trusted=trust_savedmodel)
         if is_legacy_h5(source):
             return load_legacy_h5(source, inputs, unsafe_keras)
     if is_keras_source(source):

@@ -28,6 +28,7 @@ from ..errors import BadInput, Unsupported, UnsupportedOps
 from ..ir import DTYPES, IMPORT_RULES, GraphBuilder, TensorType, Value
 from ..ir.builder import holds_trainable
 from ..ir.validate import IRError
+from ..progress import step
 from ..ops.shape import PERMUTE
 from .keras_activations import apply_activation
 from .jaxpr import prune_graph
@@ -98,6 +99,8 @@ class KerasCall:
             path = getattr(var, "path", var.name)
             if var.name == name or path.endswith("/" + name):
                 array = np.asarray(var.numpy() if hasattr(var, "numpy") else var)
+                if str(array.dtype) in ("float16", "bfloat16"):  # portx computes in float32 (_policy_notes)
+                    array = array.astype(np.float32)
                 self._read.append((array, bool(getattr(var, "trainable", False) and self.layer.trainable)))
                 return array
         known = [getattr(v, "path", v.name) for v in self.layer.weights]
@@ -191,10 +194,14 @@ class _Walker:
 
         fn = functional_of(model)
         env = {id(t): v for t, v in zip(fn.inputs, in_values)}
+        done, total = 0, sum(len(nodes) for nodes in fn._nodes_by_depth.values())
         for depth in sorted(fn._nodes_by_depth, reverse=True):
             for node in fn._nodes_by_depth[depth]:
+                done += 1
                 if node.operation is None or node.is_input:
                     continue
+                if not prefix:  # progress.py: the display's layer count (a no-op without one)
+                    step(done, total, node.operation.name)
                 self.visit(node, env, prefix)
         return [env.get(id(t)) for t in keras.tree.flatten(fn.outputs)]
 

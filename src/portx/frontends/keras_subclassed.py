@@ -22,7 +22,8 @@ from ..ir import Graph
 from . import resize_array
 from .jaxpr import lower_jaxpr
 
-__all__ = ["lower_keras_subclassed", "needs_tracing", "param_name", "inference_context", "SubclassedKerasSource"]
+__all__ = ["call_args", "lower_keras_subclassed", "needs_tracing", "param_name", "inference_context",
+           "SubclassedKerasSource"]
 
 
 def needs_tracing(model) -> bool:
@@ -67,6 +68,19 @@ def _input_names(model, count) -> list:
     return [params[i] if i < len(params) else f"input_{i}" for i in range(count)]
 
 
+def call_args(model, inputs) -> tuple:
+    """``call``'s positional arguments for ``inputs``: one each when ``call(self, x, y)`` takes them so,
+    else one list (``call(self, inputs)``); a single input is passed alone. Tracing, building and running
+    the source all call the model this one way."""
+    inputs = list(inputs)
+    if len(inputs) == 1:
+        return tuple(inputs)
+    params = [p for p in inspect.signature(model.call).parameters.values() if p.name not in ("training", "mask")]
+    spread = any(p.kind == p.VAR_POSITIONAL for p in params) or len(
+        [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]) >= len(inputs)
+    return tuple(inputs) if spread else (inputs,)
+
+
 def _host_array(array) -> np.ndarray:
     """NumPy input in a dtype JAX keeps without x64 (int64 -> int32, float64 -> float32)."""
     array = np.asarray(array)
@@ -89,13 +103,14 @@ def lower_keras_subclassed(model, example_arrays, name=None) -> Graph:
                        f"{keras.backend.backend()}", hint="set KERAS_BACKEND=jax before importing keras")
     arrays = [_host_array(a) for a in example_arrays]
     if not model.built:
-        model(*arrays)
+        model(*call_args(model, arrays))
     trainable, frozen = list(model.trainable_variables), list(model.non_trainable_variables)
     kwargs = {"training": False} if getattr(model, "_call_has_training_arg", False) else {}
 
     def traced(values, *inputs):
         with inference_context(model):
-            outputs, _ = model.stateless_call(values[:len(trainable)], values[len(trainable):], *inputs, **kwargs)
+            outputs, _ = model.stateless_call(values[:len(trainable)], values[len(trainable):],
+                                              *call_args(model, inputs), **kwargs)
         return outputs
 
     variables = trainable + frozen
@@ -145,7 +160,7 @@ class SubclassedKerasSource:
 
         flat = [np.asarray(a) for a in arrays]
         with inference_context(self.model):
-            out = self.model(flat[0] if len(flat) == 1 else flat)
+            out = self.model(*call_args(self.model, flat))
         return [np.asarray(t) for t in keras.tree.flatten(out)]
 
     def lower(self, name="model", strict_tpu=False):

@@ -5,7 +5,8 @@ ONNX import rule serves TensorFlow too), while verification runs the TensorFlow 
 reference: a ``TfSource`` is an ``OnnxSource`` whose ``run`` calls TensorFlow.
 
 Note [tf sources]:
-- A SavedModel is read through its serving signature (``serving_default``, else the only one). Before
+- A SavedModel is read only with ``trust_savedmodel`` (``--trust-savedmodel``): converting and verifying it
+  runs its graph. It is read through its serving signature (``serving_default``, else the only one). Before
   anything runs, its frozen graph is scanned for ops that touch files or run Python (``UNSAFE_TF_OPS``):
   loading a SavedModel runs no Python, but running its graph runs every op in it.
 - A ``.h5`` file goes to the Keras frontend whenever Keras 3 can read it. Only files naming layer classes
@@ -14,7 +15,7 @@ Note [tf sources]:
 - The batch stays free: tf2onnx keeps TensorFlow's ``None`` dims as ONNX ``dim_param``s.
 
 Example:
-    >>> src = load_saved_model("saved_model_dir/")
+    >>> src = load_saved_model("saved_model_dir/", trusted=True)
     >>> graph = src.lower(); reference = src.run(*arrays)       # TensorFlow's outputs
 """
 from __future__ import annotations
@@ -155,9 +156,15 @@ def _source(proto, label, reference, input_specs, notes):
     return TfSource(base.proto, base.input_types, label, reference, notes + base.notes)
 
 
-def load_saved_model(path, input_specs=()) -> TfSource:
-    """A TfSource for a SavedModel folder (Note [tf sources])."""
+def load_saved_model(path, input_specs=(), trusted=False) -> TfSource:
+    """A TfSource for a SavedModel folder (Note [tf sources]); BadInput unless ``trusted``: converting and
+    verifying it runs its TensorFlow graph."""
     label = str(path)
+    if not trusted:
+        raise BadInput(f"{label}: a SavedModel is a TensorFlow graph that portx runs to convert and to verify it, "
+                       "and a graph can hold any TensorFlow op; refused unless trusted",
+                       hint="pass --trust-savedmodel (trust_savedmodel=True) if you trust its author; ops that touch "
+                            "files or run Python are refused even then")
     tf, tf2onnx = _import_tf(label)
     from tf2onnx import tf_loader
 

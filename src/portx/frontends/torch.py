@@ -25,15 +25,16 @@ import torch
 from ..errors import BadInput, Unsupported, UnsupportedOps, first_line
 from ..ir import IMPORT_RULES, Graph, Node, TensorType, Value, fresh_name, infer_outputs, param_value
 from ..ir.validate import IRError
+from ..progress import counted
 from .torch_names import op_name as _op_name
 from .torch_names import module_kind, scope_of
-from .torch_training import decompose_keeping_dropout, rearranges, stops_gradient
+from .torch_training import decompose_keeping_dropout, rearranges, remove_effect_tokens, stops_gradient
 from .torch_dynamic import computed_at_run_time, explain_export_failure, refuse_data_dependent
 
 __all__ = ["lower_exported", "walk_program", "export_module", "torch_dtype_name", "TorchCall", "rule_for", "state_of"]
 
 _SKIP = {"aten::_assert_tensor_metadata", "aten::_assert_scalar", "aten::sym_constrain_range_for_size",
-         "aten::_assert_async", "aten::sym_constrain_range"}
+         "aten::_assert_async", "aten::sym_constrain_range", "aten::_linalg_check_errors"}  # Note [effect tokens]
 
 
 # Ops whose result depends on their tensor inputs only through the (static) shape and dtype.
@@ -335,7 +336,7 @@ def _prepare(ep):
         if not unknown:
             break
         ep = ep.run_decompositions({t: table[t] for t in unknown})
-    return ep
+    return remove_effect_tokens(ep)
 
 
 def state_of(ep) -> dict:
@@ -362,7 +363,7 @@ def walk_program(ep):
     state = state_of(ep)
     user_inputs = set(ep.graph_signature.user_inputs)
     low.inputs, low.fx_outputs = [], []
-    for node in ep.graph.nodes:
+    for node in counted(ep.graph.nodes, lambda n: n.name):  # progress.py: the display's node count
         if node.op == "placeholder":
             value = low.placeholder(node, user_inputs, state)
             if value is not None:

@@ -15,7 +15,7 @@ import torch
 
 from .torch_names import op_name
 
-__all__ = ["decompose_keeping_dropout", "rearranges", "stops_gradient"]
+__all__ = ["decompose_keeping_dropout", "rearranges", "remove_effect_tokens", "stops_gradient"]
 
 #: ops whose folded result is the same numbers as their one input, re-arranged (a trainable input stays trainable;
 #: not ``detach``, whose result is a constant in the source too)
@@ -58,3 +58,18 @@ def decompose_keeping_dropout(ep):
     finally:
         for node, target, args in renamed:
             node.target, node.args = target, args
+
+
+def remove_effect_tokens(ep):
+    """``ep`` without effect tokens (Note [effect tokens]).
+
+    Note [effect tokens]: an op with a side effect reaches a decomposed program wrapped in ``with_effects`` and
+    threaded by ``token`` inputs and outputs; the ``linalg.*`` solvers (inv, solve, cholesky, lu_factor) decompose
+    into such an op, ``_linalg_check_errors``, which raises on a singular or non-positive-definite input. Torch's
+    own pass turns the wrapped calls back into plain ones and removes the tokens; the torch frontend then skips
+    the check (``_SKIP``), so a converted solver returns NaN/inf on such an input instead of raising.
+    """
+    if not any(spec.kind == torch.export.graph_signature.InputKind.TOKEN for spec in ep.graph_signature.input_specs):
+        return ep
+    from torch.export._remove_effect_tokens_pass import _remove_effect_tokens
+    return _remove_effect_tokens(ep)

@@ -12,7 +12,7 @@ __all__ = ["DTYPES", "TensorType", "Value", "SymDim", "FreeDimRefused"]
 
 # Names follow NumPy; every dtype the IR can carry is listed once here.
 DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64", "bool",
-          "complex64", "complex128")
+          "complex64", "complex128", "uint16", "uint32", "uint64")
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,9 +19,13 @@ import pkgutil
 
 from . import (attention, conv, dropout, elementwise, embedding, linear, norm, pad, pool, recurrent, reduce, resize,
                shape)
+from . import fft
+from . import sort
+from . import scatter
+from . import linalg
 
 FAMILIES = (attention, conv, dropout, elementwise, embedding, linear, norm, pad, pool, recurrent, reduce, resize,
-            shape)
+            shape) + (fft,) + (sort,) + (scatter,) + (linalg,)
 
 __all__ = ["FAMILIES", "register_all"] + [family.__name__.rsplit(".", 1)[1] for family in FAMILIES]
 

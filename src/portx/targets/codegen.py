@@ -34,6 +34,7 @@ import numpy as np
 
 from ..errors import Unsupported, UnsupportedOps
 from ..ir import FreeDimRefused, SymDim
+from ..progress import step
 from .linewrap import wrap_line
 
 __all__ = ["Namespace", "literal", "LineWriter", "nested_outputs", "flatten_outputs", "import_by_path",
@@ -91,6 +92,8 @@ def literal(value, free=None) -> str:
         if math.isinf(value):
             return 'float("inf")' if value > 0 else 'float("-inf")'
         return repr(float(value))
+    if isinstance(value, complex):  # complex(re, im): valid for inf/nan parts too, which repr is not
+        return f"complex({literal(value.real)}, {literal(value.imag)})"
     if isinstance(value, str):
         return repr(value)
     if isinstance(value, tuple):
@@ -299,7 +302,8 @@ class EmitterBase:
     def emit_nodes(self) -> None:
         """Run every node's emit rule in graph order; collect, then fail (Note [emit-time unsupported])."""
         failures, refused = {}, None
-        for node in self.graph.nodes:
+        for done, node in enumerate(self.graph.nodes):
+            step(done, len(self.graph.nodes), f"{node.scope or '<top>'} ({node.op.name})")  # progress.py display
             self.check(node)
             rule = node.op.emit_rules.get(self.TARGET)
             plain, free = node.attrs, self.graph.free_attrs(node)

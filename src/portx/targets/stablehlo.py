@@ -11,9 +11,11 @@ from collections import Counter
 
 __all__ = ["scan_stablehlo", "input_specs"]
 
-# custom_call targets that XLA:TPU provides (sharding annotations and TPU-native kernels).
+# custom_call targets that XLA:TPU provides (sharding annotations and TPU-native kernels; the linear algebra
+# ones are JAX's TPU lowerings of eigh, qr/svd and lu: jax/_src/export/_export.py, _CUSTOM_CALL_TARGETS_GUARANTEED_STABLE).
 _TPU_CUSTOM_CALLS = {"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "tpu_custom_call",
-                     "annotate_device_placement"}
+                     "annotate_device_placement", "Eigh", "Qr", "ProductOfElementaryHouseholderReflectors",
+                     "LuDecomposition"}
 _HOST_CALL = re.compile(r"callback|host|py_func", re.IGNORECASE)
 
 

@@ -20,9 +20,10 @@ import re
 import warnings
 
 from ..errors import BadInput
+from ..progress import step
 from ..passes.free_dims import NotFree, apply_free, diff_free, merge_found
-from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs
-from .recheck import expected_outputs
+from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare
+from .domain import sized_batch
 
 __all__ = ["plan_dims", "find_free", "refree", "verify_sizes", "parse_dynamic", "check_static_batch",
            "BATCH_SAMPLES"]
@@ -213,19 +214,18 @@ def sample_sizes(dim) -> list:
 def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> list:
     """One row per free dim: {"symbol", "sizes": [{"size", "passed", "max_abs", ...}]}, each size checked
     with the other dims at the example's size."""
-    rows = []
+    rows, done = [], 0
+    plan = [(symbol, sample_sizes(dim)) for symbol, dim in graph.meta.get("free", {}).get("dims", {}).items()]
     for symbol, dim in graph.meta.get("free", {}).get("dims", {}).items():
         checks = []
         for n in sample_sizes(dim):
+            step(done, sum(len(sizes) for _, sizes in plan), f"{symbol}={n}")  # progress.py display
+            done += 1
             shapes = [tuple(d.at(n) if getattr(d, "symbol", None) == symbol else (d if isinstance(d, int) else d.size)
                             for d in graph.free_shape(v)) for v in graph.inputs]
             if any(d < 1 for shape in shapes for d in shape):
                 continue  # a dim that follows this one with an offset would be empty here
-            arrays = make_inputs(graph, seed, shapes=shapes)
-            try:
-                expected = expected_outputs(src, graph, arrays)
-            except Exception as exc:  # noqa: BLE001 - the source itself cannot run at this size
-                expected = f"the source does not run there ({_one_line(exc)})"
+            arrays, expected = sized_batch(src, graph, seed, shapes)  # in the source's domain, else why not
             try:
                 result = {"passed": False, "outputs": [], "problem": expected} if isinstance(expected, str) else \
                     compare(expected, target.run(model, arrays), [v.name for v in graph.outputs], atol, rtol)

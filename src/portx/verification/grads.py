@@ -28,6 +28,7 @@ import re
 import numpy as np
 
 from ..frontends.keras_files import packed_inputs
+from ..frontends.keras_subclassed import call_args, needs_tracing
 from ..passes.layout import source_arrays
 from .compare import compare_arrays, make_inputs
 
@@ -84,7 +85,8 @@ def _keras_gradients(model, arrays, weights):
         inputs = list(arrays)
         for i, x in zip(floats, float_inputs):
             inputs[i] = x
-        out, _ = model.stateless_call(values, frozen, packed_inputs(model, inputs), training=False)
+        args = call_args(model, inputs) if needs_tracing(model) else (packed_inputs(model, inputs),)
+        out, _ = model.stateless_call(values, frozen, *args, training=False)
         return sum(jnp.sum(o.astype(jnp.float32) * w)
                    for o, w in zip(keras.tree.flatten(out), weights) if w is not None)
 

@@ -290,14 +290,14 @@ def failure_message(report) -> str:
 
 
 def verify_converted(source, out, *, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, inputs=(),
-                     trust_pickle=False, trace=False, grad=False, check=True) -> dict:
+                     trust_pickle=False, trace=False, grad=False, check=True, trust_savedmodel=False) -> dict:
     """Re-check OUT (folder written by ``portx convert``, for any target) against SOURCE on seeds
     seed..seed+samples-1.
 
     Returns the report; raises BadInput (2), or VerificationFailed (1) when ``check`` and it differs.
     Example: ``verify_converted("model.pt2", "out/", samples=3)["passed"]``.
     """
-    src = load(source, inputs=inputs, trust_pickle=trust_pickle)
+    src = load(source, inputs=inputs, trust_pickle=trust_pickle, trust_savedmodel=trust_savedmodel)
     converted = open_converted(out)
     if converted.code is None:
         raise BadInput(f"{type(out).__name__}: OUT must be a folder or a model.py path", hint="pass the OUT folder")

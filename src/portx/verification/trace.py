@@ -18,7 +18,8 @@ import numpy as np
 
 from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare_arrays, run_reference
 
-__all__ = ["LAYER_SLACK", "observe_values", "trace_layers", "first_failure", "localize"]
+__all__ = ["LAYER_SLACK", "TRACE_MAX_NODES", "TRACE_MAX_BYTES", "observe_values", "trace_layers", "first_failure",
+           "localize", "node_errors"]
 
 #: intermediate values carry more rounding than outputs: their tolerances are this many times looser
 LAYER_SLACK = 10
@@ -56,8 +57,10 @@ def _row(node, value, var, observed, reference, source, atol, rtol, order=None) 
     return row
 
 
-def trace_layers(graph, observed, reference, source, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, names=None) -> list:
-    """Rows per observed IR value in graph order, up to and including the first that diverges.
+def trace_layers(graph, observed, reference, source, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, names=None,
+                 stop=True) -> list:
+    """Rows per observed IR value in graph order, up to and including the first that diverges (every one when
+    not ``stop``).
 
     ``source`` maps IR value names to the source's own intermediates (may be empty).
     Example: ``trace_layers(graph, observed, run_reference(graph, arrays), {})[-1]["scope"]``.
@@ -69,7 +72,7 @@ def trace_layers(graph, observed, reference, source, atol=DEFAULT_ATOL, rtol=DEF
             if value in observed and value in reference and value.name not in added:
                 rows.append(_row(node, value, (names or {}).get(value), observed, reference, source, atol, rtol,
                                  orders.get(value.name)))
-                if not rows[-1]["passed"]:
+                if stop and not rows[-1]["passed"]:
                     return rows
     return rows
 
@@ -91,3 +94,40 @@ def localize(target, graph, model, names, arrays, atol=DEFAULT_ATOL, rtol=DEFAUL
         return {"scope": None, "op": None, "problem": "every intermediate matches the IR reference: "
                 "the IR itself differs from the source (a frontend import rule)"}
     return {k: bad[k] for k in ("scope", "op", "value", "max_abs", "problem")}
+
+
+#: per-node errors are traced for graphs up to this many nodes and bytes of weights (the trace runs the IR's
+#: NumPy reference and reads every intermediate of the emitted model once)
+TRACE_MAX_NODES, TRACE_MAX_BYTES = 5000, 512 << 20
+
+
+def node_errors(target, graph, model, names, arrays, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, code=None) -> dict:
+    """Every emitted intermediate against the IR's NumPy reference, past the first divergence (report.json's
+    ``node_errors``, report.html's plot): the layer tolerances, the index of the first diverging row, and per
+    row the node's scope, op, value and max relative error. A graph over the TRACE_MAX_* limits, or a trace
+    that fails, gets ``skipped`` (why) and no rows: the plot is a report extra, the conversion stands.
+    Example: ``node_errors(target, graph, model, emitted["var_of"], arrays, code=emitted["code"])["rows"][0]``.
+    """
+    if len(graph.nodes) > TRACE_MAX_NODES or graph.weight_bytes() > TRACE_MAX_BYTES:
+        return {"skipped": f"not traced: {len(graph.nodes)} nodes and {graph.weight_bytes() / 1e6:.0f} MB of weights "
+                f"(limits {TRACE_MAX_NODES} nodes, {TRACE_MAX_BYTES >> 20} MB); `portx verify --trace` traces "
+                "up to the first divergence", "rows": []}
+    try:
+        return _traced(target, graph, model, names, arrays, atol, rtol, code)
+    except Exception as exc:  # noqa: BLE001 - a report extra: say why it is missing
+        return {"skipped": f"the trace failed ({type(exc).__name__}: {str(exc)[:200]})", "rows": []}
+
+
+def _traced(target, graph, model, names, arrays, atol, rtol, code) -> dict:
+    from ..progress import step
+
+    step(0, 2, "running the IR's NumPy reference")
+    reference = run_reference(graph, arrays)
+    step(1, 2, "reading the emitted model's intermediates")
+    rows = trace_layers(graph, observe_values(target, model, graph, names, arrays, code), reference, {}, atol, rtol,
+                        stop=False)
+    step(2, 2, "compared")
+    return {"atol": atol * LAYER_SLACK, "rtol": rtol * LAYER_SLACK,
+            "first_divergence": next((i for i, r in enumerate(rows) if not r["passed"]), None),
+            "rows": [{"node": r["scope"], "op": r["op"], "value": r["value"], "max_rel": r["max_rel"],
+                      "passed": r["passed"]} for r in rows]}

@@ -30,6 +30,8 @@ def _make(kind, shape, gen):
         return torch.randint(-6, 7, shape, generator=gen, dtype=torch.int32)
     if kind == "b":
         return torch.randint(0, 2, shape, generator=gen).bool()
+    if kind == "sh":  # a shift count
+        return torch.randint(0, 4, shape, generator=gen)
     raise ValueError(kind)
 
 
@@ -104,6 +106,27 @@ UNARY_CASES = [
     case(lambda a: torch.isnan(torch.log(a)), "f", ops=["isnan"], id="isnan"),
     case(lambda a: torch.isinf(1.0 / (a.round())), "f", ops=["isinf"], id="isinf"),
     case(lambda a: torch.isfinite(torch.log(a)), "f", ops=["isfinite"], id="isfinite"),
+    case(torch.log2, "pos", ops=["log2"], id="log2"),
+    case(torch.log10, "pos", ops=["log10"], id="log10"),
+    case(lambda a: torch.tan(a * 0.4), "f", ops=["tan"], id="tan"),
+    case(torch.sinh, "f", ops=["sinh"], id="sinh"),
+    case(torch.cosh, "f", ops=["cosh"], id="cosh"),
+    case(lambda a: torch.signbit(a * 0), "f", ops=["signbit"], id="signbit-negative-zero"),
+    case(torch.signbit, "i", ops=["signbit"], id="signbit-int"),
+    case(torch.erfc, "f", ops=["erfc"], id="erfc"),
+    case(lambda a: torch.erfinv(torch.tanh(a) * 0.9), "f", ops=["erfinv"], id="erfinv"),
+    case(torch.i0, "f", ops=["i0"], id="i0"),
+    case(torch.lgamma, "pos", ops=["lgamma"], id="lgamma"),
+    case(lambda a: torch.lgamma(a - 5), "pos", ops=["lgamma"], id="lgamma-negative"),
+    case(torch.digamma, "pos", ops=["digamma"], id="digamma"),
+    case(lambda a: torch.polygamma(2, a + 0.5), "pos", ops=["polygamma"], id="polygamma-2"),
+    case(lambda a: torch.mvlgamma(a + 2, 3), "pos", ops=["lgamma"], id="mvlgamma"),
+    case(torch.special.i0e, "f", ops=["i0e"], id="i0e"),
+    case(torch.special.i1, "f", ops=["i1"], id="i1"),
+    case(torch.special.i1e, "f", ops=["i1e"], id="i1e"),
+    case(lambda a: torch.special.ndtri(torch.sigmoid(a)), "f", ops=["ndtri"], id="ndtri"),
+    case(torch.special.erfcx, "f", ops=["erfcx"], id="erfcx"),
+    case(torch.special.log_ndtr, "f", ops=["erfcx"], id="log_ndtr"),
 ]
 
 BINARY_CASES = [
@@ -148,6 +171,21 @@ BINARY_CASES = [
     case(torch.atan2, "f", "f", ops=["atan2"], id="atan2"),
     case(lambda a, b: a | b, "i", "i", ops=["bitwise_or"], id="bitwise_or-int"),
     case(lambda a, b: a ^ b, "i32", "i32", ops=["bitwise_xor"], id="bitwise_xor-int32"),
+    case(torch.fmod, "f", "nz", ops=["fmod"], id="fmod"),
+    case(torch.fmod, "i", "inz", ops=["fmod"], id="fmod-int"),
+    case(lambda a: torch.fmod(a, 1.5), "f", ops=["fmod"], id="fmod-scalar"),
+    case(torch.remainder, "f", "nz", ops=["remainder"], id="remainder"),
+    case(lambda a, b: a % b, "i", "inz", ops=["remainder"], id="remainder-int"),
+    case(torch.copysign, "f", "f", ops=["copysign"], id="copysign"),
+    case(torch.copysign, "i", "i", ops=["copysign"], id="copysign-int"),
+    case(torch.nextafter, "f", "f", ops=["nextafter"], id="nextafter"),
+    case(torch.hypot, "f", ("f", (4,)), ops=["hypot"], id="hypot"),
+    case(torch.bitwise_left_shift, "i", "sh", ops=["bitwise_left_shift"], id="left_shift"),
+    case(lambda a, b: a >> b, "i", "sh", ops=["bitwise_right_shift"], id="right_shift-negative"),
+    case(lambda a: a << 2, "i32", ops=["bitwise_left_shift"], id="left_shift-scalar"),
+    case(torch.special.gammainc, "pos", "pos", ops=["igamma"], id="igamma"),
+    case(torch.special.gammaincc, "pos", "pos", ops=["igammac"], id="igammac"),
+    case(lambda x, q: torch.special.zeta(x + 1.5, q), "pos", "pos", ops=["zeta"], id="zeta"),
     case(lambda a: a & 3, "i", ops=["bitwise_and"], id="bitwise_and-scalar"),
     case(lambda a, b: ~(a & (b > 0)), "b", "f", ops=["bitwise_and", "logical_not"], id="mask-and-not"),
     case(lambda c, a, b: torch.where(c, a, b), "b", "f", ("f", (4,)), ops=["where"], id="where"),
@@ -229,12 +267,24 @@ def test_unary_reference_matches_torch(name, shape, seed):
            "round": torch.round, "asin": lambda x: torch.asin(torch.clamp(x / 4, -1, 1)),
            "acos": lambda x: torch.acos(torch.clamp(x / 4, -1, 1)), "atan": torch.atan, "asinh": torch.asinh,
            "acosh": lambda x: torch.acosh(x.abs() + 1), "atanh": lambda x: torch.atanh(torch.clamp(x / 4, -0.9, 0.9)),
-           "isnan": torch.isnan, "isinf": torch.isinf, "isfinite": torch.isfinite, "stop_gradient": torch.detach}
+           "isnan": torch.isnan, "isinf": torch.isinf, "isfinite": torch.isfinite, "stop_gradient": torch.detach,
+           "log2": lambda x: torch.log2(x.abs() + 0.1), "log10": lambda x: torch.log10(x.abs() + 0.1),
+           "tan": lambda x: torch.tan(torch.clamp(x / 4, -1, 1)), "sinh": torch.sinh, "cosh": torch.cosh,
+           "signbit": torch.signbit, "erfc": torch.erfc,
+           "erfinv": lambda x: torch.erfinv(torch.clamp(x / 4, -0.9, 0.9)),
+           "i0": torch.i0, "lgamma": lambda x: torch.lgamma(x.abs() + 0.1),
+           "digamma": lambda x: torch.digamma(x.abs() + 0.1), "polygamma": lambda x: torch.polygamma(0, x.abs() + 0.1),
+           "i0e": torch.special.i0e, "i1": torch.special.i1, "i1e": torch.special.i1e,
+           "ndtri": lambda x: torch.special.ndtri(torch.clamp(x / 8 + 0.5, 0.05, 0.95)), "erfcx": torch.special.erfcx}
     unit = lambda x: np.clip(x / np.float32(4), -1, 1)  # noqa: E731  (the domain of asin and acos)
     pre = {"log": lambda x: np.abs(x) + np.float32(0.1), "sqrt": np.abs, "rsqrt": lambda x: np.abs(x) + np.float32(0.1),
            "reciprocal": lambda x: np.abs(x) + np.float32(0.1), "bitwise_not": lambda x: x.astype(np.int64),
            "log1p": np.abs, "asin": unit, "acos": unit, "acosh": lambda x: np.abs(x) + np.float32(1),
-           "atanh": lambda x: np.clip(x / np.float32(4), -0.9, 0.9)}
+           "atanh": lambda x: np.clip(x / np.float32(4), -0.9, 0.9), "tan": unit,
+           "log2": lambda x: np.abs(x) + np.float32(0.1), "log10": lambda x: np.abs(x) + np.float32(0.1),
+           "erfinv": lambda x: np.clip(x / np.float32(4), -0.9, 0.9), "lgamma": lambda x: np.abs(x) + np.float32(0.1),
+           "digamma": lambda x: np.abs(x) + np.float32(0.1), "polygamma": lambda x: np.abs(x) + np.float32(0.1),
+           "ndtri": lambda x: np.clip(x / np.float32(8) + np.float32(0.5), 0.05, 0.95)}
     attrs = {"clamp": {"min": -1.0, "max": 1.0}}
     x = torch.randn(tuple(shape), generator=torch.Generator().manual_seed(seed)) * 3
     want = fns[name](x).numpy()

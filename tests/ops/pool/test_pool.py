@@ -28,6 +28,32 @@ def _fn(fn):
 
 # (module factory, input shape, IR op expected); inputs are seeded normal floats.
 CASES = [
+    pytest.param(lambda: _WithIndices(2, 2), (2, 3, 6, 6), "argmax", id="max2d-indices"),
+    pytest.param(lambda: _WithIndices(2, 3, 2, 1), (1, 2, 7, 8), "gather", id="max2d-indices-pad"),
+    pytest.param(lambda: _WithIndices(2, 3, 2, 1, 2, True), (1, 2, 9, 8), "gather", id="max2d-indices-dilated-ceil"),
+    pytest.param(lambda: _WithIndices(1, 3, 2), (2, 3, 9), "gather", id="max1d-indices"),
+    pytest.param(lambda: _WithIndices(3, 2), (1, 2, 4, 4, 6), "gather", id="max3d-indices"),
+    pytest.param(lambda: _WithIndices(2, 2), (3, 6, 6), "gather", id="max2d-indices-unbatched"),
+    pytest.param(lambda: _AdaptiveWithIndices(2, (3, 4)), (1, 2, 7, 9), "gather", id="amax2d-indices-uneven"),
+    pytest.param(lambda: _AdaptiveWithIndices(2, 2), (2, 3, 6, 4), "gather", id="amax2d-indices-even"),
+    pytest.param(lambda: _AdaptiveWithIndices(1, 3), (2, 3, 8), "gather", id="amax1d-indices"),
+    pytest.param(lambda: _AdaptiveWithIndices(3, (2, 3, 2)), (1, 2, 3, 5, 4), "gather", id="amax3d-indices"),
+    pytest.param(lambda: nn.MaxPool3d(2), (1, 2, 4, 6, 6), "max_pool", id="max3d"),
+    pytest.param(lambda: nn.MaxPool3d(3, 2, 1), (1, 2, 5, 7, 6), "max_pool", id="max3d-k3-s2-p1"),
+    pytest.param(lambda: nn.AvgPool3d(2), (1, 2, 4, 6, 6), "avg_pool", id="avg3d"),
+    pytest.param(lambda: nn.AvgPool3d(3, 2, 1, count_include_pad=False), (1, 2, 5, 7, 6), "avg_pool",
+                 id="avg3d-pad-exclude"),
+    pytest.param(lambda: nn.AdaptiveAvgPool3d((2, 3, 1)), (1, 2, 4, 6, 5), "adaptive_avg_pool", id="aavg3d"),
+    pytest.param(lambda: nn.AdaptiveAvgPool3d((3, 2, 4)), (1, 2, 5, 5, 7), "adaptive_avg_pool", id="aavg3d-uneven"),
+    pytest.param(lambda: nn.AdaptiveMaxPool3d(2), (1, 2, 4, 6, 4), "adaptive_max_pool", id="amax3d"),
+    pytest.param(lambda: nn.AdaptiveMaxPool3d((3, 2, 3)), (1, 2, 5, 5, 7), "adaptive_max_pool", id="amax3d-uneven"),
+    pytest.param(lambda: nn.AvgPool2d(2, divisor_override=3), (1, 2, 4, 6), "avg_pool", id="avg2d-divisor-override"),
+    pytest.param(lambda: nn.AvgPool2d(3, 2, 1, ceil_mode=True, divisor_override=5), (1, 2, 6, 7), "avg_pool",
+                 id="avg2d-divisor-override-ceil-pad"),
+    pytest.param(lambda: nn.MaxPool2d(3, 2, 1), (3, 7, 7), "max_pool", id="max2d-unbatched"),
+    pytest.param(lambda: nn.AvgPool1d(3, 2), (3, 9), "avg_pool", id="avg1d-unbatched"),
+    pytest.param(lambda: nn.AdaptiveAvgPool2d((3, 2)), (2, 7, 5), "adaptive_avg_pool", id="aavg2d-unbatched"),
+    pytest.param(lambda: nn.AdaptiveMaxPool2d(2), (2, 6, 4), "adaptive_max_pool", id="amax2d-unbatched"),
     pytest.param(lambda: nn.MaxPool2d(2), (2, 3, 8, 8), "max_pool", id="max2d-k2"),
     pytest.param(lambda: nn.MaxPool2d(3, 2, 1), (1, 3, 7, 7), "max_pool", id="max2d-k3-s2-p1-odd-same"),
     pytest.param(lambda: nn.MaxPool2d(3, 2, 1), (1, 3, 8, 8), "max_pool", id="max2d-k3-s2-p1-even"),
@@ -79,7 +105,7 @@ CASES = [
 def test_pool_case(target, make, shape, op):
     torch.manual_seed(0)
     graph = check_torch_op(make(), torch.randn(shape), expect_ops=[op], target=target, **TOL)
-    assert [n.op.name for n in graph.nodes][-1] == op
+    assert [n.op.name for n in graph.nodes][-1] in (op, "reshape", "mul")  # unbatched / indices / divisor_override
 
 
 def _emitted(module, x):
@@ -120,19 +146,29 @@ def test_uneven_adaptive_bins_are_left_to_legalization(emit, module):
         emit(graph, tmp)
 
 
-def test_divisor_override_is_refused():
-    with pytest.raises(UnsupportedOps, match="divisor_override"):
-        lower_exported(export_module(nn.AvgPool2d(2, divisor_override=3), [torch.randn(1, 2, 4, 4)]))
+class _WithIndices(nn.Module):
+    """Both outputs of ``F.max_pool{n}d(..., return_indices=True)`` (Note [max pool indices])."""
+
+    def __init__(self, n, *args, **kwargs):
+        super().__init__()
+        self.pool, self.args, self.kwargs = getattr(F, f"max_pool{n}d"), args, kwargs
+
+    def forward(self, x):
+        return self.pool(x, *self.args, return_indices=True, **self.kwargs)
 
 
-def test_max_pool_indices_are_refused():
-    class Both(nn.Module):
-        def forward(self, x):
-            y, i = F.max_pool2d(x, 2, return_indices=True)
-            return y, i
+class _AdaptiveWithIndices(nn.Module):
+    def __init__(self, n, size):
+        super().__init__()
+        self.pool, self.size = getattr(F, f"adaptive_max_pool{n}d"), size
 
-    with pytest.raises(UnsupportedOps, match="indices output"):
-        lower_exported(export_module(Both(), [torch.randn(1, 2, 4, 4)]))
+    def forward(self, x):
+        return self.pool(x, self.size, return_indices=True)
+
+
+def test_adaptive_max_pool_indices_of_huge_bins_are_refused():
+    with pytest.raises(UnsupportedOps, match="indices of adaptive max pooling with 289 positions per bin"):
+        lower_exported(export_module(_AdaptiveWithIndices(2, 1), [torch.randn(1, 2, 17, 17)]))
 
 
 def test_adaptive_bins_match_torch_formula():

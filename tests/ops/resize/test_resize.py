@@ -61,6 +61,14 @@ CASES = [
     pytest.param(_up(scale_factor=2.5, mode="nearest-exact"), (2, 3, 5), id="nearest-exact1d"),
     pytest.param(_up(scale_factor=2, mode="linear"), (2, 3, 5), id="linear1d-x2"),
     pytest.param(_up(size=7, mode="linear", align_corners=True), (2, 3, 5), id="linear1d-ac"),
+    pytest.param(_up(scale_factor=2, mode="trilinear"), (1, 2, 3, 4, 5), id="trilinear-x2"),
+    pytest.param(_up(size=(5, 3, 7), mode="trilinear", align_corners=True), (1, 2, 3, 4, 5), id="trilinear-ac-size"),
+    pytest.param(_up(scale_factor=(2, 1.5, 0.5), mode="trilinear"), (1, 2, 3, 4, 6), id="trilinear-mixed"),
+    pytest.param(_up(scale_factor=2, mode="nearest"), (1, 2, 3, 4, 5), id="nearest3d-x2"),
+    pytest.param(_up(size=(5, 3, 7), mode="nearest"), (1, 2, 3, 4, 5), id="nearest3d-size"),
+    pytest.param(_up(scale_factor=1.5, mode="nearest-exact"), (1, 2, 3, 4, 5), id="nearest-exact3d"),
+    pytest.param(_fn(lambda x: aten.upsample_trilinear3d(x, [6, 8, 5], False, 2.0, 2.0, None)), (1, 2, 3, 4, 5),
+                 id="aten-trilinear3d-default-overload"),
     pytest.param(_fn(lambda x: aten.upsample_nearest2d(x, [6, 5], 2.0, None)), (1, 2, 3, 4),
                  id="aten-nearest2d-default-overload"),
     pytest.param(_fn(lambda x: aten.upsample_bilinear2d(x, [6, 7], False, 2.0, 1.75)), (1, 2, 3, 4),
@@ -77,9 +85,9 @@ def test_resize_case(target, make, shape):
     assert [n.op for n in graph.nodes][-1] is RESIZE
 
 
-def _code(fn, shape, emit=emit_keras, passes="keras-jax"):
-    """The emitted model.py text for ``fn`` on a random input of ``shape`` (after ``passes``' pipeline)."""
-    graph = lower_exported(export_module(fn, [torch.randn(shape)]))
+def _code(fn, shape, emit=emit_keras, passes="keras-jax", inputs=None):
+    """The emitted model.py text for ``fn`` on a random input of ``shape`` (or ``inputs``), after ``passes``' pipeline."""
+    graph = lower_exported(export_module(fn, inputs or [torch.randn(shape)]))
     graph = run_passes(graph, passes) if passes else graph
     with tempfile.TemporaryDirectory() as tmp:
         return emit(graph, tmp)["code"].read_text()
@@ -169,3 +177,41 @@ def test_resize_reference_matches_torch(n_in, n_out, scale, mode, align_corners)
              else (1.0, scale)}
     got = RESIZE.reference_rule(x.numpy(), **attrs)
     np.testing.assert_allclose(got, want.numpy(), atol=1e-5, rtol=1e-5)
+
+
+def _grid(mode, padding, align_corners):
+    return lambda x, grid: F.grid_sample(x, grid, mode=mode, padding_mode=padding, align_corners=align_corners)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample(target, mode, padding, align_corners):
+    # Note [grid sample]: grid points reach past [-1, 1] so every padding mode is exercised
+    torch.manual_seed(0)
+    x, grid = torch.randn(2, 3, 5, 6), torch.rand(2, 4, 7, 2) * 3.0 - 1.5
+    check_torch_op(_grid(mode, padding, align_corners), x, grid, expect_ops=["grid_sample"], target=target, **TOL)
+
+
+def test_grid_sample_of_a_one_pixel_axis_and_bicubic(target):
+    torch.manual_seed(1)
+    x, grid = torch.randn(1, 2, 1, 4), torch.rand(1, 3, 3, 2) * 3.0 - 1.5
+    check_torch_op(_grid("bilinear", "reflection", True), x, grid, expect_ops=["grid_sample"], target=target, **TOL)
+    with pytest.raises(UnsupportedOps, match="bicubic"):
+        lower_exported(export_module(_Fn2(_grid("bicubic", "zeros", False)), [x, grid]))
+
+
+class _Fn2(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x, grid):
+        return self.fn(x, grid)
+
+
+def test_grid_sample_is_written_out_for_torch_xla():
+    # PyTorch/XLA has no grid_sampler_2d lowering: the emitted model gathers instead of calling F.grid_sample
+    code = _code(_Fn2(_grid("bilinear", "border", False)), None, emit_torch, "torch-xla",
+                 [torch.randn(1, 2, 4, 5), torch.rand(1, 3, 3, 2)])
+    assert "torch.gather(" in code and "grid_sample(" not in code

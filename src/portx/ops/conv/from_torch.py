@@ -2,7 +2,8 @@
 
 ATen gives stride, padding and dilation as an int or one int per spatial axis; conv padding may
 also be "same" (torch pads d*(k-1) in total, the larger half at the end) or "valid". Torch's
-weight layouts are the IR's, so weights pass through unchanged.
+weight layouts are the IR's, so weights pass through unchanged. An unbatched (C, *spatial) input gets a
+batch of one around the IR conv.
 
 Example:
     aten::conv2d(x, w, b, stride=[2, 2], padding=[1, 1]) ->
@@ -11,6 +12,7 @@ Example:
 from __future__ import annotations
 
 from ..conv import CONV, CONV_TRANSPOSE
+from ..shape import RESHAPE
 
 __all__ = []
 
@@ -19,6 +21,14 @@ def _per_axis(value, rank):
     """One int per spatial axis from an int or a list: ``_per_axis(2, 2) == (2, 2)``."""
     value = list(value) if isinstance(value, (list, tuple)) else [value]
     return tuple(value * rank if len(value) == 1 else value)
+
+
+def _batched(call, op, x, w, b, attrs):
+    """``op`` on torch's unbatched (C, *spatial) input too: a batch of one added before, dropped after."""
+    if x.type.rank != w.type.rank - 1:
+        return call.emit(op, [x, w, b], attrs)
+    y = call.emit(op, [call.emit(RESHAPE, [x], {"shape": (1,) + tuple(x.type.shape)}), w, b], attrs)
+    return call.emit(RESHAPE, [y], {"shape": tuple(y.type.shape[1:])})
 
 
 @CONV.imports("torch", "aten::conv1d", "aten::conv2d", "aten::conv3d")
@@ -35,8 +45,8 @@ def _conv_from_aten(call):
         pads = ((0, 0),) * rank
     else:
         pads = tuple((p, p) for p in _per_axis(padding, rank))
-    return call.emit(CONV, [x, w, b], {"stride": stride, "pads": pads, "dilation": dilation,
-                                       "groups": call.arg("groups", 1)})
+    return _batched(call, CONV, x, w, b, {"stride": stride, "pads": pads, "dilation": dilation,
+                                          "groups": call.arg("groups", 1)})
 
 
 @CONV_TRANSPOSE.imports("torch", "aten::conv_transpose1d", "aten::conv_transpose2d", "aten::conv_transpose3d")
@@ -46,7 +56,7 @@ def _conv_transpose_from_aten(call):
     attrs = {"stride": _per_axis(call.arg("stride", 1), rank), "padding": _per_axis(call.arg("padding", 0), rank),
              "output_padding": _per_axis(call.arg("output_padding", 0), rank),
              "dilation": _per_axis(call.arg("dilation", 1), rank), "groups": call.arg("groups", 1)}
-    return call.emit(CONV_TRANSPOSE, [x, w, b], attrs)
+    return _batched(call, CONV_TRANSPOSE, x, w, b, attrs)
 
 
 @CONV_TRANSPOSE.imports("torch", "aten::convolution")

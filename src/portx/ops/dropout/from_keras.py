@@ -1,4 +1,5 @@
-"""Keras import rules for ``Dropout`` (with its ``noise_shape``) and ``SpatialDropout1D/2D/3D``.
+"""Keras import rules for ``Dropout`` (with its ``noise_shape``), ``SpatialDropout1D/2D/3D`` and the random
+augmentation layers (``RandomFlip``, ``MixUp``, ...: the input itself at inference, recorded as dropped).
 
 Example: ``SpatialDropout2D(0.2)`` on (N, H, W, C) -> ``dropout {rate=0.2, axes=(1, 2)}``.
 """
@@ -7,7 +8,7 @@ from __future__ import annotations
 from ...ir import imports
 from ..dropout import DROPOUT
 
-__all__ = []
+__all__ = ["AUGMENTATIONS"]
 
 
 @DROPOUT.imports("keras", "Dropout")
@@ -28,3 +29,18 @@ def _spatial_dropout_from_keras(call):
     channels_last = call.config.get("data_format", "channels_last") != "channels_first"
     spatial = range(1, x.type.rank - 1) if channels_last else range(2, x.type.rank)
     return call.emit(DROPOUT, [x], {"rate": float(call.config["rate"]), "axes": tuple(spatial)})
+
+
+#: Keras' random augmentation layers that pass their input through at inference (RandomCrop crops: traced)
+AUGMENTATIONS = ("AugMix", "CutMix", "MixUp", "RandAugment", "RandomBrightness", "RandomColorDegeneration",
+                 "RandomColorJitter", "RandomContrast", "RandomElasticTransform", "RandomErasing", "RandomFlip",
+                 "RandomGaussianBlur", "RandomGrayscale", "RandomHue", "RandomInvert", "RandomPerspective",
+                 "RandomPosterization", "RandomRotation", "RandomSaturation", "RandomSharpness", "RandomShear",
+                 "RandomTranslation", "RandomZoom")
+
+
+@imports("keras", *AUGMENTATIONS)
+def _augmentation_from_keras(call):
+    """A random augmentation: the identity at inference (its seed state is not a weight to convert)."""
+    call.dropped(call.inputs[0], type(call.layer).__name__)
+    return call.inputs[0]

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir import OpDef, TensorType
+from ...ir import REQUIRED, OpDef, TensorType
 from .._util import broadcast_shapes, kind, named_rule, promote
 
-__all__ = ["BINARY", "BINARY_TABLE", "WHERE", "CAST", "scalar_const"]
+__all__ = ["BINARY", "BINARY_TABLE", "FLOAT_RESULTS", "WHERE", "CAST", "BITCAST", "scalar_const"]
 
 
 def _div(a, b, rounding_mode=None):
@@ -32,7 +32,16 @@ def _div(a, b, rounding_mode=None):
     return np.true_divide(a, b)
 
 
-#: name: (reference, keras function, aten names, result is bool)
+def _special(name):
+    """The scipy.special function ``name`` of two operands, in float64 (scipy comes with jax)."""
+    def reference(a, b):
+        import scipy.special
+        return getattr(scipy.special, name)(a.astype(np.float64), b.astype(np.float64))
+    return reference
+
+
+#: name: (reference, keras function, aten names, result is bool); a "special." function is a JaxFunction
+#: of jax.scipy.special (keras.ops lacks it), an empty one has its own emit rule (to_keras.py)
 BINARY_TABLE = {
     "add": (np.add, "ops.add", ["aten::add"], False),
     "sub": (np.subtract, "ops.subtract", ["aten::sub", "aten::rsub"], False),
@@ -54,7 +63,20 @@ BINARY_TABLE = {
     "bitwise_or": (np.bitwise_or, "ops.bitwise_or", ["aten::bitwise_or"], False),
     "bitwise_xor": (np.bitwise_xor, "ops.bitwise_xor", ["aten::bitwise_xor"], False),
     "atan2": (np.arctan2, "ops.arctan2", ["aten::atan2", "aten::arctan2"], False),
+    "fmod": (np.fmod, "ops.fmod", ["aten::fmod"], False),  # C fmod: the sign follows the dividend
+    "remainder": (np.mod, "ops.mod", ["aten::remainder"], False),  # Python %: the sign follows the divisor
+    "copysign": (np.copysign, "", ["aten::copysign"], False),
+    "nextafter": (np.nextafter, "ops.nextafter", ["aten::nextafter"], False),
+    "hypot": (np.hypot, "ops.hypot", ["aten::hypot"], False),
+    "bitwise_left_shift": (np.left_shift, "ops.left_shift", ["aten::bitwise_left_shift", "aten::__lshift__"], False),
+    "bitwise_right_shift": (np.right_shift, "ops.right_shift", ["aten::bitwise_right_shift", "aten::__rshift__"],
+                            False),  # arithmetic on signed integers, in torch, numpy and jax
+    "igamma": (_special("gammainc"), "special.gammainc", ["aten::igamma", "aten::special_gammainc"], False),
+    "igammac": (_special("gammaincc"), "special.gammaincc", ["aten::igammac", "aten::special_gammaincc"], False),
+    "zeta": (_special("zeta"), "special.zeta", ["aten::special_zeta"], False),
 }
+#: binary ops whose result is float for integer operands (torch's default float dtype)
+FLOAT_RESULTS = {"div", "atan2", "copysign", "igamma", "igammac", "zeta"}
 
 
 def scalar_const(call, number, like):
@@ -79,7 +101,7 @@ def _binary_type(name, boolean):
         dtype = "bool" if boolean else promote(a, b)
         if name.startswith("bitwise") and kind(dtype) == 2:
             raise ValueError(f"{name} of {a.dtype} and {b.dtype}: bitwise ops take bool or integer operands")
-        if name in ("div", "atan2") and attrs.get("rounding_mode") is None and kind(dtype) < 2:
+        if name in FLOAT_RESULTS and attrs.get("rounding_mode") is None and kind(dtype) < 2:
             dtype = "float32"  # true division of integers gives torch's default float dtype
         return TensorType(shape, dtype)
     return infer
@@ -99,6 +121,25 @@ def _make_binary(name, ref, boolean):
     op.reference(_binary_reference(name, ref, infer))
     return op
 
+
+BITCAST = OpDef("bitcast", ("x",), {"dtype": REQUIRED}, family="elementwise",
+                doc="the same bits read as another dtype of the same width (torch Tensor.view(dtype), "
+                    "lax.bitcast_convert_type)")
+
+
+@BITCAST.infer
+def _bitcast_type(x, *, dtype):
+    if np.dtype(_NUMPY.get(x.dtype, x.dtype)).itemsize != np.dtype(_NUMPY.get(dtype, dtype)).itemsize:
+        raise ValueError(f"bitcast of {x.dtype} to {dtype}: only between dtypes of one width")
+    return x.with_dtype(dtype)
+
+
+@BITCAST.reference
+def _bitcast_numpy(x, *, dtype):
+    return x.view(_NUMPY.get(dtype, dtype))
+
+
+_NUMPY = {"bfloat16": "uint16"}  # NumPy has no bfloat16; only the width matters here
 
 CAST = OpDef("cast", ("x",), {"dtype": "float32"}, family="elementwise")
 

@@ -1,18 +1,16 @@
 """JAX import rules for elementwise primitives: arithmetic, comparisons, logic, math, select_n, clamp, casts.
 
 JAX's binary primitives take operands of one dtype (literals are already typed), so each maps to
-the IR op directly. Math the IR has no op for is composed: ``log1p(x) = log(x + 1)``,
-``erfc(x) = 1 - erf(x)``, ``exp2(x) = exp(x * ln 2)``, ``square(x) = x * x``, ``is_finite(x) =
-(x - x == 0)``. ``max(x, 0.0)`` (what ``jax.nn.relu`` traces to) becomes ``relu``. Copies,
-scheduling barriers and a ``reduce_precision`` to the operand's own format compute nothing, so their
-rules hang on no OpDef (``ir.imports``); a gradient stop is the ``stop_gradient`` op.
+the IR op directly (``rem`` is C fmod, ``is_finite`` isfinite, ``erf_inv`` erfinv); ``square(x) = x * x``.
+Rounding, bit casts, logical shifts and polygamma are in from_jax_math.py. ``max(x, 0.0)`` (what
+``jax.nn.relu`` traces to) becomes ``relu``. Copies, scheduling barriers and a ``reduce_precision`` to
+the operand's own format compute nothing, so their rules hang on no OpDef (``ir.imports``); a gradient
+stop is the ``stop_gradient`` op.
 
 Example:
     add(%x, 1.0) -> add(%x, %scalar) {};  integer_pow[y=3](%x) -> mul(mul(%x, %x), %x)
 """
 from __future__ import annotations
-
-import math
 
 from ...ir import imports
 from .._util import kind, named_rule
@@ -24,11 +22,16 @@ __all__ = []
 
 # primitive -> IR binary op
 _BINARY = {"add": "add", "sub": "sub", "mul": "mul", "pow": "pow", "max": "maximum", "min": "minimum",
-           "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}
+           "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge", "atan2": "atan2",
+           "rem": "fmod", "nextafter": "nextafter", "igamma": "igamma", "igammac": "igammac", "zeta": "zeta",
+           "shift_left": "bitwise_left_shift", "shift_right_arithmetic": "bitwise_right_shift"}
 # primitive -> IR unary op
 _UNARY = {"exp": "exp", "log": "log", "tanh": "tanh", "logistic": "sigmoid", "sqrt": "sqrt", "rsqrt": "rsqrt",
           "erf": "erf", "abs": "abs", "sign": "sign", "floor": "floor", "ceil": "ceil", "neg": "neg",
-          "sin": "sin", "cos": "cos"}
+          "sin": "sin", "cos": "cos", "log1p": "log1p", "expm1": "expm1", "exp2": "exp2", "erfc": "erfc",
+          "tan": "tan", "is_finite": "isfinite", "asin": "asin", "acos": "acos", "atan": "atan", "asinh": "asinh",
+          "acosh": "acosh", "atanh": "atanh", "sinh": "sinh", "cosh": "cosh", "lgamma": "lgamma",
+          "digamma": "digamma", "erf_inv": "erfinv", "bessel_i0e": "i0e", "bessel_i1e": "i1e"}
 # primitive -> (IR op on bool operands, IR op on integers)
 _LOGICAL = {"and": ("logical_and", "bitwise_and"), "or": ("logical_or", "bitwise_or"), "xor": ("ne", "bitwise_xor")}
 
@@ -83,51 +86,6 @@ def _div_from_jax(call):
     return call.emit(BINARY["div"], call.inputs, {"rounding_mode": rounding})
 
 
-@BINARY["sub"].imports("jax", "rem")
-def _rem_from_jax(call):
-    """C fmod: ``a - trunc(a / b) * b`` (the sign follows the dividend)."""
-    a, b = call.inputs
-    q = call.emit(BINARY["div"], [a, b], {"rounding_mode": "trunc"})
-    return call.emit(BINARY["sub"], [a, call.emit(BINARY["mul"], [q, b])])
-
-
-def _float_only(call, prim):
-    dtype = call.in_type(0).dtype
-    if kind(dtype) != 2:
-        call.unsupported(f"{prim} of {dtype}")
-    return call.input(0), dtype
-
-
-@UNARY["log"].imports("jax", "log1p")
-def _log1p_from_jax(call):
-    x, dtype = _float_only(call, "log1p")
-    return call.emit(UNARY["log"], [call.emit(BINARY["add"], [x, call.scalar(1, dtype)])])
-
-
-@UNARY["exp"].imports("jax", "expm1")
-def _expm1_from_jax(call):
-    x, dtype = _float_only(call, "expm1")
-    return call.emit(BINARY["sub"], [call.emit(UNARY["exp"], [x]), call.scalar(1, dtype)])
-
-
-@UNARY["exp"].imports("jax", "exp2")
-def _exp2_from_jax(call):
-    x, dtype = _float_only(call, "exp2")
-    return call.emit(UNARY["exp"], [call.emit(BINARY["mul"], [x, call.scalar(math.log(2.0), dtype)])])
-
-
-@UNARY["erf"].imports("jax", "erfc")
-def _erfc_from_jax(call):
-    x, dtype = _float_only(call, "erfc")
-    return call.emit(BINARY["sub"], [call.scalar(1, dtype), call.emit(UNARY["erf"], [x])])
-
-
-@UNARY["sin"].imports("jax", "tan")
-def _tan_from_jax(call):
-    x, _ = _float_only(call, "tan")
-    return call.emit(BINARY["div"], [call.emit(UNARY["sin"], [x]), call.emit(UNARY["cos"], [x])])
-
-
 @BINARY["mul"].imports("jax", "square")
 def _square_from_jax(call):
     x = call.input(0)
@@ -150,13 +108,6 @@ def _integer_pow_from_jax(call):
     else:
         out = call.emit(BINARY["pow"], [x, call.scalar(abs(y), dtype)])
     return out if y > 0 else call.emit(UNARY["reciprocal"], [out])
-
-
-@BINARY["eq"].imports("jax", "is_finite")
-def _is_finite_from_jax(call):
-    """``x - x`` is 0 for finite x and NaN for inf and NaN."""
-    x, dtype = _float_only(call, "is_finite")
-    return call.emit(BINARY["eq"], [call.emit(BINARY["sub"], [x, x]), call.scalar(0, dtype)])
 
 
 @WHERE.imports("jax", "select_n")

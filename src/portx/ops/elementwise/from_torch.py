@@ -15,6 +15,7 @@ from __future__ import annotations
 from .._util import kind, named_rule
 from ..elementwise import BINARY, BINARY_TABLE, CAST, WHERE, scalar_const
 from ..elementwise.unary import BOOL_RESULTS, UNARY, UNARY_TABLE
+from ..fft import COMPLEX_ABS
 
 __all__ = []
 
@@ -108,6 +109,8 @@ def _unary_import(op, attr_spec):
     name = op.name
 
     def import_torch(call):
+        if name == "abs" and call.arg("self").type.dtype.startswith("complex"):
+            return call.emit(COMPLEX_ABS, [call.arg("self")])  # |x| of a complex tensor is a float tensor
         attrs, x = _unary_attrs(call, attr_spec), _unary_input(call, name)
         if name == "elu" and (call.arg("scale", 1) != 1 or call.arg("input_scale", 1) != 1):
             call.unsupported("elu with scale/input_scale (selu-like) is not supported")

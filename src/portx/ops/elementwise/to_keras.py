@@ -6,8 +6,9 @@ multiply of two such values where Keras's merge layers take the shapes (same ran
 ``model.get_layer(name)`` then finds them under the IR node's name. Everything else is one
 ``keras.ops`` call per node, made from the declaration tables: a binary row names its function
 (``ops.add``), a unary row carries an expression template whose ``{x}`` is the input and whose other
-fields are the node's attributes as literals. Division picks its form by rounding mode; integer
-``trunc`` stays exact, without a float round trip.
+fields are the node's attributes as literals. Special functions keras.ops lacks (lgamma, digamma,
+igamma, zeta) name a ``jax.scipy.special`` function, written as a ``JaxFunction`` layer (sort/to_keras.py).
+Division picks its form by rounding mode; integer ``trunc`` stays exact, without a float round trip.
 
 Example generated code:
     add = layers.Add(name='add')([x, y])
@@ -17,8 +18,9 @@ Example generated code:
 from __future__ import annotations
 
 from .._util import kind, named_rule
-from ..elementwise import BINARY, BINARY_TABLE, CAST, WHERE
+from ..elementwise import BINARY, BINARY_TABLE, BITCAST, CAST, WHERE
 from ..elementwise.unary import UNARY, UNARY_TABLE
+from ..sort.to_keras import jax_function
 
 __all__ = []
 
@@ -53,6 +55,14 @@ def _binary_emit(name, fn):
             k.layer(node, _MERGE_LAYERS[name], {}, list(node.inputs))
             return
         a, b = (_bitwise_operand(k, v) if name.startswith("bitwise") else k.ref(v) for v in node.inputs)
+        if fn.startswith("special."):
+            k.assign(node, jax_function(k, fn, [a, b]))
+            return
+        if name == "copysign":  # |a| with b's sign bit (keras.ops has no copysign), in the result's dtype
+            dtype = node.outputs[0].type.dtype
+            a = a if node.inputs[0].type.dtype == dtype else f"ops.cast({a}, {k.lit(dtype)})"
+            k.assign(node, f"ops.where(ops.signbit({b}), ops.negative(ops.abs({a})), ops.abs({a}))")
+            return
         call = fn
         if name.startswith("bitwise") and node.outputs[0].type.dtype == "bool":  # the same on bools, and
             call = fn.replace("bitwise", "logical")  # broadcasts right: Keras' bitwise specs keep x's shape
@@ -77,6 +87,11 @@ for _name, (_, _fn, _, _) in BINARY_TABLE.items():
 @CAST.emits("keras-jax")
 def _cast_to_keras(node, k):
     k.assign(node, f"ops.cast({k.ref(node.inputs[0])}, {k.lit(node.attrs['dtype'])})")
+
+
+@BITCAST.emits("keras-jax")
+def _bitcast_to_keras(node, k):
+    k.assign(node, f"ops.view({k.ref(node.inputs[0])}, {k.lit(node.attrs['dtype'])})")
 
 
 @WHERE.emits("keras-jax")
@@ -111,6 +126,10 @@ def _unary_emit(name, template):
         layer = _activation_layer(node) if k.layer_ready(node) else None
         if layer is not None:
             k.layer(node, layer[0], layer[1], [node.inputs[0]])
+            return
+        if template.startswith("special."):
+            prefix = [int(node.attrs["n"])] if "n" in node.attrs else []
+            k.assign(node, jax_function(k, template, [k.ref(node.inputs[0])], prefix=prefix))
             return
         fields = {a: k.lit(v) for a, v in node.attrs.items()}
         fields["approximate_bool"] = k.lit(node.attrs.get("approximate") == "tanh")

@@ -11,15 +11,19 @@ Example:
 from __future__ import annotations
 
 from .._util import kind, named_rule, promote
-from ..elementwise import BINARY, CAST, WHERE
+from ..elementwise import BINARY, BITCAST, CAST, WHERE
 from ..elementwise.unary import UNARY
 
 __all__ = []
 
 _OPERATORS = {"add": "+", "sub": "-", "mul": "*", "pow": "**", "eq": "==", "ne": "!=", "lt": "<", "le": "<=",
-              "gt": ">", "ge": ">=", "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
+              "gt": ">", "ge": ">=", "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^",
+              "bitwise_left_shift": "<<", "bitwise_right_shift": ">>"}
 _CALLS = {"minimum": "torch.minimum", "maximum": "torch.maximum", "logical_and": "torch.logical_and",
-          "logical_or": "torch.logical_or", "atan2": "torch.atan2"}
+          "logical_or": "torch.logical_or", "atan2": "torch.atan2", "fmod": "torch.fmod",
+          "remainder": "torch.remainder", "copysign": "torch.copysign", "nextafter": "torch.nextafter",
+          "hypot": "torch.hypot", "igamma": "torch.special.gammainc", "igammac": "torch.special.gammaincc",
+          "zeta": "torch.special.zeta"}
 
 
 def _binary_operands(node, t):
@@ -53,6 +57,11 @@ def _where_to_torch(node, t):
     t.assign(node, f"torch.where({t.ref(cond)}, {t.operand(a, b, out)}, {t.operand(b, a, out)})")
 
 
+@BITCAST.emits("torch-xla")
+def _bitcast_to_torch(node, t):
+    t.assign(node, f"{t.ref(node.inputs[0])}.view({t.dtype(node.attrs['dtype'])})")
+
+
 @CAST.emits("torch-xla")
 def _cast_to_torch(node, t):
     t.assign(node, f"{t.ref(node.inputs[0])}.to({t.dtype(node.attrs['dtype'])})")
@@ -71,6 +80,12 @@ _UNARY_TEMPLATES = {
     "acos": "torch.acos({x})", "atan": "torch.atan({x})", "asinh": "torch.asinh({x})", "acosh": "torch.acosh({x})",
     "atanh": "torch.atanh({x})", "isnan": "torch.isnan({x})", "isinf": "torch.isinf({x})",
     "isfinite": "torch.isfinite({x})", "stop_gradient": "{x}.detach()",
+    "log2": "torch.log2({x})", "log10": "torch.log10({x})", "tan": "torch.tan({x})", "sinh": "torch.sinh({x})",
+    "cosh": "torch.cosh({x})", "signbit": "torch.signbit({x})", "erfc": "torch.erfc({x})",
+    "erfinv": "torch.erfinv({x})", "i0": "torch.i0({x})", "lgamma": "torch.lgamma({x})",
+    "digamma": "torch.digamma({x})", "polygamma": "torch.polygamma({n}, {x})", "i0e": "torch.special.i0e({x})",
+    "i1": "torch.special.i1({x})", "i1e": "torch.special.i1e({x})", "ndtri": "torch.special.ndtri({x})",
+    "erfcx": "torch.special.erfcx({x})",
 }
 _DEFAULTS = {"leaky_relu": {"negative_slope": 0.01}, "elu": {"alpha": 1.0}, "gelu": {"approximate": "none"},
              "softplus": {"beta": 1.0, "threshold": 20.0}}
@@ -87,7 +102,7 @@ def _unary_rule(name):
     def emit(node, t):
         x = t.ref(node.inputs[0])
         if name in _UNARY_TEMPLATES:
-            t.assign(node, _UNARY_TEMPLATES[name].format(x=x))
+            t.assign(node, _UNARY_TEMPLATES[name].format(x=x, **node.attrs))
         else:
             t.assign(node, f"{_WITH_OPTIONS[name]}({x}{_options(t, node, name)})")
     return named_rule(emit, name, "to_torch")

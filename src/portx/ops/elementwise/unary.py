@@ -51,6 +51,15 @@ def _elu(x, alpha=1.0):
     return np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0))).astype(x.dtype)
 
 
+def _special(name):
+    """The scipy.special function ``name``, computed in float64 and cast back (scipy comes with jax)."""
+    def reference(x, **attrs):
+        import scipy.special
+        args = [attrs["n"]] if "n" in attrs else []
+        return getattr(scipy.special, name)(*args, x.astype(np.float64)).astype(x.dtype)
+    return reference
+
+
 #: name: (reference, keras expression template, aten names, attrs{name: (default, aten args)})
 UNARY_TABLE = {
     "relu": (lambda x: np.maximum(x, 0).astype(x.dtype), "ops.relu({x})", ["aten::relu"], {}),
@@ -106,9 +115,29 @@ UNARY_TABLE = {
     "isfinite": (np.isfinite, "ops.isfinite({x})", ["aten::isfinite"], {}),
     # the identity, whose gradient is zero: ``x.detach()`` / ``lax.stop_gradient`` (so that training agrees)
     "stop_gradient": (lambda x: x, "ops.stop_gradient({x})", ["aten::detach"], {}),
+    "log2": (np.log2, "ops.log2({x})", ["aten::log2"], {}),
+    "log10": (np.log10, "ops.log10({x})", ["aten::log10"], {}),
+    "tan": (np.tan, "ops.tan({x})", ["aten::tan"], {}),
+    "sinh": (np.sinh, "ops.sinh({x})", ["aten::sinh"], {}),
+    "cosh": (np.cosh, "ops.cosh({x})", ["aten::cosh"], {}),
+    "signbit": (np.signbit, "ops.signbit({x})", ["aten::signbit"], {}),
+    # special functions: a "special." template is a JaxFunction of jax.scipy.special (keras.ops lacks them)
+    "erfc": (_special("erfc"), "ops.erfc({x})", ["aten::erfc", "aten::special_erfc"], {}),
+    "erfinv": (_special("erfinv"), "ops.erfinv({x})", ["aten::erfinv", "aten::special_erfinv"], {}),
+    "i0": (_special("i0"), "ops.i0({x})", ["aten::i0", "aten::special_i0"], {}),
+    "lgamma": (_special("gammaln"), "special.gammaln", ["aten::lgamma", "aten::special_gammaln"], {}),
+    "digamma": (_special("digamma"), "special.digamma", ["aten::digamma", "aten::special_digamma",
+                                                          "aten::special_psi"], {}),
+    "polygamma": (_special("polygamma"), "special.polygamma", ["aten::polygamma", "aten::special_polygamma"],
+                  {"n": (0, ("n",))}),
+    "i0e": (_special("i0e"), "special.i0e", ["aten::special_i0e"], {}),
+    "i1": (_special("i1"), "special.i1", ["aten::special_i1"], {}),
+    "i1e": (_special("i1e"), "special.i1e", ["aten::special_i1e"], {}),
+    "ndtri": (_special("ndtri"), "special.ndtri", ["aten::special_ndtri"], {}),
+    "erfcx": (_special("erfcx"), "special.erfcx", ["aten::special_erfcx"], {}),
 }
 #: ops whose result is bool whatever the input dtype
-BOOL_RESULTS = {"logical_not", "isnan", "isinf", "isfinite"}
+BOOL_RESULTS = {"logical_not", "isnan", "isinf", "isfinite", "signbit"}
 
 
 def _bool_type(x, **_attrs):

@@ -32,11 +32,24 @@ def torch_pads(flat, rank) -> tuple:
 
 def _emit_pad(call, x, flat, mode, value=0.0):
     """Emit the IR pad for a torch pad list; an all-zero list adds no node."""
-    pads = torch_pads(flat, x.type.rank)
+    pads = tuple(_beyond_crop(size, pair, mode) for size, pair in zip(x.type.shape, torch_pads(flat, x.type.rank)))
     if not any(lo or hi for lo, hi in pads):
         return x
     value = float(value) if mode == "constant" else 0.0  # only the constant mode reads it
     return call.emit(PAD, [x], {"pads": pads, "mode": mode, "value": value})
+
+
+def _beyond_crop(size, pair, mode):
+    """Torch's replicate pad reads a negative pad that crops the whole axis from the source's edge (it repeats
+    the last element): the same pair as crop-then-pad, the IR's meaning, which keeps that one element.
+
+    Example: ``_beyond_crop(4, (-4, 5), "edge") == (-3, 4)`` (five copies of x[3]).
+    """
+    lo, hi = pair
+    out = size + lo + hi if isinstance(size, int) else 0
+    if mode != "edge" or out <= 0 or size - max(-lo, 0) - max(-hi, 0) > 0:
+        return pair
+    return (-(size - 1), out - 1) if lo < 0 else (out - 1, -(size - 1))
 
 
 @PAD.imports("torch", "aten::pad")

@@ -4,7 +4,8 @@ Each layer becomes a ``batch_first`` IR node with torch's weights (Note [keras c
 ``return_sequences=False`` reads the last step from ``h_n`` (the same numbers), ``go_backwards`` flips the
 input (its output stays in reversed order, as in Keras), ``initial_state`` becomes ``h0``/``c0`` and
 ``dropout`` an IR dropout on the input with its mask shared over time (what Keras's cell does).
-Bidirectional is one bidirectional node; ``merge_mode`` sum/mul/ave/None splits its output.
+Bidirectional is one bidirectional node; ``merge_mode`` sum/mul/ave/None splits its output. ``RNN`` around
+one LSTMCell, GRUCell or SimpleRNNCell converts as that layer (``_CellRNN``).
 Refused, each with one line naming the layer and the option: other activations, ``recurrent_dropout``,
 ``stateful``, masks and ``GRU(reset_after=False)``. ``unroll`` and ``use_cudnn`` change how Keras runs the
 same function, not the function, so they convert.
@@ -35,7 +36,7 @@ _SUFFIX = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
 
 def _refuse_options(call, layer):
     """Stop on what the IR op cannot express (the layer's class and the option in one line)."""
-    cls, cfg = type(layer).__name__, layer.get_config()
+    cls, cfg = _kind(layer), layer.get_config()
     allowed = ("tanh", "relu") if cls == "SimpleRNN" else ("tanh",)
     problems = []
     if cfg.get("activation") not in allowed:
@@ -85,7 +86,7 @@ def _run(call, layer, dirs, backward=None):
     if call.kwargs.get("mask") is not None:
         call.unsupported(f"{type(layer).__name__} {layer.name}: Keras masks are not converted; pad and pass "
                          "explicit lengths instead")
-    op, kind = _OPS[type(layer).__name__], type(layer).__name__.lower().replace("simplernn", "rnn")
+    op, kind = _OPS[_kind(layer)], _kind(layer).lower().replace("simplernn", "rnn")
     x = call.inputs[0]
     if layer.go_backwards and dirs == 1:
         x = call.emit(FLIP, [x], {"axes": (1,)})
@@ -104,11 +105,39 @@ def _last(call, h_n, direction):
     return call.emit(SELECT, [h_n], {"axis": 0, "index": direction})
 
 
+def _kind(layer) -> str:
+    """"LSTM", "GRU" or "SimpleRNN": the layer's class, or the class an ``RNN(cell)`` stands for."""
+    return getattr(layer, "stands_for", type(layer).__name__)
+
+
+class _CellRNN:
+    """``keras.layers.RNN`` around one LSTMCell / GRUCell / SimpleRNNCell, seen as the matching layer: the
+    cell's options (units, activation, dropout, ...) and the RNN's (go_backwards, return_sequences, ...)."""
+
+    CELLS = {"LSTMCell": "LSTM", "GRUCell": "GRU", "SimpleRNNCell": "SimpleRNN"}
+
+    def __init__(self, rnn):
+        self.rnn, self.cell, self.stands_for = rnn, rnn.cell, self.CELLS[type(rnn.cell).__name__]
+        self.name, self.weights, self.trainable = rnn.name, rnn.weights, rnn.trainable
+        self.units, self.use_bias, self.dropout = self.cell.units, self.cell.use_bias, self.cell.dropout
+        self.go_backwards, self.return_sequences = rnn.go_backwards, rnn.return_sequences
+        self.return_state = rnn.return_state
+
+    def get_config(self) -> dict:
+        return {**self.cell.get_config(), **{k: v for k, v in self.rnn.get_config().items() if k != "cell"}}
+
+
 @LSTM.imports("keras", "LSTM")
 @GRU.imports("keras", "GRU")
 @RNN.imports("keras", "SimpleRNN")
+@RNN.imports("keras", "RNN")
 def _recurrent_from_keras(call):
     layer = call.layer
+    if type(layer).__name__ == "RNN":
+        if type(layer.cell).__name__ not in _CellRNN.CELLS:
+            call.unsupported(f"RNN {layer.name}: cell {type(layer.cell).__name__} (portx converts one LSTMCell, "
+                             "GRUCell or SimpleRNNCell; use the LSTM / GRU / SimpleRNN layers)")
+        layer = call.layer = _CellRNN(layer)
     _refuse_options(call, layer)
     outs = _run(call, layer, 1)
     y = outs[0] if layer.return_sequences else _last(call, outs[1], 0)

@@ -3,10 +3,11 @@
 reshape / squeeze / broadcast_in_dim / transpose / concatenate / split / rev map to one IR op
 each (``tile`` and ``stack`` too; broadcast_in_dim is a reshape that inserts the new axes, then an expand); ``pad`` is in
 ``ops/pad/from_jax.py``. ``slice`` becomes one IR slice per cut axis;
-``dynamic_slice`` and ``dynamic_update_slice`` need known start indices, which are clamped the way
-XLA clamps them. ``gather`` is supported in the form ``jnp.take(x, idx, axis)`` produces (one
-collapsed axis, whole slices elsewhere): an ``embedding`` for a 2-d table read on axis 0, an
-``index_select`` otherwise. JAX's out-of-bounds modes (fill with NaN, clip) are not reproduced:
+``dynamic_slice`` and ``dynamic_update_slice`` with known start indices are slices (clamped the way
+XLA clamps them); with starts computed at run time they are a gather / scatter of the window's
+positions (``ops/scatter/from_jax.py``). ``gather`` in the form ``jnp.take(x, idx, axis)`` produces
+(one collapsed axis, whole slices elsewhere) is an ``embedding`` for a 2-d table read on axis 0, an
+``index_select`` otherwise; every other gather goes to the general rule in ``ops/scatter/from_jax.py``. JAX's out-of-bounds modes (fill with NaN, clip) are not reproduced:
 indices must be in range, as verification inputs are.
 
 Example:
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from .._jax import arranged, permuted, reshaped
 from ..embedding import EMBEDDING
+from ..scatter.from_jax import dynamic_window, general_gather
 from ..shape import CONCAT, EXPAND, PERMUTE, RESHAPE, SPLIT, STACK
 from ..shape.index import FLIP, INDEX_SELECT, SLICE, TILE, emit_slice
 
@@ -96,6 +98,8 @@ def _known_starts(call, first):
 
 @SLICE.imports("jax", "dynamic_slice")
 def _dynamic_slice_from_jax(call):
+    if any(call.const_value(i) is None for i in range(1, call.arity)):
+        return dynamic_window(call)
     x = call.input(0)
     for axis, (start, size) in enumerate(zip(_known_starts(call, 1), call.params["slice_sizes"])):
         full = x.type.shape[axis]
@@ -107,6 +111,8 @@ def _dynamic_slice_from_jax(call):
 @CONCAT.imports("jax", "dynamic_update_slice")
 def _dynamic_update_slice_from_jax(call):
     """Rebuild the operand around the update: kept slices and the (recursively) updated middle, per axis."""
+    if any(call.const_value(i) is None for i in range(2, call.arity)):
+        return dynamic_window(call)
     x, update = call.input(0), call.input(1)
     starts = [min(max(s, 0), n - u) for s, n, u in zip(_known_starts(call, 2), x.type.shape, update.type.shape)]
     return _updated(call, x, update, starts, 0)
@@ -130,12 +136,12 @@ def _gather_from_jax(call):
     x_type, idx_type = call.in_type(0), call.in_type(1)
     axes = tuple(dn.start_index_map)
     if getattr(dn, "operand_batching_dims", ()) or len(axes) != 1 or tuple(dn.collapsed_slice_dims) != axes:
-        call.unsupported("gather other than jnp.take along one axis")
+        return general_gather(call)
     axis, batch = axes[0], idx_type.rank - 1
     whole = all(s == d for i, (s, d) in enumerate(zip(sizes, x_type.shape)) if i != axis)
     offsets = tuple(range(axis)) + tuple(range(axis + batch, batch + x_type.rank - 1))
     if idx_type.shape[-1:] != (1,) or sizes[axis] != 1 or not whole or tuple(dn.offset_dims) != offsets:
-        call.unsupported("gather other than jnp.take along one axis")
+        return general_gather(call)
     index = arranged(call, 1, shape=idx_type.shape[:-1])
     if axis == 0 and x_type.rank == 2:
         return call.emit(EMBEDDING, [call.input(0), index])

@@ -21,6 +21,7 @@ from .._util import kind, norm_axis
 from ..elementwise import BINARY, CAST, WHERE
 from ..shape import CONCAT, EXPAND, PERMUTE, RESHAPE, SPLIT, STACK
 from ..shape.index import FLIP, GATHER, INDEX_SELECT, ROLL, SCATTER, SELECT, SLICE, TILE, emit_slice, torch_slice_bounds
+from ..scatter.rows import masked_put
 
 __all__ = []
 
@@ -157,6 +158,8 @@ def _select_from_aten(call):
 @INDEX_SELECT.imports("torch", "aten::index_select")
 def _index_select_from_aten(call):
     x, index = call.arg("self"), call.arg("index")
+    if x.type.rank == 0:  # a 0-d tensor has one element, which index 0 (the only valid one) reads
+        return x
     if index.type.rank == 0:  # torch keeps the axis for a 0-d index here, numpy.take would drop it
         index = call.emit(RESHAPE, [index], {"shape": (1,)})
     return call.emit(INDEX_SELECT, [x, index], {"axis": norm_axis(call.arg("dim"), x.type.rank)})
@@ -203,7 +206,7 @@ def _index_put_from_aten(call):
     x, indices, values = call.arg("self"), call.arg("indices"), call.arg("values")
     present = [(axis, v) for axis, v in enumerate(indices) if v is not None]
     if not present or any(kind(v.type.dtype) != 1 or v.type.dtype == "uint8" for _, v in present):
-        call.unsupported("index_put with boolean masks (a data-dependent number of writes)")
+        return masked_put(call, x, indices, values, bool(call.arg("accumulate", False)))
     axes = [a for a, _ in present]
     rest = [a for a in range(x.type.rank) if a not in axes]
     order = tuple(axes + rest)
@@ -249,6 +252,8 @@ def _wrapped(call, index, size):
 def _gather_from_aten(call):
     """torch allows an index smaller than x on the other axes; those axes are sliced to fit first."""
     x, index = call.arg("self"), call.arg("index")
+    if x.type.rank == 0:  # one element, read by every (zero) index
+        return call.emit(EXPAND, [x], {"shape": index.type.shape}) if index.type.rank else x
     axis = norm_axis(call.arg("dim"), x.type.rank)
     for i, (size, want) in enumerate(zip(x.type.shape, index.type.shape)):
         if i != axis and want != size:

@@ -82,28 +82,33 @@ def cast_float64_to_float32(graph: Graph) -> Graph:
     return retype(graph, wide, changed)
 
 
+#: the 64-bit integer types ``narrow_int64_to_int32`` narrows, and to what
+_NARROW = {"int64": "int32", "uint64": "uint32"}
+
+
 def narrow_int64_to_int32(graph: Graph) -> Graph:
-    """int64 inputs, int64 parameters whose values fit in int32, and casts to int64 become int32.
+    """int64 inputs, int64 parameters whose values fit in int32, and casts to int64 become int32 (uint64:
+    uint32, which JAX without x64 makes of it anyway).
 
     A warning names the scopes that computed in int64 (index arithmetic, casts, ids).
     """
-    info = np.iinfo(np.int32)
     changed = {}
     for name, array in graph.params.items():
-        if array.dtype == np.int64:
+        if str(array.dtype) in _NARROW:
+            info = np.iinfo(_NARROW[str(array.dtype)])
             if array.size and (array.min() < info.min or array.max() > info.max):
-                warnings.warn(PortxWarning(f"parameter {name}: int64 values do not fit int32; kept as int64"))
+                warnings.warn(PortxWarning(f"parameter {name}: {array.dtype} values do not fit {info.dtype}; kept"))
                 continue
-            changed[name] = array.astype(np.int32)
-    int_inputs = [v.name for v in graph.inputs if v.type.dtype == "int64"]
-    int64_values = [o.name for n in graph.nodes for o in n.outputs if o.type.dtype == "int64"]
+            changed[name] = array.astype(info.dtype)
+    int_inputs = [v.name for v in graph.inputs if v.type.dtype in _NARROW]
+    int64_values = [o.name for n in graph.nodes for o in n.outputs if o.type.dtype in _NARROW]
     if not changed and not int_inputs and not int64_values:
         return graph
     if int_inputs:
         warnings.warn(PortxWarning(f"inputs {', '.join(int_inputs)}: int64 -> int32 (JAX without x64 and "
                                    "TPUs use 32-bit integers; ids must be below 2**31)"))
-    after = retype(graph, {"int64": "int32"}, changed, cast_outputs=True)
-    narrowed = {o.name for n in graph.nodes for o in n.outputs if o.type.dtype == "int64"}
+    after = retype(graph, _NARROW, changed, cast_outputs=True)
+    narrowed = {o.name for n in graph.nodes for o in n.outputs if o.type.dtype in _NARROW}
     if changed or narrowed:
         warnings.warn(PortxWarning(f"int64 -> int32 (TPUs emulate 64-bit integers) at: "
                                    f"{', '.join(_scopes_using(graph, set(changed) | narrowed)) or 'inputs'}"))

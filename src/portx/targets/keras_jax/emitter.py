@@ -17,8 +17,11 @@ from pathlib import Path
 import numpy as np
 
 from ...ir import FreeDimRefused, SymDim, Value
+from ...progress import watch
 from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal, module_sentences, nested_outputs
 from .style import VariableNames, auto_names_in, layer_args
+from ..constants import evaluate_constant, live_values
+from .model_classes import FREE_SHAPE_LAYER, constant_model_body
 
 __all__ = ["TARGET", "WEIGHTS_FILE", "HEADER", "KerasEmitter", "emit_keras"]
 
@@ -55,34 +58,6 @@ class Constant(layers.Layer):
                 "dtype": self.value_dtype}
 '''
 
-_FREE_SHAPE_LAYER = '''
-@keras.saving.register_keras_serializable(package="converted")
-class FreeShape(layers.Layer):
-    """ops.reshape or ops.broadcast_to to a shape with free dims, read from model inputs at run time.
-
-    Each entry of ``dims`` is a size, or [i, axis, scale, offset]: scale * (size of the i-th input after
-    x along axis) + offset. Registered serializable, like Constant.
-    """
-
-    def __init__(self, op, dims, **kwargs):
-        super().__init__(**kwargs)
-        if op not in ("reshape", "broadcast_to"):
-            raise ValueError(f"FreeShape: unknown op {op!r}")
-        self.op, self.dims = op, [d if isinstance(d, int) else list(d) for d in dims]
-
-    def call(self, x, *inputs):
-        shape = tuple(d if isinstance(d, int) else ops.shape(inputs[d[0]])[d[1]] * d[2] + d[3]
-                      for d in self.dims)
-        return ops.reshape(x, shape) if self.op == "reshape" else ops.broadcast_to(x, shape)
-
-    def compute_output_spec(self, x, *inputs):
-        # traced on a dense stand-in: Keras marks ops.multiply(x, constant) sparse, and would trace a sparse array
-        return super().compute_output_spec(keras.KerasTensor(x.shape, x.dtype), *inputs)
-
-    def get_config(self):
-        return {**super().get_config(), "op": self.op, "dims": self.dims}
-'''
-
 
 class KerasEmitter(EmitterBase):
     """What an emit rule sees: references to values, and ways to write layers and expressions.
@@ -112,10 +87,7 @@ class KerasEmitter(EmitterBase):
         self.clash = clash  # Note [layer names]: auto-name prefixes of the ops this body calls
         self.layer_names = set()
         self.var_names = VariableNames(graph)
-        self.live = set(graph.inputs)  # values computed from the inputs: KerasTensors in build_model
-        for node in graph.nodes:
-            if any(v in self.live for v in node.inputs if v is not None):
-                self.live.update(node.outputs)
+        self.live = live_values(graph)  # values computed from the inputs: KerasTensors in build_model
         self._anchor = None
 
     def layer_ready(self, node) -> bool:
@@ -141,11 +113,12 @@ class KerasEmitter(EmitterBase):
         return name
 
     def _output_ref(self, value) -> str:
-        """``ref`` for a model output, which Keras needs as a KerasTensor: a stored array (an output
-        that does not depend on the inputs) becomes a Constant layer even when it is small."""
-        if not self.is_param(value):
+        """``ref`` for a model output, which Keras needs as a KerasTensor: a stored array, or an output no
+        input reaches (evaluated once, targets/constants.py), becomes a Constant layer even when it is small."""
+        if not self.is_param(value) and (value in self.live or not value.type.is_static):  # free dims: run time
             return self.ref(value)
-        return self.store(value.name, self.param(value), layer=True, trainable=self.graph.is_trainable(value.name))
+        array = self.param(value) if self.is_param(value) else evaluate_constant(self.graph, value)  # no input reaches
+        return self.store(value.name, array, layer=True, trainable=self.graph.is_trainable(value.name))
 
     def define(self, name: str, source: str) -> str:
         """Write the class ``name`` (``source``, registered serializable) into model.py once; returns ``name``."""
@@ -176,7 +149,7 @@ class KerasEmitter(EmitterBase):
                 dims.append([refs.index(self.names[value]), axis, d.scale, d.offset])
             else:
                 dims.append(int(d))
-        self.define("FreeShape", _FREE_SHAPE_LAYER)
+        self.define("FreeShape", FREE_SHAPE_LAYER)
         return f"FreeShape({literal(op)}, {literal(dims)}, name={literal(name)})({', '.join([x] + refs)})"
 
     def inline(self, array) -> str:
@@ -299,7 +272,9 @@ class KerasEmitter(EmitterBase):
             shape = tuple(None if isinstance(d, SymDim) else d for d in self.graph.free_shape(value))
             given = f"shape={literal(shape[1:])}" if shape and shape[0] is None else f"batch_shape={literal(shape)}"
             head.line(f"{var} = keras.Input({given}{dtype}, name={literal(var)})")
-        self._anchor = self.names[self.graph.inputs[0]] if self.graph.inputs else "None"
+        if not self.graph.inputs:  # a functional model needs an input: a ConstantModel (model_classes.py)
+            return self._module_text(constant_model_body(self, _model_name(self.graph)), None)
+        self._anchor = self.names[self.graph.inputs[0]]
         self.emit_nodes()
         outs = [self._output_ref(v) for v in self.graph.outputs]
         return self._module_text(head.text() + self.body.text(), outs)
@@ -337,6 +312,8 @@ class KerasEmitter(EmitterBase):
         text += "\n\ndef build_model():\n"
         text += '    """The architecture, with freshly initialised weights."""\n'
         text += body
+        if outs is None:
+            return text + _LOAD_MODEL
         ins = [self.names[v] for v in self.graph.inputs]
         ins_text = ins[0] if len(ins) == 1 else "[" + ", ".join(ins) + "]"
         outs_text = outs[0] if len(outs) == 1 else "[" + ", ".join(outs) + "]"
@@ -345,9 +322,13 @@ class KerasEmitter(EmitterBase):
         last = LineWriter(_WIDTH)
         last.indent = 1
         last.line(f"return keras.Model({ins_text}, {outs_text}, "
-                  f"name={literal(re.sub(r'[^0-9A-Za-z_]', '_', self.graph.name) or 'model')})")
+                  f"name={literal(_model_name(self.graph))})")
         text += last.text() + _LOAD_MODEL
         return text
+
+
+def _model_name(graph) -> str:
+    return re.sub(r"[^0-9A-Za-z_]", "_", graph.name) or "model"
 
 
 def _layout_sentence(graph) -> str:
@@ -385,9 +366,10 @@ def emit_keras(graph, out_dir) -> dict:
     code = emitter.emit_graph()
     code_path = out_dir / "model.py"
     code_path.write_text(code, encoding="utf-8")
-    model = import_by_path(code_path).build_model()
+    with watch(code_path, "build_model", "building the Keras model"):  # progress.py: follows build_model's lines
+        model = import_by_path(code_path).build_model()
     for name, arrays in emitter.weights.items():
-        layer = model.get_layer(name)
+        layer = model if name == model.name else model.get_layer(name)
         expected = [tuple(w.shape) for w in layer.get_weights()]
         got = [tuple(a.shape) for a in arrays]
         if expected != got:

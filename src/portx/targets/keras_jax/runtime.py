@@ -33,7 +33,8 @@ def jitted(model):
     import jax
 
     def forward(trainable, non_trainable, *inputs):
-        out, _ = model.stateless_call(trainable, non_trainable, list(inputs) if len(inputs) > 1 else inputs[0])
+        args = list(inputs) if len(inputs) > 1 else (inputs or [None])[0]  # None: a ConstantModel (no inputs)
+        out, _ = model.stateless_call(trainable, non_trainable, args)
         return flatten_outputs(out)  # inside jit: JAX would hand a dict back with its keys sorted
 
     run = jax.jit(forward)

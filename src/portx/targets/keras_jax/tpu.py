@@ -18,7 +18,8 @@ __all__ = ["prove_tpu_lowering", "export_artifact"]
 
 def _stateless_fn(model):
     def forward(trainable, non_trainable, *inputs):
-        outputs, _ = model.stateless_call(trainable, non_trainable, list(inputs) if len(inputs) > 1 else inputs[0])
+        args = list(inputs) if len(inputs) > 1 else (inputs or [None])[0]  # None: a ConstantModel (no inputs)
+        outputs, _ = model.stateless_call(trainable, non_trainable, args)
         return outputs
     return forward
 
@@ -44,12 +45,16 @@ def _export(model, graph, platforms):
 
 def prove_tpu_lowering(model, graph) -> dict:
     """Lower ``model`` for TPU; returns {"verdict": "ok"|"problems"|"failed", "problems", "ops", ...}."""
+    from ...progress import step
+
+    step(0, 2, "jax.export for platform tpu")
     try:
         exported = _export(model, graph, ("tpu",))
     except Exception as exc:  # lowering failures are the finding, reported not raised
         return {"verdict": "failed", "platform": "tpu", "problems": [f"{type(exc).__name__}: {str(exc)[:300]}"],
                 "ops": {}}
     free = sorted(graph.meta.get("free", {}).get("dims", {}))
+    step(1, 2, "scanning the StableHLO")
     scan = scan_stablehlo(exported.mlir_module(), free=bool(free))
     return {"verdict": "problems" if scan["problems"] else "ok", "platform": "tpu",
             "matmul_precision": "highest", "symbolic": free, **scan}

@@ -295,7 +295,10 @@ def emit_torch(graph, out_dir) -> dict:
     emitter = TorchEmitter(graph)
     code_path = out_dir / "model.py"
     code_path.write_text(emitter.emit_graph(), encoding="utf-8")
-    model = import_by_path(code_path).build_model()
+    from ...progress import watch
+
+    with watch(code_path, "build_model", "building the torch module"):  # progress.py: follows build_model's lines
+        model = import_by_path(code_path).build_model()
     expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
     got = {k: tuple(a.shape) for k, a in emitter.state.items()}
     if expected != got:

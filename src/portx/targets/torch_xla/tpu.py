@@ -42,6 +42,9 @@ def prove_torch_tpu_lowering(module, graph) -> dict:
         return {"verdict": "skipped", "via": "torchax", "problems": [],
                 "why": "torchax is not installed (a dependency of portx: pip install torchax==0.0.14.dev20261026)"}
     free, note = sorted(graph.meta.get("free", {}).get("dims", {})), None
+    from ...progress import step
+
+    step(0, 2, "lowering through torchax for platform tpu")
     try:
         try:
             exported = _lower_with_torchax(module, graph)
@@ -54,6 +57,7 @@ def prove_torch_tpu_lowering(module, graph) -> dict:
     except Exception as exc:  # an op torchax cannot lower, or XLA refusing the program, is the finding
         return {"verdict": "failed", "via": "torchax", "platform": "tpu",
                 "problems": [f"{type(exc).__name__}: {str(exc).strip()[:300]}"], "ops": {}}
+    step(1, 2, "scanning the StableHLO")
     scan = scan_stablehlo(exported.mlir_module(), free=bool(free))
     return {"verdict": "problems" if scan["problems"] else "ok", "via": "torchax", "platform": "tpu",
             "matmul_precision": "highest", "symbolic": free, **({"note": note} if note else {}), **scan}

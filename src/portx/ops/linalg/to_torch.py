@@ -1,0 +1,88 @@
+"""torch-xla emit rules for linear algebra: each op is the ``torch.linalg`` (or ``torch``) function of its name.
+
+Example generated code:
+    cholesky = torch.linalg.cholesky_ex(a)[0]
+    u, s, vh = torch.linalg.svd(x, full_matrices=False)
+"""
+from __future__ import annotations
+
+from .._util import named_rule
+from ..linalg import (LU_UNPACK, CDIST, CHOLESKY, CHOLESKY_INVERSE, CHOLESKY_SOLVE, DET, EIGH, EIGVALSH, INV, LU, LU_FACTOR,
+                      MATRIX_EXP, PDIST, PINV, QR, SLOGDET, SOLVE, SOLVE_TRIANGULAR, SVD, SVDVALS)
+
+__all__ = []
+
+
+def _call(fn, *attrs, first=False):
+    """An emit rule writing ``fn(inputs..., attr=value...)``, keyword names as torch spells them (``first``: item 0
+    of the result, for the ``*_ex`` forms, which return NaN/inf on a singular input as the source's decomposition
+    does instead of raising; by index, as torchax returns a plain tuple)."""
+    def emit(node, t):
+        args = [t.ref(v) for v in node.inputs]
+        args += [f"{torch_name}={t.lit(node.attrs[name])}" for name, torch_name in attrs]
+        t.assign(node, f"{fn}({', '.join(args)})" + ("[0]" if first else ""))
+    return emit
+
+
+_RULES = {
+    CHOLESKY: _call("torch.linalg.cholesky_ex", ("upper", "upper"), first=True),
+    INV: _call("torch.linalg.inv_ex", first=True),
+    SOLVE: _call("torch.linalg.solve_ex", first=True),
+    SOLVE_TRIANGULAR: _call("torch.linalg.solve_triangular", ("upper", "upper"), ("left", "left"),
+                            ("unitriangular", "unitriangular")),
+    CHOLESKY_SOLVE: _call("torch.cholesky_solve", ("upper", "upper")),
+    CHOLESKY_INVERSE: _call("torch.cholesky_inverse", ("upper", "upper")),
+    SVD: _call("torch.linalg.svd", ("full_matrices", "full_matrices")),
+    SVDVALS: _call("torch.linalg.svdvals"),
+    QR: _call("torch.linalg.qr", ("mode", "mode")),
+    DET: _call("torch.linalg.det"),
+    SLOGDET: _call("torch.linalg.slogdet"),
+    LU_FACTOR: _call("torch.linalg.lu_factor"),
+    PINV: _call("torch.linalg.pinv", ("rtol", "rtol"), ("hermitian", "hermitian")),
+    CDIST: _call("torch.cdist", ("p", "p")),
+    PDIST: _call("torch.pdist", ("p", "p")),
+    MATRIX_EXP: _call("torch.linalg.matrix_exp"),
+}
+for _op, _rule in _RULES.items():
+    _op.emits("torch-xla")(named_rule(_rule, _op.name, "to_torch"))
+
+
+@EIGH.emits("torch-xla")
+def _eigh_to_torch(node, t):
+    t.assign(node, f"torch.linalg.eigh({t.ref(node.inputs[0])}, UPLO={t.lit('U' if node.attrs['upper'] else 'L')})")
+
+
+@EIGVALSH.emits("torch-xla")
+def _eigvalsh_to_torch(node, t):
+    t.assign(node, f"torch.linalg.eigvalsh({t.ref(node.inputs[0])}, UPLO={t.lit('U' if node.attrs['upper'] else 'L')})")
+
+
+@LU.emits("torch-xla")
+def _lu_to_torch(node, t):
+    """From ``lu_factor``: torchax traces torch.linalg.lu and lu_unpack with data-dependent slices (no TPU proof)."""
+    factors = t.temp(node, f"torch.linalg.lu_factor({t.ref(node.inputs[0])})", "lu")
+    _unpacked(node, t, f"{factors}[0]", f"{factors}[1]")
+
+
+@LU_UNPACK.emits("torch-xla")
+def _lu_unpack_to_torch(node, t):
+    _unpacked(node, t, t.ref(node.inputs[0]), t.ref(node.inputs[1]))
+
+
+def _unpacked(node, t, lu, pivots):
+    """P, L, U of packed ``lu`` and 1-based ``pivots``, with static shapes: the row swaps are applied to ``arange``
+    one at a time; A[perm] = L U, so P = one_hot(perm)^T."""
+    x = node.inputs[0]
+    batch, (m, n) = tuple(x.type.shape[:-2]), x.type.shape[-2:]
+    size = min(m, n)
+    pivots = t.temp(node, pivots, "pivots")
+    rows = t.temp(node, f"torch.arange({m}, device={pivots}.device)", "rows")
+    perm = t.temp(node, f"{rows}.expand({t.lit(batch + (m,))})", "perm")
+    for j in range(size):
+        swap = t.temp(node, f"{pivots}[..., {j}:{j + 1}].long() - 1", "swap")
+        perm = t.temp(node, f"torch.where({rows} == {j}, torch.gather({perm}, -1, {swap}), "
+                            f"torch.where({rows} == {swap}, {perm}[..., {j}:{j + 1}], {perm}))", "perm")
+    dtype = f"torch.{x.type.dtype}"
+    p = f"torch.nn.functional.one_hot({perm}, {m}).to({dtype}).mT"
+    lower = f"{lu}[..., :, :{size}].tril(-1) + torch.eye({m}, {size}, dtype={dtype}, device={rows}.device)"
+    t.assign(node, f"{p}, {lower}, {lu}[..., :{size}, :].triu()")

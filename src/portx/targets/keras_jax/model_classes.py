@@ -1,0 +1,82 @@
+"""Layer and model classes a written model.py defines beside ``build_model`` (registered serializable).
+
+``FreeShape`` reshapes or broadcasts to a shape with free dims. ``ConstantModel`` is a model with no inputs:
+a Keras functional model needs at least one KerasTensor input, so a source whose outputs depend on nothing
+(``forward(self): return torch.linspace(0, 1, 5)``) is written as a ``keras.Model`` subclass holding its
+outputs as weights; ``model()`` returns them, and ``model.save`` / ``keras.saving.load_model`` round-trip it.
+
+Example:
+    >>> body = constant_model_body(emitter, "model")   # "    return ConstantModel(...)" for build_model
+"""
+from __future__ import annotations
+
+from ..codegen import literal
+from ..constants import evaluate_constant
+
+__all__ = ["CONSTANT_MODEL", "FREE_SHAPE_LAYER", "constant_model_body"]
+
+#: the FreeShape layer model.py defines when a reshape or broadcast keeps a free dim (KerasEmitter.free_shape)
+FREE_SHAPE_LAYER = '''
+@keras.saving.register_keras_serializable(package="converted")
+class FreeShape(layers.Layer):
+    """ops.reshape or ops.broadcast_to to a shape with free dims, read from model inputs at run time.
+
+    Each entry of ``dims`` is a size, or [i, axis, scale, offset]: scale * (size of the i-th input after
+    x along axis) + offset. Registered serializable, like Constant.
+    """
+
+    def __init__(self, op, dims, **kwargs):
+        super().__init__(**kwargs)
+        if op not in ("reshape", "broadcast_to"):
+            raise ValueError(f"FreeShape: unknown op {op!r}")
+        self.op, self.dims = op, [d if isinstance(d, int) else list(d) for d in dims]
+
+    def call(self, x, *inputs):
+        shape = tuple(d if isinstance(d, int) else ops.shape(inputs[d[0]])[d[1]] * d[2] + d[3]
+                      for d in self.dims)
+        return ops.reshape(x, shape) if self.op == "reshape" else ops.broadcast_to(x, shape)
+
+    def compute_output_spec(self, x, *inputs):
+        # traced on a dense stand-in: Keras marks ops.multiply(x, constant) sparse, and would trace a sparse array
+        return super().compute_output_spec(keras.KerasTensor(x.shape, x.dtype), *inputs)
+
+    def get_config(self):
+        return {**super().get_config(), "op": self.op, "dims": self.dims}
+'''
+
+CONSTANT_MODEL = '''
+@keras.saving.register_keras_serializable(package="converted")
+class ConstantModel(keras.Model):
+    """A model with no inputs: ``model()`` returns its stored arrays (weights ``value_0``, ``value_1``, ...).
+
+    Registered serializable: after this file is imported, keras.saving.load_model reads a saved model.
+    """
+
+    def __init__(self, shapes, dtypes, **kwargs):
+        super().__init__(**kwargs)
+        self.shapes, self.dtypes = [tuple(s) for s in shapes], list(dtypes)
+        self.values = [self.add_weight(shape=s, dtype=d, initializer="zeros", name=f"value_{i}", trainable=False)
+                       for i, (s, d) in enumerate(zip(self.shapes, self.dtypes))]
+        self.built = True
+
+    def call(self, inputs=None):
+        outputs = [ops.convert_to_tensor(v) for v in self.values]
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def get_build_config(self):
+        return None  # built in __init__: nothing to rebuild from an input shape
+
+    def get_config(self):
+        return {"name": self.name, "shapes": self.shapes, "dtypes": self.dtypes}
+'''
+
+
+def constant_model_body(emitter, name: str) -> str:
+    """``build_model``'s body for a graph with no inputs; the arrays are recorded as ``emitter.weights[name]``."""
+    graph = emitter.graph
+    arrays = [graph.params[v.name] if graph.is_param(v) else evaluate_constant(graph, v) for v in graph.outputs]
+    emitter.define("ConstantModel", CONSTANT_MODEL)
+    emitter.weights[name] = arrays
+    shapes = literal([tuple(a.shape) for a in arrays])
+    dtypes = literal([str(a.dtype) for a in arrays])
+    return f"    return ConstantModel({shapes}, {dtypes}, name={literal(name)})\n"

@@ -1,0 +1,152 @@
+"""Verification inputs in the op's domain: seeded random inputs the source accepts, and the user's own example.
+
+``convert`` verifies on seeded random inputs (``make_inputs``: normal floats). Some sources reject them
+(``torch.linalg.cholesky`` of a non-SPD matrix, a ``torch._check`` on the sign) or turn them into NaN
+(``torch.log``, ``torch.sqrt(x - 1)``) where the example inputs give finite numbers. Such a batch is
+replaced, in order, by the example inputs perturbed by 1 % and by 0.1 % of their magnitude, then by the
+example itself; without example inputs, by the random batch's absolute values. Every replacement is one
+line in ``notes`` (``report["verification"]["notes"]``). The example inputs, when the graph takes them,
+are always checked too (``verification_batches`` lists them second).
+
+Example:
+    >>> batches, notes = verification_batches(src, graph, seed=0)
+    >>> [label for label, _, _ in batches]
+    ['random', 'example']
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import first_line
+from ..passes.layout import graph_arrays
+from .compare import make_inputs
+from .recheck import expected_outputs
+
+__all__ = ["example_arrays", "sized_batch", "verification_batches", "verify_in_domain"]
+
+
+def example_arrays(src, graph) -> list | None:
+    """The source's example inputs as NumPy arrays in the graph's input layout and dtypes, or None when the
+    source has none or the graph takes other shapes (``--static-batch`` at another batch)."""
+    examples = getattr(src, "example_inputs", None) or getattr(src, "example_arrays", None)
+    if not examples or len(examples) != len(graph.inputs):
+        return None
+    arrays = []
+    perms = graph.meta.get("io_perms", {}).get("inputs", (None,) * len(examples))
+    for example, value, perm in zip(examples, graph.inputs, perms):
+        if hasattr(example, "detach"):
+            example = example.detach().float() if str(example.dtype) == "torch.bfloat16" else example.detach()
+        array = np.asarray(example)
+        array = array if perm is None else np.transpose(array, perm)
+        if tuple(array.shape) != tuple(value.type.shape):
+            return None
+        arrays.append(np.require(array.astype("float32" if value.type.dtype == "bfloat16" else value.type.dtype),
+                                 requirements="C"))
+    return arrays
+
+
+def _nonfinite(outputs) -> int:
+    return sum(int(np.size(o) - np.isfinite(o).sum()) for o in outputs
+               if np.asarray(o).dtype.kind in "fc")
+
+
+def _fraction(outputs) -> float:
+    """The fraction of NaN/Inf elements among ``outputs``' floats."""
+    total = sum(int(np.size(o)) for o in outputs if np.asarray(o).dtype.kind in "fc")
+    return _nonfinite(outputs) / total if total else 0.0
+
+
+def _outputs(src, graph, arrays):
+    """(expected outputs, problem): problem is '' or why the source cannot verify on ``arrays``."""
+    try:
+        return expected_outputs(src, graph, arrays), ""
+    except Exception as exc:  # noqa: BLE001 - a source rejecting an input outside its domain is the finding
+        return None, f"the source raises on them ({type(exc).__name__}: {first_line(exc, 120)})"
+
+
+def _perturbed(example, graph, scale, seed) -> list:
+    rng = np.random.default_rng(seed)
+    return [a + (scale * (np.abs(a) + 1e-3) * rng.standard_normal(a.shape)).astype(a.dtype)
+            if a.dtype.kind == "f" and value.type.dtype != "bfloat16" else a
+            for a, value in zip(example, graph.inputs)]
+
+
+def verification_batches(src, graph, seed) -> tuple:
+    """([(label, arrays, expected outputs)], notes): the batch to verify on first, then the example inputs.
+
+    An empty list means no batch the source accepts was found (verification is skipped, with a note).
+    """
+    notes = []
+    example = example_arrays(src, graph)
+    example_out, example_problem = (None, "no example") if example is None else _outputs(src, graph, example)
+    allowed = _nonfinite(example_out) if example_out is not None else None
+    candidates = [("random", make_inputs(graph, seed))]
+    if example_out is not None:
+        candidates += [(f"example perturbed by {s:g}", _perturbed(example, graph, s, seed)) for s in (1e-2, 1e-3)]
+        candidates.append(("example", example))
+    else:
+        candidates.append(("random, absolute values", [np.abs(a) if a.dtype.kind == "f" else a
+                                                       for a in candidates[0][1]]))
+    batches = []
+    for label, arrays in candidates:  # the first batch the source runs on as it runs on the example
+        expected, problem = (example_out, example_problem) if label == "example" else _outputs(src, graph, arrays)
+        if not problem and allowed is not None and _nonfinite(expected) > allowed:
+            problem = (f"the source gives {_nonfinite(expected)} NaN/Inf values on them where the example inputs "
+                       f"give {allowed}")
+        if not problem:
+            batches.append((label, arrays, expected))
+            break
+        notes.append(f"verification inputs ({label}) replaced: {problem}")
+    if not batches:
+        notes.append("verification skipped: the source accepts none of the verification inputs")
+    elif batches[0][0] != "example" and example_out is not None:
+        batches.append(("example", example, example_out))
+    return batches, notes
+
+
+def verify_in_domain(src, graph, model, target, seed, atol, rtol) -> tuple:
+    """(result, arrays): ``compare`` of the source and the loaded ``model`` on each of ``verification_batches``;
+    ``result["batches"]`` says which passed, ``result["notes"]`` why inputs were replaced, and ``arrays`` is
+    the first batch that differs (else the first batch; None when verification was skipped)."""
+    from .compare import compare
+
+    batches, notes = verification_batches(src, graph, seed)
+    if not batches:
+        return {"passed": None, "skipped": True, "outputs": [], "notes": notes}, None
+    names = [v.name for v in graph.outputs]
+    result, arrays = None, None
+    for label, batch, expected in batches:
+        row = compare(expected, target.run(model, batch), names, atol, rtol)
+        if result is None:
+            result, arrays = {**row, "on": label, "batches": []}, batch
+        result["batches"].append({"on": label, "passed": row["passed"]})
+        if not row["passed"] and result["passed"]:
+            result.update({**row, "on": label})
+            arrays = batch
+    result["notes"] = notes
+    return result, arrays
+
+
+def sized_batch(src, graph, seed, shapes) -> tuple:
+    """(arrays, expected outputs) at input ``shapes`` (a free dim at another size, verification/dynamic.py):
+    seeded random inputs, or where the source rejects them or gives more NaN/Inf than on the example, floats
+    drawn from the example's own values (1 % perturbed), then the random ones' absolute values. ``expected``
+    is a str saying why when the source runs on none of them."""
+    example = example_arrays(src, graph)
+    example_out = None if example is None else _outputs(src, graph, example)[0]
+    allowed = None if example_out is None else _fraction(example_out)
+    rng = np.random.default_rng(seed)
+    random = make_inputs(graph, seed, shapes=shapes)
+    candidates = [random]
+    if example_out is not None:
+        candidates.append([(rng.choice(e.ravel(), size=shape) * (1 + 1e-2 * rng.standard_normal(shape))).astype(e.dtype)
+                           if e.dtype.kind == "f" and e.size else r for e, r, shape in zip(example, random, shapes)])
+    candidates.append([np.abs(a) if a.dtype.kind == "f" else a for a in random])
+    problem = ""
+    for arrays in candidates:
+        expected, problem = _outputs(src, graph, arrays)
+        if not problem and allowed is not None and _fraction(expected) > allowed:
+            problem = f"the source gives NaN/Inf on {_fraction(expected):.0%} of its outputs there"
+        if not problem:
+            return arrays, expected
+    return candidates[0], problem.replace("the source raises on them", "the source does not run there")
