@@ -236,7 +236,8 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
         report["verification"] = (stages.run("verify", _verify, src, graph, model, emitted, target, seed, atol, rtol)
                                   if verify else {"passed": None, "skipped": True})
         report["node_errors"] = (stages.run("trace", node_errors, target, graph, model, emitted["var_of"],
-                                            make_inputs(graph, seed), atol, rtol, emitted["code"])
+                                            make_inputs(graph, seed), atol, rtol, emitted["code"],
+                                            report["verification"].get("passed") is True)
                                  if verify else {"skipped": "verification was skipped (--no-verify)", "rows": []})
         if verify and (grad or (grad is None and graph.weight_bytes() <= _GRAD_AUTO_BYTES)):
             report["gradients"] = stages.run("grad", compare_gradients, src, graph, model, seed)

@@ -225,12 +225,20 @@ def test_lookup_names_the_problem():
         lookup("nope")
 
 
+#: ops torch reaches only through an ATen name that another op's rule owns (the variant decides)
+VIA_OTHER_RULES = {"complex_abs": "aten::abs of a complex tensor (elementwise abs owns the name)",
+                   "bitcast": "aten::view.dtype (the reshape rule owns aten::view)",
+                   "eigvalsh": "aten::_linalg_eigh with compute_v=False (eigh owns the name)",
+                   "svdvals": "aten::_linalg_svd with compute_uv=False (svd owns the name)"}
+
+
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_every_op_is_complete(name):
     op = REGISTRY[name]
     missing = [part for part, ok in [("infer", op.infer_rule), ("reference", op.reference_rule),
                                      ("keras-jax emit rule", op.emit_rules.get("keras-jax")),
-                                     ("torch import name", op.import_names.get("torch"))] if not ok]
+                                     ("torch import name", op.import_names.get("torch") or name in VIA_OTHER_RULES)]
+               if not ok]
     assert not missing, f"op {name} lacks: {', '.join(missing)}"
 
 

@@ -292,3 +292,8 @@ def test_unary_reference_matches_torch(name, shape, seed):
     got = op.reference_rule(pre.get(name, lambda v: v)(x.numpy()), **{**op.attr_defaults, **attrs.get(name, {})})
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_view_as_another_dtype_is_a_bitcast(target):
+    graph = check_torch_op(lambda x: x.view(torch.int32) >> 1, torch.randn(2, 3), target=target)
+    assert "bitcast" in {n.op.name for n in graph.nodes}

@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from .._util import kind, norm_axis
-from ..elementwise import BINARY, CAST, WHERE
+from ..elementwise import BINARY, BITCAST, CAST, WHERE
 from ..shape import CONCAT, EXPAND, PERMUTE, RESHAPE, SPLIT, STACK
 from ..shape.index import FLIP, GATHER, INDEX_SELECT, ROLL, SCATTER, SELECT, SLICE, TILE, emit_slice, torch_slice_bounds
 from ..scatter.rows import masked_put
@@ -39,8 +39,10 @@ def _recorded_types(call) -> list:
 @RESHAPE.imports("torch", "aten::view", "aten::reshape", "aten::_unsafe_view", "aten::flatten", "aten::unflatten",
                  "aten::squeeze", "aten::unsqueeze")
 def _reshape_from_aten(call):
-    """All reshape-likes become one static reshape (Note [recorded target shapes])."""
+    """All reshape-likes become one static reshape (Note [recorded target shapes]); ``x.view(dtype)`` is a bitcast."""
     x = call.arg("self", call.arg("input"))
+    if call.out_type().dtype != x.type.dtype:  # aten::view.dtype: the same bits as another dtype
+        return call.emit(BITCAST, [x], {"dtype": call.out_type().dtype})
     shape = call.out_type().shape
     return x if shape == x.type.shape else call.emit(RESHAPE, [x], {"shape": shape})
 
