@@ -30,7 +30,7 @@ from portx.errors import PortxError, UnsupportedOps, VerificationFailed  # noqa:
 from tests.conformance.keras_layer_specs import CASES, REFUSED  # noqa: E402
 
 __all__ = ["CASES", "REFUSED", "QUICK", "XFAIL", "XFAIL_FILE", "OUTCOMES", "Outcome", "layer_classes",
-           "uncovered", "classify", "convert_case", "run_case", "coverage"]
+           "uncovered", "classify", "convert_case", "run_built", "run_case", "coverage"]
 
 OUTCOMES = ("pass", "unsupported", "wrong", "crash")
 #: atol and rtol for the float16 / bfloat16 cases (ids ending in "float16")
@@ -97,19 +97,25 @@ def convert_case(model, example_inputs=None, low_precision=False):
                        grad=False, **tol)
 
 
-def run_case(case_id) -> Outcome:
-    """Build case ``case_id`` (seeded) and convert it; never raises for a failing case."""
+def run_built(case_id, build, low_precision=False) -> Outcome:
+    """Build a case with ``build() -> (model, example)`` (seeded) and convert it; never raises for a failing case
+    (the keras.layers and keras.ops suites share it)."""
     start = time.perf_counter()
     try:
         keras.utils.set_random_seed(0)
-        model, example = CASES[case_id]()
-        convert_case(model, example, low_precision=case_id.endswith("float16"))
+        model, example = build()
+        convert_case(model, example, low_precision=low_precision)
         outcome, problem = "pass", ""
     except Exception as exc:  # every failure is an outcome here, classified
         outcome, problem = classify(exc)
     finally:
         keras.backend.clear_session()
     return Outcome(case_id, outcome, problem, round(time.perf_counter() - start, 2))
+
+
+def run_case(case_id) -> Outcome:
+    """Build case ``case_id`` (seeded) and convert it; never raises for a failing case."""
+    return run_built(case_id, CASES[case_id], low_precision=case_id.endswith("float16"))
 
 
 def coverage(names=None, progress=None) -> dict:

@@ -11,14 +11,13 @@ Example:
 """
 import inspect
 import os
-import time
 import tomllib
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
 
 import keras  # noqa: E402
 
-from tests.conformance.keras_layer_cases import OUTCOMES, XFAIL_FILE, Outcome, classify, convert_case  # noqa: E402
+from tests.conformance.keras_layer_cases import OUTCOMES, XFAIL_FILE, Outcome, run_built  # noqa: E402
 from tests.conformance.keras_ops_specs import REFUSED, SPECS, domain_input  # noqa: E402
 
 __all__ = ["CASES", "REFUSED", "QUICK", "XFAIL", "functions", "uncovered", "case_model", "run_case", "coverage"]
@@ -76,17 +75,7 @@ def case_model(name):
 
 def run_case(name) -> Outcome:
     """Convert the case for function ``name``; never raises for a failing case."""
-    start = time.perf_counter()
-    try:
-        keras.utils.set_random_seed(0)
-        model, example = case_model(name)
-        convert_case(model, example)
-        outcome, problem = "pass", ""
-    except Exception as exc:  # every failure is an outcome here, classified
-        outcome, problem = classify(exc)
-    finally:
-        keras.backend.clear_session()
-    return Outcome(name, outcome, problem, round(time.perf_counter() - start, 2))
+    return run_built(name, lambda: case_model(name))
 
 
 def coverage(names=None, progress=None) -> dict:

@@ -189,7 +189,7 @@ def clean_model_json(doc, names: _Names, path):
         for key in list(node):
             value = node[key]
             field = f"model.json {where + '.' if where else ''}{key}"
-            if key == "guards_code":  # Python source that ep.module() compiles; portx checks shapes itself
+            if key == "guards_code":  # trusted: emptied, never run (ep.module() would compile it); portx checks shapes
                 node[key] = []
             elif key == "treespec_namedtuple_fields" and value:
                 raise BadInput(f"{path}: the program's inputs or outputs are namedtuples ({str(list(value))[:60]})",
