@@ -21,6 +21,9 @@ from portx.cli import main
 from portx.errors import VerificationFailed
 from portx.progress import Lines, Live, Stages, reporting, step
 from portx.report_html import render
+from portx.targets import TARGETS
+from portx.verification import trace
+from portx.verification.compare import make_inputs
 from tests.support.broken import FcReluFc, broken_keras_relu
 from tests.support.paths import SAMPLE
 
@@ -68,6 +71,48 @@ def test_report_html_when_verification_fails_names_the_first_diverging_node(fail
     assert "<svg" in page and "first divergence: act (relu)" in page
     assert re.search(r"First diverging node: <code>act</code> \(relu", page)
     assert "FAILED" in page
+
+
+class Deep(nn.Module):
+    """160 Linear+ReLU blocks: 320 IR nodes, past the 300 a passing model's trace used to stop at."""
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.Sequential(*[nn.Sequential(nn.Linear(4, 4), nn.ReLU()) for _ in range(160)])
+
+    def forward(self, x):
+        return self.blocks(x)
+
+
+def test_a_long_passing_model_gets_its_error_plot_sampled(tmp_path, monkeypatch):
+    monkeypatch.setattr(trace, "TRACE_SAMPLED_ROWS", 100)  # the sampling of a graph past 1000 intermediates
+    monkeypatch.setattr(trace, "TRACE_MIN_SECONDS", 600.0)  # a loaded CI machine: the whole trace, every time
+    torch.manual_seed(0)
+    result = portx.convert(Deep(), example_inputs=(torch.randn(2, 4),), to="keras-jax", out=tmp_path / "out",
+                           grad=False)
+    errors = result.report["node_errors"]
+    assert "skipped" not in errors and errors["sampled"] == {"every": 4, "of": 320}, errors.get("skipped")
+    assert len(errors["rows"]) == 81 and errors["rows"][-1]["value"] == result.graph.outputs[0].name
+    assert all(r["passed"] for r in errors["rows"]) and errors["first_divergence"] is None
+    page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    assert '<div class="plot" id="error-plot"><svg' in page
+    assert "The plot is sampled</b>: 1 in 4 of the graph's 320 intermediates" in page
+    monkeypatch.setattr(trace, "TRACE_MIN_SECONDS", 0.0)  # a conversion that took no time: no time to trace
+    emitter = TARGETS["keras-jax"].emitter(result.graph)
+    emitter.emit_graph()
+    late = trace.node_errors(TARGETS["keras-jax"], result.graph, result.model, dict(emitter.names),
+                             make_inputs(result.graph, 0), code=tmp_path / "out" / "model.py", passed=True, spent=0.0)
+    assert late["rows"] == [] and "a passing model's trace gets 10% of the conversion's time" in late["skipped"]
+
+
+def test_a_stopped_trace_says_so_under_the_plot():
+    rows = [{"node": f"block.{i}", "op": "relu", "value": f"v{i}", "max_rel": 1e-7, "passed": True} for i in range(3)]
+    page = render({"source": "m.pt2", "target": "keras-jax", "verification": {"passed": True, "outputs": []},
+                   "node_errors": {"rtol": 1e-3, "atol": 1e-4, "first_divergence": None, "rows": rows,
+                                   "sampled": {"every": 2, "of": 12},
+                                   "stopped": {"rows": 3, "of": 6, "seconds": 10.0, "why": "10% of the time"}}})
+    assert "1 in 2 of the graph's 12 intermediates" in page and "<svg" in page
+    assert "The plot stops early</b>: after 3 of 6 nodes, when the trace had taken its 10 s (10% of the time" in page
 
 
 def test_names_from_model_files_are_escaped():

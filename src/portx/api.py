@@ -23,7 +23,6 @@ from .errors import BadInput, NotTpuLegal, VerificationFailed  # noqa: E402
 from .explore import write_conversion  # noqa: E402
 from .frontends import KERAS_SUFFIXES, load  # noqa: E402
 from .outputs import staged_output  # noqa: E402
-from .progress import Stages  # noqa: E402
 from .report_html import write_report  # noqa: E402
 from .passes.legalize import PortxWarning, load_table, status_of  # noqa: E402
 from .passes.layout import IO_LAYOUTS, io_layouts  # noqa: E402
@@ -33,10 +32,11 @@ from .targets.codegen import missing_emit_rules  # noqa: E402
 from .ir import FreeDimRefused  # noqa: E402
 from .verification.compare import DEFAULT_ATOL, DEFAULT_RTOL, make_inputs, nonfinite_params  # noqa: E402
 from .verification.dynamic import check_static_batch, find_free, plan_dims, refree, verify_sizes  # noqa: E402
-from .verification.grads import compare_gradients, gradient_problem  # noqa: E402
+from .verification.grads import compare_gradients, gradient_problem, start_gradients  # noqa: E402
 from .verification.recheck import prepared, verify_converted  # noqa: E402
 from .verification.trace import localize, node_errors  # noqa: E402
 from .verification.domain import verify_in_domain  # noqa: E402
+from .verification.memory import LeanStages  # noqa: E402
 
 __all__ = ["convert", "load", "inspect", "op_table", "ConversionResult", "TARGETS", "KERAS_SUFFIXES",
            "missing_emit_rules", "verify", "DEFAULT_ATOL", "DEFAULT_RTOL"]
@@ -205,7 +205,7 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
     _require_jax_backend()
     target = _checked_options(to, atol, rtol, io_layout, export_tpu)
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="portx-")) / "out"
-    stages = Stages(progress, profile)
+    stages = LeanStages(progress, profile)  # frees each heavy stage's leftovers (verification/memory.py)
     sizes = {}  # what a full disk would need: the weights are the bulk of every output folder
     cleaned = []  # stale staging folders of killed conversions, removed beside OUT
     with staged_output(out, force, protect=(source,), need=lambda: sizes.get("weights", 0), notes=cleaned) as tmp:
@@ -233,14 +233,16 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
         report["training"] = _training(graph, source_counts, target.parameter_counts(model), fold_bn or inference)
         if report["training"]["problem"]:
             report["warnings"].append(report["training"]["problem"])
+        grad_on = verify and (grad or (grad is None and graph.weight_bytes() <= _GRAD_AUTO_BYTES))
+        started = stages.run("grad-start", start_gradients, src, graph, model, seed) if grad_on else None
         report["verification"] = (stages.run("verify", _verify, src, graph, model, emitted, target, seed, atol, rtol)
                                   if verify else {"passed": None, "skipped": True})
         report["node_errors"] = (stages.run("trace", node_errors, target, graph, model, emitted["var_of"],
                                             make_inputs(graph, seed), atol, rtol, emitted["code"],
-                                            report["verification"].get("passed") is True)
+                                            report["verification"].get("passed") is True, sum(stages.times.values()))
                                  if verify else {"skipped": "verification was skipped (--no-verify)", "rows": []})
-        if verify and (grad or (grad is None and graph.weight_bytes() <= _GRAD_AUTO_BYTES)):
-            report["gradients"] = stages.run("grad", compare_gradients, src, graph, model, seed)
+        if grad_on:  # its compile ran in the background since grad-start (verification/grad_program.py)
+            report["gradients"] = stages.run("grad", compare_gradients, src, graph, model, seed, started=started)
             if report["gradients"]["passed"] is False:
                 report["warnings"].append(gradient_problem(report["gradients"]))
         report["tpu"] = stages.run("tpu-lower", _tpu_proof, target, model, graph, strict_tpu)
@@ -379,16 +381,17 @@ def _verification_failed(result) -> VerificationFailed:
 
 
 def verify(source, out, *, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, inputs=(), trust_pickle=False,
-           trace=False, grad=False, check=True, trust_savedmodel=False) -> dict:
+           trace=False, grad=False, check=True, trust_savedmodel=False, progress=None) -> dict:
     """Re-check a converted folder ``out`` against ``source`` on seeded batches (seeds seed..seed+samples-1).
 
     Only out/model.py and its weights are run; report.json is not read. Returns the report dict
     (``passed``, per-output ``outputs``, per-seed ``samples``, ``first_divergence``, ``trace`` rows).
     ``grad`` also compares gradients (``report["gradients"]``; a difference fails the check).
+    ``progress``: as ``convert``'s (stages load, load-out, pair, samples with per-batch counts, trace, grad).
     Raises BadInput (2), or VerificationFailed (1) when ``check`` and the outputs differ.
     Example: ``verify("model.pt2", "out/", samples=3)["outputs"][0]["max_abs"]``.
     """
     check_tolerances(atol, rtol)
     return verify_converted(source, out, samples=samples, seed=seed, atol=atol, rtol=rtol, inputs=inputs,
                             trust_pickle=trust_pickle, trace=trace, grad=grad, check=check,
-                            trust_savedmodel=trust_savedmodel)
+                            trust_savedmodel=trust_savedmodel, progress=progress)

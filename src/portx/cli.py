@@ -241,11 +241,13 @@ def verify(src, out, samples, seed, inputs, atol, rtol, trust_pickle, trust_save
     """Re-check OUT (written by 'portx convert') against SRC on seeded inputs; exit 1 when they differ."""
     def work():
         from . import api
+        from .progress import display
 
-        return api.verify(src, out, samples=samples, seed=seed, inputs=inputs, trust_pickle=trust_pickle,
-                          trust_savedmodel=trust_savedmodel, trace=trace,
-                          grad=grad, check=False, atol=api.DEFAULT_ATOL if atol is None else atol,
-                          rtol=api.DEFAULT_RTOL if rtol is None else rtol)
+        with display(live=False if as_json else None) as reporter:  # live only on a terminal, else plain lines
+            return api.verify(src, out, samples=samples, seed=seed, inputs=inputs, trust_pickle=trust_pickle,
+                              trust_savedmodel=trust_savedmodel, trace=trace,
+                              grad=grad, check=False, atol=api.DEFAULT_ATOL if atol is None else atol,
+                              rtol=api.DEFAULT_RTOL if rtol is None else rtol, progress=reporter)
 
     report = _run(debug, work)
     if as_json:

@@ -140,9 +140,21 @@ def _plot_section(report) -> str:
             for i, r in enumerate(errors["rows"])]
     return (head + f'<p class="note">Each emitted intermediate against the IR\'s NumPy reference on the '
             f'verification batch; intermediates are checked at atol {_num(errors.get("atol"))}, rtol '
-            f'{_num(errors.get("rtol"))}.</p><div class="plot" id="error-plot">{error_plot(errors)}</div>'
+            f'{_num(errors.get("rtol"))}.{_sampled(errors)}</p><div class="plot" id="error-plot">{error_plot(errors)}</div>'
             f"<details><summary>{len(rows)} nodes</summary>"
             + _table(["#", "node", "op", "value", "max rel", ""], rows) + "</details>")
+
+
+def _sampled(errors) -> str:
+    """The note's sentences for a sampled or stopped trace (a passing model, large or slow), or ''."""
+    sampled, stopped = errors.get("sampled"), errors.get("stopped")
+    text = (f' <b>The plot is sampled</b>: 1 in {sampled["every"]} of the graph\'s {sampled["of"]} intermediates '
+            "(verification passed; a failing conversion traces them all).") if sampled else ""
+    if stopped:
+        text += (f' <b>The plot stops early</b>: after {stopped["rows"]} of {stopped["of"]} nodes, when the trace had '
+                 f'taken its {_num(stopped["seconds"])} s ({_t(stopped.get("why"))}; <code>portx verify --trace</code> '
+                 "traces every layer).")
+    return text
 
 
 def _verification_section(report) -> str:
@@ -196,7 +208,7 @@ def _layout_section(report) -> str:
                 _t(r.get("source_layout")), _t(r.get("transposed_inside"))]
                for kind in ("inputs", "outputs") for r in lay.get(kind, [])]
     inner = [[f"<code>{_t(r.get('scope') or '<top>')}</code>", f"<code>{_t(r.get('value'))}</code>", _t(r.get("perm")),
-              _t(r.get("origin")), _t(_REASONS.get(r.get("origin"), "")), _t(", ".join(r.get("feeds", [])) or "output")]
+              _t(r.get("origin")), _t(r.get("reason") or _REASONS.get(r.get("origin"), "")), _t(", ".join(r.get("feeds", [])) or "output")]
              for r in lay.get("inner_transposes", [])]
     return ("<h2>Layout</h2>" + _table(["", "name", "shape", "layout", "source layout", "transposed inside"], io_rows)
             + f"<h3>Inner transposes ({len(inner)})</h3>"

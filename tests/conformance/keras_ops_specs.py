@@ -29,6 +29,8 @@ REFUSED = {
     "empty_like": "uninitialised values: nothing to compare",
     "nonzero": "data-dependent output shape (refused with exit 4; use where(mask, x, 0))",
     "unique": "data-dependent output shape (refused with exit 4; use a fixed size=)",
+    "bincount": "data-dependent output shape: Keras's JAX bincount calls jnp.bincount without a static length, so "
+                "it cannot be traced even with minlength= (Keras says so); use ops.sum(ops.one_hot(x, n), axis=-2)",
     "eig": "non-symmetric eigendecomposition: complex outputs and no XLA TPU lowering (use eigh)",
     "ctc_decode": "greedy/beam decoding with data-dependent lengths (its sparse result has no static shape)",
     "convert_to_tensor": "a constant factory: covered by every case (its inputs), no op of its own",
@@ -169,7 +171,6 @@ _SPECIAL = {
     "searchsorted": _u(lambda x: O.searchsorted(O.array([-1.0, 0.0, 1.0]), x[0])),
     "digitize": _u(lambda x: O.digitize(x, [-1.0, 0.0, 1.0])),
     "histogram": _u(lambda x: O.histogram(x[0], bins=4, range=(-2.0, 2.0))[0]),
-    "bincount": _u(lambda x: O.bincount(x[0], minlength=8), "i"),
     "isin": _b(lambda x, y: O.isin(x, y), "i", "i"),
     "unravel_index": _u(lambda x: O.unravel_index(x, (2, 4))[1], "i"),
     "segment_sum": _u(lambda x: O.segment_sum(O.transpose(x), O.array([0, 0, 1, 1]), num_segments=2)),

@@ -229,7 +229,10 @@ def test_lookup_names_the_problem():
 VIA_OTHER_RULES = {"complex_abs": "aten::abs of a complex tensor (elementwise abs owns the name)",
                    "bitcast": "aten::view.dtype (the reshape rule owns aten::view)",
                    "eigvalsh": "aten::_linalg_eigh with compute_v=False (eigh owns the name)",
-                   "svdvals": "aten::_linalg_svd with compute_uv=False (svd owns the name)"}
+                   "svdvals": "aten::_linalg_svd with compute_uv=False (svd owns the name)",
+                   "cholesky_info": "aten::linalg_cholesky_ex's info output (cholesky owns the name)"}
+#: ops only Keras / JAX sources reach: torch has no such op, and its decompositions never produce it
+NO_TORCH_OP = {"cbrt": "torch has no cbrt; keras.ops.cbrt / lax.cbrt import it (the torch emit writes sign * |x|^(1/3))"}
 
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))
@@ -237,7 +240,7 @@ def test_every_op_is_complete(name):
     op = REGISTRY[name]
     missing = [part for part, ok in [("infer", op.infer_rule), ("reference", op.reference_rule),
                                      ("keras-jax emit rule", op.emit_rules.get("keras-jax")),
-                                     ("torch import name", op.import_names.get("torch") or name in VIA_OTHER_RULES)]
+                                     ("torch import name", op.import_names.get("torch") or name in VIA_OTHER_RULES or name in NO_TORCH_OP)]
                if not ok]
     assert not missing, f"op {name} lacks: {', '.join(missing)}"
 

@@ -73,6 +73,19 @@ def test_per_element_check_catches_an_error_hidden_in_small_entries():
     assert compare_arrays(wide, wide + 1e-7, elements=True)["passed"]
 
 
+def test_low_precision_outputs_are_compared_at_their_dtype_resolution():
+    # Note [low-precision tolerance]: a bfloat16 source against a float32 target, off by 1.5 bfloat16 units
+    import ml_dtypes
+
+    ref = np.array([2.109375, -0.75, 0.5], dtype=ml_dtypes.bfloat16)
+    got = ref.astype(np.float32) + np.float32(1.5 * 2 ** -7) * np.abs(ref.astype(np.float32))
+    row = compare_arrays(ref, got, elements=True)
+    assert row["passed"] and row["atol"] == row["rtol"] == row["elements"]["rtol"] == 4 * 2 ** -7
+    assert not compare_arrays(ref.astype(np.float32), got, elements=True)["passed"]  # float32: as tight as ever
+    assert not compare_arrays(ref, got * 1.1, elements=True)["passed"]  # 10 %: beyond 4 units
+    assert compare_arrays(np.float16([1.0]), np.float32([1.003]))["atol"] == 4 * float(np.finfo(np.float16).eps)
+
+
 class Heads(nn.Module):
     """A wide-range output: large logits concatenated with small gate values."""
 

@@ -99,7 +99,9 @@ def test_verify_trace_lists_every_layer_when_all_match(sources, converted):
     lines = [line for line in run.output.splitlines() if line.startswith("    ")]
     scopes = [line.split()[0] for line in lines]
     assert "stem" in scopes and "conv_b" in scopes and scopes[-1] == "head"
-    assert "bn" in scopes  # batch norms stay layers by default (--fold-bn folds them)
+    # batch norms stay layers by default (--fold-bn folds them); the relu after bn writes over its tensor in place
+    # (as torchvision's ReLU(inplace=True)), so the trace reads the relu's variable and not bn's
+    assert "self.bn = nn.BatchNorm2d" in (converted / "model.py").read_text() and "act" in scopes and "bn" not in scopes
     assert "first divergence" not in run.output and "comparing outputs only" not in run.output
 
 
@@ -180,7 +182,8 @@ def test_trace_follows_no_fold_bn_and_channels_first_io(sources, tmp_path):
     assert run.exit_code == 0, run.output
     report = json.loads(run.stdout)
     assert report["code_matches"] is True and report["inputs"] == [["image", [2, 3, 8, 8], "float32"]]
-    assert ("bn", "batch_norm") in [(r["scope"], r["op"]) for r in report["trace"]]
+    assert ("act", "relu") in [(r["scope"], r["op"]) for r in report["trace"]]
+    assert "nn.BatchNorm2d" in (out / "model.py").read_text()  # --no-fold-bn kept it (traced through act: in place)
 
 
 def test_assert_equivalent_takes_torch_xla_folders(sources, converted, tampered):

@@ -2,8 +2,9 @@
 
 Note [jaxpr lowering]: the walk visits each equation once, in order. Call-like primitives (jit,
 custom_jvp_call, custom_vjp_call, closed_call, checkpoint, and ``cond`` on a constant index) are
-inlined with the caller's scope prepended. An equation whose inputs are all known at conversion
-time (weights, consts, literals, iota) is evaluated with JAX itself and its result becomes a
+inlined with the caller's scope prepended; ``scan``, ``while`` and ``cond`` on a run-time index are
+unrolled or selected (Note [jaxpr control flow] in jaxpr_control.py). An equation whose inputs are
+all known at conversion time (weights, consts, literals, iota) is evaluated with JAX itself and its result becomes a
 stored constant, so constant semantics are JAX's by construction; weights are such constants, so
 a batch norm's ``rsqrt(var + eps) * gamma`` becomes one stored array. Large broadcasts of small
 constants are the exception: they stay ``expand`` nodes instead of filling the weights file. Every
@@ -32,7 +33,9 @@ from ..errors import BadInput, Unsupported, UnsupportedOps
 from ..ir import DTYPES, IMPORT_RULES, Graph, GraphBuilder, TensorType, Value
 from ..ir.builder import holds_trainable
 from ..ir.validate import IRError
+from ..progress import counted
 from ..ops.elementwise import CAST
+from .jaxpr_control import CONTROL_PRIMITIVES, lower_control
 
 __all__ = ["lower_jaxpr", "inline_jaxpr", "prune_graph", "JaxCall", "Const", "scope_of", "tensor_type"]
 
@@ -44,8 +47,6 @@ _BIG_BROADCAST = 4096  # elements; larger broadcasts of constants stay expand no
 _SCOPE_PART = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 # Why a primitive without a rule stays unsupported, where there is more to say than "no rule".
 _REASONS = {"sort": "sorting has no IR op", "top_k": "top-k has no IR op", "erf_inv": "erf_inv has no IR op",
-            "cond": "a branch chosen at run time (data-dependent control flow)",
-            "while": "a data-dependent loop", "scan": "a loop (lax.scan / fori_loop); unrolling is not implemented",
             "rng_bit_generator": "random numbers (training-time ops such as dropout)",
             "random_bits": "random numbers (training-time ops such as dropout)"}
 
@@ -56,11 +57,17 @@ def scope_of(name_stack) -> str:
     return ".".join(parts)
 
 
+def _equation_name(eqn) -> str:
+    """What the progress display shows for an equation: its layer path and primitive."""
+    return f"{scope_of(eqn.source_info.name_stack) or '<top>'} ({eqn.primitive.name})"
+
+
 def tensor_type(aval) -> TensorType:
     """The IR type of an abstract value; Unsupported for dtypes the IR has no name for (keys, uint32)."""
     dtype = str(aval.dtype)
     if dtype not in DTYPES:
-        raise Unsupported(f"dtype {dtype} has no IR type")
+        hint = "; convert the float32 or bfloat16 model (before quantize('float8'))" if "float8" in dtype else ""
+        raise Unsupported(f"dtype {dtype} has no IR type{hint}")
     return TensorType(tuple(int(d) for d in aval.shape), dtype)
 
 
@@ -182,8 +189,8 @@ class _Lowering:
             return Const(np.asarray(atom.val, dtype=atom.aval.dtype))
         return frame[atom]
 
-    def walk(self, jaxpr, frame, scope):
-        for eqn in jaxpr.eqns:
+    def walk(self, jaxpr, frame, scope, top=False):
+        for eqn in counted(jaxpr.eqns, _equation_name) if top else jaxpr.eqns:  # progress.py: the display's count
             args = [self.read(frame, v) for v in eqn.invars]
             inner = scope_of(eqn.source_info.name_stack)
             here = ".".join(p for p in (scope, inner) if p)
@@ -236,6 +243,8 @@ class _Lowering:
         try:
             if name in self.hooks:  # a caller's own primitive (a Keras sublayer call, keras_traced.py)
                 result = self.hooks[name](eqn, [self.value_of(a) for a in args], scope)
+            elif name in CONTROL_PRIMITIVES:  # unrolled / selected; outputs may stay known (jaxpr_control.py)
+                return lower_control(self, eqn, args, scope, Const)
             elif found is None:
                 raise Unsupported(_REASONS.get(name, ""))
             else:
@@ -371,7 +380,7 @@ def lower_jaxpr(closed_jaxpr, input_names, param_arrays, name="model", trainable
         except Unsupported as exc:
             raise BadInput(f"input {input_name}: {exc}", hint="pass float, integer or bool arrays") from None
     with jax.default_device(jax.devices("cpu")[0]):
-        low.walk(jaxpr, frame, "")
+        low.walk(jaxpr, frame, "", top=True)
     if low.failures:
         raise UnsupportedOps([(op, scopes, reason) for (op, reason), scopes in low.failures.items()], name)
     outputs = [low.value_of(low.read(frame, v)) for v in jaxpr.outvars]

@@ -152,6 +152,13 @@ class KerasCall:
         rank = x.type.rank
         return self.emit(PERMUTE, [x], {"perm": (0,) + tuple(range(2, rank)) + (1,)})
 
+    def bind_mask(self, value, index=0) -> None:
+        """Give output ``index``'s Keras mask (``Embedding(mask_zero=True)``, ``Masking``) the IR Value ``value``,
+        a bool tensor that later layers read as their ``mask`` argument (``call.kwargs["mask"]``)."""
+        mask = getattr(self.outputs[index], "_keras_mask", None)
+        if mask is not None:
+            self._walker.masks[id(mask)] = value
+
     def unsupported(self, reason: str):
         """Stop this rule: the layer variant cannot be expressed (collected, reported with exit 3)."""
         raise Unsupported(reason)
@@ -170,6 +177,7 @@ class _Walker:
         self.shared = {}  # (id(layer), hint) -> list of (array, Value): one weight set per shared layer
         self.variables = {}  # id(keras.Variable) -> Value: weights of traced layers (Note [keras composite layers])
         self.traced = False  # a layer was traced: a failed try may have left dead nodes
+        self.masks = {}  # id(Keras mask tensor) -> bool Value: masks a rule bound (KerasCall.bind_mask)
 
     def static_shape(self, shape) -> tuple:
         return tuple(self.batch if (d is None and i == 0) else d for i, d in enumerate(shape))
@@ -218,9 +226,16 @@ class _Walker:
         if entry is None and not traceable(op):
             self.fail(key, scope, _missing_reason(op))
             return
+        mask = node.arguments.kwargs.get("mask")
+        if id(mask) in self.masks and key not in _MASK_READERS:
+            self.fail(key, scope, f"reads a Keras mask, which portx converts into {', '.join(_MASK_READERS)} "
+                                  "only; pass explicit masks instead")
+            return
         if entry is None:  # a composite layer: traced through (Note [keras composite layers])
             self.trace(node, env, scope, key, inputs)
             return
+        env.update(self.masks)
+        inputs = [env.get(id(t)) for t in node.arguments.keras_tensors]
         if any(v is None for v in inputs):  # an upstream layer failed; keep scanning
             return
         args, kwargs = node.arguments.convert(lambda x: env.get(id(x)) if _is_keras_tensor(x) else x)
@@ -263,6 +278,10 @@ class _Walker:
                 raise IRError(f"layer {node.operation.name} ({rule_key(node.operation)}): IR shape "
                               f"{tuple(value.type.shape)} differs from Keras' {tuple(tensor.shape)}")
             env[id(tensor)] = value
+
+
+#: rule keys that read a Keras mask (Note [recurrent masks])
+_MASK_READERS = ("LSTM", "GRU", "SimpleRNN", "RNN")
 
 
 def _is_keras_tensor(x) -> bool:

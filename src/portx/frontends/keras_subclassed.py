@@ -23,7 +23,7 @@ from . import resize_array
 from .jaxpr import lower_jaxpr
 
 __all__ = ["call_args", "lower_keras_subclassed", "needs_tracing", "param_name", "inference_context",
-           "SubclassedKerasSource"]
+           "SubclassedKerasSource", "trace_jaxpr"]
 
 
 def needs_tracing(model) -> bool:
@@ -115,7 +115,7 @@ def lower_keras_subclassed(model, example_arrays, name=None) -> Graph:
 
     variables = trainable + frozen
     try:
-        closed = jax.make_jaxpr(traced)([v.value for v in variables], *arrays)
+        closed = trace_jaxpr(traced, [v.value for v in variables], *arrays)
     except Exception as exc:  # tracing runs user code: any exception means "cannot trace"
         first = first_line(exc, 300, type(exc).__name__)
         raise BadInput(f"model {model.name}: tracing {type(model).__name__}.call failed: {first}",
@@ -124,6 +124,18 @@ def lower_keras_subclassed(model, example_arrays, name=None) -> Graph:
     params = [(param_name(v.path, model.name), np.asarray(v.value)) for v in variables]
     return lower_jaxpr(closed, _input_names(model, len(arrays)), params, name or model.name,
                        trainable=[name for name, _ in params[:len(trainable)]])
+
+
+def trace_jaxpr(fn, *args):
+    """``jax.make_jaxpr(fn)(*args)``; where the call needs a concrete value of a constant (Keras turns
+    ``ops.hamming(4)``'s int into a tensor, which JAX >= 0.7 stages as a tracer), traced again with JAX's eager
+    constant folding (``jax.ensure_compile_time_eval``), so that what depends on constants alone is computed
+    once and read as a constant. Example: ``trace_jaxpr(lambda x: x * keras.ops.hamming(4), x)``."""
+    try:
+        return jax.make_jaxpr(fn)(*args)
+    except jax.errors.ConcretizationTypeError:
+        with jax.ensure_compile_time_eval():
+            return jax.make_jaxpr(fn)(*args)
 
 
 def _check_float_dtypes(model, arrays):

@@ -29,7 +29,7 @@ from ..progress import counted
 from .torch_names import op_name as _op_name
 from .torch_names import module_kind, scope_of
 from .torch_training import decompose_keeping_dropout, rearranges, remove_effect_tokens, stops_gradient
-from .torch_dynamic import computed_at_run_time, explain_export_failure, refuse_data_dependent
+from .torch_dynamic import computed_at_run_time, explain_export_failure, known_sizes, refuse_data_dependent
 
 __all__ = ["lower_exported", "walk_program", "export_module", "torch_dtype_name", "TorchCall", "rule_for", "state_of"]
 
@@ -40,7 +40,7 @@ _SKIP = {"aten::_assert_tensor_metadata", "aten::_assert_scalar", "aten::sym_con
 # Ops whose result depends on their tensor inputs only through the (static) shape and dtype.
 _SHAPE_ONLY = {"aten::zeros_like", "aten::ones_like", "aten::full_like", "aten::empty_like", "aten::new_zeros",
                "aten::new_ones", "aten::new_full", "aten::new_empty", "aten::scalar_tensor", "aten::sym_size",
-               "aten::sym_numel"}
+               "aten::sym_numel", "aten::sym_storage_offset"}  # the last only feeds torch's own run-time asserts
 
 
 def torch_dtype_name(dtype) -> str:
@@ -126,7 +126,7 @@ class _Lowering:
     """Walks one ExportedProgram; holds the value environment and the nodes emitted so far."""
 
     def __init__(self, ep):
-        self.ep = ep
+        self.ep, self.sizes = ep, known_sizes(ep)  # data-dependent sizes that constants settle (Note [static sizes])
         self.env = {}  # fx node -> IR Value (or list of them)
         self.consts = {}  # fx node -> torch.Tensor / list, for nodes that do not depend on user inputs
         self.const_names = {}  # fx node -> preferred parameter name (state_dict key)
@@ -151,7 +151,7 @@ class _Lowering:
         for d in tensor.shape:
             if not isinstance(d, int):
                 try:
-                    d = int(d)
+                    d = int(d.node.expr.xreplace(self.sizes)) if self.sizes else int(d)
                 except Exception:
                     raise BadInput(f"node {self.scope_of(node) or node.name}: dimension {d} is dynamic",
                                    hint="TPUs need static shapes: export with concrete input sizes "
@@ -259,7 +259,7 @@ class _Lowering:
             if n in self.consts:
                 return self.consts[n]
             val = n.meta["val"]
-            return torch.zeros(tuple(int(d) for d in val.shape), dtype=val.dtype)
+            return torch.zeros(self.tensor_type(val, n).shape, dtype=val.dtype)  # Note [static sizes]
 
         args = torch.fx.node.map_arg(node.args, const_of)
         kwargs = torch.fx.node.map_arg(node.kwargs, const_of)
@@ -370,8 +370,8 @@ def walk_program(ep):
                 low.inputs.append(value)
         elif node.op == "call_function":
             low.call(node)
-        elif node.op == "output":
-            low.fx_outputs = node.args[0]
+        elif node.op == "output":  # an input the source writes in place (``x.uniform_()``) is not an output
+            low.fx_outputs = [fx for fx, s in zip(node.args[0], ep.graph_signature.output_specs) if s.kind.name == "USER_OUTPUT"]
     return ep, low
 
 

@@ -32,6 +32,13 @@ class OpDef:
     ``layout`` tells the layout pass how the op runs on inputs stored in another axis order when
     ``passes/layout_rules.py`` has no rule for it: ``"axis"`` (one ``axis`` attribute is renumbered and
     the output keeps the input's order), ``"axes"`` (likewise for a tuple ``axes``), or None (its inputs are transposed back first).
+    ``sign_free`` ({output index: axis}) declares outputs defined only up to one sign per slice along ``axis``
+    (eigenvectors: the columns of eigh's output 1, ``{1: -2}``); verification compares them sign-aligned
+    (``verification.compare.align_signs``). ``status_outputs`` (output indices) declares error statuses (LAPACK's
+    ``info``): nonzero means the input lies outside the op's domain, and verification replaces such inputs
+    (``verification.domain``).
+    ``domain`` ({input name: lower bound}) declares inputs the op is defined on only above a bound (igamma's
+    ``a > 0``); verification draws the random inputs that feed them there (``verification.domain``).
     Example: ``OpDef("softmax", inputs=("x",), attrs={"axis": REQUIRED}, layout="axis")``.
     """
 
@@ -53,6 +60,9 @@ class OpDef:
         self.reference_rule = None
         self.emit_rules = {}
         self.import_names = {}
+        self.sign_free = {}
+        self.status_outputs = ()
+        self.domain = {}
         REGISTRY[name] = self
 
     def __repr__(self):

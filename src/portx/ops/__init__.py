@@ -23,9 +23,11 @@ from . import fft
 from . import sort
 from . import scatter
 from . import linalg
+from . import random
+from . import special
 
 FAMILIES = (attention, conv, dropout, elementwise, embedding, linear, norm, pad, pool, recurrent, reduce, resize,
-            shape) + (fft,) + (sort,) + (scatter,) + (linalg,)
+            shape) + (fft,) + (sort,) + (scatter,) + (linalg,) + (random,) + (special,)
 
 __all__ = ["FAMILIES", "register_all"] + [family.__name__.rsplit(".", 1)[1] for family in FAMILIES]
 

@@ -28,13 +28,16 @@ import numpy as np
 
 from ..ir import GraphBuilder, Node, Value
 from ..ops._util import channels_first_perm, channels_last_perm
+from ..ops.elementwise import BINARY
 from ..ops.shape import PERMUTE, RESHAPE
 from .fold import merge_reshapes_and_permutes, remove_dead_nodes
+from .layout_refine import refine_permutes
+from .layout_rows import unmerge_rows
 from .layout_rules import RULES
 from .layout_sink import Sinker, count_permutes, inverse
 
 __all__ = ["IO_LAYOUTS", "to_channels_last", "to_channels_first", "sink_permutes", "set_io_layout", "io_layouts",
-           "inner_transposes", "is_spatial", "source_arrays", "graph_arrays"]
+           "inner_transposes", "transpose_reason", "is_spatial", "source_arrays", "graph_arrays"]
 
 IO_LAYOUTS = ("source", "channels-last", "channels-first")
 _NAMES = {3: ("NCW", "NWC"), 4: ("NCHW", "NHWC"), 5: ("NCDHW", "NDHWC")}
@@ -107,6 +110,7 @@ def sink_permutes(graph):
     Returns whichever of the results and the input has fewer data-moving permutes.
     Example: ``sink_permutes(g)`` turns ``permute -> relu -> inverse permute`` into ``relu``.
     """
+    graph = unmerge_rows(refine_permutes(graph))  # Note [refined permutes], Note [unmerged rows]
     before = merge_reshapes_and_permutes(graph)
     best, keep = _sunk(graph, frozenset()), frozenset()
     producers, users = graph.producers(), graph.users()
@@ -121,7 +125,10 @@ def sink_permutes(graph):
         trial = _sunk(graph, keep | trial_keep)
         if count_permutes(trial) < count_permutes(best):
             best, keep = trial, keep | trial_keep
-    return best if count_permutes(best) <= count_permutes(before) else before
+    if count_permutes(best) > count_permutes(before):
+        return before
+    kept = frozenset(n.outputs[0].name for n in keep) | frozenset(graph.meta.get("kept_permutes", ()))
+    return best.replace(meta={**best.meta, "kept_permutes": kept})
 
 
 def _next_to_spatial(node, producers, users) -> bool:
@@ -271,18 +278,56 @@ def io_layouts(graph) -> dict:
 
 def inner_transposes(graph) -> list:
     """The permutes left inside the graph (not on an input or output): each with its scope, the ops it
-    feeds, and its origin: "source" (the model permutes there itself, e.g. splitting attention heads) or
-    "layout" (the layout pass kept one where a reshape really mixes the channel axis with others).
+    feeds, its origin: "source" (the model permutes there itself, e.g. splitting attention heads) or
+    "layout" (the layout pass kept one where a reshape really mixes the channel axis with others),
+    ``data_path`` (False when it only transposes weights, e.g. a relative position bias) and the
+    ``reason`` it is left (``transpose_reason``).
 
     Example: ``inner_transposes(g)`` is
-    ``[{"value": "y_t", "scope": "", "perm": [0, 1, 2, 4, 3], "origin": "layout", "feeds": ["reshape"]}]``.
+    ``[{"value": "y_t", "scope": "", "perm": [0, 1, 2, 4, 3], "origin": "layout", "feeds": ["reshape"],
+    "data_path": True, "reason": "added before a reshape after it merges or splits the permuted axes with others"}]``.
     """
     ends, users = set(graph.inputs) | set(graph.outputs), graph.users()
-    added = graph.meta.get("layout_transposes", ())
-    return [{"value": n.outputs[0].name, "scope": n.scope, "perm": list(n.attrs["perm"]),
-             "origin": "layout" if n.outputs[0].name in added else "source",
-             "feeds": sorted({u.op.name for u in users.get(n.outputs[0], [])})}
-            for n in graph.nodes if n.op is PERMUTE and n.inputs[0] not in ends and n.outputs[0] not in ends]
+    added, kept = graph.meta.get("layout_transposes", ()), graph.meta.get("kept_permutes", ())
+    rows, data = [], set(graph.inputs)
+    for n in graph.nodes:
+        if any(v in data for v in n.inputs if v is not None):
+            data.update(n.outputs)
+        if n.op is not PERMUTE or n.inputs[0] in ends or n.outputs[0] in ends:
+            continue
+        if n.inputs[0] not in data:
+            rows.append({"value": n.outputs[0].name, "scope": n.scope, "perm": list(n.attrs["perm"]),
+                         "origin": "layout" if n.outputs[0].name in added else "source", "data_path": False,
+                         "feeds": sorted({u.op.name for u in users.get(n.outputs[0], [])}),
+                         "reason": "computed from weights only (e.g. a position bias): not in the data path"})
+            continue
+        name = n.outputs[0].name
+        feeds = sorted({u.op.name for u in users.get(n.outputs[0], [])})
+        origin = "layout" if name in added else "source"
+        rows.append({"value": name, "scope": n.scope, "perm": list(n.attrs["perm"]), "origin": origin,
+                     "data_path": True, "feeds": feeds, "reason": transpose_reason(origin, name in kept, feeds)})
+    return rows
+
+
+_WHY = {"reshape": "a reshape after it merges or splits the permuted axes with others",
+        "matmul": "a matmul whose operands are stored in different orders (the contracted and batch axes must agree)",
+        "attention": "an attention whose q, k, v are stored in different orders, or that runs unfused",
+        "linear": "a linear layer (it contracts the last axis; sinking past it needed more transposes)",
+        "split": "a split whose outputs are read in different orders",
+        "layer_norm": "a norm over trailing axes that the stored order does not keep trailing"}
+
+
+def transpose_reason(origin, kept, feeds) -> str:
+    """Why the layout pass left a transpose: ``transpose_reason("layout", False, ["reshape"])``."""
+    if kept:
+        return ("the source's own transpose, kept in place: sinking it left more transposes elsewhere "
+                "(Note [kept permutes])")
+    broadcast = {op.name for op in BINARY.values()} | {"where"}
+    whys = [_WHY.get(op) or (f"{op}, whose other operand is stored in another order" if op in broadcast
+                             else f"{op}, which runs in one fixed axis order here") for op in feeds]
+    whys = whys or ["it is a graph output"]
+    start = "the source's own transpose that cannot sink: " if origin == "source" else "added before "
+    return start + "; ".join(dict.fromkeys(whys))
 
 
 def source_arrays(graph, arrays) -> list:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ops.attention import ATTENTION
 from ..ops.elementwise import BINARY, CAST, WHERE
 from ..ops.embedding import EMBEDDING
 from ..ops.linear import LINEAR, MATMUL
@@ -234,8 +235,25 @@ def _linear(s, node):
         return True
     perm = s.perm_of(x)
     if perm[-1] != len(perm) - 1:
-        return False
+        return _linear_second_to_last(s, node, perm)
     s.bind(node, node.op, [s.phys[x], s.at(w, (0, 1))] + rest, node.attrs, [perm])
+    return True
+
+
+def _linear_second_to_last(s, node, perm):
+    """Features stored second to last (MLP-Mixer's token mixing): ``W @ x`` plus the bias as a column."""
+    x, w = node.inputs[:2]
+    bias = node.inputs[2] if len(node.inputs) > 2 else None
+    rank = len(perm)
+    if rank < 2 or inverse(perm)[rank - 1] != rank - 2 or not s.is_param(w) or (bias is not None
+                                                                                and not s.is_param(bias)):
+        return False
+    if bias is None:
+        s.bind(node, MATMUL, [s.at(w, (0, 1)), s.phys[x]], {}, [perm])
+        return True
+    y = s.emit(MATMUL, [s.at(w, (0, 1)), s.phys[x]], {}, hint=f"{node.outputs[0].name}_rows")[0]
+    column = s.const(s.graph.params[bias.name].reshape(-1, 1), f"{bias.name}.column")
+    s.bind(node, BINARY["add"], [y, column], {}, [perm])
     return True
 
 
@@ -283,6 +301,23 @@ def _contract(s, node, x, axis, matrix, right):
     y = s.emit(MATMUL, [constant(False), flat], {}, hint=f"{x.name}_contracted")[0]
     out_shape = tuple(node.outputs[0].type.shape[p] for p in perm)
     s.bind(node, RESHAPE, [y], {"shape": out_shape}, [perm])
+    return True
+
+
+@_rule(ATTENTION)
+def _attention(s, node):
+    """Note [attention layout]: q, k and v stored alike with the depth last run as they are stored
+    (the op's ``layout``), for the operands the Keras emit fuses (rank 4, float, one depth, no dropout)."""
+    q, k, v = node.inputs[:3]
+    mask = node.inputs[3] if len(node.inputs) > 3 else None
+    target = s.perm_of(q)
+    floats = all(t.type.dtype in ("float32", "bfloat16", "float16") for t in (q, k, v))
+    if (q.type.rank != 4 or target == (0, 1, 2, 3) or target[-1] != 3 or node.attrs.get("layout") is not None
+            or not floats or q.type.shape[-1] != v.type.shape[-1] or node.attrs.get("dropout_p")
+            or any(s.is_param(t) for t in (q, k, v)) or s.perm_of(k) != target or s.perm_of(v) != target):
+        return False
+    inputs = [s.phys[q], s.phys[k], s.phys[v]] + ([] if mask is None else [s.at(mask, tuple(range(mask.type.rank)))])
+    s.bind(node, node.op, inputs, {**node.attrs, "layout": target}, [target])
     return True
 
 

@@ -209,6 +209,11 @@ class EmitterBase:
         self.graph = graph
         self.names = {}  # Value -> the expression that holds it in the generated code
         self._readers = None  # Value -> how many nodes read it (``ownable``), counted on first use
+        self.clobbered = set()  # values a later node overwrote in place: their variables no longer hold them
+
+    def var_of(self) -> dict:
+        """Value -> variable for the values a trace may read after the run (the overwritten ones left out)."""
+        return {v: n for v, n in self.names.items() if v not in self.clobbered}
 
     # -- values ---------------------------------------------------------------------------
     def is_param(self, value) -> bool:

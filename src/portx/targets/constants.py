@@ -2,7 +2,9 @@
 
 A Keras functional model returns only KerasTensors, so an output the graph computes from constants alone
 (``torch.arange(5)``, ``torch.signal.windows.hann(8)``, ``torch.eye(3)`` beside a computed output) is
-written as a stored array: each op's NumPy reference evaluates the nodes it needs here.
+written as a stored array: each op's NumPy reference evaluates the nodes it needs here. A random op
+(``ops.random.RANDOM_OPS``) is never evaluated here: it draws at run time, so its outputs count as live
+(Note [random ops] in frontends/torch_dynamic.py).
 
 Example:
     >>> constant_outputs(graph)          # {Value: array} for every output no input reaches
@@ -12,20 +14,26 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import UnsupportedOps
+
 __all__ = ["live_values", "constant_outputs", "evaluate_constant"]
 
 
 def live_values(graph) -> set:
-    """The values computed from the graph's inputs (the inputs included)."""
+    """The values computed at run time: from the graph's inputs (the inputs included) or from a random draw."""
+    from ..ops.random import RANDOM_OPS
+
     live = set(graph.inputs)
     for node in graph.nodes:
-        if any(v in live for v in node.inputs if v is not None):
+        if node.op in RANDOM_OPS or any(v in live for v in node.inputs if v is not None):
             live.update(node.outputs)
     return live
 
 
 def evaluate_constant(graph, value) -> np.ndarray:
     """``value`` (one no input reaches) evaluated with each op's NumPy reference, in its IR dtype."""
+    from ..ops.random import RANDOM_OPS
+
     producer = {out: node for node in graph.nodes for out in node.outputs}
     env = {}
 
@@ -36,6 +44,9 @@ def evaluate_constant(graph, value) -> np.ndarray:
             env[v] = np.asarray(graph.params[v.name])
             return env[v]
         node = producer[v]
+        if node.op in RANDOM_OPS:
+            raise UnsupportedOps([(node.op.name, [node.scope], "a model with no inputs draws random numbers: "
+                                  "Keras needs an input to draw them at run time; give forward an input")])
         args = [None if i is None else get(i) for i in node.inputs]
         while args and args[-1] is None and not node.op.variadic:
             args.pop()

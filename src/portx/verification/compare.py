@@ -14,6 +14,12 @@ from Keras by 1.5e-5 * scale on an entry of 1.35, and Keras against itself (eage
 * scale. The small-size zoo and keras.applications use at most 0.005 of this allowance
 (``benchmarks/element_errors.py``).
 
+Note [low-precision tolerance]: an output that one side holds in a float narrower than float32 (float16,
+bfloat16) is compared at no less than ``LOW_PRECISION_ULPS`` units of that dtype's resolution (its ``eps``, the
+spacing at 1.0) in atol, rtol and the per-element rtol: one rule for every op, derived from the dtype
+(float16: 0.0039; bfloat16: 0.031), since a source that rounds each intermediate to 8 bits of mantissa and a
+target that keeps float32 differ by a few of those units.
+
 Example:
     >>> inputs = make_inputs(graph, seed=0)
     >>> result = compare(source_outputs, emitted_outputs, names)
@@ -22,16 +28,30 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["DEFAULT_ATOL", "DEFAULT_RTOL", "ELEMENT_FLOOR", "ELEMENT_RTOL", "HALF_TOL", "make_inputs", "distinct", "compare_arrays",
-           "compare", "run_reference", "index_limit", "element_check", "nonfinite_params"]
+__all__ = ["DEFAULT_ATOL", "DEFAULT_RTOL", "ELEMENT_FLOOR", "ELEMENT_RTOL", "HALF_TOL", "LOW_PRECISION_ULPS",
+           "low_precision_tol", "make_inputs", "distinct", "compare_arrays",
+           "compare", "run_reference", "index_limit", "element_check", "nonfinite_params", "random_outputs",
+           "random_note", "compare_random", "sign_free_outputs", "align_signs"]
 
 DEFAULT_ATOL = 1e-5
 DEFAULT_RTOL = 1e-4
 #: per-element rule (Note [per-element check]): floor as a fraction of the output's scale, and rtol
 ELEMENT_FLOOR = 3e-5
 ELEMENT_RTOL = 1e-3
+#: units of a narrow float's resolution an output held in it is compared at (Note [low-precision tolerance])
+LOW_PRECISION_ULPS = 4
 #: the least atol and rtol a float16 output is compared at: 4 units in the last place of float16 at 1.0
-HALF_TOL = 4 * float(np.finfo(np.float16).eps)
+HALF_TOL = LOW_PRECISION_ULPS * float(np.finfo(np.float16).eps)
+
+
+def low_precision_tol(*arrays) -> float:
+    """``LOW_PRECISION_ULPS`` eps of the narrowest float among ``arrays`` narrower than float32 (float16,
+    bfloat16, float8), or 0.0 when there is none (Note [low-precision tolerance])."""
+    import ml_dtypes
+
+    eps = [float(ml_dtypes.finfo(a.dtype).eps) for a in arrays
+           if a.dtype.itemsize < 4 and (a.dtype.kind == "f" or a.dtype.name.startswith(("bfloat", "float8")))]
+    return LOW_PRECISION_ULPS * max(eps) if eps else 0.0
 
 
 def _indexing_ops():
@@ -87,16 +107,17 @@ def distinct(array):
     return flat.reshape(array.shape)
 
 
-def element_check(e, g, finite, atol, scale) -> dict:
-    """Per-element violations of Note [per-element check] (float64 arrays, ``finite`` mask)."""
-    allowed = atol + ELEMENT_FLOOR * scale + ELEMENT_RTOL * np.abs(e)
+def element_check(e, g, finite, atol, scale, rtol=ELEMENT_RTOL) -> dict:
+    """Per-element violations of Note [per-element check] (float64 arrays, ``finite`` mask); ``rtol`` is
+    ELEMENT_RTOL, or more for a low-precision output (Note [low-precision tolerance])."""
+    allowed = atol + ELEMENT_FLOOR * scale + rtol * np.abs(e)
     excess = np.where(finite, np.abs(e - g) / allowed, 0.0)
     worst = np.unravel_index(int(np.argmax(excess)), excess.shape) if excess.size else ()
     return {"violations": int(np.sum(excess > 1.0)), "worst_index": [int(i) for i in worst],
             "worst_ratio": float(excess[worst]) if excess.size else 0.0,
             "worst_got": float(g[worst]) if excess.size else None,
             "worst_ref": float(e[worst]) if excess.size else None,
-            "floor": ELEMENT_FLOOR, "rtol": ELEMENT_RTOL}
+            "floor": ELEMENT_FLOOR, "rtol": rtol}
 
 
 def compare_arrays(expected, got, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, elements=False) -> dict:
@@ -106,8 +127,8 @@ def compare_arrays(expected, got, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, elements
     a violation fails the comparison.
     """
     expected, got = np.asarray(expected), np.asarray(got)
-    if np.dtype(np.float16) in (expected.dtype, got.dtype):  # one side computed in half precision
-        atol, rtol = max(atol, HALF_TOL), max(rtol, HALF_TOL)
+    narrow = low_precision_tol(expected, got)  # one side held in float16 / bfloat16
+    atol, rtol = max(atol, narrow), max(rtol, narrow)
     row = {"shape": list(expected.shape), "atol": atol, "rtol": rtol}
     if expected.shape != got.shape:
         return {**row, "passed": False, "max_abs": None, "max_rel": None,
@@ -136,21 +157,93 @@ def compare_arrays(expected, got, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, elements
     if nan_e.all() and e.size:
         problem = problem or "all outputs are NaN: the comparison would be vacuous"
     if elements:
-        row["elements"] = element_check(e, g, finite, atol, scale)
+        row["elements"] = element_check(e, g, finite, atol, scale, max(ELEMENT_RTOL, narrow))
         if row["elements"]["violations"] and not problem:
             worst = row["elements"]
             problem = (f"{worst['violations']} element(s) off beyond atol + {ELEMENT_FLOOR:g}*scale + "
-                       f"{ELEMENT_RTOL:g}*|ref|; worst at {tuple(worst['worst_index'])}: {worst['worst_got']:.6g} "
+                       f"{worst['rtol']:g}*|ref|; worst at {tuple(worst['worst_index'])}: {worst['worst_got']:.6g} "
                        f"vs {worst['worst_ref']:.6g}")
     return {**row, "passed": not problem, "max_abs": max_abs, "max_rel": max_rel, "problem": problem}
 
 
-def compare(expected: list, got: list, names: list, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> dict:
-    """Per-output comparison rows and an overall verdict."""
+def compare(expected: list, got: list, names: list, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, random=None,
+            signs=None) -> dict:
+    """Per-output comparison rows and an overall verdict. ``random`` ({output name: (random node, direct)},
+    ``random_outputs``): those outputs are checked for shape, dtype and support only (``compare_random``).
+    ``signs`` ({output name: axis}, ``sign_free_outputs``): those are compared sign-aligned (``align_signs``)."""
     if len(expected) != len(got):
         return {"passed": False, "outputs": [], "problem": f"{len(got)} outputs, expected {len(expected)}"}
-    rows = [{"name": n, **compare_arrays(e, g, atol, rtol, elements=True)} for n, e, g in zip(names, expected, got)]
+    random, signs = random or {}, signs or {}
+    pairs = [align_signs(e, g, signs[n]) if n in signs else (e, g) for n, e, g in zip(names, expected, got)]
+    expected, got = [e for e, _ in pairs], [g for _, g in pairs]
+    rows = [{"name": n, **(compare_random(e, g, *random[n]) if n in random else
+                           compare_arrays(e, g, atol, rtol, elements=True))} for n, e, g in zip(names, expected, got)]
     return {"passed": all(r["passed"] for r in rows), "outputs": rows}
+
+
+def random_outputs(graph) -> dict:
+    """{output name: (the random node it depends on, whether it is that node's own output)} for every graph
+    output computed from a random op (``ops.random.RANDOM_OPS``): its numbers cannot match the source's."""
+    from ..ops.random import RANDOM_OPS
+
+    drawn = {}
+    for node in graph.nodes:
+        source = node if node.op in RANDOM_OPS else next((drawn[v] for v in node.inputs if v in drawn), None)
+        if source is not None:
+            drawn.update({v: source for v in node.outputs})
+    return {v.name: (drawn[v], v in drawn[v].outputs) for v in graph.outputs if v in drawn}
+
+
+def sign_free_outputs(graph) -> dict:
+    """{output name: axis} for every graph output that is an op's output defined only up to one sign per slice
+    along ``axis`` (``OpDef.sign_free``: eigh's eigenvectors)."""
+    axes = {node.outputs[index]: axis for node in graph.nodes for index, axis in node.op.sign_free.items()
+            if index < len(node.outputs)}
+    return {v.name: axes[v] for v in graph.outputs if v in axes}
+
+
+def align_signs(expected, got, axis) -> tuple:
+    """(expected, got) with each slice along ``axis`` (one eigenvector) multiplied by the sign of its entry where
+    ``expected``'s slice is largest in magnitude: vectors equal up to sign become equal, and any other difference
+    stays. Arrays of different shapes, or not floats, come back as they are."""
+    e, g = np.asarray(expected), np.asarray(got)
+    if e.shape != g.shape or e.dtype.kind != "f" or g.dtype.kind != "f" or not e.size:
+        return e, g
+    where = np.expand_dims(np.argmax(np.nan_to_num(np.abs(e.astype(np.float64))), axis=axis), axis)
+
+    def signed(a):
+        sign = np.sign(np.take_along_axis(a, where, axis=axis))
+        return a * np.where(sign == 0, 1, sign).astype(a.dtype)
+    return signed(e), signed(g)
+
+
+def _random_label(node) -> str:
+    return f"{node.op.name} ({node.attrs.get('distribution', node.op.name)}) at {node.scope or node.outputs[0].name}"
+
+
+def random_note(name, node) -> str:
+    """The report line for an output checked as random (``random_outputs``)."""
+    return (f"output {name} depends on the random op {_random_label(node)}: compared for shape, dtype and range, "
+            "not values")
+
+
+def compare_random(expected, got, node, direct) -> dict:
+    """A random output against the source's: same shape and dtype kind; the random node's own output lies in its
+    distribution's support (``ops.random.support_problem``), a derived one has NaN only where the source does."""
+    from ..ops.random import support_problem
+
+    e, g = np.asarray(expected), np.asarray(got)
+    problem = ""
+    if e.shape != g.shape:
+        problem = f"shape {tuple(g.shape)}, expected {tuple(e.shape)}"
+    elif e.dtype.kind != g.dtype.kind and {e.dtype.kind, g.dtype.kind} != {"i", "u"}:
+        problem = f"dtype {g.dtype}, expected {e.dtype}"
+    elif direct:
+        problem = support_problem(node, g)
+    elif g.dtype.kind in "fc" and np.isnan(g).any() and not (e.dtype.kind in "fc" and np.isnan(e).any()):
+        problem = "NaN where the source has none"
+    return {"shape": list(e.shape), "passed": not problem, "max_abs": None, "max_rel": None, "problem": problem,
+            "random": _random_label(node)}
 
 
 def run_reference(graph, inputs) -> dict:

@@ -2,11 +2,14 @@
 
 ``convert`` verifies on seeded random inputs (``make_inputs``: normal floats). Some sources reject them
 (``torch.linalg.cholesky`` of a non-SPD matrix, a ``torch._check`` on the sign) or turn them into NaN
-(``torch.log``, ``torch.sqrt(x - 1)``) where the example inputs give finite numbers. Such a batch is
-replaced, in order, by the example inputs perturbed by 1 % and by 0.1 % of their magnitude, then by the
-example itself; without example inputs, by the random batch's absolute values. Every replacement is one
-line in ``notes`` (``report["verification"]["notes"]``). The example inputs, when the graph takes them,
-are always checked too (``verification_batches`` lists them second).
+(``torch.log``, ``torch.sqrt(x - 1)``) where the example inputs give finite numbers; random inputs that reach
+an op with a declared ``domain`` (OpDef: igamma's ``a > 0``) are drawn above its bound (``in_domain``). Such a batch
+is replaced, in order, by the example inputs perturbed by 1 % and by 0.1 % of their magnitude, then by the
+example itself; without example inputs, by the random batch's absolute values. A batch on which an output that
+is an op's error status (``OpDef.status_outputs``: ``cholesky_ex``'s info) is nonzero where the example's is zero
+is outside the source's domain too (what the source computes there besides the status is undefined). Every
+replacement is one line in ``notes`` (``report["verification"]["notes"]``). The example inputs, when the graph takes them,
+are always checked too (``verification_batches`` lists them second), unless every output is NaN there.
 
 Example:
     >>> batches, notes = verification_batches(src, graph, seed=0)
@@ -22,7 +25,7 @@ from ..passes.layout import graph_arrays
 from .compare import make_inputs
 from .recheck import expected_outputs
 
-__all__ = ["example_arrays", "sized_batch", "verification_batches", "verify_in_domain"]
+__all__ = ["example_arrays", "in_domain", "sized_batch", "status_outputs", "verification_batches", "verify_in_domain"]
 
 
 def example_arrays(src, graph) -> list | None:
@@ -64,6 +67,40 @@ def _outputs(src, graph, arrays):
         return None, f"the source raises on them ({type(exc).__name__}: {first_line(exc, 120)})"
 
 
+def status_outputs(graph) -> list:
+    """Indices of the graph outputs that are an op's error status (``OpDef.status_outputs``: nonzero = outside
+    the op's domain)."""
+    flags = {node.outputs[i] for node in graph.nodes for i in node.op.status_outputs if i < len(node.outputs)}
+    return [i for i, value in enumerate(graph.outputs) if value in flags]
+
+
+def _status_problem(graph, expected, example_out) -> str:
+    """Why ``expected`` (the source's outputs on a batch) is outside the domain by an error status, or ''."""
+    raised = [graph.outputs[i].name for i in status_outputs(graph) if np.any(np.asarray(expected[i]) != 0)
+              and (example_out is None or not np.any(np.asarray(example_out[i]) != 0))]
+    return f"the source reports an error status on them ({', '.join(raised)} nonzero)" if raised else ""
+
+
+def _all_nan(outputs) -> bool:
+    floats = [np.asarray(o) for o in outputs if np.asarray(o).dtype.kind in "fc"]
+    return bool(floats) and all(o.size and np.isnan(o).all() for o in floats)
+
+
+def in_domain(graph, arrays) -> list:
+    """``arrays`` with each float input that reaches an op's declared ``domain`` (directly or through casts) moved
+    above the bound, to ``bound + 0.1 + |x|``: igamma's ``a > 0``, zeta's ``s > 1`` (NaN below: a vacuous check)."""
+    producers, bounds = graph.producers(), {}
+    for node in graph.nodes:
+        for name, value in zip(node.op.input_names, node.inputs):
+            if name not in node.op.domain or value is None:
+                continue
+            while value in producers and producers[value].op.name == "cast":
+                value = producers[value].inputs[0]
+            bounds[value] = max(bounds.get(value, -np.inf), node.op.domain[name])
+    return [(bounds[value] + 0.1 + np.abs(a)).astype(a.dtype) if value in bounds and a.dtype.kind == "f" else a
+            for a, value in zip(arrays, graph.inputs)]
+
+
 def _perturbed(example, graph, scale, seed) -> list:
     rng = np.random.default_rng(seed)
     return [a + (scale * (np.abs(a) + 1e-3) * rng.standard_normal(a.shape)).astype(a.dtype)
@@ -80,7 +117,7 @@ def verification_batches(src, graph, seed) -> tuple:
     example = example_arrays(src, graph)
     example_out, example_problem = (None, "no example") if example is None else _outputs(src, graph, example)
     allowed = _nonfinite(example_out) if example_out is not None else None
-    candidates = [("random", make_inputs(graph, seed))]
+    candidates = [("random", in_domain(graph, make_inputs(graph, seed)))]
     if example_out is not None:
         candidates += [(f"example perturbed by {s:g}", _perturbed(example, graph, s, seed)) for s in (1e-2, 1e-3)]
         candidates.append(("example", example))
@@ -93,12 +130,16 @@ def verification_batches(src, graph, seed) -> tuple:
         if not problem and allowed is not None and _nonfinite(expected) > allowed:
             problem = (f"the source gives {_nonfinite(expected)} NaN/Inf values on them where the example inputs "
                        f"give {allowed}")
+        if not problem and label != "example":
+            problem = _status_problem(graph, expected, example_out)
         if not problem:
             batches.append((label, arrays, expected))
             break
         notes.append(f"verification inputs ({label}) replaced: {problem}")
     if not batches:
         notes.append("verification skipped: the source accepts none of the verification inputs")
+    elif batches[0][0] != "example" and example_out is not None and _all_nan(example_out):
+        notes.append("the example inputs are not compared: every output is NaN there (outside the op's domain)")
     elif batches[0][0] != "example" and example_out is not None:
         batches.append(("example", example, example_out))
     return batches, notes
@@ -108,15 +149,17 @@ def verify_in_domain(src, graph, model, target, seed, atol, rtol) -> tuple:
     """(result, arrays): ``compare`` of the source and the loaded ``model`` on each of ``verification_batches``;
     ``result["batches"]`` says which passed, ``result["notes"]`` why inputs were replaced, and ``arrays`` is
     the first batch that differs (else the first batch; None when verification was skipped)."""
-    from .compare import compare
+    from .compare import compare, random_note, random_outputs, sign_free_outputs
 
     batches, notes = verification_batches(src, graph, seed)
     if not batches:
         return {"passed": None, "skipped": True, "outputs": [], "notes": notes}, None
-    names = [v.name for v in graph.outputs]
+    names, random = [v.name for v in graph.outputs], random_outputs(graph)
+    notes += [random_note(name, node) for name, (node, _) in random.items()]
     result, arrays = None, None
     for label, batch, expected in batches:
-        row = compare(expected, target.run(model, batch), names, atol, rtol)
+        row = compare(expected, target.run(model, batch), names, atol, rtol, random=random,
+                      signs=sign_free_outputs(graph))
         if result is None:
             result, arrays = {**row, "on": label, "batches": []}, batch
         result["batches"].append({"on": label, "passed": row["passed"]})
@@ -136,7 +179,7 @@ def sized_batch(src, graph, seed, shapes) -> tuple:
     example_out = None if example is None else _outputs(src, graph, example)[0]
     allowed = None if example_out is None else _fraction(example_out)
     rng = np.random.default_rng(seed)
-    random = make_inputs(graph, seed, shapes=shapes)
+    random = in_domain(graph, make_inputs(graph, seed, shapes=shapes))
     candidates = [random]
     if example_out is not None:
         candidates.append([(rng.choice(e.ravel(), size=shape) * (1 + 1e-2 * rng.standard_normal(shape))).astype(e.dtype)

@@ -17,8 +17,12 @@ parameter) all become ``conv_weight``: separators become ``_``, ``kernel``/``gam
 read ``weight``, ``beta`` reads ``bias``, and a Constant's ``_value`` is dropped. Parameters found on
 one side only are listed as unmatched, not failed.
 
+``start_gradients`` traces the converted model's program early and compiles it in the background
+(grad_program.py), so ``convert`` overlaps that compile with its other checks.
+
 Example:
-    >>> report = compare_gradients(src, graph, model, seed=0)
+    >>> started = start_gradients(src, graph, model, seed=0)          # optional; returns at once
+    >>> report = compare_gradients(src, graph, model, seed=0, started=started)
     >>> report["passed"], report["inputs"][0]["max_rel"], report["matched"]
 """
 from __future__ import annotations
@@ -27,12 +31,12 @@ import re
 
 import numpy as np
 
-from ..frontends.keras_files import packed_inputs
-from ..frontends.keras_subclassed import call_args, needs_tracing
 from ..passes.layout import source_arrays
-from .compare import compare_arrays, make_inputs
+from .compare import compare_arrays, make_inputs, random_outputs
+from .grad_program import compiled, keras_program, start_program
 
-__all__ = ["GRAD_ATOL", "GRAD_RTOL", "compare_gradients", "gradient_problem", "gradients", "grad_key"]
+__all__ = ["GRAD_ATOL", "GRAD_RTOL", "compare_gradients", "start_gradients", "gradient_problem", "gradients",
+           "grad_key"]
 
 #: gradients add up more rounding than outputs (a backward pass per layer): 10x the output tolerances
 GRAD_ATOL, GRAD_RTOL = 1e-4, 1e-3
@@ -49,10 +53,6 @@ def grad_key(name: str) -> str:
         if key.endswith(old):
             return key[: -len(old)] + new
     return key
-
-
-def _is_float(array) -> bool:
-    return np.issubdtype(np.asarray(array).dtype, np.floating)
 
 
 def _torch_gradients(module, arrays, weights):
@@ -73,38 +73,29 @@ def _torch_gradients(module, arrays, weights):
     return input_grads, dict(zip(params, numpy[len(wrt) - len(params):]))
 
 
-def _keras_gradients(model, arrays, weights):
-    import jax
-    import jax.numpy as jnp
-    import keras
-
-    trainable, frozen = model.trainable_variables, [v.value for v in model.non_trainable_variables]
-    floats = [i for i, a in enumerate(arrays) if _is_float(a)]
-
-    def loss(values, float_inputs):
-        inputs = list(arrays)
-        for i, x in zip(floats, float_inputs):
-            inputs[i] = x
-        args = call_args(model, inputs) if needs_tracing(model) else (packed_inputs(model, inputs),)
-        out, _ = model.stateless_call(values, frozen, *args, training=False)
-        return sum(jnp.sum(o.astype(jnp.float32) * w)
-                   for o, w in zip(keras.tree.flatten(out), weights) if w is not None)
-
-    g_params, g_inputs = jax.grad(loss, argnums=(0, 1))([v.value for v in trainable],
-                                                        [jnp.asarray(arrays[i]) for i in floats])
+def _keras_gradients(model, arrays, weights, started=None):
+    use = started is not None and started.model is model and started.arrays is arrays and started.weights is weights
+    run, args, floats, trainable = started.get() if use else _now(model, arrays, weights)
+    g_params, g_inputs = run(*args)
     input_grads = [None] * len(arrays)
     for i, g in zip(floats, g_inputs):
         input_grads[i] = np.asarray(g)
     return input_grads, {v.path: np.asarray(g) for v, g in zip(trainable, g_params)}
 
 
-def gradients(model, arrays, weights):
+def _now(model, arrays, weights):
+    lowered, *rest = keras_program(model, arrays, weights)
+    return (compiled(lowered), *rest)
+
+
+def gradients(model, arrays, weights, started=None):
     """(input gradients or None per input, {parameter name: gradient}) of ``sum(out_k * weights_k)``.
 
-    ``model`` is a ``keras.Model`` or a torch module (a loaded source's unlifted program too).
+    ``model`` is a ``keras.Model`` or a torch module (a loaded source's unlifted program too); ``started``
+    is its program from ``start_gradients``, compiling in the background (grad_program.py).
     """
     if hasattr(model, "stateless_call"):
-        return _keras_gradients(model, arrays, weights)
+        return _keras_gradients(model, arrays, weights, started)
     return _torch_gradients(model, arrays, weights)
 
 
@@ -113,25 +104,48 @@ def _differentiable(src):
     return getattr(src, "model", None) or getattr(src, "module", None)
 
 
-def compare_gradients(src, graph, model, seed=0, atol=GRAD_ATOL, rtol=GRAD_RTOL) -> dict:
+def _loss_inputs(src, graph, seed):
+    """(source model, inputs, output weights) of the gradient check, or (None, skipped dict, None)."""
+    reference = _differentiable(src)
+    if reference is None:
+        return None, {"passed": None, "skipped": "the source cannot be differentiated here"}, None
+    arrays = make_inputs(graph, seed=seed)
+    rng = np.random.default_rng(seed + 1)
+    random = random_outputs(graph)  # a random draw's gradient differs by its draw: left out of the loss
+    weights = [rng.normal(size=v.type.shape).astype(np.float32) if v.type.dtype.startswith(("float", "bfloat"))
+               and v.name not in random else None for v in graph.outputs]
+    if all(w is None for w in weights):
+        return None, {"passed": None, "skipped": "no floating output to differentiate" + (
+            " (outputs of random ops are left out)" if random else "")}, None
+    return reference, arrays, weights
+
+
+def start_gradients(src, graph, model, seed=0):
+    """The converted Keras ``model``'s gradient program for ``compare_gradients(..., started=)``, traced now and
+    compiled on a background thread while other checks run; None when there is nothing to compile."""
+    reference, arrays, weights = _loss_inputs(src, graph, seed)
+    if reference is None or not hasattr(model, "stateless_call"):
+        return None
+    return start_program(model, arrays, weights)
+
+
+def compare_gradients(src, graph, model, seed=0, atol=GRAD_ATOL, rtol=GRAD_RTOL, started=None) -> dict:
     """Compare the gradients of the converted ``model`` with the source's (see the module docstring).
 
     Returns {"passed", "inputs": [rows], "parameters": [rows], "matched", "unmatched_source",
     "unmatched_converted", "atol", "rtol"}; "passed" is None (with "skipped") when there is nothing to compare.
+    ``started``: ``start_gradients``' program for the same model and seed (its inputs are reused).
     """
-    reference = _differentiable(src)
+    reference, arrays, weights = _loss_inputs(src, graph, seed)
     if reference is None:
-        return {"passed": None, "skipped": "the source cannot be differentiated here"}
-    arrays = make_inputs(graph, seed=seed)
-    rng = np.random.default_rng(seed + 1)
-    weights = [rng.normal(size=v.type.shape).astype(np.float32) if v.type.dtype.startswith(("float", "bfloat"))
-               else None for v in graph.outputs]
-    if all(w is None for w in weights):
-        return {"passed": None, "skipped": "no floating output to differentiate"}
+        return arrays
+    if started is not None and started.model is model:
+        arrays, weights = started.arrays, started.weights
     same_layout = not graph.meta.get("io_perms")
     try:
+        # the converted side first: its background compile's memory is given back before the source's backward
+        got_in, got_params = gradients(model, arrays, weights, started)
         want_in, want_params = gradients(reference, source_arrays(graph, arrays), weights)
-        got_in, got_params = gradients(model, arrays, weights)
     except Exception as exc:  # a framework refusing to differentiate (an integer path, a custom op): say so
         return {"passed": None, "skipped": f"gradients could not be computed: {type(exc).__name__}: {exc}"[:300]}
     rows = []

@@ -28,8 +28,9 @@ from ..errors import BadInput, UnsupportedOps, VerificationFailed, first_line
 from ..frontends import load
 from ..passes.layout import IO_LAYOUTS, graph_arrays, set_io_layout, source_arrays
 from ..passes.pipeline import inference_skip, run_passes
+from ..progress import Stages, step
 from ..targets import DEFAULT_TARGET, target_of
-from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs, run_reference
+from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs, random_outputs, run_reference, sign_free_outputs
 from .grads import compare_gradients, gradient_problem
 from .trace import first_failure, observe_values, trace_layers
 
@@ -134,7 +135,7 @@ def _emitted(target, graph):
     """(model.py text, Value -> variable) of ``graph`` emitted in memory, or None when it cannot be."""
     try:
         emitter = target.emitter(graph)
-        return emitter.emit_graph(), dict(emitter.names)
+        return emitter.emit_graph(), emitter.var_of()
     except UnsupportedOps:
         return None
 
@@ -187,7 +188,8 @@ def _run_samples(src, graph, converted, batches, atol, rtol) -> list:
     run = converted.target.runner(converted.model)  # prepared once: one compile for all batches
     names = [v.name for v in graph.outputs]
     rows = []
-    for seed, arrays in batches:
+    for done, (seed, arrays) in enumerate(batches):
+        step(done, len(batches), f"batch {done + 1} (seed {seed})")  # progress.py: the display's count
         try:
             got = run(arrays)
         except Exception as exc:  # the model cannot take the source's inputs (edited, or another model)
@@ -195,7 +197,8 @@ def _run_samples(src, graph, converted, batches, atol, rtol) -> list:
                          "problem": f"the converted model fails on the source's inputs ({type(exc).__name__}: "
                                     f"{first_line(exc)})"})
             continue
-        rows.append({"seed": seed, **compare(expected_outputs(src, graph, arrays), got, names, atol, rtol)})
+        rows.append({"seed": seed, **compare(expected_outputs(src, graph, arrays), got, names, atol, rtol,
+                                             random=random_outputs(graph), signs=sign_free_outputs(graph))})
     return rows
 
 
@@ -213,16 +216,18 @@ def _summary(samples) -> list:
 
 
 def check_converted(src, converted, *, batch=None, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL,
-                    trace=False, grad=False) -> dict:
+                    trace=False, grad=False, stages=None) -> dict:
     """Compare a loaded source with a converted model; returns the report (see ``verify_converted``).
 
-    ``grad`` also compares gradients (``report["gradients"]``); a difference fails the report.
+    ``grad`` also compares gradients (``report["gradients"]``); a difference fails the report. ``stages``: a
+    ``progress.Stages`` that times and shows the steps (pair, samples, trace, grad).
 
     Example: ``check_converted(load("model.pt2"), open_converted("out/"), samples=3)["passed"]``.
     """
     if samples < 1:
         raise BadInput(f"--samples {samples}: must be at least 1", hint="pass --samples 1 or more")
-    graph, io_layout, names, note = _pair(src, src.lower(), converted)
+    stages = stages or Stages()
+    graph, io_layout, names, note = stages.run("pair", _pair, src, src.lower(), converted)
     report = {"source": str(src.label), "out": converted.label, "target": converted.target.name, "atol": atol,
               "rtol": rtol, "io_layout": io_layout,
               "inputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs]}
@@ -231,7 +236,7 @@ def check_converted(src, converted, *, batch=None, samples=1, seed=0, atol=DEFAU
         return {**report, "passed": False, "outputs": [], "samples": [], "problem": problem}
     batches = [(None, _explicit_batch(graph, batch))] if batch is not None else \
         [(s, make_inputs(graph, s)) for s in range(seed, seed + samples)]
-    runs = _run_samples(src, graph, converted, batches, atol, rtol)
+    runs = stages.run("samples", _run_samples, src, graph, converted, batches, atol, rtol)
     if not all(r["outputs"] for r in runs):
         failed = next(r for r in runs if not r["outputs"])
         return {**report, "passed": False, "samples": runs, "outputs": [],
@@ -242,13 +247,14 @@ def check_converted(src, converted, *, batch=None, samples=1, seed=0, atol=DEFAU
         report.update(code_matches=names is not None and converted.code is not None, note=note)
         at_graph_sizes = all(a.shape == v.type.shape for a, v in zip(batches[chosen][1], graph.inputs))
         if names is not None and at_graph_sizes:
-            report.update(_layer_report(src, graph, converted, names, batches[chosen], atol, rtol, trace))
+            report.update(stages.run("trace", _layer_report, src, graph, converted, names, batches[chosen], atol,
+                                     rtol, trace))
         elif names is not None:
             report["note"] = "layers are traced at the converted sizes only: pass inputs of those sizes for a trace"
     if not report["passed"]:
         report["problem"] = failure_message(report)
     elif grad:  # the outputs agree: their gradients must too
-        report["gradients"] = grads = compare_gradients(src, graph, converted.model, seed)
+        report["gradients"] = grads = stages.run("grad", compare_gradients, src, graph, converted.model, seed)
         if grads["passed"] is False:
             report.update(passed=False, problem=gradient_problem(grads))
     return report
@@ -290,18 +296,22 @@ def failure_message(report) -> str:
 
 
 def verify_converted(source, out, *, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, inputs=(),
-                     trust_pickle=False, trace=False, grad=False, check=True, trust_savedmodel=False) -> dict:
+                     trust_pickle=False, trace=False, grad=False, check=True, trust_savedmodel=False,
+                     progress=None) -> dict:
     """Re-check OUT (folder written by ``portx convert``, for any target) against SOURCE on seeds
     seed..seed+samples-1.
 
     Returns the report; raises BadInput (2), or VerificationFailed (1) when ``check`` and it differs.
+    ``progress``: a ``progress.Reporter`` (or ``progress(name, seconds)``) shown each stage and per-batch counts.
     Example: ``verify_converted("model.pt2", "out/", samples=3)["passed"]``.
     """
-    src = load(source, inputs=inputs, trust_pickle=trust_pickle, trust_savedmodel=trust_savedmodel)
-    converted = open_converted(out)
+    stages = Stages(progress)
+    src = stages.run("load", load, source, inputs=inputs, trust_pickle=trust_pickle, trust_savedmodel=trust_savedmodel)
+    converted = stages.run("load-out", open_converted, out)
     if converted.code is None:
         raise BadInput(f"{type(out).__name__}: OUT must be a folder or a model.py path", hint="pass the OUT folder")
-    report = check_converted(src, converted, samples=samples, seed=seed, atol=atol, rtol=rtol, trace=trace, grad=grad)
+    report = check_converted(src, converted, samples=samples, seed=seed, atol=atol, rtol=rtol, trace=trace, grad=grad,
+                             stages=stages)
     if not report["passed"] and not report["outputs"]:  # nothing compared: OUT takes or gives other tensors
         first = next((s.get("problem") for s in report["samples"] if s.get("problem")), None)
         raise BadInput(f"{report['out']}: was converted from another model or for other input shapes: "

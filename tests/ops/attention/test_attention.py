@@ -207,3 +207,28 @@ def test_attention_dropout_acts_in_training_only(to, tmp_path):
     else:
         trained = model.train()(*map(torch.from_numpy, arrays)).detach().numpy()
     assert not np.allclose(trained, expected)
+
+
+_LAYOUT_GRAPH = """
+graph model(%q: float32[5x2x3x4], %k: float32[6x2x3x4], %v: float32[6x2x3x4]MASK_IN) {
+  %o: float32[5x2x3x4] = attention(%q, %k, %v, MASK) {is_causal=False, scale=0.5, enable_gqa=False, layout=(2, 0, 1, 3)}
+  return %o
+}"""
+
+
+@pytest.mark.parametrize("to", ["keras-jax", "torch-xla"])
+@pytest.mark.parametrize("masked", [False, True])
+def test_attention_in_a_stored_layout(to, masked, tmp_path):
+    """Note [attention layout]: operands stored (L, B, H, E) give the logical result stored alike."""
+    text = _LAYOUT_GRAPH.replace("MASK_IN", ", %m: float32[1x3x5x6]" if masked else "")
+    graph = validate(parse_graph(text.replace("MASK", "%m" if masked else "_")))
+    target = find_target(to)
+    target.emit(graph, tmp_path)
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in ((5, 2, 3, 4), (6, 2, 3, 4), (6, 2, 3, 4))]
+    logical = [np.transpose(a, (1, 2, 0, 3)) for a in arrays]
+    mask = rng.standard_normal((1, 3, 5, 6)).astype(np.float32)
+    expected = ATTENTION.reference_rule(*logical, *([mask] if masked else []), is_causal=False, scale=0.5,
+                                        enable_gqa=False)
+    got = target.run(target.load(tmp_path), arrays + ([mask] if masked else []))[0]
+    np.testing.assert_allclose(got, np.transpose(expected, (2, 0, 1, 3)), atol=1e-5, rtol=1e-4)

@@ -264,6 +264,7 @@ def test_unary_reference_matches_torch(name, shape, seed):
            "cos": torch.cos, "floor": torch.floor, "ceil": torch.ceil, "sign": torch.sign,
            "logical_not": torch.logical_not, "bitwise_not": lambda x: torch.bitwise_not(x.long()),
            "log1p": lambda x: torch.log1p(x.abs()), "expm1": torch.expm1, "exp2": torch.exp2, "trunc": torch.trunc,
+           "cbrt": lambda x: torch.sign(x) * x.abs().pow(1.0 / 3),
            "round": torch.round, "asin": lambda x: torch.asin(torch.clamp(x / 4, -1, 1)),
            "acos": lambda x: torch.acos(torch.clamp(x / 4, -1, 1)), "atan": torch.atan, "asinh": torch.asinh,
            "acosh": lambda x: torch.acosh(x.abs() + 1), "atanh": lambda x: torch.atanh(torch.clamp(x / 4, -0.9, 0.9)),

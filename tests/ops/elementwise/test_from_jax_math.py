@@ -40,6 +40,7 @@ CASES = {
     "trig": (lambda x: lax.tan(x * 0.4) + lax.sinh(x) + lax.cosh(x) + lax.asin(jnp.tanh(x)) + lax.acos(jnp.tanh(x))
              + lax.atan(x) + lax.asinh(x) + lax.acosh(_pos(x) + 1) + lax.atanh(jnp.tanh(x) * 0.5) + lax.atan2(x, x + 1),
              ["tan", "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "atan2"]),
+    "cbrt": (lambda x: lax.cbrt(x) + ops.cbrt(x * 3), ["cbrt"]),
     "round-half-even": (lambda x: lax.round(x * 4, lax.RoundingMethod.TO_NEAREST_EVEN), ["round"]),
     "round-away-from-zero": (lambda x: lax.round(jnp.round(x * 4) / 2, lax.RoundingMethod.AWAY_FROM_ZERO),
                              ["trunc", "sign"]),

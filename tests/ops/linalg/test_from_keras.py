@@ -64,6 +64,10 @@ _MORE = {
     "svdvals": lambda x: keras.ops.linalg.svd(x, compute_uv=False),
     "norm_2": lambda x: keras.ops.linalg.norm(x, ord=2), "norm_nuc": lambda x: keras.ops.linalg.norm(x, ord="nuc"),
     "matrix_rank": keras.ops.linalg.matrix_rank, "lstsq": lambda x: keras.ops.linalg.lstsq(x, x[:, :2]),
+    # a stack of matrices: custom_linear_solve's matvec batched over the leading dim
+    "inv_batched": lambda x: keras.ops.linalg.inv(keras.ops.stack([x, x + keras.ops.eye(4)])),
+    "solve_batched": lambda x: keras.ops.linalg.solve(keras.ops.stack([x, 2 * x]),
+                                                      keras.ops.stack([x[:, :2], x[:, 1:3]])),
 }
 CASES = ["cholesky", "solve_triangular", "solve", "solve_vector", "inv", "svd", "eigh", "qr", "lu_factor", *_MORE]
 

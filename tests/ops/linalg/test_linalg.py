@@ -4,6 +4,7 @@ Inputs are in each op's domain (symmetric positive definite matrices for cholesk
 solvers). Factorizations unique only up to signs (QR, SVD, eigh, LU on ties) are checked through what is
 unique: reconstructions, singular values and eigenvalues, absolute values of the factors.
 """
+import numpy as np
 import pytest
 import torch
 
@@ -137,8 +138,40 @@ def test_linalg_case(target, fn, specs, ops):
 
 
 def test_solver_info_output_is_zeros(target):
-    graph = check_torch_op(lambda a: torch.linalg.cholesky_ex(a)[1], _spd()(), target=target, **TOL)
+    graph = check_torch_op(lambda a: torch.linalg.inv_ex(a)[1], _spd()(), target=target, **TOL)
     assert graph.outputs[0].type.dtype == "int32"
+
+
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("diagonal, info", [((2.0, 3.0, 1.0), 0), ((2.0, -1.0, 1.0), 2), ((-1.0, 3.0, 1.0), 1)])
+def test_cholesky_ex_info_is_lapacks(target, diagonal, info, upper):
+    # info: the order of the first leading minor that is not positive definite (0: the matrix is SPD)
+    a = torch.diag(torch.tensor(diagonal)) + 0.1 * torch.ones(3, 3)
+    assert int(torch.linalg.cholesky_ex(a, upper=upper)[1]) == info
+    graph = check_torch_op(lambda x: torch.linalg.cholesky_ex(x, upper=upper)[1], a, target=target,
+                           expect_ops=["cholesky_info"], **TOL)
+    assert graph.outputs[0].type.dtype == "int32"
+
+
+def test_eigenvectors_are_verified_up_to_sign(tmp_path):
+    # LAPACK and XLA pick opposite signs for some eigenvectors: EIGH declares them sign-free, so verification of
+    # the converted model passes, and a real difference still fails the comparison
+    from portx.api import convert
+    from portx.ops.linalg import EIGH
+    from portx.verification.compare import align_signs, compare_arrays
+
+    class Eigh(torch.nn.Module):
+        def forward(self, x):
+            return torch.linalg.eigh(x)
+
+    assert EIGH.sign_free == {1: -2}
+    torch.manual_seed(0)
+    result = convert(Eigh(), to="keras-jax", out=tmp_path / "out", example_inputs=(_spd(2, n=4)(),), grad=False)
+    assert result.report["verification"]["passed"]
+    v = np.linalg.eigh(_spd(n=4)().numpy())[1]
+    flipped = v * np.array([1, -1, 1, -1], np.float32)
+    assert compare_arrays(*align_signs(v, flipped, -2))["passed"]
+    assert not compare_arrays(*align_signs(v, flipped[:, ::-1], -2))["passed"]
 
 
 @pytest.mark.parametrize("fn, reason", [(lambda a: torch.linalg.ldl_factor(a)[0], "LDL"),

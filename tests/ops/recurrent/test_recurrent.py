@@ -79,9 +79,9 @@ def test_shape_rule_matches_the_reference():
              "dropout": 0.0}
     weights = [rng.standard_normal(s).astype(np.float32) for s in [(9, 2), (9, 3)] * 2]
     x = rng.standard_normal((4, 5, 2)).astype(np.float32)
-    types = GRU.infer_rule(TensorType(x.shape, "float32"), None, *[TensorType(w.shape, "float32") for w in weights],
-                           **attrs)
-    arrays = GRU.reference_rule(x, None, *weights, **attrs)
+    types = GRU.infer_rule(TensorType(x.shape, "float32"), None, None,
+                           *[TensorType(w.shape, "float32") for w in weights], **attrs)
+    arrays = GRU.reference_rule(x, None, None, *weights, **attrs)
     assert [t.shape for t in types] == [a.shape for a in arrays] == [(4, 5, 6), (2, 4, 3)]
 
 
@@ -89,7 +89,7 @@ def test_shape_rule_names_a_weight_that_does_not_fit():
     attrs = {"hidden_size": 3, "num_layers": 1, "bidirectional": False, "batch_first": True, "has_biases": False,
              "dropout": 0.0}
     with pytest.raises(ValueError, match="cell 0 weights"):
-        LSTM.infer_rule(TensorType((1, 2, 5), "float32"), None, None, TensorType((12, 4), "float32"),
+        LSTM.infer_rule(TensorType((1, 2, 5), "float32"), None, None, None, TensorType((12, 4), "float32"),
                         TensorType((12, 3), "float32"), **attrs)
     assert RNN.attr_defaults["nonlinearity"] == "tanh"
 

@@ -102,6 +102,21 @@ class _Fn(nn.Module):
         return F.interpolate(x, **self.kwargs)
 
 
+@pytest.mark.parametrize("mode,size,shape", [("bilinear", (5, 7), (1, 2, 13, 17)), ("bilinear", (20, 9), (2, 3, 13, 17)),
+                                             ("bicubic", (5, 7), (1, 2, 13, 17)), ("bicubic", (6, 30), (1, 1, 13, 17))],
+                         ids=["bilinear-down", "bilinear-mixed", "bicubic-down", "bicubic-mixed"])
+def test_antialiased_resize(target, mode, size, shape):
+    """F.interpolate(antialias=True) (aten::_upsample_*_aa): torch's filters, widened by the downscale factor."""
+    check_torch_op(_up(size=size, mode=mode, antialias=True)(), torch.randn(shape), expect_ops=["matmul"],
+                   target=target, **TOL)
+
+
+def test_antialiased_resize_refuses_scales_that_are_not_sizes():
+    with pytest.raises(UnsupportedOps, match="scale factors"):
+        check_torch_op(_up(scale_factor=0.37, mode="bilinear", antialias=True)(), torch.randn(1, 2, 13, 17),
+                       target="keras-jax", **TOL)
+
+
 @pytest.mark.parametrize("kwargs, shape, expected, absent", [
     ({"scale_factor": 2, "mode": "nearest"}, (1, 2, 4, 4), "ops.broadcast_to(", "ops.take"),
     ({"scale_factor": (1.5, 3), "mode": "nearest"}, (1, 2, 4, 4), "ops.take(", "UpSampling2D"),

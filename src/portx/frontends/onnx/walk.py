@@ -26,6 +26,7 @@ import numpy as np
 from ...errors import MAX_INPUT_ELEMENTS, BadInput, Unsupported, UnsupportedOps, first_line
 from ...ir import IMPORT_RULES, GraphBuilder, TensorType, Value
 from ...ir.validate import IRError
+from ...progress import counted
 from .control import inline_if, unroll_loop
 from .tensors import attribute_value, dtype_name, fold_node
 
@@ -167,7 +168,8 @@ class _Walker:
         self.failures.setdefault((key, reason), []).append(scope)
 
     def walk(self, nodes, prefix=""):
-        for index, node in enumerate(nodes):
+        top = counted(nodes, lambda n: f"{n.name or '?'} ({n.op_type})") if not prefix else nodes  # progress.py
+        for index, node in enumerate(top):
             self.visit(node, f"{prefix}{node.name or f'{node.op_type}_{index}'}")
 
     def visit(self, node, scope):

@@ -12,13 +12,17 @@ The fused form is used for rank-4 float operands of one depth (JAX requires the 
 equal the keys') without attention dropout; otherwise (other ranks and depths, ``dropout_p > 0``) the rule writes the steps out, with the softmax as a named ``Softmax`` layer
 (``<scope>_probs``) and the dropout as a ``Dropout`` layer on it, active only in training.
 
+With a ``layout`` (Note [attention layout] in __init__.py) the operands are transposed from the order
+they are stored in to ``(B, T, N, H)``: none for Keras' own order (0, 2, 1, 3); XLA folds any other into
+the dot products' dimension numbers.
+
 Example generated code:
     attn = ops.swapaxes(ops.dot_product_attention(ops.swapaxes(q, 1, 2), ops.swapaxes(k, 1, 2),
                                                   ops.swapaxes(v, 1, 2), scale=0.25, is_causal=True), 1, 2)
 """
 from __future__ import annotations
 
-from ..attention import ATTENTION
+from ..attention import ATTENTION, inverse_perm
 
 __all__ = []
 
@@ -38,18 +42,32 @@ def _fused(node, k):
     """Note [fused attention]."""
     q, key, value = node.inputs[:3]
     mask, a = _mask_of(node), node.attrs
-    args = [f"ops.swapaxes({k.ref(v)}, 1, 2)" for v in (q, key, value)]
+    layout = a.get("layout")
+    into = (0, 2, 1, 3) if layout is None else tuple(inverse_perm(layout)[j] for j in (0, 2, 1, 3))
+    back = (0, 2, 1, 3) if layout is None else tuple((0, 2, 1, 3)[i] for i in layout)
+    args = [_transposed(k.ref(v), into) for v in (q, key, value)]
     if mask is not None:
         args.append(f"{'mask' if mask.type.dtype == 'bool' else 'bias'}={k.ref(mask)}")
     args.append(f"scale={k.lit(float(a['scale']))}")
     if a["is_causal"]:
         args.append("is_causal=True")
-    out = f"ops.swapaxes(ops.dot_product_attention({', '.join(args)}), 1, 2)"
+    out = f"ops.dot_product_attention({', '.join(args)})"
     if mask is None:
-        k.assign(node, out)
+        k.assign(node, _transposed(out, back))
         return
-    out = k.temp(node, out, "context")
-    k.assign(node, f"ops.where({_hidden_rows(k, node, mask)}, 0.0, {out})")
+    out = k.temp(node, f"ops.swapaxes({out}, 1, 2)", "context")
+    out = f"ops.where({_hidden_rows(k, node, mask)}, 0.0, {out})"
+    k.assign(node, out if layout is None else _transposed(out, tuple(layout)))
+
+
+def _transposed(expr, perm) -> str:
+    """``expr`` in the axis order ``perm`` (a swap of two axes as ``ops.swapaxes``; none for the identity)."""
+    moved = [i for i, p in enumerate(perm) if p != i]
+    if not moved:
+        return expr
+    if len(moved) == 2:
+        return f"ops.swapaxes({expr}, {moved[0]}, {moved[1]})"
+    return f"ops.transpose({expr}, {tuple(perm)})"
 
 
 def _masked_scores(node, k, scores):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from ..attention import ATTENTION
+from ..attention import ATTENTION, inverse_perm
 
 __all__ = []
 
@@ -20,7 +20,9 @@ __all__ = []
 def _attention_to_torch(node, t):
     q, k, v, mask = (list(node.inputs) + [None])[:4]
     a = node.attrs
-    args = [t.ref(q), t.ref(k), t.ref(v)]
+    layout = a.get("layout")  # Note [attention layout] in __init__.py
+    into = "" if layout is None else f".permute{inverse_perm(layout)}"
+    args = [f"{t.ref(v)}{into}" for v in (q, k, v)]
     if mask is not None:
         args.append(f"attn_mask={t.ref(mask)}")
     if a["is_causal"]:
@@ -31,4 +33,5 @@ def _attention_to_torch(node, t):
         args.append(f"dropout_p={t.lit(float(a['dropout_p']))} if self.training else 0.0")
     if a["enable_gqa"] and q.type.rank > 2 and q.type.shape[-3] != k.type.shape[-3]:
         args.append("enable_gqa=True")
-    t.assign(node, f"F.scaled_dot_product_attention({', '.join(args)})")
+    out = f"F.scaled_dot_product_attention({', '.join(args)})"
+    t.assign(node, out if layout is None else f"{out}.permute{tuple(layout)}")

@@ -1,5 +1,6 @@
 """torch-xla emit rule for dropout: ``nn.Dropout``, ``nn.Dropout1d/2d/3d`` for a mask shared along
-every axis after the channels, else ``F.dropout`` of a ones tensor of the mask's shape.
+every axis after the channels, else ``F.dropout`` of a ones tensor of the mask's shape, in training only
+(``x * F.dropout(...) if self.training else x``: at inference x itself, as ``nn.Dropout`` returns it).
 
 Example generated code:
     self.drop = nn.Dropout(0.1)
@@ -24,4 +25,5 @@ def _dropout_to_torch(node, t):
     else:  # a mask shared along other axes: drop a ones tensor of that shape and scale x by it
         ref = t.ref(x)
         shape = ", ".join("1" if i in axes else f"{ref}.shape[{i}]" for i in range(rank))
-        t.assign(node, f"{ref} * F.dropout({ref}.new_ones(({shape},)), {t.lit(rate)}, self.training)")
+        mask = f"F.dropout({ref}.new_ones(({shape},)), {t.lit(rate)}, self.training)"
+        t.assign(node, f"{ref} * {mask} if self.training else {ref}")  # no pass over x at inference

@@ -21,7 +21,7 @@ import numpy as np
 from ...ir import REQUIRED, OpDef, TensorType
 from .._util import broadcast_shapes, kind, named_rule, promote
 
-__all__ = ["BINARY", "BINARY_TABLE", "FLOAT_RESULTS", "WHERE", "CAST", "BITCAST", "scalar_const"]
+__all__ = ["BINARY", "BINARY_TABLE", "FLOAT_RESULTS", "WHERE", "CAST", "BITCAST", "scalar_const", "tensor_pair"]
 
 
 def _div(a, b, rounding_mode=None):
@@ -77,6 +77,15 @@ BINARY_TABLE = {
 }
 #: binary ops whose result is float for integer operands (torch's default float dtype)
 FLOAT_RESULTS = {"div", "atan2", "copysign", "igamma", "igammac", "zeta"}
+
+
+def tensor_pair(call, a, b):
+    """``(a, b)`` with a Python number operand made a 0-d constant typed as torch promotes it (``scalar_const``)."""
+    if not hasattr(a, "type"):
+        a = scalar_const(call, a, b)
+    if not hasattr(b, "type"):
+        b = scalar_const(call, b, a)
+    return a, b
 
 
 def scalar_const(call, number, like):
@@ -155,6 +164,9 @@ def _cast_numpy(x, *, dtype):
 
 
 BINARY = {name: _make_binary(name, ref, boolean) for name, (ref, _, _, boolean) in BINARY_TABLE.items()}
+# inputs defined only above a bound (NaN below): igamma(a > 0, x >= 0), Hurwitz zeta(s > 1, q > 0)
+BINARY["igamma"].domain = BINARY["igammac"].domain = {"a": 0.0, "b": 0.0}
+BINARY["zeta"].domain = {"a": 1.0, "b": 0.0}
 
 WHERE = OpDef("where", ("cond", "a", "b"), family="elementwise")
 

@@ -29,8 +29,8 @@ _BINARY = {"add": "add", "sub": "sub", "mul": "mul", "pow": "pow", "max": "maxim
 _UNARY = {"exp": "exp", "log": "log", "tanh": "tanh", "logistic": "sigmoid", "sqrt": "sqrt", "rsqrt": "rsqrt",
           "erf": "erf", "abs": "abs", "sign": "sign", "floor": "floor", "ceil": "ceil", "neg": "neg",
           "sin": "sin", "cos": "cos", "log1p": "log1p", "expm1": "expm1", "exp2": "exp2", "erfc": "erfc",
-          "tan": "tan", "is_finite": "isfinite", "asin": "asin", "acos": "acos", "atan": "atan", "asinh": "asinh",
-          "acosh": "acosh", "atanh": "atanh", "sinh": "sinh", "cosh": "cosh", "lgamma": "lgamma",
+          "cbrt": "cbrt", "tan": "tan", "is_finite": "isfinite", "asin": "asin", "acos": "acos", "atan": "atan",
+          "asinh": "asinh", "acosh": "acosh", "atanh": "atanh", "sinh": "sinh", "cosh": "cosh", "lgamma": "lgamma",
           "digamma": "digamma", "erf_inv": "erfinv", "bessel_i0e": "i0e", "bessel_i1e": "i1e"}
 # primitive -> (IR op on bool operands, IR op on integers)
 _LOGICAL = {"and": ("logical_and", "bitwise_and"), "or": ("logical_or", "bitwise_or"), "xor": ("ne", "bitwise_xor")}

@@ -133,7 +133,7 @@ _UNARY = {
     "Sin": ("sin", {}), "Cos": ("cos", {}), "HardSigmoid": ("hardsigmoid", {}), "HardSilu": ("hardswish", {}),
     "HardSwish": ("hardswish", {}), "Elu": ("elu", {"alpha": ("alpha", 1.0)}),
     "LeakyRelu": ("leaky_relu", {"negative_slope": ("negative_slope", 0.2)}),
-    "Log1p": ("log1p", {}), "Expm1": ("expm1", {}), "Exp2": ("exp2", {}), "Trunc": ("trunc", {}),
+    "Log1p": ("log1p", {}), "Expm1": ("expm1", {}), "Exp2": ("exp2", {}), "Cbrt": ("cbrt", {}), "Trunc": ("trunc", {}),
     "Arcsin": ("asin", {}), "Arccos": ("acos", {}), "Arctan": ("atan", {}), "Arcsinh": ("asinh", {}),
     "Arccosh": ("acosh", {}), "Arctanh": ("atanh", {}), "Isnan": ("isnan", {}), "Isinf": ("isinf", {}),
     "Isfinite": ("isfinite", {}), "StopGradient": ("stop_gradient", {}),

@@ -13,7 +13,8 @@ Example:
 from __future__ import annotations
 
 from .._util import kind, named_rule
-from ..elementwise import BINARY, BINARY_TABLE, CAST, WHERE, scalar_const
+from ..elementwise import BINARY, BINARY_TABLE, CAST, WHERE, scalar_const, tensor_pair
+from ..elementwise.from_torch_math import scaled_elu
 from ..elementwise.unary import BOOL_RESULTS, UNARY, UNARY_TABLE
 from ..fft import COMPLEX_ABS
 
@@ -26,10 +27,7 @@ _INT_IDENTITY = {"floor", "ceil", "trunc", "round"}
 def _binary_operands(call):
     """(a, b) with numbers as typed constants; rsub swaps, and alpha scales the subtrahend/addend."""
     a, b = call.arg("self"), call.arg("other", call.arg("exponent"))
-    if not hasattr(a, "type"):
-        a = scalar_const(call, a, b)
-    if not hasattr(b, "type"):
-        b = scalar_const(call, b, a)
+    a, b = tensor_pair(call, a, b)
     if call.node.target._schema.name == "aten::rsub":  # rsub(self, other, alpha) = other - alpha * self
         a, b = b, a
     alpha = call.arg("alpha", 1)
@@ -72,10 +70,7 @@ def _cast_from_aten(call):
 @WHERE.imports("torch", "aten::where")
 def _where_from_aten(call):
     a, b = call.arg("self"), call.arg("other")
-    if not hasattr(a, "type"):
-        a = scalar_const(call, a, b)
-    if not hasattr(b, "type"):
-        b = scalar_const(call, b, a)
+    a, b = tensor_pair(call, a, b)
     return call.emit(WHERE, [call.arg("condition"), a, b])
 
 
@@ -113,7 +108,7 @@ def _unary_import(op, attr_spec):
             return call.emit(COMPLEX_ABS, [call.arg("self")])  # |x| of a complex tensor is a float tensor
         attrs, x = _unary_attrs(call, attr_spec), _unary_input(call, name)
         if name == "elu" and (call.arg("scale", 1) != 1 or call.arg("input_scale", 1) != 1):
-            call.unsupported("elu with scale/input_scale (selu-like) is not supported")
+            return scaled_elu(call, x, attrs["alpha"])  # selu, celu-like scalings
         if name in _INT_IDENTITY and kind(x.type.dtype) == 1:
             return x  # floor/ceil of an integer tensor is the tensor itself, in its own dtype
         if name == "clamp" and any(hasattr(v, "type") for v in attrs.values()):

@@ -8,6 +8,7 @@ multiply of two such values where Keras's merge layers take the shapes (same ran
 (``ops.add``), a unary row carries an expression template whose ``{x}`` is the input and whose other
 fields are the node's attributes as literals. Special functions keras.ops lacks (lgamma, digamma,
 igamma, zeta) name a ``jax.scipy.special`` function, written as a ``JaxFunction`` layer (sort/to_keras.py).
+polygamma(n >= 1) of a negative x is taken by reflection (``_polygamma_reflected``: jax's is wrong there).
 Division picks its form by rounding mode; integer ``trunc`` stays exact, without a float round trip.
 
 Example generated code:
@@ -16,6 +17,8 @@ Example generated code:
     scaled = ops.multiply(x, 0.5)
 """
 from __future__ import annotations
+
+import math
 
 from .._util import kind, named_rule
 from ..elementwise import BINARY, BINARY_TABLE, BITCAST, CAST, WHERE
@@ -127,6 +130,9 @@ def _unary_emit(name, template):
         if layer is not None:
             k.layer(node, layer[0], layer[1], [node.inputs[0]])
             return
+        if name == "polygamma" and int(node.attrs["n"]) >= 1:
+            k.assign(node, _polygamma_reflected(node, k, int(node.attrs["n"])))
+            return
         if template.startswith("special."):
             prefix = [int(node.attrs["n"])] if "n" in node.attrs else []
             k.assign(node, jax_function(k, template, [k.ref(node.inputs[0])], prefix=prefix))
@@ -135,6 +141,32 @@ def _unary_emit(name, template):
         fields["approximate_bool"] = k.lit(node.attrs.get("approximate") == "tanh")
         k.assign(node, template.format(x=k.ref(node.inputs[0]), **fields))
     return named_rule(emit, name, "to_keras")
+
+
+def _cot_derivative(n) -> list:
+    """Coefficients, lowest first, of D_n with (d/du)^n cot(u) = D_n(cot u): D_0(c) = c, D_k+1 = -(1 + c^2) D_k'."""
+    coef = [0.0, 1.0]
+    for _ in range(n):
+        deriv = [i * c for i, c in enumerate(coef)][1:] or [0.0]
+        coef = [-(a + b) for a, b in zip([*deriv, 0.0, 0.0], [0.0, 0.0, *deriv])]
+    return coef
+
+
+def _polygamma_reflected(node, k, n) -> str:
+    """polygamma(n >= 1, x) with x < 0 by reflection: jax's Hurwitz zeta sums only 9 terms before its asymptotic
+    tail, wrong for q below about -5 where torch's Cephes sums until q + i > 9 (trigamma(-8.6): 10.76, jax -5.60).
+    psi_n(x) = (-1)^n psi_n(1 - x) - pi^(n+1) D_n(cot(pi x)), cot taken at x - round(x) (exact in float)."""
+    x = k.ref(node.inputs[0])
+    direct = jax_function(k, "special.polygamma", [x], prefix=[n])
+    mirror = jax_function(k, "special.polygamma", [f"ops.subtract(1.0, {x})"], prefix=[n])
+    turn = k.temp(node, f"ops.multiply({math.pi!r}, ops.subtract({x}, ops.round({x})))", "turn")
+    cot = k.temp(node, f"ops.divide(ops.cos({turn}), ops.sin({turn}))", "cot")
+    poly = "0.0"
+    for c in reversed(_cot_derivative(n)):
+        poly = f"ops.add(ops.multiply({poly}, {cot}), {c!r})"
+    scale = math.pi ** (n + 1)
+    mirrored = f"ops.subtract(ops.multiply({float((-1) ** n)!r}, {mirror}), ops.multiply({scale!r}, {poly}))"
+    return f"ops.where(ops.less({x}, 0.0), {mirrored}, {direct})"
 
 
 for _name, (_, _template, _, _) in UNARY_TABLE.items():

@@ -3,7 +3,10 @@
 Binary arithmetic and comparisons are Python operators, so a stored 0-d operand can be a plain
 number (``relu * 0.5``) where torch then computes in the IR's dtype (TorchEmitter.operand).
 Activations are functional calls (``F.gelu(x, approximate="tanh")``): stateless, and the way
-hand-written forward methods use them.
+hand-written forward methods use them. Like hand-written PyTorch (torchvision's ``ReLU(inplace=True)``,
+``out += identity``), relu, relu6, silu, hardswish and add overwrite an operand in place when the emitter
+allows it (``TorchEmitter.overwrite``: a fresh conv/norm/add output nothing else reads), which spares
+an allocation per activation: ``relu = F.relu(bn, inplace=True)``, ``add = bn.add_(shortcut)``.
 
 Example:
     >>> BINARY["add"].emit_rules["torch-xla"]   # writes ``add = a + b``
@@ -33,10 +36,28 @@ def _binary_operands(node, t):
     return t.operand(a, b, compute), t.operand(b, a, compute)
 
 
+def _overwrites(t, node, value) -> bool:
+    """True when ``node`` may write its output into ``value``'s tensor (same type; ``TorchEmitter.overwrite``)."""
+    return value.type == node.outputs[0].type and t.overwrite(value)
+
+
+def _in_place_add(node, t, a, b) -> str:
+    """``a.add_(b)`` (or ``b.add_(a)``: float addition commutes) where an operand may be overwritten, else ""."""
+    x, y = node.inputs
+    if _overwrites(t, node, x):
+        return f"{a}.{node.op.name}_({b})"
+    if node.op.name == "add" and _overwrites(t, node, y):
+        return f"{b}.add_({a})"
+    return ""
+
+
 def _binary_rule(name):
     def emit(node, t):
         a, b = _binary_operands(node, t)
-        if name in _OPERATORS:
+        in_place = _in_place_add(node, t, a, b) if name in ("add", "sub") else ""
+        if in_place:
+            t.assign(node, in_place)
+        elif name in _OPERATORS:
             t.assign(node, f"{a} {_OPERATORS[name]} {b}")
         elif name == "div":
             mode = node.attrs.get("rounding_mode")
@@ -76,7 +97,8 @@ _UNARY_TEMPLATES = {
     "erf": "torch.erf({x})", "sin": "torch.sin({x})", "cos": "torch.cos({x})", "floor": "torch.floor({x})",
     "ceil": "torch.ceil({x})", "sign": "torch.sign({x})", "logical_not": "torch.logical_not({x})",
     "bitwise_not": "torch.bitwise_not({x})", "log1p": "torch.log1p({x})", "expm1": "torch.expm1({x})",
-    "exp2": "torch.exp2({x})", "trunc": "torch.trunc({x})", "round": "torch.round({x})", "asin": "torch.asin({x})",
+    "exp2": "torch.exp2({x})", "cbrt": "torch.sign({x}) * torch.abs({x}).pow(1.0 / 3)",  # torch has no cbrt
+    "trunc": "torch.trunc({x})", "round": "torch.round({x})", "asin": "torch.asin({x})",
     "acos": "torch.acos({x})", "atan": "torch.atan({x})", "asinh": "torch.asinh({x})", "acosh": "torch.acosh({x})",
     "atanh": "torch.atanh({x})", "isnan": "torch.isnan({x})", "isinf": "torch.isinf({x})",
     "isfinite": "torch.isfinite({x})", "stop_gradient": "{x}.detach()",
@@ -90,6 +112,9 @@ _UNARY_TEMPLATES = {
 _DEFAULTS = {"leaky_relu": {"negative_slope": 0.01}, "elu": {"alpha": 1.0}, "gelu": {"approximate": "none"},
              "softplus": {"beta": 1.0, "threshold": 20.0}}
 _WITH_OPTIONS = {"leaky_relu": "F.leaky_relu", "elu": "F.elu", "gelu": "F.gelu", "softplus": "F.softplus"}
+#: activations written in place where the emitter allows it (``_overwrites``)
+_IN_PLACE = {"relu": "F.relu({x}, inplace=True)", "silu": "F.silu({x}, inplace=True)",
+             "hardswish": "F.hardswish({x}, inplace=True)"}
 
 
 def _options(t, node, name) -> str:
@@ -101,7 +126,9 @@ def _options(t, node, name) -> str:
 def _unary_rule(name):
     def emit(node, t):
         x = t.ref(node.inputs[0])
-        if name in _UNARY_TEMPLATES:
+        if name in _IN_PLACE and _overwrites(t, node, node.inputs[0]):
+            t.assign(node, _IN_PLACE[name].format(x=x))
+        elif name in _UNARY_TEMPLATES:
             t.assign(node, _UNARY_TEMPLATES[name].format(x=x, **node.attrs))
         else:
             t.assign(node, f"{_WITH_OPTIONS[name]}({x}{_options(t, node, name)})")
@@ -125,7 +152,8 @@ def _clamp_to_torch(node, t):
     x, a = node.inputs[0], node.attrs
     dtype = x.type.dtype
     if (a["min"], a["max"]) == (0.0, 6.0) and kind(dtype) >= 2:
-        t.assign(node, f"F.relu6({t.ref(x)})")
+        inplace = ", inplace=True" if _overwrites(t, node, x) else ""
+        t.assign(node, f"F.relu6({t.ref(x)}{inplace})")
         return
     bounds = "".join(f", {k}={_bound(t, a[k], dtype)}" for k in ("min", "max") if a[k] is not None)
     t.assign(node, f"torch.clamp({t.ref(x)}{bounds})")

@@ -1,7 +1,8 @@
 """Keras Embedding -> IR ``embedding`` (``ops.take(embeddings, ids, axis=0)``; float ids are cast to int32 first).
 
-``mask_zero=True`` makes Keras attach a mask to the output that later layers (attention, pooling,
-RNNs) read implicitly; portx does not carry such masks, so that variant is refused with a hint.
+``mask_zero=True`` makes Keras attach a mask to the output that later layers read implicitly: portx binds it as
+the IR tensor ``ids != 0`` (``call.bind_mask``), which the recurrent layers read (Note [recurrent masks]); any
+other layer reading it is refused by the frontend.
 A quantized Embedding (``layer.quantize("int8")``) is traced through Keras' own ``quantized_call``.
 
 Example:
@@ -12,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._util import kind
-from ..elementwise import CAST
+from ..elementwise import BINARY, CAST
 from ..embedding import EMBEDDING
 
 __all__ = []
@@ -21,8 +22,8 @@ __all__ = []
 @EMBEDDING.imports("keras", "Embedding")
 def _embedding_from_keras(call):
     if call.layer.mask_zero:
-        call.unsupported("Embedding(mask_zero=True) propagates a Keras mask that portx does not convert; "
-                         "use mask_zero=False and pass explicit masks (e.g. attention_mask)")
+        zero = call.const(np.asarray(0, dtype=call.inputs[0].type.dtype), "zero")
+        call.bind_mask(call.emit(BINARY["ne"], [call.inputs[0], zero]))
     if getattr(call.layer, "quantization_mode", None):  # Keras' own dequantizing forward, traced
         return call.traced(call.layer.quantized_call, call.inputs[0])
     ids = call.inputs[0]

@@ -5,12 +5,15 @@ Every op works on a batch of matrices ``(..., m, n)``. Multi-output ops list the
 (``svd``: U, S, Vh; ``eigh``: eigenvalues ascending, then eigenvectors; ``qr``: Q, R; ``slogdet``: sign,
 logabsdet; ``lu_factor``: LU, pivots as 1-based int32 row swaps, LAPACK's; ``lu``: P, L, U with A = P L U).
 ``solve`` and ``solve_triangular`` take a matrix right-hand side ``b`` (a vector is made a one-column
-matrix by the import rules). The ``*_ex`` variants' ``info`` output is 0 and their error checks are
-dropped (Note [effect tokens] in frontends/torch_training.py): an input outside the domain (a singular
-or non-positive-definite matrix) gives NaN/inf instead of an error, in source and target alike on JAX.
+matrix by the import rules). The ``*_ex`` variants' error checks are dropped (Note [effect tokens] in
+frontends/torch_training.py): an input outside the domain (a singular or non-positive-definite matrix) gives
+NaN/inf instead of an error, in source and target alike on JAX. Their ``info`` output is 0, but
+``cholesky_ex``'s, which callers test: ``cholesky_info`` computes LAPACK's (declared an error status, so
+verification replaces inputs it flags).
 
 Factorizations are unique only up to signs (the columns of U, V, Q and the eigenvectors); tests compare
-what is unique (reconstructions, singular values, absolute values).
+what is unique (reconstructions, singular values, absolute values), and ``EIGH`` declares its eigenvectors
+``sign_free`` (ir/opdef.py), so verification compares a model's eigenvector outputs column by column up to sign.
 
 Example IR:
     %l: float32[2x3x3] = cholesky(%a) {upper=False}
@@ -23,9 +26,10 @@ import numpy as np
 from ...ir import REQUIRED, OpDef
 from .._util import broadcast_shapes
 
-__all__ = ["CHOLESKY", "INV", "SOLVE", "SOLVE_TRIANGULAR", "CHOLESKY_SOLVE", "CHOLESKY_INVERSE", "SVD", "SVDVALS",
+__all__ = ["CHOLESKY", "CHOLESKY_INFO", "INV", "SOLVE", "SOLVE_TRIANGULAR", "CHOLESKY_SOLVE", "CHOLESKY_INVERSE", "SVD", "SVDVALS",
            "EIGH", "EIGVALSH", "QR", "DET", "SLOGDET", "LU_FACTOR", "LU", "PINV", "CDIST", "PDIST", "MATRIX_EXP", "LU_UNPACK",
-           "EXPM_SQUARINGS", "lu_numpy"]
+           "EXPM_SQUARINGS", "lu_numpy",
+           "pivot_matrix"]
 
 
 def _op(name, inputs, attrs=None, outputs=1, doc=""):
@@ -34,6 +38,10 @@ def _op(name, inputs, attrs=None, outputs=1, doc=""):
 
 CHOLESKY = _op("cholesky", ("x",), {"upper": False},
                doc="L with A = L L^T, reading the lower triangle (upper: U with A = U^T U, reading the upper one)")
+CHOLESKY_INFO = _op("cholesky_info", ("x",), {"upper": False},
+                    doc="LAPACK potrf's info (int32, per matrix) for the symmetric matrix read from one triangle: 0 "
+                        "when it is positive definite, else the order k of its first leading minor that is not")
+CHOLESKY_INFO.status_outputs = (0,)  # nonzero: the input is outside cholesky's domain (verification/domain.py)
 INV = _op("inv", ("x",), doc="the inverse of each square matrix")
 SOLVE = _op("solve", ("a", "b"), doc="X with A X = B; batch axes broadcast")
 SOLVE_TRIANGULAR = _op("solve_triangular", ("a", "b"), {"upper": REQUIRED, "left": True, "unitriangular": False},
@@ -44,6 +52,7 @@ SVD = _op("svd", ("x",), {"full_matrices": False}, outputs=3, doc="U, S (descend
 SVDVALS = _op("svdvals", ("x",), doc="singular values, descending")
 EIGH = _op("eigh", ("x",), {"upper": False}, outputs=2,
            doc="eigenvalues (ascending) and eigenvectors of the symmetric matrix read from one triangle")
+EIGH.sign_free = {1: -2}  # each eigenvector (a column) is defined up to its sign: LAPACK and XLA pick differently
 EIGVALSH = _op("eigvalsh", ("x",), {"upper": False}, doc="eigenvalues (ascending) of a symmetric matrix")
 QR = _op("qr", ("x",), {"mode": "reduced"}, outputs=2, doc="Q, R with A = Q R (mode reduced or complete)")
 DET = _op("det", ("x",), doc="determinant")
@@ -76,6 +85,12 @@ def _square_rule(op):
 
 for _op_def in (CHOLESKY, INV, CHOLESKY_INVERSE, MATRIX_EXP):
     _square_rule(_op_def)
+
+
+@CHOLESKY_INFO.infer
+def _cholesky_info_type(x, *, upper):
+    batch, _, _ = _matrix(x, "cholesky_info", square=True)
+    return x.with_shape(batch).with_dtype("int32")
 
 
 @SOLVE.infer
@@ -242,19 +257,24 @@ def _plu(a):
 
 
 def _unpack(lu, piv):
-    a, piv = lu, np.asarray(piv, np.int64)
-    m, n = a.shape[-2:]
+    m, n = lu.shape[-2:]
     k = min(m, n)
     lower = np.tril(lu[..., :, :k], -1) + np.eye(m, k)
     upper = np.triu(lu[..., :k, :])
-    perm = np.broadcast_to(np.arange(m), a.shape[:-1]).copy()
-    for j in range(k):
+    return pivot_matrix(piv, m), lower, upper
+
+
+def pivot_matrix(pivots, m):
+    """P (float64, ``(..., m, m)``) of 1-based LAPACK ``pivots`` (``(..., k)``) of an m-row matrix: the row swaps
+    applied to ``arange(m)`` in order give perm with A[perm] = L U, so A = P L U with P = one_hot(perm)^T."""
+    piv = np.asarray(pivots, np.int64)
+    perm = np.broadcast_to(np.arange(m), piv.shape[:-1] + (m,)).copy()
+    for j in range(piv.shape[-1]):
         rows = piv[..., j] - 1
         pj, pr = perm[..., j].copy(), np.take_along_axis(perm, rows[..., None], -1)[..., 0]
         perm[..., j] = pr
         np.put_along_axis(perm, rows[..., None], pj[..., None], -1)
-    p = np.swapaxes(np.eye(m)[perm], -1, -2)  # A[perm] = L U, so A = P L U with P = onehot(perm)^T
-    return p, lower, upper
+    return np.swapaxes(np.eye(m)[perm], -1, -2)
 
 
 def _pairs(x1, x2, p):
@@ -291,12 +311,24 @@ def _mirrored(x, upper):
     return np.triu(x) + _mT(np.triu(x, 1)) if upper else np.tril(x) + _mT(np.tril(x, -1))
 
 
+def _cholesky_info(x, upper):
+    """potrf's info: the order of the first leading minor of the mirrored triangle that is not positive definite."""
+    sym = _mirrored(x, upper)
+    n = sym.shape[-1]
+    flat = sym.reshape((-1, n, n))
+    info = np.zeros(len(flat), np.int32)
+    for b, a in enumerate(flat):
+        info[b] = next((k for k in range(1, n + 1) if not np.all(np.linalg.eigvalsh(a[:k, :k]) > 0)), 0)
+    return info.reshape(sym.shape[:-2])
+
+
 def _right_solve(a, b, left):
     return np.linalg.solve(a, b) if left else _mT(np.linalg.solve(_mT(a), _mT(b)))
 
 
 _REFERENCES = {
     CHOLESKY: lambda x, upper: _mT(np.linalg.cholesky(_mirrored(x, True))) if upper else np.linalg.cholesky(x),
+    CHOLESKY_INFO: _cholesky_info,
     INV: np.linalg.inv,
     SOLVE: np.linalg.solve,
     SOLVE_TRIANGULAR: lambda a, b, upper, left, unitriangular: _right_solve(_triangle(a, upper, unitriangular), b,

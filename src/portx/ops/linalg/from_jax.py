@@ -86,16 +86,20 @@ def _lu_from_jax(call):
 
 
 def _matvec_form(jaxpr, a_rank, b_rank):
-    """"vector" for ``A @ x``, "rows" for ``(A @ x^T)^T``, else None (only JAX's own solve matvecs)."""
+    """"vector" for ``A @ x``, "rows" for ``(A @ x^T)^T``, else None (only JAX's own solve matvecs); a stack
+    of matrices (``keras.ops.inv`` / ``solve`` on (N, n, n)) batches both over the leading dims."""
     eqns = [e for e in jaxpr.eqns if e.primitive.name != "reduce_sum" or e.params.get("axes")]
     if not eqns or eqns[0].primitive.name != "dot_general" or eqns[0].invars[0] is not jaxpr.invars[0]:
         return None
-    (lhs_c, rhs_c), (lhs_b, _) = eqns[0].params["dimension_numbers"]
-    if a_rank != 2 or tuple(lhs_c) != (1,) or lhs_b:
+    (lhs_c, rhs_c), (lhs_b, rhs_b) = eqns[0].params["dimension_numbers"]
+    batch = tuple(range(a_rank - 2))
+    if a_rank < 2 or tuple(lhs_c) != (a_rank - 1,) or tuple(lhs_b) != batch or tuple(rhs_b) != batch:
         return None
-    if b_rank == 1 and len(eqns) == 1 and tuple(rhs_c) == (0,):
+    if b_rank == a_rank - 1 and len(eqns) == 1 and tuple(rhs_c) == (b_rank - 1,):
         return "vector"
-    if b_rank == 2 and tuple(rhs_c) == (1,) and len(eqns) == 2 and eqns[1].primitive.name == "transpose":
+    swap = batch + (a_rank - 1, a_rank - 2)
+    if b_rank == a_rank and tuple(rhs_c) == (b_rank - 1,) and len(eqns) == 2 and \
+            eqns[1].primitive.name == "transpose" and tuple(eqns[1].params["permutation"]) == swap:
         return "rows"
     return None
 

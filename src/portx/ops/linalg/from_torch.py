@@ -6,8 +6,15 @@ frontends/torch_training.py): ``info`` is a zeros constant when read, and the LU
 one-column matrix in the IR; ``left=False`` (X A = B) solves the transposed system. ``addmv`` and
 ``addbmm`` are matmul and elementwise ops, as ``addmm`` is (ops/linear/from_torch.py).
 
+``lu_unpack``'s P reads only the pivots: with stored pivots it is a stored constant, not an output of a node that
+also reads the (computed) LU, since a target cannot return a node output no input reaches as a model output
+(Keras: every output must be a KerasTensor; targets/constants.py judges liveness per node, not per output).
+
+``linalg_cholesky_ex``'s info, when read, is computed (``cholesky_info``: LAPACK's, which a caller tests); the other
+solvers' is zeros.
+
 Example:
-    aten::linalg_cholesky_ex(%a) -> cholesky(%a) {upper=False}, info = zeros
+    aten::linalg_cholesky_ex(%a) -> cholesky(%a) {upper=False}, cholesky_info(%a) {upper=False}
 """
 from __future__ import annotations
 
@@ -15,8 +22,8 @@ import numpy as np
 
 from ...ir import imports
 from ..elementwise import BINARY, scalar_const
-from ..linalg import (LU_UNPACK, CDIST, CHOLESKY, CHOLESKY_INVERSE, CHOLESKY_SOLVE, DET, EIGH, EIGVALSH, INV, LU, LU_FACTOR,
-                      MATRIX_EXP, PDIST, PINV, QR, SLOGDET, SOLVE, SOLVE_TRIANGULAR, SVD, SVDVALS)
+from ..linalg import (LU_UNPACK, CDIST, CHOLESKY, CHOLESKY_INFO, CHOLESKY_INVERSE, CHOLESKY_SOLVE, DET, EIGH, EIGVALSH, INV, LU, LU_FACTOR,
+                      MATRIX_EXP, PDIST, PINV, QR, SLOGDET, SOLVE, SOLVE_TRIANGULAR, SVD, SVDVALS, pivot_matrix)
 from ..linear import MATMUL
 from ..reduce import REDUCE
 from ..shape import PERMUTE, RESHAPE
@@ -47,8 +54,11 @@ def _lu_outputs(call, a, first):
 
 @CHOLESKY.imports("torch", "aten::linalg_cholesky_ex", "aten::linalg_cholesky", "aten::cholesky")
 def _cholesky_from_aten(call):
-    factor = call.emit(CHOLESKY, [call.arg("self")], {"upper": bool(call.arg("upper", False))})
-    return [factor, _info(call, 1)] if call.node.target._schema.name.endswith("_ex") else factor
+    x, attrs = call.arg("self"), {"upper": bool(call.arg("upper", False))}
+    factor = call.emit(CHOLESKY, [x], attrs)
+    if not call.node.target._schema.name.endswith("_ex"):
+        return factor
+    return [factor, call.emit(CHOLESKY_INFO, [x], attrs) if call.output_read(1) else None]
 
 
 @INV.imports("torch", "aten::linalg_inv_ex", "aten::linalg_inv", "aten::inverse")
@@ -163,7 +173,12 @@ def _lu_from_aten(call):
 def _lu_unpack_from_aten(call):
     if not (call.arg("unpack_data", True) and call.arg("unpack_pivots", True)):
         call.unsupported("lu_unpack without unpack_data or unpack_pivots (empty outputs)")
-    return call.emit(LU_UNPACK, [call.arg("LU_data"), call.arg("LU_pivots")])
+    lu, pivots = call.arg("LU_data"), call.arg("LU_pivots")
+    p, lower, upper = call.emit(LU_UNPACK, [lu, pivots])
+    known = call.constant(pivots)
+    if known is not None:  # P reads only the pivots: stored pivots (a buffer) make it a constant, stored as one
+        p = call.const(pivot_matrix(known, lu.type.shape[-2]).astype(lu.type.dtype), "p")
+    return [p, lower, upper]
 
 
 @LU_UNPACK.imports("torch", "aten::linalg_lu_solve")

@@ -7,7 +7,7 @@ Example generated code:
 from __future__ import annotations
 
 from .._util import named_rule
-from ..linalg import (LU_UNPACK, CDIST, CHOLESKY, CHOLESKY_INVERSE, CHOLESKY_SOLVE, DET, EIGH, EIGVALSH, INV, LU, LU_FACTOR,
+from ..linalg import (LU_UNPACK, CDIST, CHOLESKY, CHOLESKY_INFO, CHOLESKY_INVERSE, CHOLESKY_SOLVE, DET, EIGH, EIGVALSH, INV, LU, LU_FACTOR,
                       MATRIX_EXP, PDIST, PINV, QR, SLOGDET, SOLVE, SOLVE_TRIANGULAR, SVD, SVDVALS)
 
 __all__ = []
@@ -45,6 +45,18 @@ _RULES = {
 }
 for _op, _rule in _RULES.items():
     _op.emits("torch-xla")(named_rule(_rule, _op.name, "to_torch"))
+
+
+@CHOLESKY_INFO.emits("torch-xla")
+def _cholesky_info_to_torch(node, t):
+    """Sylvester's criterion on the triangle read, as the keras-jax rule: the same numbers on every backend (XLA's
+    cholesky_ex gives no LAPACK info): info counts the leading minors with a positive determinant, 0 when all are."""
+    x, n = t.ref(node.inputs[0]), node.inputs[0].type.shape[-1]
+    tri, off = ("triu", 1) if node.attrs["upper"] else ("tril", -1)
+    sym = t.temp(node, f"{x}.{tri}() + {x}.{tri}({off}).mT", "sym")
+    minors = ", ".join(f"torch.linalg.det({sym}[..., :{j}, :{j}])" for j in range(1, n + 1))
+    leading = t.temp(node, f"torch.cumprod((torch.stack([{minors}], -1) > 0).int(), -1).sum(-1)", "leading")
+    t.assign(node, f"torch.where({leading} == {n}, 0, {leading} + 1).int()")
 
 
 @EIGH.emits("torch-xla")

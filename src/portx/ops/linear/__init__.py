@@ -29,7 +29,9 @@ def _linear_type(x, weight, bias=None):
 
 @LINEAR.reference
 def _linear_numpy(x, weight, bias=None):
-    y = x.astype(np.float64) @ weight.astype(np.float64).T
+    # one 2-D product: a 3-D x would make NumPy run one small product per leading index (50x slower on a ViT)
+    y = (x.reshape(-1, x.shape[-1]).astype(np.float64) @ weight.astype(np.float64).T).reshape(
+        x.shape[:-1] + (weight.shape[0],))
     return (y if bias is None else y + bias).astype(x.dtype)
 
 

@@ -1,10 +1,10 @@
 """Torch import rules for normalization: batch, layer, rms, group and instance norm.
 
 Torch's eval-mode batch norm is ``_native_batch_norm_legit_no_training`` (stored statistics);
-``_native_batch_norm_legit`` means batch statistics, which become mean and var nodes feeding
-batch_norm. Instance norm is group_norm with one group per channel (batch statistics) or
-batch_norm (running statistics). The batch-norm ops have three outputs of which inference reads
-only the first (Note [unused outputs] in frontends/torch.py).
+batch statistics (``_native_batch_norm_legit`` and its functional forms) are in from_torch_stats.py.
+Instance norm is group_norm with one group per channel (batch statistics) or batch_norm (running
+statistics). The eval-mode batch norm has three outputs of which inference reads only the first
+(Note [unused outputs] in frontends/torch.py).
 
 Example:
     aten::layer_norm(x, [768], w, b, 1e-05) -> layer_norm(%x, %w, %b) {normalized_shape=(768,), eps=1e-05}
@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..norm import BATCH_NORM, GROUP_NORM, LAYER_NORM, RMS_NORM
-from ..reduce import REDUCE, VAR
 
 __all__ = []
 
@@ -25,20 +24,6 @@ def _batch_norm_from_aten(call):
     y = call.emit(BATCH_NORM, [call.arg("input"), call.arg("weight"), call.arg("bias"),
                                call.arg("running_mean"), call.arg("running_var")],
                   {"eps": float(call.arg("eps")), "momentum": float(call.arg("momentum", 0.1))})
-    return [y, None, None]
-
-
-@BATCH_NORM.imports("torch", "aten::_native_batch_norm_legit")
-def _batch_norm_batch_stats_from_aten(call):
-    """Batch statistics (track_running_stats=False): batch_norm fed by the batch mean and biased var.
-
-    Torch only reaches this op when it normalizes with batch statistics; with stored ones in eval
-    mode it calls ``_native_batch_norm_legit_no_training`` instead.
-    """
-    x = call.arg("input")
-    axes = {"axes": (0,) + tuple(range(2, x.type.rank)), "keepdims": False}
-    stats = [call.emit(REDUCE["mean"], [x], axes), call.emit(VAR, [x], {**axes, "correction": 0.0})]
-    y = call.emit(BATCH_NORM, [x, call.arg("weight"), call.arg("bias"), *stats], {"eps": float(call.arg("eps"))})
     return [y, None, None]
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ir import imports
 from ..elementwise import BINARY
 from ..pool import AVG_POOL, MAX_POOL, divisor_map
 from ..pool.adaptive import ADAPTIVE_AVG_POOL, ADAPTIVE_MAX_POOL
@@ -118,3 +119,17 @@ def _adaptive_avg_pool_from_aten(call):
                            "aten::adaptive_max_pool3d")
 def _adaptive_max_pool_from_aten(call):
     return _adaptive_from_aten(call, ADAPTIVE_MAX_POOL)
+
+
+_REFUSED = {"aten::fractional_max_pool2d": "fractional max pooling draws its pooling regions at random per call; "
+                                           "there is no keras.ops form: use max_pool2d or adaptive_max_pool2d",
+            "aten::fractional_max_pool3d": "fractional max pooling draws its pooling regions at random per call; "
+                                           "there is no keras.ops form: use max_pool3d or adaptive_max_pool3d",
+            "aten::max_pool2d_with_indices_backward": "a gradient (backward) op: convert the forward model; the "
+                                                      "target's autodiff gives its gradient"}
+
+
+@imports("torch", *_REFUSED)
+def _refused_pool_from_aten(call):
+    """Pooling ops no target can express: named with the reason (exit 3) instead of an unknown op."""
+    call.unsupported(_REFUSED[call.node.target._schema.name])

@@ -35,7 +35,7 @@ def _recurrent_from_aten(call, op, states, attrs=None):
     attrs = {"hidden_size": int(weights[1].type.shape[1]), "num_layers": int(call.arg("num_layers")),
              "bidirectional": bool(call.arg("bidirectional")), "batch_first": bool(call.arg("batch_first")),
              "has_biases": bool(call.arg("has_biases")), "dropout": float(call.arg("dropout", 0.0)), **(attrs or {})}
-    return call.emit(op, [call.arg("input")] + [_initial(call, s) for s in states] + weights, attrs)
+    return call.emit(op, [call.arg("input"), None] + [_initial(call, s) for s in states] + weights, attrs)
 
 
 @LSTM.imports("torch", "aten::lstm")

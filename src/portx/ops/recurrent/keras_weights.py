@@ -25,14 +25,16 @@ def _gru_order(rows: np.ndarray) -> np.ndarray:
     return np.concatenate([z, r, n], axis=0)
 
 
-def to_keras_cell(kind: str, cell) -> list:
+def to_keras_cell(kind: str, cell, reset_after=True) -> list:
     """Keras ``[kernel, recurrent_kernel(, bias(, recurrent_bias))]`` for torch's ``[w_ih, w_hh(, b_ih, b_hh)]``;
-    kind lstm/gru/rnn."""
+    kind lstm/gru/rnn (a GRU with ``reset_after=False`` and no b_hh: one (3H,) bias)."""
     order = _gru_order if kind == "gru" else (lambda a: a)
     arrays = [np.ascontiguousarray(order(np.asarray(cell[0])).T), np.ascontiguousarray(order(np.asarray(cell[1])).T)]
     if len(cell) == 4:
         b_ih, b_hh = (order(np.asarray(b)) if b is not None else None for b in cell[2:])
-        if kind == "gru":
+        if kind == "gru" and not reset_after and b_hh is None:
+            arrays.append(b_ih)
+        elif kind == "gru":
             arrays.append(np.stack([b_ih, b_hh if b_hh is not None else np.zeros_like(b_ih)]))
         else:  # b_hh: the torch cell's recurrent_bias
             arrays += [b_ih] if b_hh is None else [b_ih, b_hh]
@@ -45,8 +47,8 @@ def from_keras_cell(kind: str, arrays) -> list:
     cell = [np.ascontiguousarray(order(np.asarray(arrays[0]).T)), np.ascontiguousarray(order(np.asarray(arrays[1]).T))]
     if len(arrays) == 3:
         bias = np.asarray(arrays[2])
-        if kind == "gru":
+        if kind == "gru" and bias.ndim == 2:
             cell += [np.ascontiguousarray(order(bias[0])), np.ascontiguousarray(order(bias[1]))]
-        else:
-            cell += [bias, None]
+        else:  # one bias: LSTM, SimpleRNN, GRU(reset_after=False)
+            cell += [np.ascontiguousarray(order(bias)), None]
     return cell

@@ -6,7 +6,8 @@ A GRU is ``layers.GRU`` (Keras's ``reset_after=True`` GRU is torch's). An LSTM o
 ``recurrent_bias`` (torch's ``b_hh``), so every torch parameter stays a trainable weight of its own and the
 counts are equal (Note [keras cell weights]); without biases (or one, from a Keras source) it is ``layers.LSTM`` /
 ``layers.SimpleRNN``. Each layer returns its sequence (``return_sequences=True``) where a later layer or a reader
-needs it, and its final states (``return_state=True``) where ``h_n`` / ``c_n`` are read: those are the states
+needs it, and its final states (``return_state=True``) where ``h_n`` / ``c_n`` are read (a ``mask`` input is the
+call's ``mask=``, ``reset_after=False`` the GRU's own option, Note [recurrent masks]): those are the states
 stacked (layer by layer, forward then backward). A (T, B, C) input (``batch_first=False``) is transposed to
 Keras's (B, T, C) and back.
 
@@ -17,7 +18,7 @@ Example generated code:
 from __future__ import annotations
 
 from ...errors import Unsupported
-from ..recurrent import GRU, LSTM, RNN, layer_weights, state_inputs, weight_inputs
+from ..recurrent import GRU, LSTM, RNN, layer_weights, mask_input, state_inputs, weight_inputs
 from .keras_weights import to_keras_cell
 
 __all__ = []
@@ -56,7 +57,7 @@ def _cells(node, k) -> list:
     if not all(w is None or k.is_param(w) for w in weights):
         raise Unsupported(f"{node.op.name} with computed weights: Keras recurrent layers own stored weights")
     arrays = layer_weights(node.op, [None if w is None else k.param(w) for w in weights], node.attrs)
-    return [to_keras_cell(node.op.name, cell) for cell in arrays]
+    return [to_keras_cell(node.op.name, cell, node.attrs.get("reset_after", True)) for cell in arrays]
 
 
 def _used(k, value) -> bool:
@@ -66,7 +67,8 @@ def _used(k, value) -> bool:
 def _layer_text(node, k, name, sequences, state, two_biases) -> str:
     a = node.attrs
     cell = [str(int(a["hidden_size"]))] + ["use_bias=False"] * (not a["has_biases"]) + \
-        ["activation='relu'"] * (a.get("nonlinearity") == "relu")
+        ["activation='relu'"] * (a.get("nonlinearity") == "relu") + \
+        ["reset_after=False"] * (not a.get("reset_after", True))
     outputs = ["return_sequences=True"] * sequences + ["return_state=True"] * state
     if two_biases:  # Note [keras cell weights]
         kind = _CLASSES[node.op]
@@ -110,8 +112,9 @@ def _recurrent_to_keras(node, k):
         states = [k.ns.name(f"{name}_{'hc'[s]}{'_b' if d else ''}", "state")
                   for d in range(dirs) for s in range(n_states)] if state else []
         two = node.op is not GRU and len(cells[index * dirs]) == 4
+        mask = f", mask={k.ref(mask_input(node))}" if mask_input(node) is not None else ""
         k.body.line(f"{', '.join([out] + states)} = {_layer_text(node, k, name, sequences, state, two)}({seq}"
-                    f"{_initial_state(node, k, index, dirs)})")
+                    f"{_initial_state(node, k, index, dirs)}{mask})")
         k.weights[name] = [w for d in range(dirs) for w in cells[index * dirs + d]]
         finals.append(states)
         seq = out

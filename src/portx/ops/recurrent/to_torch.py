@@ -3,7 +3,8 @@
 The IR keeps torch's weight list (Note [recurrent weights]), so the weights are the module's state_dict
 entries as they are. A stored weight that does not train in the source (the zero ``b_hh`` a Keras LSTM
 import adds, Note [keras cell weights]) is frozen with ``requires_grad_(False)``, so that the trainable
-counts match the source.
+counts match the source. A node with a Keras mask or a GRU with ``reset_after=False`` runs its cell in a loop
+over the time steps instead (to_torch_loop.py).
 
 Example generated code:
     self.lstm = nn.LSTM(16, 8, batch_first=True)
@@ -14,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import Unsupported
-from ..recurrent import GRU, LSTM, RNN, layer_weights, state_inputs, weight_inputs
+from ..recurrent import GRU, LSTM, RNN, layer_weights, mask_input, state_inputs, weight_inputs
+from .to_torch_loop import emit_loop
 
 __all__ = []
 
@@ -74,6 +76,9 @@ def _recurrent_to_torch(node, t):
     for value, var in zip(node.outputs, names):
         t.names[value] = var
         t.module_of[value] = module[len("self."):]
+    if mask_input(node) is not None or not node.attrs.get("reset_after", True):
+        emit_loop(node, t, module, names)
+        return
     states = f"({names[1]}, {names[2]})" if node.op is LSTM else names[1]
     t.body.line(f"{names[0]}, {states} = {module}({t.ref(node.inputs[0])}{_state_arg(node, t)})")
 

@@ -9,6 +9,7 @@ Example:
 """
 from __future__ import annotations
 
+from ...ir import imports
 from .._util import named_rule, norm_axes, norm_axis
 from ..elementwise import BINARY, CAST
 from ..reduce import CUMSUM, ARGMAX, ARGMIN, LOG_SOFTMAX, REDUCE, REDUCE_TABLE, SOFTMAX, STD, VAR, VECTOR_NORM
@@ -107,3 +108,10 @@ def _cumsum_from_aten(call):
     if not x.type.rank:
         call.unsupported("cumsum of a 0-d tensor (it is the tensor itself)")
     return call.emit(CUMSUM, [x], {"axis": norm_axis(call.arg("dim"), x.type.rank)})
+
+
+@imports("torch", "aten::hash_tensor")
+def _refused_hash_from_aten(call):
+    """``torch.hash_tensor``: named with the reason (exit 3) instead of an unknown op."""
+    call.unsupported("hash_tensor folds a tensor's raw bits with a host-side hash; there is no keras.ops form "
+                     "(compute checksums outside the model)")

@@ -51,7 +51,8 @@ def _arg_rule(fn):
     def emit(node, t):
         axis, keep = node.attrs["axis"], node.attrs["keepdims"]
         where = (f", dim={axis}" if axis is not None else "") + (", keepdim=True" if keep else "")
-        t.assign(node, f"{fn}({t.ref(node.inputs[0])}{where})")
+        x = t.ref(node.inputs[0]) + (".int()" if node.inputs[0].type.dtype == "bool" else "")  # no bool argmax
+        t.assign(node, f"{fn}({x}{where})")
     return named_rule(emit, fn.split(".")[-1], "to_torch")
 
 

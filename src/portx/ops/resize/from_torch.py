@@ -10,11 +10,13 @@ Example:
     aten::upsample_bilinear2d.vec(x, None, False, [2.0, 2.0]) on (1, 3, 4, 4) ->
     resize(%x) {size=(8, 8), mode="linear", align_corners=False, scales=(2.0, 2.0)}
 
+``aten::_upsample_bilinear2d_aa`` / ``_upsample_bicubic2d_aa`` (``antialias=True``) are Keras' antialiased resize.
 ``aten::grid_sampler(_2d)`` (``F.grid_sample``) is ``grid_sample`` (Note [grid sample] in ``grid.py``).
 """
 from __future__ import annotations
 
 from ..resize import RESIZE
+from ..resize.from_keras import resize_like_keras
 from ..resize.grid import GRID_MODES, GRID_PADDINGS, GRID_SAMPLE
 
 __all__ = []
@@ -47,7 +49,7 @@ def _resize_from_aten(call):
     return call.emit(RESIZE, [x], {"size": size, "mode": mode, "align_corners": align, "scales": scales})
 
 
-@GRID_SAMPLE.imports("torch", "aten::grid_sampler", "aten::grid_sampler_2d")
+@GRID_SAMPLE.imports("torch", "aten::grid_sampler", "aten::grid_sampler_2d", "aten::grid_sampler_3d")
 def _grid_sample_from_aten(call):
     """``F.grid_sample`` on 4-d inputs: ATen's interpolation_mode (0 bilinear, 1 nearest) and padding_mode."""
     x, grid = call.arg("input"), call.arg("grid")
@@ -58,3 +60,36 @@ def _grid_sample_from_aten(call):
         call.unsupported("grid_sample with mode='bicubic' (bilinear and nearest are supported)")
     return call.emit(GRID_SAMPLE, [x, grid], {"mode": GRID_MODES[mode], "padding": GRID_PADDINGS[padding],
                                               "align_corners": bool(call.arg("align_corners", False))})
+
+
+_AA_METHODS = {"aten::_upsample_bilinear2d_aa": "bilinear", "aten::_upsample_bicubic2d_aa": "bicubic"}
+
+
+@RESIZE.imports("torch", *_AA_METHODS)
+def _antialiased_resize_from_aten(call):
+    """``F.interpolate(..., antialias=True)``: torch's antialiased kernels are ``jax.image.resize``'s (triangle and
+    Keys a=-0.5 filters widened by the downscale factor), so they lower as Keras' resize does: constant matmuls."""
+    x, size = call.arg("input", call.arg("self")), tuple(call.out_type(0).shape[2:])
+    if call.arg("align_corners", False):
+        call.unsupported("antialiased resize with align_corners=True (torch's own kernel refuses to downscale it "
+                         "exactly; use align_corners=False)")
+    scales = _torch_scales(call, 2)
+    if scales is not None and any(s is not None and abs(s - n / m) > 1e-12 * max(1.0, s)
+                                  for s, m, n in zip(scales, x.type.shape[2:], size)):
+        call.unsupported(f"antialiased resize with scale factors {scales} that are not output/input sizes; pass "
+                         "size= instead of scale_factor=")
+    return resize_like_keras(_StoringCall(call), x, size, _AA_METHODS[call.node.target._schema.name],
+                             antialias=True, channels_last=False)
+
+
+class _StoringCall:
+    """A torch call as Keras' resize helpers use one: they store their matrices with ``param`` (torch: ``const``)."""
+
+    def __init__(self, call):
+        self._call = call
+
+    def __getattr__(self, name):
+        return getattr(self._call, name)
+
+    def param(self, array, hint="const"):
+        return self._call.const(array, hint)

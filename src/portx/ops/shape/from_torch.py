@@ -117,7 +117,7 @@ def _split_from_aten(call):
     return call.emit(SPLIT, [x], {"sizes": sizes, "axis": axis})
 
 
-@SPLIT.imports("torch", "aten::unbind")
+@SPLIT.imports("torch", "aten::unbind", "aten::unbind_copy")
 def _unbind_from_aten(call):
     """unbind = split into size-1 pieces, each reshaped to drop the axis."""
     x = call.arg("self")

@@ -45,7 +45,7 @@ class KerasJax(Target):
     def observe(self, model, arrays, names, code=None) -> dict:
         """From model.py, ``build_model``'s locals; from a live model, the outputs of layers named like ``names``."""
         if code is not None:
-            return observe_locals(code, arrays, names)
+            return observe_locals(code, arrays, names, like=model)  # the loaded model's weights, not the file again
         return observe_layers(model, arrays, names)
 
     def input_shapes(self, model):

@@ -21,7 +21,8 @@ from ...progress import watch
 from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal, module_sentences, nested_outputs
 from .style import VariableNames, auto_names_in, layer_args
 from ..constants import evaluate_constant, live_values
-from .model_classes import FREE_SHAPE_LAYER, constant_model_body
+from .cheap_init import cheap_initializers
+from .model_classes import DRAW_MODEL, FREE_SHAPE_LAYER, constant_model_body, draws_random
 
 __all__ = ["TARGET", "WEIGHTS_FILE", "HEADER", "KerasEmitter", "emit_keras"]
 
@@ -30,7 +31,7 @@ WEIGHTS_FILE = "model.weights.h5"
 #: the first line of every model.py this emitter writes (how targets.KERAS_JAX recognises its folders)
 HEADER = '"""Keras 3 model written by portx.'
 _RESERVED = {"keras", "layers", "ops", "np", "os", "build_model", "load_model", "WEIGHTS", "Constant", "FreeShape",
-             "model", "inputs", "outputs", "jax"}
+             "model", "inputs", "outputs", "jax", "anchor", "DrawModel"}
 _WIDTH = 100  # lines of the written model.py wrap at this width
 _INLINE_MAX = 16  # constants with at most this many elements are written into the code
 _DEEP_GRAPH = 300  # Note [deep graphs]: Keras' functional graph walk recurses per layer
@@ -272,9 +273,13 @@ class KerasEmitter(EmitterBase):
             shape = tuple(None if isinstance(d, SymDim) else d for d in self.graph.free_shape(value))
             given = f"shape={literal(shape[1:])}" if shape and shape[0] is None else f"batch_shape={literal(shape)}"
             head.line(f"{var} = keras.Input({given}{dtype}, name={literal(var)})")
-        if not self.graph.inputs:  # a functional model needs an input: a ConstantModel (model_classes.py)
+        drawn = not self.graph.inputs and draws_random(self.graph)  # a DrawModel around an anchor input
+        if not self.graph.inputs and not drawn:  # a functional model needs an input: a ConstantModel
             return self._module_text(constant_model_body(self, _model_name(self.graph)), None)
-        self._anchor = self.names[self.graph.inputs[0]]
+        if drawn:
+            head.line("anchor = keras.Input(batch_shape=(1,), name='anchor')")
+            self.define("DrawModel", DRAW_MODEL)
+        self._anchor = self.names[self.graph.inputs[0]] if not drawn else "anchor"
         self.emit_nodes()
         outs = [self._output_ref(v) for v in self.graph.outputs]
         return self._module_text(head.text() + self.body.text(), outs)
@@ -314,15 +319,15 @@ class KerasEmitter(EmitterBase):
         text += body
         if outs is None:
             return text + _LOAD_MODEL
-        ins = [self.names[v] for v in self.graph.inputs]
+        ins = [self.names[v] for v in self.graph.inputs] or ["anchor"]
         ins_text = ins[0] if len(ins) == 1 else "[" + ", ".join(ins) + "]"
         outs_text = outs[0] if len(outs) == 1 else "[" + ", ".join(outs) + "]"
         if self.graph.meta.get("output_structure") is not None:  # Note [output structure]
             outs_text = nested_outputs(self.graph.meta["output_structure"], outs)
         last = LineWriter(_WIDTH)
         last.indent = 1
-        last.line(f"return keras.Model({ins_text}, {outs_text}, "
-                  f"name={literal(_model_name(self.graph))})")
+        inner = f"keras.Model({ins_text}, {outs_text}, name={literal(_model_name(self.graph))})"
+        last.line(f"return {inner}" if self.graph.inputs else f"return DrawModel({inner}, name='draw_model')")
         text += last.text() + _LOAD_MODEL
         return text
 
@@ -366,11 +371,16 @@ def emit_keras(graph, out_dir) -> dict:
     code = emitter.emit_graph()
     code_path = out_dir / "model.py"
     code_path.write_text(code, encoding="utf-8")
+    module = import_by_path(code_path)
     with watch(code_path, "build_model", "building the Keras model"):  # progress.py: follows build_model's lines
-        model = import_by_path(code_path).build_model()
-    for name, arrays in emitter.weights.items():
+        with cheap_initializers():  # every weight is set below (or the model is built again, initialized)
+            model = module.build_model()
+    if _unset_weights(model, emitter.weights):
+        model = module.build_model()
+    while emitter.weights:  # popped as set: the layer's copy is the only one kept, not a second full set
+        name, arrays = emitter.weights.popitem()
         layer = model if name == model.name else model.get_layer(name)
-        expected = [tuple(w.shape) for w in layer.get_weights()]
+        expected = [tuple(w.shape) for w in layer.weights]  # get_weights() would copy each to NumPy
         got = [tuple(a.shape) for a in arrays]
         if expected != got:
             raise RuntimeError(f"layer {name}: emit rule produced weights {got}, layer expects {expected}")
@@ -379,3 +389,10 @@ def emit_keras(graph, out_dir) -> dict:
     model.save_weights(weights_path)
     return {"code": code_path, "weights": weights_path, "layer_of": emitter.layer_of, "var_of": dict(emitter.names),
             "model": model}
+
+
+def _unset_weights(model, weights) -> list:
+    """Names of layers with weights the emit rules did not give: they keep what Keras' initializers made."""
+    if model.name in weights:
+        return []
+    return [layer.name for layer in model.layers if layer.weights and layer.name not in weights]

@@ -4,6 +4,9 @@
 a Keras functional model needs at least one KerasTensor input, so a source whose outputs depend on nothing
 (``forward(self): return torch.linspace(0, 1, 5)``) is written as a ``keras.Model`` subclass holding its
 outputs as weights; ``model()`` returns them, and ``model.save`` / ``keras.saving.load_model`` round-trip it.
+``DrawModel`` is a model with no inputs that draws random numbers (``forward(self): return torch.randn(3)``):
+its outputs cannot be stored, so it wraps a functional model of one unread anchor input, and each ``model()``
+draws afresh (Note [random ops] in frontends/torch_dynamic.py).
 
 Example:
     >>> body = constant_model_body(emitter, "model")   # "    return ConstantModel(...)" for build_model
@@ -13,7 +16,7 @@ from __future__ import annotations
 from ..codegen import literal
 from ..constants import evaluate_constant
 
-__all__ = ["CONSTANT_MODEL", "FREE_SHAPE_LAYER", "constant_model_body"]
+__all__ = ["CONSTANT_MODEL", "DRAW_MODEL", "FREE_SHAPE_LAYER", "constant_model_body", "draws_random"]
 
 #: the FreeShape layer model.py defines when a reshape or broadcast keeps a free dim (KerasEmitter.free_shape)
 FREE_SHAPE_LAYER = '''
@@ -80,3 +83,34 @@ def constant_model_body(emitter, name: str) -> str:
     shapes = literal([tuple(a.shape) for a in arrays])
     dtypes = literal([str(a.dtype) for a in arrays])
     return f"    return ConstantModel({shapes}, {dtypes}, name={literal(name)})\n"
+
+DRAW_MODEL = '''
+@keras.saving.register_keras_serializable(package="converted")
+class DrawModel(keras.Model):
+    """A model with no inputs that draws random numbers: ``model()`` runs ``inner``, a functional model whose one
+    input (``anchor``, shape (1,)) is never read, so every call draws afresh. Registered serializable."""
+
+    def __init__(self, inner, **kwargs):
+        super().__init__(**kwargs)
+        self.inner = inner if isinstance(inner, keras.Model) else keras.saving.deserialize_keras_object(inner)
+        self.built = True
+
+    def call(self, inputs=None):
+        return self.inner(ops.zeros((1,)))
+
+    def get_layer(self, name=None, index=None):
+        return self.inner.get_layer(name, index)
+
+    def get_build_config(self):
+        return None  # built in __init__: nothing to rebuild from an input shape
+
+    def get_config(self):
+        return {"name": self.name, "inner": keras.saving.serialize_keras_object(self.inner)}
+'''
+
+
+def draws_random(graph) -> bool:
+    """True when ``graph`` holds a random op (``ops.random.RANDOM_OPS``): it is drawn at run time, never stored."""
+    from ...ops.random import RANDOM_OPS
+
+    return any(node.op in RANDOM_OPS for node in graph.nodes)

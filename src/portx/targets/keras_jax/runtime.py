@@ -8,38 +8,68 @@ Example:
 from __future__ import annotations
 
 import sys
+import weakref
 from pathlib import Path
 
 import numpy as np
 
 from ..codegen import flatten_outputs, import_by_path
+from .cheap_init import cheap_initializers
 from .emitter import WEIGHTS_FILE
 
-__all__ = ["load_folder", "jitted", "run_jitted", "build_with_locals", "observe_locals", "observe_layers"]
+__all__ = ["load_folder", "jitted", "forget_compiles", "run_jitted", "build_with_locals", "observe_locals",
+           "observe_layers"]
 
 
 def load_folder(path):
     """The Keras model written in ``path`` (an OUT folder or its model.py), weights loaded (``load_model()``)."""
     path = Path(path)
-    return import_by_path(path / "model.py" if path.is_dir() else path).load_model()
+    module = import_by_path(path / "model.py" if path.is_dir() else path)
+    with cheap_initializers():  # load_model() overwrites every weight from the file
+        return module.load_model()
 
 
 def jitted(model):
     """``arrays -> [array]``: the model under one ``jax.jit`` (weights as arguments, not baked-in constants).
 
     One XLA compile of the whole graph is several times faster than eager op-by-op dispatch, it is
-    how the model will run in production, and later batches of the same shapes reuse the compile.
+    how the model will run in production, and later batches of the same shapes reuse the compile. The
+    function is made once per model, so verification at the example's size, the size checks and the
+    trace share their compiles; the weights are read at each call (a later ``set_weights`` is seen).
     """
+    run = _JITTED.get(model)
+    if run is None:
+        run = _JITTED[model] = _make_jitted(model)
+    return run
+
+
+#: model -> its jitted forward; weak, so a model portx is done with is freed with its compiles
+_JITTED = weakref.WeakKeyDictionary()
+
+
+def forget_compiles() -> None:
+    """Drop every memoized forward and so its XLA executables (verification/memory.py, once a conversion
+    runs them no more); a later ``jitted(model)`` compiles again. The user's own jitted functions are untouched."""
+    _JITTED.clear()
+
+
+def _make_jitted(model):
     import jax
+
+    ref = weakref.ref(model)  # the table's value must not keep its key alive
 
     def forward(trainable, non_trainable, *inputs):
         args = list(inputs) if len(inputs) > 1 else (inputs or [None])[0]  # None: a ConstantModel (no inputs)
-        out, _ = model.stateless_call(trainable, non_trainable, args)
+        out, _ = ref().stateless_call(trainable, non_trainable, args)
         return flatten_outputs(out)  # inside jit: JAX would hand a dict back with its keys sorted
 
     run = jax.jit(forward)
-    weights = ([v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables])
-    return lambda arrays: [np.asarray(o) for o in run(*weights, *arrays)]
+
+    def call(arrays):
+        live = ref()
+        weights = ([v.value for v in live.trainable_variables], [v.value for v in live.non_trainable_variables])
+        return [np.asarray(o) for o in run(*weights, *arrays)]
+    return call
 
 
 def run_jitted(model, arrays) -> list:
@@ -67,17 +97,31 @@ def build_with_locals(module):
     return model, captured
 
 
-def observe_locals(code, arrays, names) -> dict:
+def observe_locals(code, arrays, names, like=None) -> dict:
     """{variable: array} for the ``names`` among ``build_model``'s locals in ``code`` (a model.py), on ``arrays``.
 
-    The file is imported again and built with the weights beside it; nothing else in OUT is run
-    (Note [trust nothing in OUT] in verification/recheck.py).
+    The file is imported again and built with the weights beside it (those of ``like``, the model already loaded
+    from that folder, when given); nothing else in OUT is run (Note [trust nothing in OUT] in
+    verification/recheck.py).
     """
     import keras
 
-    model, tensors = build_with_locals(import_by_path(code))
-    model.load_weights(Path(code).parent / WEIGHTS_FILE)
+    with cheap_initializers():  # the weights are loaded right after
+        model, tensors = build_with_locals(import_by_path(code))
+    if not _took_weights(model, like):
+        model.load_weights(Path(code).parent / WEIGHTS_FILE)
     return _probe(model, {var: tensors.get(var) for var in names}, arrays, keras)
+
+
+def _took_weights(model, like) -> bool:
+    """Give ``model`` the weights of ``like`` (the same model.py, already loaded from its folder) when their
+    variables pair up one to one: reading the weights file again costs seconds on a model of many layers."""
+    mine, theirs = (model.weights, like.weights) if like is not None else ([], [None])
+    if len(mine) != len(theirs) or any(a.shape != b.shape or a.dtype != b.dtype for a, b in zip(mine, theirs)):
+        return False
+    for a, b in zip(mine, theirs):
+        a.assign(b.value)
+    return True
 
 
 def observe_layers(model, arrays, names) -> dict:
@@ -101,6 +145,26 @@ def _probe(model, tensors, arrays, keras) -> dict:
     if not pairs:
         return {}
     probe = keras.Model(model.inputs if len(model.inputs) > 1 else model.inputs[0], [t for _, t in pairs])
-    values = probe(arrays if len(arrays) > 1 else arrays[0])
-    values = list(values) if isinstance(values, (list, tuple)) else [values]
-    return {var: np.asarray(a) for (var, _), a in zip(pairs, values)}
+    return {var: np.asarray(a) for (var, _), a in zip(pairs, _run_unoptimized(probe, arrays))}
+
+
+#: XLA options for a probe: every intermediate is an output, so there is little to fuse; these halve its compile
+_PROBE_OPTIONS = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
+
+
+def _run_unoptimized(model, arrays) -> list:
+    """``model`` on ``arrays`` under one ``jax.jit`` compiled with ``_PROBE_OPTIONS`` (eager dispatch would
+    compile op by op: 68 s against 12 s for a DenseNet-121's 426 intermediates)."""
+    import jax
+
+    def forward(trainable, non_trainable, *inputs):
+        out, _ = model.stateless_call(trainable, non_trainable, list(inputs) if len(inputs) > 1 else inputs[0])
+        return flatten_outputs(out)
+
+    args = ([v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables], *arrays)
+    lowered = jax.jit(forward).lower(*args)
+    try:
+        compiled = lowered.compile(_PROBE_OPTIONS)
+    except Exception:  # noqa: BLE001 - a backend without these options: its default compile
+        compiled = lowered.compile()
+    return [np.asarray(o) for o in compiled(*args)]

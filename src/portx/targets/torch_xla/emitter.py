@@ -27,6 +27,7 @@ from ...ir import DTYPES, IRError
 from ...ops._util import kind
 from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal, module_sentences
 from .runtime import tensor_of
+from .unsigned import WIDE, narrowed, widened, widens
 
 __all__ = ["TARGET", "WEIGHTS_FILE", "HEADER", "TorchEmitter", "emit_torch"]
 
@@ -38,6 +39,8 @@ _RESERVED = {"torch", "nn", "F", "os", "math", "load_file", "self", "Model", "bu
 _WEIGHT_WORDS = {"weight", "bias", "kernel", "folded", "folded_bias", "gamma", "beta", "embeddings",
                  "running_mean", "running_var", "moving_mean", "moving_variance", "in_proj_weight",
                  "reordered"}  # passes/layout_rules.py: a linear weight whose columns follow a moved flatten
+#: ops whose output is a fresh tensor their backward does not keep (``overwrite``: a sole reader may overwrite it)
+_FRESH = frozenset({"conv", "conv_transpose", "batch_norm", "layer_norm", "group_norm", "linear", "add", "sub"})
 _INLINE_MAX = 16  # stored arrays with at most this many elements are written into __init__ as literals
 
 
@@ -51,11 +54,17 @@ def _module_attributes() -> frozenset:
 
 
 def _plain(array):
-    """Nested Python data for an array; float32/float16 values in their shortest round-trip form."""
+    """Nested Python data for an array; float32/float16 values in their shortest round-trip form, but for one
+    whose shortest form lies past the dtype's largest finite value (float32's max is ``3.4028235e+38`` shortest,
+    above the max itself): that one keeps its exact value, since torch refuses a Python number that overflows the
+    tensor's dtype (``torch.where(m, 3.4028235e+38, x)``: nan_to_num's ``finfo.max``)."""
     array = np.asarray(array)
     if str(array.dtype) in ("float32", "float16", "bfloat16"):
         narrow = array.astype(np.float32) if str(array.dtype) == "bfloat16" else array
-        return np.array([float(str(v)) for v in narrow.ravel()], dtype=object).reshape(array.shape).tolist()
+        top = float(np.finfo(array.dtype).max)
+        short = [float(str(v)) for v in narrow.ravel()]
+        short = [s if abs(s) <= top or np.isinf(v) else float(v) for s, v in zip(short, narrow.ravel())]
+        return np.array(short, dtype=object).reshape(array.shape).tolist()
     return array.tolist()
 
 
@@ -88,6 +97,8 @@ class TorchEmitter(EmitterBase):
         self.state = {}  # state_dict key -> array, for model.safetensors
         self.module_of = {}  # Value -> submodule attribute, for per-layer checks
         self._shared = {}  # (constructor, weights) -> attribute: shared layers become one submodule
+        self._widened = False  # the node being written computes its unsigned operands in int64
+        self._reads = None  # Value -> how many node inputs read it
 
     # -- values ---------------------------------------------------------------------------
     def operand(self, value, other=None, result=None) -> str:
@@ -105,6 +116,37 @@ class TorchEmitter(EmitterBase):
             return self.ref(value)
         text = literal(_plain(self.param(value)))
         return f"({text})" if text.startswith("-") else text  # -2.0 ** x would negate the power
+
+    def ref(self, value) -> str:
+        """``EmitterBase.ref``; a uint16/32/64 value read as int64 inside a node that computes in it
+        (Note [unsigned in int64] in unsigned.py)."""
+        expr = super().ref(value)
+        return widened(expr, value) if self._widened and not isinstance(value, str) else expr
+
+    def overwrite(self, value) -> bool:
+        """True when a node may overwrite ``value`` in place (``F.relu(x, inplace=True)``, ``x.add_(y)``), as
+        hand-written PyTorch does to spare an allocation; ``value`` (and what it aliases) is then marked
+        ``clobbered``, so that the trace no longer reads its variable. Allowed for a float value that one node
+        input alone reads, neither an input nor an output of the graph, made fresh by an op whose backward
+        does not keep its output (``_FRESH``), or a dropout (the identity at inference) of such a value."""
+        if self._reads is None:
+            self._reads = {}
+            for user in self.graph.nodes:
+                for v in user.inputs:
+                    self._reads[v] = self._reads.get(v, 0) + 1
+        if isinstance(value, str) or self.is_param(value) or self._reads.get(value, 0) != 1 \
+                or value in self.graph.inputs or value in self.graph.outputs or kind(value.type.dtype) != 2:
+            return False
+        producer = self._producers.get(value)
+        name = producer.op.name if producer is not None else ""
+        if name in _FRESH or (name == "dropout" and self.overwrite(producer.inputs[0])):
+            self.clobbered.add(value)
+            return True
+        return False
+
+    @functools.cached_property
+    def _producers(self) -> dict:
+        return self.graph.producers()
 
     def free_dim(self, dim) -> str:
         """A free dimension as code that reads it from an input: ``x.shape[0] * 4 + 1``; a product of two
@@ -215,6 +257,15 @@ class TorchEmitter(EmitterBase):
             self.module_of[out] = module[len("self."):]
         return module
 
+    def _bind(self, node, expr, targets):
+        """``out = EXPR``; in a node computing in int64, each unsigned output narrowed back to its dtype."""
+        narrow = [(v, var) for v, var in zip(node.outputs, targets) if self._widened and v.type.dtype in WIDE]
+        if len(node.outputs) == 1 and narrow:
+            expr = narrowed(expr, node.outputs[0].type.dtype, node.op.name)
+        super()._bind(node, expr, targets)
+        for value, var in narrow if len(node.outputs) > 1 else ():
+            self.body.line(f"{var} = {narrowed(var, value.type.dtype, node.op.name)}")
+
     def variables(self, node, hint) -> list:
         """Fresh names: after ``hint`` (a submodule) or the output for one output, after each output for several."""
         if len(node.outputs) == 1:
@@ -229,15 +280,22 @@ class TorchEmitter(EmitterBase):
             self.names[value] = var = self.ns.name(value.name, "input")
             args.append(var)
         self.emit_nodes()
+        self._widened = False
         outs = [self.ref(v) for v in self.graph.outputs]
         self.body.line("return " + (outs[0] if len(outs) == 1 else ", ".join(outs)))
         return self._module_text(args)
 
     def check(self, node) -> None:
-        """channels_last IR is a bug upstream: the torch-xla pipeline makes every node channels-first."""
+        """channels_last IR is a bug upstream: the torch-xla pipeline makes every node channels-first.
+
+        Called before each node's rule, it also decides whether the node computes its uint16/32/64 operands
+        in int64 (Note [unsigned in int64] in unsigned.py): ``ref`` widens them and ``_bind`` narrows back.
+        """
+        self._widened = False
         if node.attrs.get("channels_last"):
             raise IRError(f"{node.where()}: channels_last=True reached the {TARGET} emitter, which writes "
                           f"channels-first PyTorch; run the '{TARGET}' pass pipeline first")
+        self._widened = widens(node)
 
     def _module_text(self, args) -> str:
         modules = "".join(row + "\n" for row in module_sentences(self.graph))
@@ -310,4 +368,4 @@ def emit_torch(graph, out_dir) -> dict:
               metadata={"format": "pt"})
     model.eval()
     return {"code": code_path, "weights": weights_path, "module_of": dict(emitter.module_of),
-            "var_of": dict(emitter.names), "model": model}
+            "var_of": emitter.var_of(), "model": model}

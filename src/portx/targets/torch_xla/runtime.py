@@ -34,11 +34,15 @@ def tensor_of(array):
 
 
 def numpy_of(tensor) -> np.ndarray:
-    """A NumPy array for a tensor (bfloat16 as float32)."""
+    """A NumPy array for a tensor; bfloat16 stays bfloat16 (ml_dtypes'), as the keras-jax target and ``tensor_of``
+    hold it, so an output's dtype is checked as the model computes it."""
+    import ml_dtypes
     import torch
 
     tensor = tensor.detach().cpu()
-    return (tensor.float() if tensor.dtype == torch.bfloat16 else tensor).numpy()
+    if tensor.dtype == torch.bfloat16:
+        return tensor.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return tensor.numpy()
 
 
 def run_torch(model, arrays) -> list:

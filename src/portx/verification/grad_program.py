@@ -1,0 +1,98 @@
+"""The converted Keras model's gradient program: traced once, compiled once, optionally in the background.
+
+``compare_gradients`` (grads.py) differentiates the converted model with ``jax.grad`` of a weighted sum of
+its outputs. This module builds that program and compiles it (Note [gradient compile]); ``start_program``
+traces it now and compiles it on a background thread, so the compile (most of the gradient check's time on
+a CNN) runs while the other checks do; ``Started.get`` waits for it.
+
+Example:
+    >>> started = start_program(model, arrays, weights)   # returns at once after tracing
+    >>> run, args, floats, trainable = started.get()      # waits for the compile
+    >>> g_params, g_inputs = run(*args)
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ..frontends.keras_files import packed_inputs
+from ..frontends.keras_subclassed import call_args, needs_tracing
+
+__all__ = ["GRAD_COMPILE_OPTIONS", "keras_program", "compiled", "start_program", "Started"]
+
+#: XLA options for the gradient program (Note [gradient compile]): LLVM's backend optimizations off
+GRAD_COMPILE_OPTIONS = {"xla_backend_optimization_level": 0}
+
+# Note [gradient compile]: the gradient program runs once, so its compile is nearly all of its cost (16.5 s
+# of 16.6 s for a MobileNetV2 on a loaded 2-core machine). With LLVM's backend optimizations off it compiles
+# in 10 s; the HLO and XLA's own passes (fusion, algebraic simplification) are the same, so the arithmetic is
+# the same up to rounding (2.4e-7 largest difference on that model's gradients, against GRAD_ATOL = 1e-4).
+# The converted model's forward (verification, the size checks) keeps XLA's default options.
+
+
+def keras_program(model, arrays, weights):
+    """(lowered program, its arguments, indices of the floating inputs, trainable variables) of
+    ``grad(sum_k sum(out_k * weights_k))`` with respect to the trainable weights and floating inputs."""
+    import jax
+    import jax.numpy as jnp
+    import keras
+
+    trainable, frozen = model.trainable_variables, [v.value for v in model.non_trainable_variables]
+    floats = [i for i, a in enumerate(arrays) if np.issubdtype(np.asarray(a).dtype, np.floating)]
+
+    def loss(values, float_inputs, frozen, weights):
+        inputs = list(arrays)
+        for i, x in zip(floats, float_inputs):
+            inputs[i] = x
+        args = call_args(model, inputs) if needs_tracing(model) else (packed_inputs(model, inputs),)
+        out, _ = model.stateless_call(values, frozen, *args, training=False)
+        return sum(jnp.sum(o.astype(jnp.float32) * w)
+                   for o, w in zip(keras.tree.flatten(out), weights) if w is not None)
+
+    # one compile of forward and backward: eager jax.grad dispatches (and compiles) op by op, minutes on a CNN
+    args = ([v.value for v in trainable], [jnp.asarray(arrays[i]) for i in floats], frozen, list(weights))
+    return jax.jit(jax.grad(loss, argnums=(0, 1))).lower(*args), args, floats, trainable
+
+
+def compiled(lowered):
+    """``lowered`` compiled with ``GRAD_COMPILE_OPTIONS``, or by default where a backend refuses them."""
+    try:
+        return lowered.compile(GRAD_COMPILE_OPTIONS)
+    except Exception:  # noqa: BLE001 - a backend without these options: its default compile
+        return lowered.compile()
+
+
+class Started:
+    """A gradient program being compiled on a background thread (XLA releases the GIL while it compiles)."""
+
+    def __init__(self, model, arrays, weights):
+        self.model, self.arrays, self.weights = model, arrays, weights
+        self._done, self._error, self._result = threading.Event(), None, None
+        try:
+            lowered, *self._rest = keras_program(model, arrays, weights)
+        except Exception as exc:  # noqa: BLE001 - re-raised by get(), where the check reports it
+            self._error = exc
+            self._done.set()
+            return
+        threading.Thread(target=self._compile, args=(lowered,), name="portx-grad-compile", daemon=True).start()
+
+    def _compile(self, lowered):
+        try:
+            self._result = compiled(lowered)
+        except Exception as exc:  # noqa: BLE001 - re-raised by get()
+            self._error = exc
+        finally:
+            self._done.set()
+
+    def get(self):
+        """(compiled program, its arguments, floating input indices, trainable variables); waits for the compile."""
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return (self._result, *self._rest)
+
+
+def start_program(model, arrays, weights) -> Started:
+    """Trace the gradient program now and compile it in the background (see ``Started``)."""
+    return Started(model, arrays, weights)

@@ -1,0 +1,65 @@
+"""Keeping a conversion's peak memory low: give back what a finished stage no longer needs.
+
+A conversion holds the source, the emitted model and, stage after stage, the arrays and XLA executables
+of verification runs it will not make again. After each heavy stage ``LeanStages`` collects cycles and
+hands freed heap pages back to the operating system (glibc keeps them otherwise, so the next stage's
+peak stacks on the last one's); after the last run of the emitted model's own forward (the ``verify``
+stage) it also drops that forward's compiled executables, which the trace, gradient and TPU stages do not reuse
+(they compile their own functions). Verification itself is unchanged: same runs, sizes and tolerances.
+
+Example:
+    >>> stages = LeanStages(progress=None, profile=True)
+    >>> graph = stages.run("lower", src.lower)      # runs like progress.Stages, then releases
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import gc
+import sys
+
+from ..progress import Stages
+from ..targets.keras_jax.runtime import forget_compiles
+
+__all__ = ["LeanStages", "release", "RELEASE_BEFORE", "RELEASE_AFTER", "CLEAR_AFTER"]
+
+#: stages that start after their inputs' garbage is gone: the emit stage's model (Keras layers and models
+#: reference each other, so only a cycle collection frees it) before the written files are loaded again
+RELEASE_BEFORE = frozenset({"load-emitted"})
+#: stages whose temporaries are large (emitted weights, verification batches and activations)
+RELEASE_AFTER = frozenset({"emit", "load-emitted", "verify-sizes", "verify", "trace", "grad"})
+#: stages after which no compiled executable is run again by the conversion
+CLEAR_AFTER = frozenset({"verify", "trace", "grad"})
+
+
+def _trim():
+    """glibc's ``malloc_trim(0)``: return free heap pages to the OS (a no-op elsewhere)."""
+    if not sys.platform.startswith("linux"):
+        return
+    name = ctypes.util.find_library("c")
+    try:
+        ctypes.CDLL(name or "libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # musl and others have no malloc_trim
+        pass
+
+
+def release(executables=False):
+    """Collect cycles and return freed memory to the OS; ``executables``: also the emitted models' memoized
+    forwards and their XLA executables (targets/keras_jax/runtime.py; nothing of the user's own)."""
+    if executables:
+        forget_compiles()
+    gc.collect()
+    _trim()
+
+
+class LeanStages(Stages):
+    """``progress.Stages`` that releases memory before the stages in ``RELEASE_BEFORE`` and after those in
+    ``RELEASE_AFTER`` (see the module docstring)."""
+
+    def run(self, name, fn, *args, **kwargs):
+        if name in RELEASE_BEFORE:
+            release()
+        result = super().run(name, fn, *args, **kwargs)
+        if name in RELEASE_AFTER:
+            release(executables=name in CLEAR_AFTER)
+        return result
