@@ -24,6 +24,11 @@ __all__ = ["BESSEL", "BESSEL_TABLE", "POLYNOMIALS", "POLYNOMIAL_TABLE", "CLOSED_
            "polynomial_numpy"]
 
 
+def _formula(text, **names):
+    """One of this module's fixed formula strings (POLYNOMIAL_TABLE, CLOSED_FORMS) evaluated on ``names``."""
+    return eval(text, {}, names)  # noqa: S307  # trusted: portx's own constant formulas, never model-file text
+
+
 def _scipy(name, *lead):
     def reference(x):
         import scipy.special
@@ -88,15 +93,15 @@ def polynomial_numpy(name, x, n):
     n = np.trunc(np.where(np.isfinite(n), n, -1.0))
     t = x + x - 1.0 if shifted else x
     with np.errstate(all="ignore"):
-        p, q = np.ones_like(x), eval(first, {}, {"x": x, "t": t})  # noqa: S307 - the table's own formulas
+        p, q = np.ones_like(x), _formula(first, x=x, t=t)
         out = np.where(n == 0, p, np.where(n == 1, q, 0.0))
         for k in range(1, int(n.max(initial=0))):
-            p, q = q, eval(step, {}, {"x": x, "t": t, "k": dtype.type(k), "p": p, "q": q})  # noqa: S307
+            p, q = q, _formula(step, x=x, t=t, k=dtype.type(k), p=p, q=q)
             out = np.where(n == k + 1, q, out)
         if name in CLOSED_FORMS:
             above, form = CLOSED_FORMS[name]
             theta = np.arccos(np.clip(t, -1.0, 1.0))
-            closed = eval(form, {}, {"n": n.astype(dtype), "theta": theta, "cos": np.cos, "sin": np.sin})  # noqa: S307
+            closed = _formula(form, n=n.astype(dtype), theta=theta, cos=np.cos, sin=np.sin)
             out = np.where((n > above) & (np.abs(t) < 1.0), closed, out)
     if name.startswith("hermite"):
         out = np.where(n > HERMITE_LIMIT, np.nan, out)
