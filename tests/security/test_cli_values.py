@@ -3,6 +3,7 @@
 Each case exits 2 with one ``portx:`` line on stderr: never exit 70, never a traceback, never an OUT.
 """
 import os
+import re
 import subprocess
 import sys
 
@@ -37,9 +38,13 @@ def _run(*args):
     return CliRunner().invoke(main, [str(a) for a in args])
 
 
+STAGE = re.compile(r"^  \S+ +\d+\.\d+s$")  # a finished stage's plain progress line (progress.stage_line)
+
+
 def _one_line(run_or_stderr):
+    """The one error line; the plain lines of stages finished before the failure may precede it, nothing else."""
     err = run_or_stderr if isinstance(run_or_stderr, str) else run_or_stderr.stderr
-    lines = err.splitlines()
+    lines = [line for line in err.splitlines() if not STAGE.match(line)]
     assert len(lines) == 1 and lines[0].startswith("portx: "), err
     assert "Traceback" not in err and "Logging error" not in err
     return lines[0]

@@ -220,6 +220,7 @@ def test_elementwise_case(target, fn, inputs, ops):
 def test_every_elementwise_op_has_a_case():
     covered = {op for row in CASES for op in row.values[2]}
     declared = set(unary.UNARY) | set(elementwise.BINARY) | {"where", "cast"}
+    declared -= {"cbrt"}  # torch has no cbrt: its case is the JAX one (test_from_jax_math.py)
     assert declared <= covered, f"no case for {sorted(declared - covered)}"
 
 

@@ -24,7 +24,10 @@ def _pad_from_jax(call):
     if value is None:
         call.unsupported("pad with a padding value computed at run time")
     config = [tuple(int(v) for v in c) for c in call.params["padding_config"]]
-    x, fill = call.input(0), float(value.reshape(()).item())
+    fill = complex(value.reshape(()).item())  # complex pads (an irfft's zero-filled spectrum) fill with 0j
+    if fill.imag:
+        call.unsupported(f"pad of a complex tensor with {fill}: only a real padding value is representable")
+    x, fill = call.input(0), fill.real
     pads = []
     for axis, (lo, hi, interior) in enumerate(config):
         size = x.type.shape[axis]
