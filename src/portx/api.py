@@ -215,6 +215,7 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
         if static_batch is not None:
             src, graph = _pinned_batch(src, graph, static_batch, strict_tpu)
         source_counts = _source_counts(graph)
+        stages.weigh(graph.weight_bytes())
         sizes["weights"] = 2 * graph.weight_bytes()  # the weights file, and jax.export's copy at most
         skip = inference_skip(fold_bn, inference)
         with warnings.catch_warnings(record=True) as caught:

@@ -7,9 +7,14 @@ peak stacks on the last one's); after the last run of the emitted model's own fo
 stage) it also drops that forward's compiled executables, which the trace, gradient and TPU stages do not reuse
 (they compile their own functions). Verification itself is unchanged: same runs, sizes and tolerances.
 
+The cycle collections are for models of at least ``LEAN_BYTES`` of weights (``weigh`` tells the size once the
+graph is known): each costs about half a second with torch, JAX and Keras loaded, while a small model's peak is
+XLA's compilations, which a collection does not shrink (the sample: 2.4 s of collections for no lower peak).
+
 Example:
     >>> stages = LeanStages(progress=None, profile=True)
     >>> graph = stages.run("lower", src.lower)      # runs like progress.Stages, then releases
+    >>> stages.weigh(graph.weight_bytes())         # below LEAN_BYTES: no cycle collections
 """
 from __future__ import annotations
 
@@ -21,7 +26,10 @@ import sys
 from ..progress import Stages
 from ..targets.keras_jax.runtime import forget_compiles
 
-__all__ = ["LeanStages", "release", "RELEASE_BEFORE", "RELEASE_AFTER", "CLEAR_AFTER"]
+__all__ = ["LeanStages", "release", "RELEASE_BEFORE", "RELEASE_AFTER", "CLEAR_AFTER", "LEAN_BYTES"]
+
+#: models with at least this many bytes of weights get cycle collections between stages (issue 14's "large")
+LEAN_BYTES = 40 * 2**20
 
 #: stages that start after their inputs' garbage is gone: the emit stage's model (Keras layers and models
 #: reference each other, so only a cycle collection frees it) before the written files are loaded again
@@ -43,23 +51,30 @@ def _trim():
         pass
 
 
-def release(executables=False):
-    """Collect cycles and return freed memory to the OS; ``executables``: also the emitted models' memoized
-    forwards and their XLA executables (targets/keras_jax/runtime.py; nothing of the user's own)."""
+def release(executables=False, collect=True):
+    """Collect cycles (``collect``) and return freed memory to the OS; ``executables``: also the emitted models'
+    memoized forwards and their XLA executables (targets/keras_jax/runtime.py; nothing of the user's own)."""
     if executables:
         forget_compiles()
-    gc.collect()
+    if collect:
+        gc.collect()
     _trim()
 
 
 class LeanStages(Stages):
     """``progress.Stages`` that releases memory before the stages in ``RELEASE_BEFORE`` and after those in
-    ``RELEASE_AFTER`` (see the module docstring)."""
+    ``RELEASE_AFTER`` (see the module docstring); cycles are collected once ``weigh`` saw ``LEAN_BYTES``."""
+
+    lean = True  # until weighed: a caller that never tells the size gets every collection
+
+    def weigh(self, weight_bytes):
+        """The model's weight bytes: below ``LEAN_BYTES`` the stages skip the cycle collections."""
+        self.lean = weight_bytes >= LEAN_BYTES
 
     def run(self, name, fn, *args, **kwargs):
         if name in RELEASE_BEFORE:
-            release()
+            release(collect=self.lean)
         result = super().run(name, fn, *args, **kwargs)
         if name in RELEASE_AFTER:
-            release(executables=name in CLEAR_AFTER)
+            release(executables=name in CLEAR_AFTER, collect=self.lean)
         return result
