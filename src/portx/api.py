@@ -205,10 +205,11 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
     _require_jax_backend()
     target = _checked_options(to, atol, rtol, io_layout, export_tpu)
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="portx-")) / "out"
-    stages = LeanStages(progress, profile)  # frees each heavy stage's leftovers (verification/memory.py)
     sizes = {}  # what a full disk would need: the weights are the bulk of every output folder
     cleaned = []  # stale staging folders of killed conversions, removed beside OUT
-    with staged_output(out, force, protect=(source,), need=lambda: sizes.get("weights", 0), notes=cleaned) as tmp:
+    # LeanStages frees each heavy stage's leftovers (verification/memory.py)
+    with LeanStages(progress, profile) as stages, \
+            staged_output(out, force, protect=(source,), need=lambda: sizes.get("weights", 0), notes=cleaned) as tmp:
         src = stages.run("load", load, source, example_inputs=example_inputs, inputs=inputs,
                          trust_pickle=trust_pickle, unsafe_keras=unsafe_keras, trust_savedmodel=trust_savedmodel)
         graph = stages.run("lower", src.lower, "model", strict_tpu)

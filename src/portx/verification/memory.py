@@ -8,13 +8,15 @@ stage) it also drops that forward's compiled executables, which the trace, gradi
 (they compile their own functions). Verification itself is unchanged: same runs, sizes and tolerances.
 
 The cycle collections are for models of at least ``LEAN_BYTES`` of weights (``weigh`` tells the size once the
-graph is known): each costs about half a second with torch, JAX and Keras loaded, while a small model's peak is
-XLA's compilations, which a collection does not shrink (the sample: 2.4 s of collections for no lower peak).
+graph is known): a small model's peak is XLA's compilations, which a collection does not shrink (the sample: 2.4 s
+of collections for no lower peak). For a large one ``weigh`` collects once and freezes what lives then (the
+frameworks' modules, the source, the graph: all kept to the end anyway) so that the later collections scan only
+what the stages made: 0.4 s each -> 0.03 s. Leaving the ``with`` block unfreezes them.
 
 Example:
-    >>> stages = LeanStages(progress=None, profile=True)
-    >>> graph = stages.run("lower", src.lower)      # runs like progress.Stages, then releases
-    >>> stages.weigh(graph.weight_bytes())         # below LEAN_BYTES: no cycle collections
+    >>> with LeanStages(progress=None, profile=True) as stages:
+    ...     graph = stages.run("lower", src.lower)  # runs like progress.Stages, then releases
+    ...     stages.weigh(graph.weight_bytes())      # below LEAN_BYTES: no cycle collections
 """
 from __future__ import annotations
 
@@ -66,10 +68,27 @@ class LeanStages(Stages):
     ``RELEASE_AFTER`` (see the module docstring); cycles are collected once ``weigh`` saw ``LEAN_BYTES``."""
 
     lean = True  # until weighed: a caller that never tells the size gets every collection
+    frozen = entered = False
+
+    def __enter__(self):
+        self.entered = True
+        return self
+
+    def __exit__(self, *exc):
+        self.entered = False
+        if self.frozen:
+            gc.unfreeze()
+            self.frozen = False
 
     def weigh(self, weight_bytes):
-        """The model's weight bytes: below ``LEAN_BYTES`` the stages skip the cycle collections."""
+        """The model's weight bytes: below ``LEAN_BYTES`` the stages skip the cycle collections; at or above, what
+        lives now is collected once and frozen until the ``with`` block ends (see the module docstring); outside one,
+        nothing is frozen, nor when the process froze objects itself (unfreezing would undo that)."""
         self.lean = weight_bytes >= LEAN_BYTES
+        if self.lean and self.entered and not self.frozen and not gc.get_freeze_count():
+            gc.collect()
+            gc.freeze()
+            self.frozen = True
 
     def run(self, name, fn, *args, **kwargs):
         if name in RELEASE_BEFORE:
