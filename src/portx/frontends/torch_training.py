@@ -8,6 +8,14 @@ caller's program is left as it was). ``ops/dropout/from_torch.py`` imports both 
 Parameters stay trainable through the constant folding of the lowering only where an op re-arranges
 one parameter's numbers (``rearranges``: a transposed weight is the same weight); arithmetic on a
 parameter stays in the graph instead of becoming a frozen constant (``frontends/torch.py``, ``fold``).
+
+Note [in-place ops]: torch.export's training IR keeps ``relu_`` and ``add_`` (torchvision's ``inplace=True``);
+functionalizing them takes a full re-trace (``run_decompositions``: 3-6 s on a ResNet-50). Where an in-place op
+writes a fresh temporary that nothing reads afterwards (``functional_inplace`` checks: the written tensor is the
+result of an op that returns no alias, every other reader of it comes earlier, none of them is a view, and the
+dtypes agree, so no in-place cast happens), it is the same as its functional twin, and the node is renamed to it
+(``aten::relu_`` -> ``aten::relu``) when an import rule knows the twin. Any other in-place op is left to the
+decompositions.
 """
 from __future__ import annotations
 
@@ -15,7 +23,7 @@ import torch
 
 from .torch_names import op_name
 
-__all__ = ["decompose_keeping_dropout", "rearranges", "remove_effect_tokens", "stops_gradient"]
+__all__ = ["decompose_keeping_dropout", "rearranges", "remove_effect_tokens", "stops_gradient", "functional_inplace"]
 
 #: ops whose folded result is the same numbers as their one input, re-arranged (a trainable input stays trainable;
 #: not ``detach``, whose result is a constant in the source too)
@@ -58,6 +66,46 @@ def decompose_keeping_dropout(ep):
     finally:
         for node, target, args in renamed:
             node.target, node.args = target, args
+
+
+def _fresh(node) -> bool:
+    """True when ``node``'s result is a new tensor (an ATen op whose schema returns no alias of an input)."""
+    schema = getattr(node.target, "_schema", None) if node.op == "call_function" else None
+    return schema is not None and all(r.alias_info is None for r in schema.returns)
+
+
+def _twin(target):
+    """The functional overload of an in-place ATen op that writes its first argument only (``add_.Tensor`` ->
+    ``add.Tensor``), or None."""
+    schema = getattr(target, "_schema", None)
+    if schema is None or not schema.name.startswith("aten::") or not schema.name.endswith("_") or not schema.arguments:
+        return None
+    writes = [a for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+    if writes != [schema.arguments[0]]:
+        return None
+    packet = getattr(torch.ops.aten, schema.name[len("aten::"):-1], None)
+    return getattr(packet, target._overloadname, None) if packet is not None else None
+
+
+def _same_dtype(node) -> bool:
+    val = node.meta.get("val")
+    args = [a.meta.get("val") for a in node.args if isinstance(a, torch.fx.Node)]
+    return isinstance(val, torch.Tensor) and all(not isinstance(a, torch.Tensor) or a.dtype == val.dtype for a in args)
+
+
+def functional_inplace(ep, known):
+    """``ep`` with each in-place op on a temporary renamed to its functional twin where ``known(twin)`` (Note
+    [in-place ops]); the program computes the same, so the caller's program may keep the renames."""
+    order = {node: i for i, node in enumerate(ep.graph.nodes)}
+    for node in ep.graph.nodes:
+        twin = _twin(node.target) if node.op == "call_function" else None
+        if twin is None or not known(twin) or not node.args or not isinstance(node.args[0], torch.fx.Node):
+            continue
+        written = node.args[0]
+        readers = [u for u in written.users if u is not node]
+        if _fresh(written) and _same_dtype(node) and all(order[u] < order[node] and _fresh(u) for u in readers):
+            node.target = twin
+    return ep
 
 
 def remove_effect_tokens(ep):

@@ -78,8 +78,9 @@ def _updated(call, running, batch, momentum):
     return call.emit(BINARY["add"], [kept, _scaled(call, "mul", batch, momentum)])
 
 
-def _batch_norm(call, running_at):
-    """Outputs of a batch norm whose running statistics (if updated) are outputs ``running_at`` and + 1."""
+def _batch_norm(call, running_at, stats=True):
+    """Outputs of a batch norm whose running statistics (if updated) are outputs ``running_at`` and + 1; with
+    ``stats`` False only output 0 (the others None)."""
     x, weight, bias = call.arg("input"), call.arg("weight"), call.arg("bias")
     mean, var = call.arg("running_mean"), call.arg("running_var")
     eps, momentum = float(call.arg("eps")), float(call.arg("momentum", 0.1))
@@ -95,6 +96,8 @@ def _batch_norm(call, running_at):
     axes = (0,) + tuple(range(2, x.type.rank))
     batch_mean, batch_var = _mean_var(call, x, axes, False)
     outs[0] = call.emit(BATCH_NORM, [x, weight, bias, batch_mean, batch_var], attrs)
+    if not stats:
+        return outs
     outs[1] = _typed(call, batch_mean, 1) if call.output_read(1) else None
     outs[2] = _typed(call, _rstd(call, batch_var, eps), 2) if call.output_read(2) else None
     if running_at and (call.output_read(running_at) or call.output_read(running_at + 1)):
@@ -124,3 +127,11 @@ def _batch_norm_with_update_from_aten(call):
     outs = _batch_norm(call, 4)
     outs[3] = call.const(np.zeros((0,), np.uint8), "reserve") if call.output_read(3) else None
     return outs
+
+
+@BATCH_NORM.imports("torch", "aten::batch_norm")
+def _batch_norm_composite_from_aten(call):
+    """The one-output composite torch.export's training IR keeps (torch's ``F.batch_norm``): stored statistics in
+    eval mode, batch statistics in training mode (whose running-statistics update is a side effect on the module,
+    not an output). Importing it spares the whole program a re-trace (Note [in-place ops] in torch_training.py)."""
+    return _batch_norm(call, None, stats=False)[0]
