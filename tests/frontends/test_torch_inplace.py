@@ -6,7 +6,7 @@ from torch import nn
 
 from portx.frontends.torch import rule_for
 from portx.frontends.torch_training import functional_inplace
-from tests.support.harness import check_torch_op
+from tests.support.harness import Wrap, check_torch_op
 
 
 class Block(nn.Module):
@@ -42,18 +42,9 @@ def _half_into_float(x):
 
 def _targets(fn, x):
     """{name: has an import rule} of the program's call targets after ``functional_inplace``."""
-    ep = torch.export.export(fn if isinstance(fn, nn.Module) else _Wrap(fn), (x,))
+    ep = torch.export.export(fn if isinstance(fn, nn.Module) else Wrap(fn), (x,))
     functional_inplace(ep, rule_for)
     return {str(n.target): rule_for(n.target) is not None for n in ep.graph.nodes if n.op == "call_function"}
-
-
-class _Wrap(nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
 
 
 def test_the_residual_block_needs_no_retrace():
@@ -78,7 +69,7 @@ TARGETS = pytest.mark.parametrize("target", ["keras-jax", "torch-xla"])
 def test_in_place_programs_convert_right(target, fn):
     torch.manual_seed(0)
     x = torch.randn(2, 3, 8, 8) if isinstance(fn, nn.Module) else torch.randn(2, 4)
-    check_torch_op(fn if isinstance(fn, nn.Module) else _Wrap(fn), x, target=target, atol=1e-3, rtol=1e-3)
+    check_torch_op(fn if isinstance(fn, nn.Module) else Wrap(fn), x, target=target, atol=1e-3, rtol=1e-3)
 
 
 @TARGETS
