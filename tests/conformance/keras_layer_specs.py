@@ -145,6 +145,8 @@ def _cases():
         "EinsumDense/heads": lambda: _seq((5, 4), L.EinsumDense("abc,cde->abde", output_shape=(None, 2, 3))),
         "EinsumDense/int8": lambda: _seq((5, 8), L.EinsumDense("abc,cd->abd", output_shape=(None, 4)),
                                          quantize="int8"),
+        "EinsumDense/float8": lambda: _seq((5, 8), L.EinsumDense("abc,cd->abd", output_shape=(None, 4)),
+                                           quantize="float8"),
         "Embedding/basic": lambda: _seq((5,), L.Embedding(10, 4), dtype="int32", example=_ints((2, 5), 10)),
         "Embedding/mask_zero": lambda: _masked_rnn(L.Embedding(10, 4, mask_zero=True), (5,), "int32",
                                                    _ints((2, 5), 10, zeros=True)),

@@ -32,6 +32,7 @@ from jax.extend import core as jcore
 from ..errors import BadInput, Unsupported, UnsupportedOps
 from ..ir import DTYPES, IMPORT_RULES, Graph, GraphBuilder, TensorType, Value
 from ..ir.builder import holds_trainable
+from ..ir.types import FLOAT8
 from ..ir.validate import IRError
 from ..progress import counted
 from ..ops.elementwise import CAST
@@ -66,7 +67,7 @@ def tensor_type(aval) -> TensorType:
     """The IR type of an abstract value; Unsupported for dtypes the IR has no name for (keys, uint32)."""
     dtype = str(aval.dtype)
     if dtype not in DTYPES:
-        hint = "; convert the float32 or bfloat16 model (before quantize('float8'))" if "float8" in dtype else ""
+        hint = f"; the float8 formats the IR holds are {', '.join(FLOAT8)}" if "float8" in dtype else ""
         raise Unsupported(f"dtype {dtype} has no IR type{hint}")
     return TensorType(tuple(int(d) for d in aval.shape), dtype)
 

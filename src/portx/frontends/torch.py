@@ -9,8 +9,7 @@ input (arange, full, a transposed weight) is folded by running torch itself, so 
 semantics are torch's by construction; arithmetic on a trainable parameter is not (torch_training.py).
 
 Note [run-time tables] (torch_dynamic.py): sinusoidal tables are computed at run time.
-
-Note [kept dropout] (torch_training.py): dropouts survive the decompositions with their rates.
+Note [kept dropout], Note [in-place ops] (torch_training.py): dropouts keep rates; relu_ on a temporary is relu.
 
 Example:
     >>> graph = lower_exported(torch.export.export(model.eval(), (x,)))
@@ -26,9 +25,11 @@ from ..errors import BadInput, Unsupported, UnsupportedOps, first_line
 from ..ir import IMPORT_RULES, Graph, Node, TensorType, Value, fresh_name, infer_outputs, param_value
 from ..ir.validate import IRError
 from ..progress import counted
+from .torch_arrays import array_of
 from .torch_names import op_name as _op_name
 from .torch_names import module_kind, scope_of
-from .torch_training import decompose_keeping_dropout, rearranges, remove_effect_tokens, stops_gradient
+from .torch_training import (decompose_keeping_dropout, functional_inplace, rearranges, remove_effect_tokens,
+                             stops_gradient)
 from .torch_dynamic import computed_at_run_time, explain_export_failure, known_sizes, refuse_data_dependent
 
 __all__ = ["lower_exported", "walk_program", "export_module", "torch_dtype_name", "TorchCall", "rule_for", "state_of"]
@@ -181,8 +182,7 @@ class _Lowering:
             return const
         if isinstance(const, (list, tuple)):
             raise Unsupported("a constant list of tensors is used as a value")
-        array = const.detach().cpu().contiguous().numpy() if const.dtype != torch.bfloat16 else \
-            const.detach().float().numpy()
+        array = array_of(const)
         self.env[fx] = self.new_param(self.const_names.get(fx, fx.name), array)
         if fx in self.trainable_fx:
             self.trainable.append(self.env[fx].name)
@@ -328,7 +328,7 @@ def _unknown_targets(ep, table) -> set:
 
 def _prepare(ep):
     """Inference IR, then decompose only the ops no import rule knows (Note [torch lowering])."""
-    if _unknown_targets(ep, None):  # re-tracing costs seconds per thousand nodes: only when needed
+    if _unknown_targets(functional_inplace(ep, rule_for), None):  # re-tracing costs seconds: only when needed
         ep = decompose_keeping_dropout(ep)
     table = dict(torch.export.default_decompositions().items())
     for _ in range(4):

@@ -23,6 +23,7 @@ import torch
 from ..errors import BadInput, first_line
 from .input_spec import parse_input_spec
 from .torch import export_module, lower_exported
+from .torch_arrays import array_of
 
 __all__ = ["TorchSource", "load_torch_source", "from_module", "output_structure"]
 
@@ -85,7 +86,7 @@ class TorchSource:
         with torch.no_grad():
             out = self.module(*self.torch_inputs(arrays))
         flat = torch.utils._pytree.tree_leaves(out)  # nested dicts/tuples/lists, in torch.export's output order
-        return [t.detach().float().numpy() if t.dtype == torch.bfloat16 else t.detach().numpy() for t in flat]
+        return [array_of(t) for t in flat]
 
     def intermediates(self, arrays) -> dict:
         """IR value name -> the program's own intermediate on ``arrays`` (see torch_intermediates.py)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 
 from .torch import state_of, walk_program
+from .torch_arrays import array_of
 
 __all__ = ["source_intermediates"]
 
@@ -42,5 +43,5 @@ def source_intermediates(src, arrays) -> dict:
     for fx, value in low.env.items():
         out = seen.get(fx.name)
         if hasattr(value, "type") and isinstance(out, torch.Tensor):
-            found.setdefault(value.name, (out.float() if out.dtype == torch.bfloat16 else out).detach().numpy())
+            found.setdefault(value.name, array_of(out))
     return found

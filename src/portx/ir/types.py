@@ -8,11 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["DTYPES", "TensorType", "Value", "SymDim", "FreeDimRefused"]
+__all__ = ["DTYPES", "FLOAT8", "TensorType", "Value", "SymDim", "FreeDimRefused"]
 
 # Names follow NumPy; every dtype the IR can carry is listed once here.
 DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64", "bool",
-          "complex64", "complex128", "uint16", "uint32", "uint64")
+          "complex64", "complex128", "uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
+          "float8_e5m2fnuz")
+#: the 8-bit floats (ml_dtypes' names, torch.float8_*); NumPy holds them only through ml_dtypes. Keras takes the
+#: first two as dtype strings, not the fnuz ones (ops/elementwise/float8.py)
+FLOAT8 = ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
 
 
 @dataclass(frozen=True, slots=True)

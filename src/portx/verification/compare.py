@@ -15,10 +15,10 @@ from Keras by 1.5e-5 * scale on an entry of 1.35, and Keras against itself (eage
 (``benchmarks/element_errors.py``).
 
 Note [low-precision tolerance]: an output that one side holds in a float narrower than float32 (float16,
-bfloat16) is compared at no less than ``LOW_PRECISION_ULPS`` units of that dtype's resolution (its ``eps``, the
-spacing at 1.0) in atol, rtol and the per-element rtol: one rule for every op, derived from the dtype
-(float16: 0.0039; bfloat16: 0.031), since a source that rounds each intermediate to 8 bits of mantissa and a
-target that keeps float32 differ by a few of those units.
+bfloat16, float8) is compared at no less than ``LOW_PRECISION_ULPS`` units of that dtype's resolution (its ``eps``,
+the spacing at 1.0) in atol, rtol and the per-element rtol: one rule for every op, derived from the dtype
+(float16: 0.0039; bfloat16: 0.031; float8_e4m3fn: 0.5; float8_e5m2: 1.0), since a source that rounds each
+intermediate to a few bits of mantissa and a target that keeps float32 differ by a few of those units.
 
 Example:
     >>> inputs = make_inputs(graph, seed=0)

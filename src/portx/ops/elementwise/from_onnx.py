@@ -13,8 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import imports
+from ...ir.types import FLOAT8
 from ..elementwise import BINARY, CAST, WHERE
 from ..elementwise.unary import UNARY
+from .float8 import saturating_cast
 
 __all__ = []
 
@@ -90,13 +92,16 @@ def _isinf_from_onnx(call):
 
 @CAST.imports("onnx", "Cast", "CastLike")
 def _cast_from_onnx(call):
-    """Cast to the ``to`` element type (CastLike: to the second input's dtype); saturate is moot without float8."""
+    """Cast to the ``to`` element type (CastLike: to the second input's dtype); to float8 with ``saturate=1`` (the
+    default) clamped to its finite range first (Note [float8 casts])."""
     x = call.input(0)
     like = call.constant(1) if call.op_type == "CastLike" else None  # only its dtype matters
     if call.op_type == "Cast":
         dtype = call.dtype_attr("to")
     else:
         dtype = str(like.dtype) if like is not None else call.input(1).type.dtype
+    if dtype in FLOAT8 and dtype != x.type.dtype and call.attr("saturate", 1):
+        return saturating_cast(call, x, dtype)
     return x if dtype == x.type.dtype else call.emit(CAST, [x], {"dtype": dtype})
 
 

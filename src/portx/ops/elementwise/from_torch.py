@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from .._util import kind, named_rule
 from ..elementwise import BINARY, BINARY_TABLE, CAST, WHERE, scalar_const, tensor_pair
+from .float8 import saturating_cast
 from ..elementwise.from_torch_math import scaled_elu
 from ..elementwise.unary import BOOL_RESULTS, UNARY, UNARY_TABLE
 from ..fft import COMPLEX_ABS
@@ -64,6 +65,8 @@ def _cast_from_aten(call):
     if "Dropout" in call.module_kind:
         call.dropped(x, call.module_kind)
     dtype = call.out_type().dtype
+    if dtype == "float8_e4m3fn" and x.type.dtype != dtype:  # torch saturates this one (Note [float8 casts])
+        return saturating_cast(call, x, dtype)
     return x if x.type.dtype == dtype else call.emit(CAST, [x], {"dtype": dtype})
 
 

@@ -24,6 +24,7 @@ from .._util import kind, named_rule
 from ..elementwise import BINARY, BINARY_TABLE, BITCAST, CAST, WHERE
 from ..elementwise.unary import UNARY, UNARY_TABLE
 from ..sort.to_keras import jax_function
+from .float8 import refuse_for_keras
 
 __all__ = []
 
@@ -89,11 +90,13 @@ for _name, (_, _fn, _, _) in BINARY_TABLE.items():
 
 @CAST.emits("keras-jax")
 def _cast_to_keras(node, k):
+    refuse_for_keras(node)
     k.assign(node, f"ops.cast({k.ref(node.inputs[0])}, {k.lit(node.attrs['dtype'])})")
 
 
 @BITCAST.emits("keras-jax")
 def _bitcast_to_keras(node, k):
+    refuse_for_keras(node)
     k.assign(node, f"ops.view({k.ref(node.inputs[0])}, {k.lit(node.attrs['dtype'])})")
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from .._util import kind, named_rule, promote
 from ..elementwise import BINARY, BITCAST, CAST, WHERE
 from ..elementwise.unary import UNARY
+from .float8 import non_saturating_e4m3fn
 
 __all__ = []
 
@@ -85,7 +86,12 @@ def _bitcast_to_torch(node, t):
 
 @CAST.emits("torch-xla")
 def _cast_to_torch(node, t):
-    t.assign(node, f"{t.ref(node.inputs[0])}.to({t.dtype(node.attrs['dtype'])})")
+    """``.to(dtype)``; to float8_e4m3fn with NaN past its range, as the IR's cast (Note [float8 casts])."""
+    x, dtype = node.inputs[0], node.attrs["dtype"]
+    if dtype == "float8_e4m3fn" and x.type.dtype != "bool":
+        t.assign(node, non_saturating_e4m3fn(t.ref(x), x.type.dtype))
+        return
+    t.assign(node, f"{t.ref(x)}.to({t.dtype(dtype)})")
 
 
 # name: expression template; {x} is the input, other fields are the node's attributes as literals.

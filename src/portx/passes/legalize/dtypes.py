@@ -18,6 +18,7 @@ import numpy as np
 
 from ...ir import Graph, Node, Value, infer_outputs, param_value
 from ...ops.elementwise import CAST
+from .float8 import compute_float8_in_float32
 
 __all__ = ["PortxWarning", "DTYPE_RULES", "retype", "cast_float64_to_float32", "narrow_int64_to_int32"]
 
@@ -116,4 +117,4 @@ def narrow_int64_to_int32(graph: Graph) -> Graph:
 
 
 #: graph passes the op tables' dtype rows may name (``status = "rewrite:<name>"``)
-DTYPE_RULES = {fn.__name__: fn for fn in (cast_float64_to_float32, narrow_int64_to_int32)}
+DTYPE_RULES = {fn.__name__: fn for fn in (cast_float64_to_float32, narrow_int64_to_int32, compute_float8_in_float32)}

@@ -12,9 +12,14 @@ from pathlib import Path
 
 import numpy as np
 
+from ...ir.types import FLOAT8
 from ..codegen import flatten_outputs, import_by_path
 
 __all__ = ["load_folder", "run_torch", "run_torch_with_locals", "tensor_of", "numpy_of"]
+
+#: floats NumPy holds only through ml_dtypes: torch.from_numpy and Tensor.numpy refuse them, so they cross as
+#: the unsigned ints of their width (NumPy side) and the ints of their width (torch side)
+_VIEWED = {"bfloat16": (np.uint16, "int16"), **{name: (np.uint8, "uint8") for name in FLOAT8}}
 
 
 def load_folder(path):
@@ -24,24 +29,26 @@ def load_folder(path):
 
 
 def tensor_of(array):
-    """A torch tensor for a NumPy array (ml_dtypes bfloat16 included)."""
+    """A torch tensor for a NumPy array (ml_dtypes bfloat16 and float8 included)."""
     import torch
 
     array = np.ascontiguousarray(array).reshape(np.shape(array))  # ascontiguousarray makes 0-d arrays 1-d
-    if str(array.dtype) == "bfloat16":
-        return torch.from_numpy(array.view(np.uint16).copy()).view(torch.bfloat16)
+    name = str(array.dtype)
+    if name in _VIEWED:
+        return torch.from_numpy(array.view(_VIEWED[name][0]).copy()).view(getattr(torch, name))
     return torch.from_numpy(array.copy())
 
 
 def numpy_of(tensor) -> np.ndarray:
-    """A NumPy array for a tensor; bfloat16 stays bfloat16 (ml_dtypes'), as the keras-jax target and ``tensor_of``
-    hold it, so an output's dtype is checked as the model computes it."""
+    """A NumPy array for a tensor; bfloat16 and float8 stay so (ml_dtypes'), as the keras-jax target and
+    ``tensor_of`` hold them, so an output's dtype is checked as the model computes it."""
     import ml_dtypes
     import torch
 
     tensor = tensor.detach().cpu()
-    if tensor.dtype == torch.bfloat16:
-        return tensor.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    name = str(tensor.dtype).removeprefix("torch.")
+    if name in _VIEWED:
+        return tensor.view(getattr(torch, _VIEWED[name][1])).numpy().view(getattr(ml_dtypes, name))
     return tensor.numpy()
 
 

@@ -1,0 +1,31 @@
+"""Torch tensors as NumPy arrays on the frontend side: constants, source outputs and intermediates.
+
+``Tensor.numpy()`` refuses bfloat16 and the float8 dtypes. bfloat16 is widened to float32 (portx folds and
+compares it there); float8 keeps its dtype as ml_dtypes' (the IR holds float8_e4m3fn and float8_e5m2), read
+through the uint8 of its width, so a float8 constant or output stays bit for bit torch's.
+
+Example:
+    >>> array_of(torch.tensor([1.5]).to(torch.float8_e4m3fn)).dtype
+    dtype(float8_e4m3fn)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.types import FLOAT8
+
+__all__ = ["array_of"]
+
+
+def array_of(tensor) -> np.ndarray:
+    """``tensor`` (detached, on the host) as a NumPy array: bfloat16 as float32, float8 as ml_dtypes' float8."""
+    import ml_dtypes
+    import torch
+
+    tensor = tensor.detach().cpu().contiguous()
+    name = str(tensor.dtype).removeprefix("torch.")
+    if name == "bfloat16":
+        return tensor.float().numpy()
+    if name in FLOAT8:
+        return tensor.view(torch.uint8).numpy().view(getattr(ml_dtypes, name))
+    return tensor.numpy()
