@@ -29,6 +29,15 @@ def _upper(*batch, n=3):
     return lambda: torch.randn(*batch, n, n).triu() + 3 * torch.eye(n)
 
 
+def _taus(*batch, k):
+    return lambda: torch.rand(*batch, k) + 0.5
+
+
+def _recon_geqrf(x):
+    a, tau = torch.geqrf(x)
+    return torch.linalg.householder_product(a, tau) @ a[..., :x.shape[-1], :].triu()
+
+
 def _recon_qr(x, mode="reduced"):
     q, r = torch.linalg.qr(x, mode=mode)
     return q @ r, r.abs(), q.abs()
@@ -124,6 +133,21 @@ CASES = [
     pytest.param(lambda s, m, v: torch.addmv(s, m, v, beta=0.5, alpha=2.0), [(3,), (3, 4), (4,)], ["matmul"],
                  id="addmv-scaled"),
     pytest.param(torch.addbmm, [(3, 5), (2, 3, 4), (2, 4, 5)], ["matmul", "sum"], id="addbmm"),
+    pytest.param(torch.linalg.householder_product, [(2, 5, 3), _taus(2, k=3)], ["where", "sum"],
+                 id="householder-product-batched"),
+    pytest.param(torch.orgqr, [(4, 4), _taus(k=3)], ["where", "sum"], id="orgqr-fewer-reflectors"),
+    pytest.param(torch.ormqr, [(2, 5, 3), _taus(2, k=3), (2, 5, 2)], ["where", "sum"], id="ormqr-left"),
+    pytest.param(lambda a, t, c: torch.ormqr(a, t, c, transpose=True), [(5, 3), _taus(k=3), (5, 4)], ["sum"],
+                 id="ormqr-left-transpose"),
+    pytest.param(lambda a, t, c: torch.ormqr(a, t, c, left=False), [(2, 4, 4), _taus(2, k=4), (2, 3, 4)], ["sum"],
+                 id="ormqr-right"),
+    pytest.param(lambda a, t, c: torch.ormqr(a, t, c, left=False, transpose=True), [(4, 2), _taus(k=2), (3, 4)],
+                 ["sum"], id="ormqr-right-transpose"),
+    pytest.param(torch.geqrf, [(2, 5, 3)], ["sqrt", "where"], id="geqrf-batched-tall"),
+    pytest.param(torch.geqrf, [(3, 5)], ["sqrt"], id="geqrf-wide"),
+    pytest.param(torch.geqrf, [lambda: torch.randn(4, 4) * (torch.arange(4) != 2)], ["sqrt"],
+                 id="geqrf-zero-column-no-reflection"),
+    pytest.param(_recon_geqrf, [(2, 4, 3)], ["sqrt", "matmul"], id="geqrf-then-householder-product-reconstructs"),
 ]
 
 
@@ -176,7 +200,7 @@ def test_eigenvectors_are_verified_up_to_sign(tmp_path):
 
 @pytest.mark.parametrize("fn, reason", [(lambda a: torch.linalg.ldl_factor(a)[0], "LDL"),
                                         (lambda a: torch.linalg.eigvals(a).real, "use linalg.eigh"),
-                                        (lambda a: torch.geqrf(a)[0], "use linalg.qr")])
+                                        (lambda a: torch.geqrf(a.to(torch.complex64))[0].real, "only real")])
 def test_ops_no_target_has_are_refused_with_their_reason(fn, reason):
     with pytest.raises(UnsupportedOps, match=reason):
         lower_torch(fn, _spd()())

@@ -208,6 +208,16 @@ def test_grid_sample(target, mode, padding, align_corners):
     check_torch_op(_grid(mode, padding, align_corners), x, grid, expect_ops=["grid_sample"], target=target, **TOL)
 
 
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample_3d(target, mode, padding, align_corners):
+    # aten::grid_sampler_3d: the same rule on NCDHW volumes (trilinear = "bilinear"), grid points past [-1, 1]
+    torch.manual_seed(2)
+    x, grid = torch.randn(2, 3, 4, 5, 6), torch.rand(2, 3, 4, 2, 3) * 3.0 - 1.5
+    check_torch_op(_grid(mode, padding, align_corners), x, grid, expect_ops=["grid_sample"], target=target, **TOL)
+
+
 def test_grid_sample_of_a_one_pixel_axis_and_bicubic(target):
     torch.manual_seed(1)
     x, grid = torch.randn(1, 2, 1, 4), torch.rand(1, 3, 3, 2) * 3.0 - 1.5
@@ -229,4 +239,7 @@ def test_grid_sample_is_written_out_for_torch_xla():
     # PyTorch/XLA has no grid_sampler_2d lowering: the emitted model gathers instead of calling F.grid_sample
     code = _code(_Fn2(_grid("bilinear", "border", False)), None, emit_torch, "torch-xla",
                  [torch.randn(1, 2, 4, 5), torch.rand(1, 3, 3, 2)])
+    assert "torch.gather(" in code and "grid_sample(" not in code
+    code = _code(_Fn2(_grid("nearest", "zeros", True)), None, emit_torch, "torch-xla",
+                 [torch.randn(1, 2, 3, 4, 5), torch.rand(1, 2, 3, 3, 3)])
     assert "torch.gather(" in code and "grid_sample(" not in code

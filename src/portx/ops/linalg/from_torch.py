@@ -258,14 +258,11 @@ def _addbmm_from_aten(call):
 
 
 @imports("torch", "aten::linalg_ldl_factor_ex", "aten::linalg_ldl_factor", "aten::linalg_ldl_solve",
-         "aten::linalg_eig", "aten::linalg_eigvals", "aten::linalg_householder_product", "aten::geqrf", "aten::ormqr")
+         "aten::linalg_eig", "aten::linalg_eigvals")
 def _refused_linalg_from_aten(call):
     """Ops no target can express: named with the reason (exit 3) instead of an unknown op."""
     name = call.node.target._schema.name
     reasons = {"ldl": "LDL^T (Bunch-Kaufman) factorization has no JAX/Keras form; use linalg.cholesky (for SPD "
                       "input) or linalg.lu_factor", "eig": "non-symmetric eig gives complex results and XLA lowers it "
-                      "on CPU only (not TPU); use linalg.eigh for a symmetric matrix",
-               "householder": "householder_product has no keras.ops form; use linalg.qr",
-               "geqrf": "LAPACK's packed Householder QR has no keras.ops form; use linalg.qr",
-               "ormqr": "multiplying by packed Householder reflectors has no keras.ops form; use linalg.qr's Q"}
+                      "on CPU only (not TPU); use linalg.eigh for a symmetric matrix"}
     call.unsupported(next(why for key, why in reasons.items() if key in name))

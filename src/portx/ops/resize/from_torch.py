@@ -11,7 +11,8 @@ Example:
     resize(%x) {size=(8, 8), mode="linear", align_corners=False, scales=(2.0, 2.0)}
 
 ``aten::_upsample_bilinear2d_aa`` / ``_upsample_bicubic2d_aa`` (``antialias=True``) are Keras' antialiased resize.
-``aten::grid_sampler(_2d)`` (``F.grid_sample``) is ``grid_sample`` (Note [grid sample] in ``grid.py``).
+``aten::grid_sampler(_2d/_3d)`` (``F.grid_sample`` on 4-d or 5-d inputs) is ``grid_sample`` (Note [grid sample] in
+``grid.py``).
 """
 from __future__ import annotations
 
@@ -51,11 +52,11 @@ def _resize_from_aten(call):
 
 @GRID_SAMPLE.imports("torch", "aten::grid_sampler", "aten::grid_sampler_2d", "aten::grid_sampler_3d")
 def _grid_sample_from_aten(call):
-    """``F.grid_sample`` on 4-d inputs: ATen's interpolation_mode (0 bilinear, 1 nearest) and padding_mode."""
+    """``F.grid_sample`` on 4-d or 5-d inputs: ATen's interpolation_mode (0 bilinear, 1 nearest) and padding_mode."""
     x, grid = call.arg("input"), call.arg("grid")
     mode, padding = int(call.arg("interpolation_mode", 0)), int(call.arg("padding_mode", 0))
-    if x.type.rank != 4:
-        call.unsupported(f"grid_sample of a rank-{x.type.rank} input (only 4-d NCHW inputs are supported)")
+    if x.type.rank not in (4, 5):
+        call.unsupported(f"grid_sample of a rank-{x.type.rank} input (only 4-d NCHW and 5-d NCDHW are supported)")
     if mode >= len(GRID_MODES):
         call.unsupported("grid_sample with mode='bicubic' (bilinear and nearest are supported)")
     return call.emit(GRID_SAMPLE, [x, grid], {"mode": GRID_MODES[mode], "padding": GRID_PADDINGS[padding],

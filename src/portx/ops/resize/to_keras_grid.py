@@ -1,10 +1,11 @@
 """Keras emit rule for grid_sample: torch's coordinates, a flat ``take_along_axis`` per neighbour, a weighted sum.
 
 Keras has no ``grid_sample``, so the rule writes torch's steps (Note [grid sample] in ``grid.py``) with
-``keras.ops``: each (x, y) of the grid becomes a pixel coordinate (unnormalized, reflected and
-clamped per ``padding``); each neighbour's (row, column) becomes an index into the image flattened
-to (N, C, H * W), gathered with ``ops.take_along_axis`` and weighted by its bilinear weight times
-an in-image mask (which is what "zeros" padding reads outside the image).
+``keras.ops``, the same code for 2-d (NCHW) and 3-d (NCDHW) inputs: each grid component becomes a
+pixel coordinate (unnormalized, reflected and clamped per ``padding``); each neighbour's integer
+coordinates become one index into the image flattened to (N, C, prod(spatial)), gathered with
+``ops.take_along_axis`` and weighted by its (bi/tri)linear weight times an in-image mask (which is
+what "zeros" padding reads outside the image).
 
 Example generated code:
     sample_ix = ((grid[..., 0]) + 1.0) * 3.0 - 0.5
@@ -13,9 +14,11 @@ Example generated code:
 """
 from __future__ import annotations
 
-from ..resize.grid import GRID_SAMPLE, reflect_bounds
+from ..resize.grid import GRID_SAMPLE, flat_index_terms, grid_corners, reflect_bounds
 
 __all__ = []
+
+_HINTS = ("ix", "iy", "iz")
 
 
 def _coordinate(k, node, g, size, a, hint):
@@ -40,34 +43,48 @@ def _coordinate(k, node, g, size, a, hint):
     return c
 
 
-def _read(k, node, flat, iy, ix, weight, shape):
-    """``flat`` (N, C, H * W) at the integer maps (iy, ix), times ``weight`` and 0 outside the image."""
-    _, c, h, w, ho, wo = shape
-    inside = (f"ops.cast(ops.logical_and(ops.logical_and({iy} >= 0.0, {iy} <= {k.lit(float(h - 1))}), "
-              f"ops.logical_and({ix} >= 0.0, {ix} <= {k.lit(float(w - 1))})), {iy}.dtype)")
-    index = k.temp(node, f"ops.cast(ops.clip({iy}, 0.0, {k.lit(float(h - 1))}) * {k.lit(float(w))} + "
-                         f"ops.clip({ix}, 0.0, {k.lit(float(w - 1))}), 'int32')", "index")
-    index = f"ops.repeat(ops.reshape({index}, (-1, 1, {ho * wo})), {c}, axis=1)"
-    scale = f"ops.reshape(({weight}) * {inside}, (-1, 1, {ho * wo}))"
+def _and(terms):
+    out = terms[0]
+    for term in terms[1:]:
+        out = f"ops.logical_and({out}, {term})"
+    return out
+
+
+def _read(k, node, flat, coords, weight, spatial, channels, points):
+    """``flat`` (N, C, prod(spatial)) at the integer maps ``coords`` (one per spatial axis), times ``weight``
+    and 0 outside the image."""
+    inside = _and([f"ops.logical_and({c} >= 0.0, {c} <= {k.lit(float(s - 1))})" for c, s in zip(coords, spatial)])
+    inside = f"ops.cast({inside}, {coords[0]}.dtype)"
+    flat_index = " + ".join(f"ops.clip({c}, 0.0, {k.lit(float(s - 1))})" + (f" * {k.lit(float(st))}" if st > 1 else "")
+                            for c, s, st in flat_index_terms(coords, spatial))
+    index = k.temp(node, f"ops.cast({flat_index}, 'int32')", "index")
+    index = f"ops.repeat(ops.reshape({index}, (-1, 1, {points})), {channels}, axis=1)"
+    scale = f"ops.reshape(({weight}) * {inside}, (-1, 1, {points}))"
     return k.temp(node, f"ops.take_along_axis({flat}, {index}, axis=2) * {scale}", "value")
 
 
 @GRID_SAMPLE.emits("keras-jax")
 def _grid_sample_to_keras(node, k):
-    """Bilinear: four weighted reads; nearest: one read at the rounded coordinate (half to even)."""
+    """Linear: 2**rank weighted reads; nearest: one read at the rounded coordinate (half to even)."""
     (x, grid), a = node.inputs, node.attrs
-    n, c, h, w = x.type.shape
-    ho, wo = grid.type.shape[1:3]
-    shape = (n, c, h, w, ho, wo)
+    channels, spatial, out = x.type.shape[1], tuple(x.type.shape[2:]), tuple(grid.type.shape[1:-1])
+    rank, points, size = len(spatial), 1, 1
+    for n in out:
+        points *= n
+    for n in spatial:
+        size *= n
     g = k.ref(grid)
-    ix = _coordinate(k, node, f"{g}[..., 0]", w, a, "ix")
-    iy = _coordinate(k, node, f"{g}[..., 1]", h, a, "iy")
-    flat = k.temp(node, f"ops.reshape({k.ref(x)}, (-1, {c}, {h * w}))", "flat")
+    coords = [_coordinate(k, node, f"{g}[..., {rank - 1 - axis}]", s, a, _HINTS[rank - 1 - axis])
+              for axis, s in enumerate(spatial)]
+    flat = k.temp(node, f"ops.reshape({k.ref(x)}, (-1, {channels}, {size}))", "flat")
     if a["mode"] == "nearest":
-        terms = [_read(k, node, flat, f"ops.round({iy})", f"ops.round({ix})", "1.0", shape)]
+        terms = [_read(k, node, flat, [f"ops.round({c})" for c in coords], "1.0", spatial, channels, points)]
     else:
-        x0, y0 = k.temp(node, f"ops.floor({ix})", "x0"), k.temp(node, f"ops.floor({iy})", "y0")
-        fx, fy = k.temp(node, f"{ix} - {x0}", "fx"), k.temp(node, f"{iy} - {y0}", "fy")
-        terms = [_read(k, node, flat, f"({y0} + {dy:.1f})", f"({x0} + {dx:.1f})", f"({wy}) * ({wx})", shape)
-                 for dy, wy in ((0, f"1.0 - {fy}"), (1, fy)) for dx, wx in ((0, f"1.0 - {fx}"), (1, fx))]
-    k.assign(node, f"ops.reshape({' + '.join(terms)}, (-1, {c}, {ho}, {wo}))")
+        low = [k.temp(node, f"ops.floor({c})", f"{_HINTS[rank - 1 - axis]}0") for axis, c in enumerate(coords)]
+        frac = [k.temp(node, f"{c} - {lo}", f"{_HINTS[rank - 1 - axis]}f")
+                for axis, (c, lo) in enumerate(zip(coords, low))]
+        terms = [_read(k, node, flat, [f"({lo} + {d:.1f})" for lo, d in zip(low, corner)],
+                       " * ".join(f"({f})" if d else f"(1.0 - {f})" for f, d in zip(frac, corner)),
+                       spatial, channels, points)
+                 for corner in grid_corners(rank)]
+    k.assign(node, f"ops.reshape({' + '.join(terms)}, (-1, {channels}, {', '.join(map(str, out))}))")
