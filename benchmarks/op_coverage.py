@@ -10,6 +10,7 @@ stderr. All entries take about an hour per target on two cores; ``--quick`` runs
 Example:
     $ KERAS_BACKEND=jax .venv/bin/python benchmarks/op_coverage.py --target keras-jax --limit 150 --json run.json
     $ KERAS_BACKEND=jax .venv/bin/python benchmarks/op_coverage.py --quick --write-xfail
+    $ KERAS_BACKEND=jax .venv/bin/python benchmarks/op_coverage.py --keras-only
 """
 import argparse
 import collections
@@ -155,6 +156,7 @@ def main(argv=None):
     parser.add_argument("--no-torchax", action="store_true", help="skip the torchax reference run")
     parser.add_argument("--no-keras", action="store_true", help="skip the Keras layer and keras.ops coverage "
                         "(skipped too with --entries, --limit, --quick or --from-json)")
+    parser.add_argument("--keras-only", action="store_true", help="only the Keras layer and keras.ops coverage")
     parser.add_argument("--top", type=int, default=40, help="blocking ops shown (default 40)")
     parser.add_argument("--json", type=Path, help="write the raw outcomes and the summary here")
     parser.add_argument("--write-xfail", action="store_true", help=f"regenerate {XFAIL_FILE.name} from this run")
@@ -168,6 +170,11 @@ def main(argv=None):
                                              "summary": summary(runs, targets), "runs": runs}, indent=1) + "\n",
                                  encoding="utf-8")
 
+    if args.keras_only:
+        print(f"Keras coverage ({datetime.date.today()})")
+        for line in keras_coverage():
+            print(line)
+        return
     if args.from_json:
         saved = json.loads(args.from_json.read_text(encoding="utf-8"))
         runs, targets = saved["runs"], tuple(saved["targets"])

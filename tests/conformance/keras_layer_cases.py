@@ -4,7 +4,8 @@
 functional model around the layer with one of its main options (RNN return_sequences/return_state/go_backwards,
 masks, use_bias, quantized modes, float16/bfloat16 dtypes). ``REFUSED`` maps the classes that get no case to the
 reason. ``run_case`` converts a case with ``portx.api.convert(model, to="torch-xla")``, verification on, and says
-pass / unsupported / wrong / crash; ``XFAIL`` (``keras_xfail.toml``, table ``layers``) lists the cases that do not
+pass / unsupported / wrong / crash, or ``keras`` when Keras itself cannot build the case's model (no conversion
+was tried: a Keras bug, not a portx outcome); ``XFAIL`` (``keras_xfail.toml``, table ``layers``) lists the cases that do not
 pass, each with its reason. Builders are in ``keras_layer_specs.py``.
 
 Example:
@@ -32,7 +33,7 @@ from tests.conformance.keras_layer_specs import CASES, REFUSED  # noqa: E402
 __all__ = ["CASES", "REFUSED", "QUICK", "XFAIL", "XFAIL_FILE", "OUTCOMES", "Outcome", "layer_classes",
            "uncovered", "classify", "convert_case", "run_built", "run_case", "coverage"]
 
-OUTCOMES = ("pass", "unsupported", "wrong", "crash")
+OUTCOMES = ("pass", "unsupported", "wrong", "crash", "keras")
 #: atol and rtol for the float16 / bfloat16 cases (ids ending in "float16")
 LOW_PRECISION_TOL = 2e-2
 XFAIL_FILE = Path(__file__).with_name("keras_xfail.toml")
@@ -103,7 +104,11 @@ def run_built(case_id, build, low_precision=False) -> Outcome:
     start = time.perf_counter()
     try:
         keras.utils.set_random_seed(0)
-        model, example = build()
+        try:
+            model, example = build()
+        except Exception as exc:  # noqa: BLE001 - Keras' own failure to build the model: no conversion to judge
+            return Outcome(case_id, "keras", f"Keras cannot build it: {classify(exc)[1]}",
+                           round(time.perf_counter() - start, 2))
         convert_case(model, example, low_precision=low_precision)
         outcome, problem = "pass", ""
     except Exception as exc:  # every failure is an outcome here, classified
