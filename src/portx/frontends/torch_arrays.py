@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.types import FLOAT8
+from ..ir.types import VIEWED_AS_INT
 
 __all__ = ["array_of"]
 
@@ -26,6 +26,6 @@ def array_of(tensor) -> np.ndarray:
     name = str(tensor.dtype).removeprefix("torch.")
     if name == "bfloat16":
         return tensor.float().numpy()
-    if name in FLOAT8:
-        return tensor.view(torch.uint8).numpy().view(getattr(ml_dtypes, name))
+    if name in VIEWED_AS_INT:  # float8: through the integers of its width (ir/types.py)
+        return tensor.view(getattr(torch, VIEWED_AS_INT[name][1])).numpy().view(getattr(ml_dtypes, name))
     return tensor.numpy()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["DTYPES", "FLOAT8", "TensorType", "Value", "SymDim", "FreeDimRefused"]
+__all__ = ["DTYPES", "FLOAT8", "VIEWED_AS_INT", "TensorType", "Value", "SymDim", "FreeDimRefused"]
 
 # Names follow NumPy; every dtype the IR can carry is listed once here.
 DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64", "bool",
@@ -17,6 +17,9 @@ DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16",
 #: the 8-bit floats (ml_dtypes' names, torch.float8_*); NumPy holds them only through ml_dtypes. Keras takes the
 #: first two as dtype strings, not the fnuz ones (ops/elementwise/float8.py)
 FLOAT8 = ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
+#: floats NumPy holds only through ml_dtypes, which torch.from_numpy and Tensor.numpy refuse: they cross between
+#: the two as the integers of their width, (NumPy view dtype, torch view dtype)
+VIEWED_AS_INT = {"bfloat16": ("uint16", "int16"), **{name: ("uint8", "uint8") for name in FLOAT8}}
 
 
 @dataclass(frozen=True, slots=True)

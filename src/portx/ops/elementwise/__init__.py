@@ -21,7 +21,8 @@ import numpy as np
 from ...ir import REQUIRED, OpDef, TensorType
 from .._util import broadcast_shapes, kind, named_rule, promote
 
-__all__ = ["BINARY", "BINARY_TABLE", "FLOAT_RESULTS", "WHERE", "CAST", "BITCAST", "scalar_const", "tensor_pair"]
+__all__ = ["BINARY", "BINARY_TABLE", "FLOAT_RESULTS", "WHERE", "CAST", "BITCAST", "scalar_const", "tensor_pair",
+           "emit_binary"]
 
 
 def _div(a, b, rounding_mode=None):
@@ -102,6 +103,12 @@ def scalar_const(call, number, like):
     else:
         dtype = like_dtype if kind(like_dtype) >= 2 else "float32"
     return call.const(np.array(number, dtype="float32" if dtype == "bfloat16" else dtype), "scalar")
+
+
+def emit_binary(call, name, *operands):
+    """The IR binary op ``name`` (``BINARY``) on two values, emitted by an import rule: ``emit_binary(call, "mul",
+    a, b)``."""
+    return call.emit(BINARY[name], list(operands))
 
 
 def _binary_type(name, boolean):

@@ -19,7 +19,7 @@ import numpy as np
 
 from ...ir import imports
 from .._util import kind
-from ..elementwise import BINARY, WHERE
+from ..elementwise import WHERE, emit_binary as _op
 from ..elementwise.unary import UNARY
 from ..reduce import REDUCE
 from ..shape import CONCAT, EXPAND, RESHAPE
@@ -34,10 +34,6 @@ def _real(call, *values):
         if kind(value.type.dtype) == 3:
             call.unsupported(f"{call.node.target._schema.name} of a complex ({value.type.dtype}) matrix: only real "
                              "dtypes are converted; use linalg.qr")
-
-
-def _op(call, name, *inputs):
-    return call.emit(BINARY[name], list(inputs))
 
 
 def _where(call, cond, a, b):

@@ -23,17 +23,13 @@ import numpy as np
 
 from ...ir import imports
 from .._util import kind, norm_axis
-from ..elementwise import BINARY, CAST, WHERE, scalar_const
+from ..elementwise import CAST, WHERE, scalar_const, emit_binary as _op
 from ..elementwise.unary import UNARY
 from ..reduce import REDUCE
 from ..shape.from_keras_ops import reshape_to
 from ..shape.index import SELECT, SLICE
 
 __all__ = []
-
-
-def _op(call, name, *xs):
-    return call.emit(BINARY[name], list(xs))
 
 
 def _num(call, name, x, number):

@@ -12,14 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ...ir.types import FLOAT8
+from ...ir.types import VIEWED_AS_INT
 from ..codegen import flatten_outputs, import_by_path
 
 __all__ = ["load_folder", "run_torch", "run_torch_with_locals", "tensor_of", "numpy_of"]
-
-#: floats NumPy holds only through ml_dtypes: torch.from_numpy and Tensor.numpy refuse them, so they cross as
-#: the unsigned ints of their width (NumPy side) and the ints of their width (torch side)
-_VIEWED = {"bfloat16": (np.uint16, "int16"), **{name: (np.uint8, "uint8") for name in FLOAT8}}
 
 
 def load_folder(path):
@@ -34,8 +30,8 @@ def tensor_of(array):
 
     array = np.ascontiguousarray(array).reshape(np.shape(array))  # ascontiguousarray makes 0-d arrays 1-d
     name = str(array.dtype)
-    if name in _VIEWED:
-        return torch.from_numpy(array.view(_VIEWED[name][0]).copy()).view(getattr(torch, name))
+    if name in VIEWED_AS_INT:
+        return torch.from_numpy(array.view(VIEWED_AS_INT[name][0]).copy()).view(getattr(torch, name))
     return torch.from_numpy(array.copy())
 
 
@@ -47,8 +43,8 @@ def numpy_of(tensor) -> np.ndarray:
 
     tensor = tensor.detach().cpu()
     name = str(tensor.dtype).removeprefix("torch.")
-    if name in _VIEWED:
-        return tensor.view(getattr(torch, _VIEWED[name][1])).numpy().view(getattr(ml_dtypes, name))
+    if name in VIEWED_AS_INT:
+        return tensor.view(getattr(torch, VIEWED_AS_INT[name][1])).numpy().view(getattr(ml_dtypes, name))
     return tensor.numpy()
 
 
