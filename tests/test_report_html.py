@@ -105,6 +105,17 @@ def test_a_long_passing_model_gets_its_error_plot_sampled(tmp_path, monkeypatch)
     assert late["rows"] == [] and "a passing model's trace gets 10% of the conversion's time" in late["skipped"]
 
 
+def test_a_passing_trace_holds_a_bounded_number_of_elements(tmp_path, monkeypatch):
+    monkeypatch.setattr(trace, "TRACE_MIN_SECONDS", 600.0)
+    monkeypatch.setattr(trace, "TRACE_SAMPLED_ELEMENTS", 40 * 2 * 4)  # 40 of Deep's (2, 4) intermediates
+    torch.manual_seed(0)
+    result = portx.convert(Deep(), example_inputs=(torch.randn(2, 4),), to="keras-jax", out=tmp_path / "out",
+                           grad=False)
+    errors = result.report["node_errors"]
+    assert errors["sampled"] == {"every": 8, "of": 320} and len(errors["rows"]) == 41, errors.get("skipped")
+    assert all(r["passed"] for r in errors["rows"])
+
+
 def test_a_stopped_trace_says_so_under_the_plot():
     rows = [{"node": f"block.{i}", "op": "relu", "value": f"v{i}", "max_rel": 1e-7, "passed": True} for i in range(3)]
     page = render({"source": "m.pt2", "target": "keras-jax", "verification": {"passed": True, "outputs": []},

@@ -25,7 +25,7 @@ from ..passes.layout import graph_arrays
 from .compare import make_inputs
 from .recheck import expected_outputs
 
-__all__ = ["example_arrays", "in_domain", "sized_batch", "status_outputs", "verification_batches", "verify_in_domain"]
+__all__ = ["example_arrays", "example_fraction", "in_domain", "sized_batch", "status_outputs", "verification_batches", "verify_in_domain"]
 
 
 def example_arrays(src, graph) -> list | None:
@@ -170,18 +170,24 @@ def verify_in_domain(src, graph, model, target, seed, atol, rtol) -> tuple:
     return result, arrays
 
 
-def sized_batch(src, graph, seed, shapes) -> tuple:
+def example_fraction(src, graph) -> float | None:
+    """The share of NaN/Inf among the source's outputs on its own example (None without an example, or where
+    the source fails on it): ``sized_batch``'s bar for inputs at other sizes, computed once per size check."""
+    example = example_arrays(src, graph)
+    example_out = None if example is None else _outputs(src, graph, example)[0]
+    return None if example_out is None else _fraction(example_out)
+
+
+def sized_batch(src, graph, seed, shapes, allowed) -> tuple:
     """(arrays, expected outputs) at input ``shapes`` (a free dim at another size, verification/dynamic.py):
     seeded random inputs, or where the source rejects them or gives more NaN/Inf than on the example, floats
     drawn from the example's own values (1 % perturbed), then the random ones' absolute values. ``expected``
-    is a str saying why when the source runs on none of them."""
+    is a str saying why when the source runs on none of them. ``allowed``: ``example_fraction(src, graph)``."""
     example = example_arrays(src, graph)
-    example_out = None if example is None else _outputs(src, graph, example)[0]
-    allowed = None if example_out is None else _fraction(example_out)
     rng = np.random.default_rng(seed)
     random = in_domain(graph, make_inputs(graph, seed, shapes=shapes))
     candidates = [random]
-    if example_out is not None:
+    if allowed is not None:
         candidates.append([(rng.choice(e.ravel(), size=shape) * (1 + 1e-2 * rng.standard_normal(shape))).astype(e.dtype)
                            if e.dtype.kind == "f" and e.size else r for e, r, shape in zip(example, random, shapes)])
     candidates.append([np.abs(a) if a.dtype.kind == "f" else a for a in random])

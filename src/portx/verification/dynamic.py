@@ -23,8 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from ..errors import BadInput
 from ..progress import step
 from ..passes.free_dims import NotFree, apply_free, diff_free, merge_found
-from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, random_outputs, sign_free_outputs
-from .domain import sized_batch
+from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs, random_outputs, sign_free_outputs
+from .domain import example_fraction, sized_batch
 
 __all__ = ["plan_dims", "find_free", "refree", "verify_sizes", "parse_dynamic", "check_static_batch",
            "BATCH_SAMPLES"]
@@ -220,10 +220,14 @@ def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFA
     plan = [(symbol, n, shapes) for symbol, n, shapes in plan
             if all(d >= 1 for shape in shapes for d in shape)]  # a dim that follows one with an offset: empty here
     checks, run = {}, target.runner(model)  # made here, once: the threads share its compiles with later stages
-    with ThreadPoolExecutor(max_workers=max(1, min(SIZE_WORKERS, len(plan)))) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, min(SIZE_WORKERS, len(plan)))) as pool, \
+            ThreadPoolExecutor(max_workers=1) as compiler:
+        ahead = _compile_ahead(compiler, run, graph, seed, [shapes for _, _, shapes in plan])
+        allowed = example_fraction(src, graph) if plan else None  # the source on its example: once, not per size
         for symbol, n, shapes in plan:
             if repr(shapes) not in checks:  # two dims at their example's size: the same inputs, checked once
-                checks[repr(shapes)] = pool.submit(_check_size, src, graph, run, seed, shapes, atol, rtol)
+                checks[repr(shapes)] = pool.submit(_check_size, src, graph, run, seed, shapes, allowed, atol, rtol,
+                                                   ahead.get(repr(shapes)))
         for done, (symbol, n, shapes) in enumerate(plan):
             step(done, len(plan), f"{symbol}={n}")  # progress.py display
             checks[repr(shapes)].result()
@@ -255,10 +259,32 @@ SIZE_WORKERS = 1
 # with the later stages). Inputs of one shape (two dims both at the example's size) are checked once.
 
 
-def _check_size(src, graph, run, seed, shapes, atol, rtol) -> dict:
+def _compile_ahead(compiler, run, graph, seed, plan) -> dict:
+    """{repr(shapes): future} of the converted model's compile at each planned size, in plan order on one
+    thread, when the runner can compile ahead (Note [compile ahead]); {} when it cannot."""
+    compile_for = getattr(run, "compile_for", None)
+    if compile_for is None:
+        return {}
+    ahead = {}
+    for shapes in plan:
+        if repr(shapes) not in ahead:
+            specs = [(a.shape, a.dtype) for a in make_inputs(graph, seed, shapes=shapes)]
+            ahead[repr(shapes)] = compiler.submit(compile_for, specs)
+    return ahead
+
+# Note [compile ahead]: each size check is a run of the source (torch on the CPU) and one XLA compile and run
+# of the converted model. XLA compiles with the GIL released, so the compiles of every planned size start at
+# once on one background thread while the main thread runs the source at each size: on two cores the
+# compile of the next size overlaps this size's source run. A check waits for its own size's compile
+# before it runs, so no shape compiles twice; a compile that fails is left for the run to report.
+
+
+def _check_size(src, graph, run, seed, shapes, allowed, atol, rtol, compiled=None) -> dict:
     """{"passed", "problem", "max_abs", "max_rel"} of the source and ``run`` (the converted model's runner) on
-    inputs of ``shapes``."""
-    arrays, expected = sized_batch(src, graph, seed, shapes)  # in the source's domain, else why not
+    inputs of ``shapes``; ``compiled``: the future of ``run``'s compile at these shapes (Note [compile ahead])."""
+    arrays, expected = sized_batch(src, graph, seed, shapes, allowed)  # in the source's domain, else why not
+    if compiled is not None:
+        compiled.exception()  # waits; a failed compile is reported by the run below
     try:
         result = {"passed": False, "outputs": [], "problem": expected} if isinstance(expected, str) else \
             compare(expected, run(arrays), [v.name for v in graph.outputs], atol, rtol,

@@ -14,13 +14,14 @@ Example:
 """
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
 
 from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare_arrays, run_reference
 
-__all__ = ["LAYER_SLACK", "TRACE_MAX_NODES", "TRACE_MAX_BYTES", "TRACE_SAMPLED_ROWS",
+__all__ = ["LAYER_SLACK", "TRACE_MAX_NODES", "TRACE_MAX_BYTES", "TRACE_SAMPLED_ROWS", "TRACE_SAMPLED_ELEMENTS",
            "observe_values", "trace_layers", "first_failure", "localize", "node_errors"]
 
 #: intermediate values carry more rounding than outputs: their tolerances are this many times looser
@@ -102,8 +103,10 @@ def localize(target, graph, model, names, arrays, atol=DEFAULT_ATOL, rtol=DEFAUL
 #: NumPy reference once and reads every intermediate of the emitted model in one run)
 TRACE_MAX_NODES, TRACE_MAX_BYTES = 5000, 512 << 20
 #: when verification passed (the plot is then a line under the tolerance), at most this many intermediates, evenly
-#: spaced along the graph, are read (report.html says the plot is sampled); a failed verification reads them all
-TRACE_SAMPLED_ROWS = 1000
+#: spaced along the graph, and at most this many of their elements (64 MB as float32: they are held together
+#: while the NumPy reference runs), are read (report.html says the plot is sampled); a failed verification
+#: reads them all
+TRACE_SAMPLED_ROWS, TRACE_SAMPLED_ELEMENTS = 1000, 16 << 20
 #: and its trace stops after this share of the conversion's time so far, or TRACE_MIN_SECONDS when more (the
 #: NumPy reference runs in float64: on a ViT-S at 224 it is most of the trace's ~6 s in a 45 s conversion)
 TRACE_SHARE, TRACE_MIN_SECONDS = 0.1, 10.0
@@ -139,7 +142,8 @@ def _traced(target, graph, model, names, arrays, atol, rtol, code, passed, budge
     added = graph.meta.get("layout_transposes", ())
     traced = [v for node in graph.nodes for v in node.outputs
               if v in names and v.name not in added and v not in graph.inputs and not graph.is_param(v)]
-    every = -(-len(traced) // TRACE_SAMPLED_ROWS) if passed else 1
+    elements = sum(math.prod(v.type.shape) for v in traced)
+    every = max(-(-len(traced) // TRACE_SAMPLED_ROWS), -(-elements // TRACE_SAMPLED_ELEMENTS)) if passed else 1
     chosen = set(traced[::every]) | set(traced[-1:])
     step(0, len(graph.nodes), "reading the emitted model's intermediates (one run)")
     observed = observe_values(target, model, graph, {v: names[v] for v in chosen}, arrays, code)

@@ -48,26 +48,28 @@ def _conv_type(x, weight, bias=None, *, stride, pads, dilation, groups):
 
 
 def conv_numpy(x, weight, bias=None, *, stride, pads, dilation, groups):
-    """Direct N-d convolution in float64 (slow; for tests on small shapes).
+    """N-d convolution in float64: one BLAS product per kernel offset and group (a depthwise conv: a broadcast
+    product), so the per-node trace of a ResNet-50 runs its 53 convs in well under a second.
 
     Example: ``conv_numpy(x, w, stride=(1, 1), pads=((1, 1), (1, 1)), dilation=(1, 1), groups=1)``.
     """
     x64 = np.pad(x.astype(np.float64), [(0, 0), (0, 0)] + [tuple(p) for p in pads])
     n = x.shape[0]
     o, cg, *ks = weight.shape
-    spatial = [(x64.shape[2 + i] - dilation[i] * (ks[i] - 1) - 1) // stride[i] + 1 for i in range(len(ks))]
-    y = np.zeros((n, o, *spatial))
     og = o // groups
-    for g in range(groups):
-        xs = x64[:, g * cg:(g + 1) * cg]
-        ws = weight[g * og:(g + 1) * og].astype(np.float64)
-        for idx in np.ndindex(*ks):
-            sl = tuple(slice(idx[i] * dilation[i], idx[i] * dilation[i] + stride[i] * (spatial[i] - 1) + 1,
-                             stride[i]) for i in range(len(ks)))
-            patch = xs[(slice(None), slice(None)) + sl]  # n, cg, *spatial
-            y[:, g * og:(g + 1) * og] += np.einsum("nc...,oc->no...", patch, ws[(slice(None), slice(None)) + idx])
+    spatial = [(x64.shape[2 + i] - dilation[i] * (ks[i] - 1) - 1) // stride[i] + 1 for i in range(len(ks))]
+    xg = x64.reshape(n, groups, cg, *x64.shape[2:])
+    wg = weight.astype(np.float64).reshape(groups, og, cg, *ks)
+    y = np.zeros((groups, og, n * int(np.prod(spatial))))
+    for idx in np.ndindex(*ks):
+        sl = tuple(slice(idx[i] * dilation[i], idx[i] * dilation[i] + stride[i] * (spatial[i] - 1) + 1,
+                         stride[i]) for i in range(len(ks)))
+        cols = np.moveaxis(xg[(slice(None),) * 3 + sl], 0, 2).reshape(groups, cg, -1)  # g, cg, n * spatial
+        taps = wg[(slice(None),) * 3 + idx]  # g, og, cg
+        y += taps * cols if cg == 1 else np.matmul(taps, cols)
+    y = np.moveaxis(y.reshape(o, n, *spatial), 1, 0)
     if bias is not None:
-        y += bias.reshape((1, -1) + (1,) * len(ks))
+        y = y + bias.reshape((1, -1) + (1,) * len(ks))
     return y.astype(x.dtype)
 
 

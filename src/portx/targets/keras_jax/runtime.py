@@ -65,10 +65,18 @@ def _make_jitted(model):
 
     run = jax.jit(forward)
 
-    def call(arrays):
+    def weights():
         live = ref()
-        weights = ([v.value for v in live.trainable_variables], [v.value for v in live.non_trainable_variables])
-        return [np.asarray(o) for o in run(*weights, *arrays)]
+        return [v.value for v in live.trainable_variables], [v.value for v in live.non_trainable_variables]
+
+    def call(arrays):
+        return [np.asarray(o) for o in run(*weights(), *arrays)]
+
+    def compile_for(specs):
+        """Compile ahead for inputs of ``specs`` ([(shape, dtype)]): a later call at those shapes reuses it."""
+        run.lower(*weights(), *[jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in specs]).compile()
+
+    call.compile_for = compile_for  # verification/dynamic.py compiles the next size while the source runs
     return call
 
 
