@@ -12,8 +12,8 @@ import portx  # noqa: F401  (registers ops)
 from portx.verification.compare import compare_arrays, make_inputs, run_reference
 from portx.ir import format_graph, parse_graph, validate
 from portx.ops.shape import PERMUTE, RESHAPE
-from portx.passes.layout import (graph_arrays, io_layouts, set_io_layout, sink_permutes, source_arrays,
-                                 to_channels_first, to_channels_last)
+from portx.passes.layout import (graph_arrays, inner_transposes, io_layouts, set_io_layout, sink_permutes,
+                                 source_arrays, to_channels_first, to_channels_last)
 from portx.passes.layout_reshape import grouped_order, reshape_groups
 from portx.passes.layout_sink import count_permutes
 
@@ -257,6 +257,9 @@ def test_channel_shuffle_keeps_one_permute_channels_last():
       return %y
     }""".replace("CONV", conv)
     check(text, to_channels_last, 3)
+    rows = inner_transposes(to_channels_last(normalized(parse_graph(text))))  # Note [carried permutes]
+    assert [(r["origin"], r["carries"], r["perm"], r["feeds"]) for r in rows] == [("source", "t", [0, 1, 2, 4, 3],
+                                                                                    ["reshape"])]
 
 
 def test_spatial_ops_flip_back_to_channels_first():

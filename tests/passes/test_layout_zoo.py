@@ -111,7 +111,7 @@ def test_a_reshape_that_mixes_channels_keeps_one_transpose_and_the_report_says_w
     result = portx.convert(model, example_inputs=(x,), out=tmp_path / "out", io_layout="channels-last")
     assert result.report["verification"]["passed"]
     inner = result.report["layout"]["inner_transposes"]
-    assert [(row["origin"], row["feeds"]) for row in inner] == [("layout", ["reshape"])], inner
+    assert [(row["origin"], row["feeds"]) for row in inner] == [("source", ["reshape"])], inner
     nhwc = np.ascontiguousarray(x.numpy().transpose(0, 2, 3, 1))
     assert emitted_transposes(result, [nhwc]) == 1
 
@@ -125,4 +125,4 @@ def test_cli_names_the_transposes_left_inside(tmp_path):
     torch.export.save(torch.export.export(_ChannelShuffle().eval(), (torch.randn(1, 3, 8, 8),)), tmp_path / "s.pt2")
     run = CliRunner().invoke(main, ["convert", str(tmp_path / "s.pt2"), "-o", str(tmp_path / "out")])
     assert run.exit_code == 0, run.output
-    assert "layout: 1 transpose(s) inside the model: layout " in run.output and "-> reshape" in run.output
+    assert "layout: 1 transpose(s) inside the model: source " in run.output and "-> reshape" in run.output

@@ -9,8 +9,9 @@ same machinery the other way (a Keras graph's NHWC -> NCHW -> op -> NHWC pairs c
 torch-xla). ``set_io_layout`` then keeps the source's I/O layout ("source"), or drops those
 boundary permutes and changes the graph's input and output types ("channels-last",
 "channels-first"); ``io_layouts`` says which layout each input and output ended up with, and
-lists the transposes left inside (``inner_transposes``: the source's own, and those the layout pass
-keeps where a reshape mixes the channel axis with others).
+lists the transposes left inside (``inner_transposes``: the source's own, kept in place or carried into
+the stored order where a reader needs them (Note [carried permutes] in layout_sink.py), and any the
+layout pass adds itself).
 
 Example (before / after ``to_channels_last``)::
 
@@ -65,7 +66,7 @@ def _flip_spatial(graph, channels_last: bool):
     names.taken |= {v.name for v in graph.inputs} | set(graph.params)
     names.taken |= {v.name for n in graph.nodes for v in n.outputs}
     orders = dict(graph.meta.get("stored_orders", {}))
-    nodes, renamed = [], {}
+    nodes, renamed, flips = [], {}, set(graph.meta.get("flip_permutes", ()))
     for node in graph.nodes:
         node = node.replace(inputs=tuple(renamed.get(v, v) for v in node.inputs))
         if not is_spatial(node) or node.attrs.get("channels_last", False) == channels_last or not _flippable(node):
@@ -89,7 +90,9 @@ def _flip_spatial(graph, channels_last: bool):
         nodes.append(Node(PERMUTE, (x,), (inner_x,), {"perm": into}, node.scope))
         nodes.append(node.replace(inputs=(inner_x,) + tuple(node.inputs[1:]), outputs=(inner_y,), attrs=attrs))
         nodes.append(Node(PERMUTE, (inner_y,), (back,), {"perm": inverse(into)}, node.scope))
-    return graph.replace(nodes=tuple(nodes), meta={**graph.meta, "stored_orders": orders})
+        flips |= {inner_x.name, back.name}  # not the source's (Note [carried permutes] in layout_sink.py)
+    meta = {**graph.meta, "stored_orders": orders, "flip_permutes": frozenset(flips)}
+    return graph.replace(nodes=tuple(nodes), meta=meta)
 
 
 _TRIAL_BUDGET = 40_000  # Note [kept permutes]: node visits spent looking for permutes better left in place
@@ -110,7 +113,8 @@ def sink_permutes(graph):
     Returns whichever of the results and the input has fewer data-moving permutes.
     Example: ``sink_permutes(g)`` turns ``permute -> relu -> inverse permute`` into ``relu``.
     """
-    graph = unmerge_rows(refine_permutes(graph))  # Note [refined permutes], Note [unmerged rows]
+    # Note [refined permutes], Note [unmerged rows]; the reshapes refining leaves unread are dropped first
+    graph = remove_dead_nodes(unmerge_rows(refine_permutes(graph)))
     before = merge_reshapes_and_permutes(graph)
     best, keep = _sunk(graph, frozenset()), frozenset()
     producers, users = graph.producers(), graph.users()
@@ -278,34 +282,35 @@ def io_layouts(graph) -> dict:
 
 def inner_transposes(graph) -> list:
     """The permutes left inside the graph (not on an input or output): each with its scope, the ops it
-    feeds, its origin: "source" (the model permutes there itself, e.g. splitting attention heads) or
-    "layout" (the layout pass kept one where a reshape really mixes the channel axis with others),
-    ``data_path`` (False when it only transposes weights, e.g. a relative position bias) and the
-    ``reason`` it is left (``transpose_reason``).
+    feeds, its origin: "source" (the model permutes there itself, e.g. splitting attention heads, or a
+    source permute carried into the stored order: ``carries`` names it, Note [carried permutes]) or
+    "layout" (one the layout pass added, the source has none there), ``data_path`` (False when it only
+    transposes weights, e.g. a relative position bias) and the ``reason`` it is left (``transpose_reason``).
 
-    Example: ``inner_transposes(g)`` is
-    ``[{"value": "y_t", "scope": "", "perm": [0, 1, 2, 4, 3], "origin": "layout", "feeds": ["reshape"],
-    "data_path": True, "reason": "added before a reshape after it merges or splits the permuted axes with others"}]``.
+    Example: for ShuffleNet's channel shuffle ``inner_transposes(g)`` is
+    ``[{"value": "s_t", "scope": "stage2.0", "perm": [0, 1, 2, 4, 3], "origin": "source", "carries": "t",
+    "feeds": ["reshape"], "data_path": True, "reason": "the source's own transpose (%t), carried into ..."}]``.
     """
     ends, users = set(graph.inputs) | set(graph.outputs), graph.users()
     added, kept = graph.meta.get("layout_transposes", ()), graph.meta.get("kept_permutes", ())
+    carried = graph.meta.get("carried_permutes", {})
     rows, data = [], set(graph.inputs)
     for n in graph.nodes:
         if any(v in data for v in n.inputs if v is not None):
             data.update(n.outputs)
         if n.op is not PERMUTE or n.inputs[0] in ends or n.outputs[0] in ends:
             continue
-        if n.inputs[0] not in data:
-            rows.append({"value": n.outputs[0].name, "scope": n.scope, "perm": list(n.attrs["perm"]),
-                         "origin": "layout" if n.outputs[0].name in added else "source", "data_path": False,
-                         "feeds": sorted({u.op.name for u in users.get(n.outputs[0], [])}),
-                         "reason": "computed from weights only (e.g. a position bias): not in the data path"})
-            continue
         name = n.outputs[0].name
+        carries, scope = carried.get(name, (None, n.scope))
+        origin = "layout" if name in added and carries is None else "source"
         feeds = sorted({u.op.name for u in users.get(n.outputs[0], [])})
-        origin = "layout" if name in added else "source"
-        rows.append({"value": name, "scope": n.scope, "perm": list(n.attrs["perm"]), "origin": origin,
-                     "data_path": True, "feeds": feeds, "reason": transpose_reason(origin, name in kept, feeds)})
+        row = {"value": name, "scope": scope, "perm": list(n.attrs["perm"]), "origin": origin,
+               "data_path": n.inputs[0] in data, "feeds": feeds, "carries": carries}
+        if not row["data_path"]:
+            row["reason"] = "computed from weights only (e.g. a position bias): not in the data path"
+        else:
+            row["reason"] = transpose_reason(origin, name in kept, feeds, carries)
+        rows.append(row)
     return rows
 
 
@@ -317,8 +322,9 @@ _WHY = {"reshape": "a reshape after it merges or splits the permuted axes with o
         "layer_norm": "a norm over trailing axes that the stored order does not keep trailing"}
 
 
-def transpose_reason(origin, kept, feeds) -> str:
-    """Why the layout pass left a transpose: ``transpose_reason("layout", False, ["reshape"])``."""
+def transpose_reason(origin, kept, feeds, carries=None) -> str:
+    """Why the layout pass left a transpose: ``transpose_reason("layout", False, ["reshape"])``;
+    ``carries`` names the source permute it runs in stored order (Note [carried permutes])."""
     if kept:
         return ("the source's own transpose, kept in place: sinking it left more transposes elsewhere "
                 "(Note [kept permutes])")
@@ -326,6 +332,9 @@ def transpose_reason(origin, kept, feeds) -> str:
     whys = [_WHY.get(op) or (f"{op}, whose other operand is stored in another order" if op in broadcast
                              else f"{op}, which runs in one fixed axis order here") for op in feeds]
     whys = whys or ["it is a graph output"]
+    if carries is not None:
+        return (f"the source's own transpose (%{carries}), carried into the stored order: it runs where "
+                f"its reader needs it, before " + "; ".join(dict.fromkeys(whys)))
     start = "the source's own transpose that cannot sink: " if origin == "source" else "added before "
     return start + "; ".join(dict.fromkeys(whys))
 

@@ -73,7 +73,7 @@ def refine_permutes(graph):
     names = GraphBuilder(graph.name)
     names.taken |= {v.name for v in graph.inputs} | set(graph.params)
     names.taken |= {v.name for n in graph.nodes for v in n.outputs}
-    rewrites = {}
+    rewrites, flips = {}, set(graph.meta.get("flip_permutes", ()))
     for node in graph.nodes:
         if node.op is not PERMUTE:
             continue
@@ -94,6 +94,8 @@ def refine_permutes(graph):
         source = before.inputs[0] if merge else a
         a_fine = Value(names.fresh(f"{a.name}_fine"), a.type.with_shape(fine_shape))
         b_fine = Value(names.fresh(f"{b.name}_fine"), b.type.with_shape(tuple(fine_shape[p] for p in fine_perm)))
+        if b.name in flips:  # a permute the layout pass flipped in stays its own (Note [carried permutes])
+            flips.add(b_fine.name)
         out = readers[0].outputs[0] if split else b  # the split reshape reads b_fine directly
         rewrites[node] = [Node(RESHAPE, (source,), (a_fine,), {"shape": fine_shape}, node.scope),
                           Node(PERMUTE, (a_fine,), (b_fine,), {"perm": fine_perm}, node.scope),
@@ -105,4 +107,4 @@ def refine_permutes(graph):
     nodes = []
     for node in graph.nodes:
         nodes.extend(rewrites.get(node, [node]))
-    return graph.replace(nodes=tuple(nodes))
+    return graph.replace(nodes=tuple(nodes), meta={**graph.meta, "flip_permutes": frozenset(flips)})

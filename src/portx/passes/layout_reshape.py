@@ -87,6 +87,7 @@ def reshape_rule(s, node) -> bool:
     order = reshaped_order(perm, x.type.shape, out.type.shape, groups)
     if order is not None:
         _bind_reshape(s, node, phys, order)
+        s.owe(out, x)  # Note [carried permutes]: the stored data has not moved
         return True
     if _flatten_into_linear(s, node, perm, phys, groups):
         return True

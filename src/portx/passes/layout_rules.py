@@ -55,6 +55,7 @@ def _same_order(s, node):
     """Elementwise on one input: any order works."""
     x, perm, _ = _data(s, node)
     s.bind(node, node.op, [x], node.attrs, [perm])
+    s.owe(node.outputs[0], node.inputs[0])
     return True
 
 
@@ -73,6 +74,7 @@ def _permute(s, node):
     """A permute is free: its output is its input, read in another order."""
     x, perm, _ = _data(s, node)
     s.alias(node.outputs[0], x, tuple(inverse(node.attrs["perm"])[p] for p in perm))
+    s.owe(node.outputs[0], node.inputs[0], node)
     return True
 
 

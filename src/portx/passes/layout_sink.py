@@ -11,6 +11,15 @@ value. Constants are transposed at conversion time. A flatten feeding only linea
 physical order and the linear weights' input columns are reordered instead. The result never has
 more permutes than the input: ``sink_permutes`` keeps whichever has fewer.
 
+Note [carried permutes]: a source permute runs no node (its output is its input, stored in another
+order); when a reader needs that output in an order it is not stored in (a reshape that merges the
+shuffled channel groups, a window partition, a matmul's transposed operand), ``at`` emits one
+transpose of the permute's input. That transpose is the source's own permute, run where it is needed
+and in stored order (ShuffleNet's ``transpose(1, 2)`` of (N, g, C/g, H, W) becomes a swap of the last
+two axes of (N, H, W, g, C/g)). The first one per source permute is recorded in
+``meta["carried_permutes"]`` (transpose -> the source permute's value and scope), so the report counts
+it as the source's; any further transpose of the same value is the layout pass's own.
+
 Example (before / after; conv_cl is a conv with channels_last=True)::
 
     %a = permute(%x) {perm=(0, 2, 3, 1)}         %x_nhwc = permute(%x) {perm=(0, 2, 3, 1)}
@@ -80,6 +89,8 @@ class Sinker:
         self.phys = {v: v for v in graph.inputs}
         self.phys.update({v: v for v in graph.param_values.values()})
         self.perm, self.cache, self.scrambled, self.added = {}, {}, {}, set()
+        self.owed, self.carried, self.claimed = {}, {}, set()  # Note [carried permutes]
+        self.flips = frozenset(graph.meta.get("flip_permutes", ()))
         self.nodes, self.node = [], None
 
     # -- values -----------------------------------------------------------------------------
@@ -117,7 +128,27 @@ class Sinker:
         key = (self.phys[value], perm)  # values stored alike (two permutes of one input) share it
         if key not in self.cache:
             self.cache[key] = self.transpose(self.phys[value], perm)
+            self._carry(value, self.cache[key])
         return self.cache[key]
+
+    def owe(self, value, moved_from, permute=None) -> None:
+        """Note [carried permutes]: ``value`` holds ``moved_from``'s stored data unmoved (a permute that ran
+        no node, a reshape of the stored tensor, an elementwise op), so it owes the source permute that
+        ``moved_from`` owes, or ``permute`` itself when that is the source's (not one the layout pass flipped in)."""
+        owed = self.owed.get(moved_from)
+        if permute is not None and permute.outputs[0].name not in self.flips:
+            owed = permute
+        if owed is not None and self.perm_of(value) != _identity(value.type.rank):  # identity: nothing left to move
+            self.owed[value] = owed
+
+    def _carry(self, value, out) -> None:
+        """Note [carried permutes]: the first transpose that moves the data a source permute left unmoved
+        does that permute's own work, in stored order."""
+        permute = self.owed.get(value)
+        if permute is not None and permute not in self.claimed and self.nodes and self.nodes[-1].op is PERMUTE \
+                and self.nodes[-1].outputs[0] is out:
+            self.claimed.add(permute)
+            self.carried[out.name] = (permute.outputs[0].name, permute.scope)
 
     def transpose(self, source, perm):
         """Emit ``permute(source)`` named for the layout it makes (``x_nhwc``), or a reshape when only
@@ -212,7 +243,8 @@ class Sinker:
             if perm != _identity(len(perm)) and self.phys[value].name == value.name:
                 orders[value.name] = perm if value.name not in old else tuple(old[value.name][p] for p in perm)
         meta = {**self.graph.meta, "stored_orders": orders,
-                "layout_transposes": frozenset(self.graph.meta.get("layout_transposes", ())) | self.added}
+                "layout_transposes": frozenset(self.graph.meta.get("layout_transposes", ())) | self.added,
+                "carried_permutes": {**self.graph.meta.get("carried_permutes", {}), **self.carried}}
         return self.graph.replace(nodes=tuple(self.nodes), outputs=outputs, params=self.builder.params,
                                   param_values=self.builder.param_values, meta=meta)
 
