@@ -25,7 +25,8 @@ from ..passes.layout import graph_arrays
 from .compare import make_inputs
 from .recheck import expected_outputs
 
-__all__ = ["example_arrays", "example_fraction", "in_domain", "sized_batch", "status_outputs", "verification_batches", "verify_in_domain"]
+__all__ = ["example_arrays", "example_fraction", "in_domain", "sized_batch", "status_outputs", "verification_batches",
+           "verify_in_domain"]
 
 
 def example_arrays(src, graph) -> list | None:
