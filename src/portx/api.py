@@ -31,7 +31,8 @@ from .targets import TARGETS, find_target  # noqa: E402
 from .targets.codegen import missing_emit_rules  # noqa: E402
 from .ir import FreeDimRefused  # noqa: E402
 from .verification.compare import DEFAULT_ATOL, DEFAULT_RTOL, make_inputs, nonfinite_params  # noqa: E402
-from .verification.dynamic import check_static_batch, find_free, plan_dims, refree, verify_sizes  # noqa: E402
+from .verification.dynamic import (check_static_batch, example_checked, find_free, plan_dims, refree,  # noqa: E402
+                                   verify_sizes)
 from .verification.grads import compare_gradients, gradient_problem, start_gradients  # noqa: E402
 from .verification.recheck import prepared, verify_converted  # noqa: E402
 from .verification.trace import localize, node_errors  # noqa: E402
@@ -231,7 +232,6 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
         graph, emitted, model, sized = _emit_free(stages, target, graph, record, tmp, src, seed, atol, rtol,
                                                   verify, notes)
         report = _report(src, graph, target, notes)
-        report["dynamic"] = _dynamic_report(dims, graph, sized)
         report["training"] = _training(graph, source_counts, target.parameter_counts(model), fold_bn or inference)
         if report["training"]["problem"]:
             report["warnings"].append(report["training"]["problem"])
@@ -239,6 +239,7 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
         started = stages.run("grad-start", start_gradients, src, graph, model, seed) if grad_on else None
         report["verification"] = (stages.run("verify", _verify, src, graph, model, emitted, target, seed, atol, rtol)
                                   if verify else {"passed": None, "skipped": True})
+        report["dynamic"] = _dynamic_report(dims, graph, example_checked(sized, report["verification"]))
         report["node_errors"] = (stages.run("trace", node_errors, target, graph, model, emitted["var_of"],
                                             make_inputs(graph, seed), atol, rtol, emitted["code"],
                                             report["verification"].get("passed") is True, sum(stages.times.values()))

@@ -26,7 +26,7 @@ from ..passes.free_dims import NotFree, apply_free, diff_free, merge_found
 from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs, random_outputs, sign_free_outputs
 from .domain import example_fraction, sized_batch
 
-__all__ = ["plan_dims", "find_free", "refree", "verify_sizes", "parse_dynamic", "check_static_batch",
+__all__ = ["plan_dims", "find_free", "refree", "verify_sizes", "example_checked", "parse_dynamic", "check_static_batch",
            "BATCH_SAMPLES"]
 
 #: batch sizes verified besides the example's
@@ -214,29 +214,51 @@ def sample_sizes(dim) -> list:
 
 def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> list:
     """One row per free dim: {"symbol", "sizes": [{"size", "passed", "max_abs", ...}]}, each size checked
-    with the other dims at the example's size (Note [size checks in parallel])."""
+    with the other dims at the example's size (Note [size checks in parallel]). The example's own shapes are
+    compiled here but checked by convert's verify stage, which compares the same seeded batch: their entry
+    says ``"by": "verify"`` until ``example_checked`` copies that stage's result in."""
     dims = graph.meta.get("free", {}).get("dims", {})
     plan = [(symbol, n, _shapes_at(graph, symbol, n)) for symbol, dim in dims.items() for n in sample_sizes(dim)]
     plan = [(symbol, n, shapes) for symbol, n, shapes in plan
             if all(d >= 1 for shape in shapes for d in shape)]  # a dim that follows one with an offset: empty here
+    example = repr([tuple(v.type.shape) for v in graph.inputs])
     checks, run = {}, target.runner(model)  # made here, once: the threads share its compiles with later stages
     with ThreadPoolExecutor(max_workers=max(1, min(SIZE_WORKERS, len(plan)))) as pool, \
             ThreadPoolExecutor(max_workers=1) as compiler:
         ahead = _compile_ahead(compiler, run, graph, seed, [shapes for _, _, shapes in plan])
-        allowed = example_fraction(src, graph) if plan else None  # the source on its example: once, not per size
-        for symbol, n, shapes in plan:
-            if repr(shapes) not in checks:  # two dims at their example's size: the same inputs, checked once
+        others = [(symbol, n, shapes) for symbol, n, shapes in plan if repr(shapes) != example]
+        allowed = example_fraction(src, graph) if others else None  # the source on its example: once, not per size
+        for symbol, n, shapes in others:
+            if repr(shapes) not in checks:  # two dims at one size each: the same inputs, checked once
                 checks[repr(shapes)] = pool.submit(_check_size, src, graph, run, seed, shapes, allowed, atol, rtol,
                                                    ahead.get(repr(shapes)))
-        for done, (symbol, n, shapes) in enumerate(plan):
-            step(done, len(plan), f"{symbol}={n}")  # progress.py display
+        for done, (symbol, n, shapes) in enumerate(others):
+            step(done, len(others), f"{symbol}={n}")  # progress.py display
             checks[repr(shapes)].result()
     rows = []
     for symbol, dim in dims.items():
-        sized = [{"size": n, **checks[repr(shapes)].result()} for s, n, shapes in plan if s == symbol]
+        sized = [{"size": n, **(checks[repr(shapes)].result() if repr(shapes) in checks else _BY_VERIFY)}
+                 for s, n, shapes in plan if s == symbol]
         rows.append({"symbol": symbol, "sites": [[graph.inputs[i].name, axis] for i, axis in dim["sites"]],
                      "min": dim.get("min"), "max": dim.get("max"), "sizes": sized,
-                     "passed": all(c["passed"] for c in sized)})
+                     "passed": all(c["passed"] is not False for c in sized)})
+    return rows
+
+
+_BY_VERIFY = {"passed": None, "problem": None, "max_abs": None, "max_rel": None, "by": "verify"}
+
+
+def example_checked(rows, verification) -> list:
+    """``verify_sizes``' rows with the example's size filled in from convert's verification result (the same
+    seeded batch at the same shapes): passed, problem and the largest errors over the outputs."""
+    outputs = verification.get("outputs") or []
+    problem = verification.get("problem") or next((o.get("problem") for o in outputs if not o.get("passed")), None)
+    result = {"passed": verification.get("passed"), "problem": problem or None,
+              "max_abs": max((o.get("max_abs") or 0.0 for o in outputs), default=None),
+              "max_rel": max((o.get("max_rel") or 0.0 for o in outputs), default=None)}
+    for row in rows:
+        row["sizes"] = [{**c, **result} if c.get("by") == "verify" else c for c in row["sizes"]]
+        row["passed"] = all(c["passed"] is not False for c in row["sizes"])
     return rows
 
 
