@@ -8,6 +8,7 @@ proof on, as users run it), nobuco (PyTorch -> Keras 2 on TensorFlow) and torcha
 Peers that are missing are skipped with a note. ``--setup`` creates what is missing:
 
   .bench/torchvision   torchvision 0.28 (``pip install --no-deps --target``): the model definitions
+  .bench/timm          timm 1.0 (the same way): models named ``timm:<name>`` (e.g. timm:levit_128s), not pretrained
   .bench/nobuco        a venv with torch 2.13 (CPU), tensorflow-cpu 2.15, numpy<2, nobuco 0.17, pillow
                        (nobuco needs Keras 2 and NumPy 1, so it cannot share .venv)
 
@@ -18,12 +19,14 @@ Columns (one row per model; latencies on 1 thread, minimum of --repeat calls aft
   peak MB          portx's peak resident memory during the conversion above the process before it
                    (goal <= 1 GB for models under 40 MB of weights)
   /weights         peak MB over the weight bytes (goal <= 2.5 for models >= 40 MB)
-  ms               portx's emitted Keras model, jitted on JAX
+  ms               portx's emitted Keras model: its stateless_call under jax.jit, weights held (as the hand-written one)
   /torch           ms over the torch source in eager mode, measured in the same process
   /hand            ms over the hand-written keras.applications model on JAX (goal <= 1.0)
   /torchax         ms over torchax's jitted program (goal <= 1.0)
   /nobuco          portx's ms/torch over nobuco's ms/torch (each against the torch eager of its process)
-  max abs          portx's verification error; transposes: layout transposes left inside the graph
+  max abs          portx's verification error
+  transp           transposes the layout pass added in the data path (goal 0); own: the source's own permutes
+                   left in the data path (report.json layout.inner_transposes, Note [carried permutes])
 """
 from __future__ import annotations
 
@@ -40,16 +43,19 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / ".bench"
 WORKER = Path(__file__).resolve().parent / "peer_workers.py"
 MODELS = ("resnet50", "mobilenet_v2", "efficientnet_b0", "densenet121", "vit_b_16", "convnext_tiny",
-          "shufflenet_v2_x1_0", "sample")
+          "shufflenet_v2_x1_0", "swin_t", "timm:levit_128s", "timm:mixer_b16_224", "sample")
 NOBUCO_PINS = ("tensorflow-cpu==2.15.*", "numpy<2", "nobuco==0.17.0", "pillow")
 
 
 def setup(log=print):
-    """Create .bench/torchvision and .bench/nobuco where missing (pip from the package registry)."""
+    """Create .bench/torchvision, .bench/timm and .bench/nobuco where missing (pip from the package registry)."""
     pip = [sys.executable, "-m", "pip", "install", "-q"]
     if not (BENCH / "torchvision" / "torchvision").is_dir():
         log("setup: torchvision 0.28 into .bench/torchvision")
         subprocess.run(pip + ["--no-deps", "--target", str(BENCH / "torchvision"), "torchvision==0.28.0"], check=True)
+    if not (BENCH / "timm" / "timm").is_dir():
+        log("setup: timm 1.0 into .bench/timm")
+        subprocess.run(pip + ["--no-deps", "--target", str(BENCH / "timm"), "timm==1.0.*"], check=True)
     venv = BENCH / "nobuco"
     if not (venv / "bin" / "python").exists():
         log("setup: nobuco's venv in .bench/nobuco (torch, tensorflow-cpu 2.15, numpy<2; a few minutes)")
@@ -107,7 +113,8 @@ def summarize(model, runs) -> dict:
                vs_torchax=_ratio(p["ms"], t.get("ms")),
                vs_nobuco_ms=_ratio(_ratio(p["ms"], p["torch_ms"]), _ratio(n.get("ms"), n.get("torch_ms"))),
                nobuco_peak_over_mb=n.get("peak_over_mb"), max_abs=p["max_abs"],
-               inner_transposes=p["inner_transposes"], import_s=p["import_s"])
+               inner_transposes=p["inner_transposes"], own_transposes=p.get("own_transposes"),
+               import_s=p["import_s"])
     row["goals"] = goals(row)
     return row
 
@@ -124,7 +131,7 @@ def goals(row) -> dict:
     for key, name in (("vs_hand", "latency <= hand-written"), ("vs_torchax", "latency <= torchax")):
         if row.get(key) is not None:
             out[name] = row[key] <= 1.0
-    out["no inner transposes"] = row["inner_transposes"] == 0
+    out["no layout transposes in the data path"] = row["inner_transposes"] == 0
     return out
 
 
@@ -134,7 +141,7 @@ def _fmt(value, spec):
 
 def table(rows) -> str:
     head = (f"{'model':<20}{'convert s':>10}{'nobuco s':>9}{'vs nobuco':>10}{'weights MB':>11}{'peak/weights':>13}"
-            f"{'ms':>9}{'/torch':>7}{'/hand':>7}{'/torchax':>9}{'/nobuco':>8}{'max abs':>10}{'transp':>7}")
+            f"{'ms':>9}{'/torch':>7}{'/hand':>7}{'/torchax':>9}{'/nobuco':>8}{'max abs':>10}{'transp':>7}{'own':>5}")
     lines = [head]
     for r in rows:
         if "convert_s" not in r:
@@ -144,7 +151,8 @@ def table(rows) -> str:
                      f"{_fmt(r['vs_nobuco'], '.2f'):>10}{_fmt(r['weight_mb'], '.1f'):>11}"
                      f"{_fmt(r['peak_over_mb'], '.0f'):>8}{_fmt(r['peak_per_weight'], '.2f'):>9}{_fmt(r['ms'], '.1f'):>9}{_fmt(r['vs_torch'], '.2f'):>7}"
                      f"{_fmt(r['vs_hand'], '.2f'):>7}{_fmt(r['vs_torchax'], '.2f'):>9}"
-                     f"{_fmt(r['vs_nobuco_ms'], '.2f'):>8}{_fmt(r['max_abs'], '.1e'):>10}{r['inner_transposes']:>7}")
+                     f"{_fmt(r['vs_nobuco_ms'], '.2f'):>8}{_fmt(r['max_abs'], '.1e'):>10}{r['inner_transposes']:>7}"
+                     f"{_fmt(r.get('own_transposes'), 'd'):>5}")
     missed = [f"{r['model']}: {goal}" for r in rows for goal, ok in r.get("goals", {}).items() if not ok]
     lines.append("goals missed: " + ("; ".join(missed) if missed else "none"))
     for r in rows:

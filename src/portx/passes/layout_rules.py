@@ -309,13 +309,14 @@ def _contract(s, node, x, axis, matrix, right):
 @_rule(ATTENTION)
 def _attention(s, node):
     """Note [attention layout]: q, k and v stored alike with the depth last run as they are stored
-    (the op's ``layout``), for the operands the Keras emit fuses (rank 4, float, one depth, no dropout)."""
+    (the op's ``layout``): rank 4, float, no dropout; a value depth other than the keys' (LeViT) runs
+    stepwise, its operands read back in the logical order, which XLA folds into the dot products."""
     q, k, v = node.inputs[:3]
     mask = node.inputs[3] if len(node.inputs) > 3 else None
     target = s.perm_of(q)
     floats = all(t.type.dtype in ("float32", "bfloat16", "float16") for t in (q, k, v))
     if (q.type.rank != 4 or target == (0, 1, 2, 3) or target[-1] != 3 or node.attrs.get("layout") is not None
-            or not floats or q.type.shape[-1] != v.type.shape[-1] or node.attrs.get("dropout_p")
+            or not floats or node.attrs.get("dropout_p")
             or any(s.is_param(t) for t in (q, k, v)) or s.perm_of(k) != target or s.perm_of(v) != target):
         return False
     inputs = [s.phys[q], s.phys[k], s.phys[v]] + ([] if mask is None else [s.at(mask, tuple(range(mask.type.rank)))])

@@ -14,7 +14,8 @@ equal the keys') without attention dropout; otherwise (other ranks and depths, `
 
 With a ``layout`` (Note [attention layout] in __init__.py) the operands are transposed from the order
 they are stored in to ``(B, T, N, H)``: none for Keras' own order (0, 2, 1, 3); XLA folds any other into
-the dot products' dimension numbers.
+the dot products' dimension numbers. The steps read them back in torch's order and store the result in
+the layout the same way.
 
 Example generated code:
     attn = ops.swapaxes(ops.dot_product_attention(ops.swapaxes(q, 1, 2), ops.swapaxes(k, 1, 2),
@@ -70,12 +71,10 @@ def _transposed(expr, perm) -> str:
     return f"ops.transpose({expr}, {tuple(perm)})"
 
 
-def _masked_scores(node, k, scores):
-    """Apply the causal and explicit masks to the expression ``scores``; returns the new expression."""
-    q, key, _ = node.inputs[:3]
+def _masked_scores(node, k, scores, size):
+    """Apply the causal and explicit masks to the ``size`` (queries, keys) ``scores``; returns the new expression."""
     mask = _mask_of(node)
     if node.attrs["is_causal"]:
-        size = (q.type.shape[-2], key.type.shape[-2])
         scores = k.temp(node, f"ops.where(ops.tril(ops.ones({k.lit(size)}, dtype='bool')), {scores}, "
                               f"float('-inf'))", "causal_scores")
     if mask is not None:
@@ -88,14 +87,21 @@ def _masked_scores(node, k, scores):
 def _stepwise(node, k):
     q, key, value = node.inputs[:3]
     a = node.attrs
-    keys, values = k.ref(key), k.ref(value)
-    if q.type.rank > 2 and q.type.shape[-3] != key.type.shape[-3]:  # grouped-query: share each kv head
-        repeat = q.type.shape[-3] // key.type.shape[-3]
+    layout = a.get("layout")
+    back = None if layout is None else inverse_perm(layout)
+    shape_q, shape_k = (v.type.shape if back is None else tuple(v.type.shape[i] for i in back) for v in (q, key))
+
+    def logical(v, hint):  # Note [attention layout]: the operand in torch's order
+        return k.ref(v) if back is None else k.temp(node, _transposed(k.ref(v), back), hint)
+
+    queries, keys, values = logical(q, "queries"), logical(key, "keys"), logical(value, "values")
+    if q.type.rank > 2 and shape_q[-3] != shape_k[-3]:  # grouped-query: share each kv head
+        repeat = shape_q[-3] // shape_k[-3]
         keys = k.temp(node, f"ops.repeat({keys}, {repeat}, axis=-3)", "keys")
         values = k.temp(node, f"ops.repeat({values}, {repeat}, axis=-3)", "values")
-    scores = k.temp(node, f"ops.multiply(ops.matmul({k.ref(q)}, ops.swapaxes({keys}, -1, -2)), "
+    scores = k.temp(node, f"ops.multiply(ops.matmul({queries}, ops.swapaxes({keys}, -1, -2)), "
                           f"{k.lit(float(a['scale']))})", "scores")
-    masked = _masked_scores(node, k, scores)
+    masked = _masked_scores(node, k, scores, (shape_q[-2], shape_k[-2]))
     layers = all(v in k.live and v.type.dtype == "float32" for v in (q, key, value))
     if layers:
         weights = k.sublayer(node, "Softmax", {"axis": -1}, [masked], hint="probs")
@@ -106,7 +112,8 @@ def _stepwise(node, k):
                                f"0.0, {weights})", "probs")
     if a.get("dropout_p") and layers:
         weights = k.sublayer(node, "Dropout", {"rate": float(a["dropout_p"])}, [weights], hint="probs_dropout")
-    k.assign(node, f"ops.matmul({weights}, {values})")
+    out = f"ops.matmul({weights}, {values})"
+    k.assign(node, out if layout is None else _transposed(out, tuple(layout)))
 
 
 @ATTENTION.emits("keras-jax")
