@@ -82,7 +82,7 @@ def interpreters() -> dict:
 def measure(python, converter, model, repeat, timeout) -> dict:
     """One worker run: its PEER JSON line, or {"error": first line} when it failed."""
     cmd = [python, str(WORKER), converter, model, "--repeat", str(repeat), "--torchvision", str(BENCH / "torchvision")]
-    env = dict(os.environ, KERAS_BACKEND="jax", PYTHONPATH=str(ROOT))
+    env = dict(os.environ, KERAS_BACKEND="jax", PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT)]))  # this checkout
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
     except subprocess.TimeoutExpired:
