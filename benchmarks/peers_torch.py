@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -74,25 +75,38 @@ def torchvision_module(name):
 
 
 def portx_module(name, out_dir, reuse):
-    """(portx's emitted module for keras.applications ``name`` in eval mode, conversion facts)."""
+    """(portx's emitted module for keras.applications ``name`` in eval mode, conversion facts). The conversion
+    runs in a child process: its TPU proof imports torchax, whose "jax" device makes torch.compile fail in
+    the same process ("PyTorch is not linked with support for jax devices")."""
     from portx.targets.codegen import import_by_path
 
     folder = Path(out_dir) / name
     facts = {"converted": False}
     if not (reuse and (folder / "model.py").is_file()):
-        os.environ.setdefault("KERAS_BACKEND", "jax")
-        sys.path.insert(0, str(ROOT / "benchmarks"))
-        from keras_to_torch import build  # seed 0, weights=None, batch norms redrawn
-
-        import portx
-
-        model = build(name, SIZE)
-        start = time.perf_counter()
-        result = portx.convert(model, to="torch-xla", out=folder, force=True)
-        ver = result.report["verification"]
-        facts = {"converted": True, "convert_s": time.perf_counter() - start, "verified": ver["passed"],
-                 "max_abs": ver["outputs"][0]["max_abs"]}
+        done = subprocess.run([sys.executable, __file__, "--convert-only", "--models", name, "--out", str(out_dir)],
+                              capture_output=True, text=True, env=dict(os.environ, KERAS_BACKEND="jax"))
+        lines = [line for line in done.stdout.splitlines() if line.startswith("FACTS ")]
+        if not lines:
+            tail = [line for line in done.stderr.splitlines() if line.strip()][-1:] or ["no output"]
+            raise RuntimeError(f"conversion failed (exit {done.returncode}): {tail[0][:150]}")
+        facts = json.loads(lines[0][len("FACTS "):])
     return import_by_path(folder / "model.py").load_model(), facts
+
+
+def convert_only(name, out_dir) -> dict:
+    """Convert keras.applications ``name`` into OUT/<name> (the child process of ``portx_module``)."""
+    os.environ.setdefault("KERAS_BACKEND", "jax")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from keras_to_torch import build  # seed 0, weights=None, batch norms redrawn
+
+    import portx
+
+    model = build(name, SIZE)
+    start = time.perf_counter()
+    result = portx.convert(model, to="torch-xla", out=Path(out_dir) / name, force=True)
+    ver = result.report["verification"]
+    return {"converted": True, "convert_s": time.perf_counter() - start, "verified": ver["passed"],
+            "max_abs": ver["outputs"][0]["max_abs"]}
 
 
 def first_call(module, x):
@@ -191,7 +205,12 @@ def main(argv=None):
     parser.add_argument("--out", default=None, help="keep each converted folder as OUT/<model>")
     parser.add_argument("--reuse", action="store_true", help="load OUT/<model> when there instead of converting")
     parser.add_argument("--json", default=None, help="write the rows to this file")
+    parser.add_argument("--convert-only", action="store_true", help=argparse.SUPPRESS)  # portx_module's child
     args = parser.parse_args(argv)
+    if args.convert_only:
+        for name in args.models.split(","):
+            print("FACTS " + json.dumps(convert_only(name, args.out)), flush=True)
+        return []
     if not args.cache:
         os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "0")
         os.environ.setdefault("TORCHINDUCTOR_AUTOGRAD_CACHE", "0")
