@@ -12,8 +12,9 @@ this one process on one thread (``torch.set_num_threads(1)``), on a seeded rando
 module (the Keras model's interface: its first statement permutes), NCHW for torchvision's.
 
 Columns, one row per model and batch size (ms: the minimum over ``--repeat`` calls after ``--warmup``;
-the four candidates are timed in turns, tv, px, tv-compiled, px-compiled, tv, ..., so load from other
-processes hits them alike; only the ratios mean something on a shared machine):
+the eager pair is timed in turns, tv, px, tv, ..., for every batch, then the compiled pair the same way
+(Note [eager before compiled]), so load from other processes hits both sides alike; only the ratios mean
+something on a shared machine):
 
   model        keras.applications constructor (its torchvision peer in PAIRS)
   batch        batch size
@@ -144,27 +145,33 @@ def bench_pair(name, batches, args, out_dir):
     px, facts = portx_module(name, out_dir, args.reuse)
     tv = torchvision_module(name)
     torch.set_num_threads(1)  # conversion may have changed nothing, but make sure
-    rows = []
-    for batch in batches:
+    clock = time.thread_time if args.clock == "cpu" else time.perf_counter
+    rows, inputs = [], {}
+    for batch in batches:  # eager first: a compiled module timed in turns with eager ones slows them (Note below)
         gen = torch.Generator().manual_seed(batch)
         nchw = torch.randn(batch, 3, SIZE, SIZE, generator=gen)
-        nhwc = nchw.permute(0, 2, 3, 1).contiguous()
-        calls = {"tv_eager": (tv, nchw), "px_eager": (px, nhwc)}
-        row = {"model": name, "peer": PAIRS[name], "batch": batch, **facts}
-        if args.compile:
-            torch._dynamo.reset()
-            tv_c, row["tv_compile_s"] = first_call(tv, nchw)
-            px_c, row["px_compile_s"] = first_call(px, nhwc)
-            calls.update(tv_comp=(tv_c, nchw), px_comp=(px_c, nhwc))
-        clock = time.thread_time if args.clock == "cpu" else time.perf_counter
+        inputs[batch] = nchw, nchw.permute(0, 2, 3, 1).contiguous()
+        calls = {"tv_eager": (tv, inputs[batch][0]), "px_eager": (px, inputs[batch][1])}
+        row = {"model": name, "peer": PAIRS[name], "batch": batch, **facts, "clock": args.clock}
         row.update({f"{k}_ms": v for k, v in turns_min_ms(calls, args.repeat, args.warmup, clock).items()})
-        row["clock"] = args.clock
         row["eager_ratio"] = row["px_eager_ms"] / row["tv_eager_ms"]
-        if args.compile:
-            row["comp_ratio"] = row["px_comp_ms"] / row["tv_comp_ms"]
         rows.append(row)
+    for row in rows if args.compile else ():
+        nchw, nhwc = inputs[row["batch"]]
+        torch._dynamo.reset()
+        tv_c, row["tv_compile_s"] = first_call(tv, nchw)
+        px_c, row["px_compile_s"] = first_call(px, nhwc)
+        calls = {"tv_comp": (tv_c, nchw), "px_comp": (px_c, nhwc)}
+        row.update({f"{k}_ms": v for k, v in turns_min_ms(calls, args.repeat, args.warmup, clock).items()})
+        row["comp_ratio"] = row["px_comp_ms"] / row["tv_comp_ms"]
+    for row in rows:
         print(_line(row), flush=True)
     return rows
+
+# Note [eager before compiled]: timed in turns with torch.compile'd modules in one process, the eager modules
+# of both sides ran 1.2-1.7x slower and unevenly (2026-12-05, 2 cores: DenseNet121 batch 1 eager 1.46x with
+# compiled modules in turn, 0.91x in an eager-only run). Eager pairs are therefore timed first, every batch,
+# then the compiled pairs, each pair still in turns.
 
 
 HEAD = (f"{'model':<16}{'batch':>6}{'tv_eager':>10}{'px_eager':>10}{'eager':>7}{'tv_comp':>9}{'px_comp':>9}"
