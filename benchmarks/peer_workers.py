@@ -105,8 +105,17 @@ def build_source(name):
     return getattr(models, name)().eval(), torch.randn(1, 3, 224, 224)
 
 
-def run_portx(name, model, x, out):
+def held_forward(keras_model, data):
+    """A call of ``keras_model`` on ``data``: its stateless_call under jax.jit, weights read once (portx's
+    emitted model and the hand-written one are timed the same way)."""
     import jax
+
+    forward = jax.jit(lambda w, nw, a: keras_model.stateless_call(w, nw, a)[0])
+    state = [v.value for v in keras_model.trainable_variables], [v.value for v in keras_model.non_trainable_variables]
+    return lambda: jax.block_until_ready(forward(*state, data))
+
+
+def run_portx(name, model, x, out):
     import keras
 
     import portx
@@ -115,11 +124,7 @@ def run_portx(name, model, x, out):
     result = portx.convert(model, example_inputs=(x,), out=out)
     seconds = time.perf_counter() - start
     peak = _rss_mb("VmHWM")
-    emitted = result.model  # timed as the hand-written model is: its stateless_call jitted, weights held
-    forward_px = jax.jit(lambda w, nw, a: emitted.stateless_call(w, nw, a)[0])
-    state_px = [v.value for v in emitted.trainable_variables], [v.value for v in emitted.non_trainable_variables]
-    data = x.numpy()
-    calls = {"ms": lambda: jax.block_until_ready(forward_px(*state_px, data))}
+    calls = {"ms": held_forward(result.model, x.numpy())}
     inner = [t for t in result.report["layout"]["inner_transposes"] if t["data_path"]]
     row = {"convert_s": seconds, "peak_mb": peak, "calls": calls,
            "max_abs": max(o["max_abs"] for o in result.report["verification"]["outputs"]),
@@ -129,10 +134,7 @@ def run_portx(name, model, x, out):
     if hand:
         keras.utils.set_random_seed(0)
         app = getattr(keras.applications, hand)(weights=None, input_shape=(224, 224, 3))
-        forward = jax.jit(lambda w, nw, a: app.stateless_call(w, nw, a)[0])
-        state = [v.value for v in app.trainable_variables], [v.value for v in app.non_trainable_variables]
-        image = x.numpy().transpose(0, 2, 3, 1)
-        calls["hand_ms"] = lambda: jax.block_until_ready(forward(*state, image))
+        calls["hand_ms"] = held_forward(app, x.numpy().transpose(0, 2, 3, 1))
     return row
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["DEFAULT_ATOL", "DEFAULT_RTOL", "ELEMENT_FLOOR", "ELEMENT_RTOL", "HALF_TOL", "LOW_PRECISION_ULPS",
-           "low_precision_tol", "make_inputs", "distinct", "compare_arrays",
+           "low_precision_tol", "input_dtype", "make_inputs", "distinct", "compare_arrays",
            "compare", "run_reference", "index_limit", "element_check", "nonfinite_params", "random_outputs",
            "random_note", "compare_random", "sign_free_outputs", "align_signs"]
 
@@ -74,6 +74,11 @@ def index_limit(graph, value):
     return min(limits) if limits else 2
 
 
+def input_dtype(value) -> str:
+    """The NumPy dtype of ``make_inputs``' array for graph input ``value`` (bfloat16 inputs are drawn as float32)."""
+    return "float32" if value.type.dtype == "bfloat16" else value.type.dtype
+
+
 def make_inputs(graph, seed=0, shapes=None) -> list:
     """Seeded inputs valid by construction: normal floats; integer ids inside the tables they index.
     ``shapes``: one per input, in place of the graph's (a free dim at another size)."""
@@ -86,7 +91,7 @@ def make_inputs(graph, seed=0, shapes=None) -> list:
         elif dtype.startswith(("int", "uint")):
             arrays.append(rng.integers(0, index_limit(graph, value), shape).astype(dtype))
         else:
-            arrays.append(distinct(rng.standard_normal(shape).astype("float32" if dtype == "bfloat16" else dtype)))
+            arrays.append(distinct(rng.standard_normal(shape).astype(input_dtype(value))))
     return arrays
 
 

@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ..errors import BadInput
 from ..progress import step
 from ..passes.free_dims import NotFree, apply_free, diff_free, merge_found
-from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs, random_outputs, sign_free_outputs
+from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, input_dtype, random_outputs, sign_free_outputs
 from .domain import example_fraction, sized_batch
 
 __all__ = ["plan_dims", "find_free", "refree", "verify_sizes", "example_checked", "parse_dynamic", "check_static_batch",
@@ -225,7 +225,7 @@ def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFA
     checks, run = {}, target.runner(model)  # made here, once: the threads share its compiles with later stages
     with ThreadPoolExecutor(max_workers=max(1, min(SIZE_WORKERS, len(plan)))) as pool, \
             ThreadPoolExecutor(max_workers=1) as compiler:
-        ahead = _compile_ahead(compiler, run, graph, seed, [shapes for _, _, shapes in plan])
+        ahead = _compile_ahead(compiler, run, graph, [shapes for _, _, shapes in plan])
         others = [(symbol, n, shapes) for symbol, n, shapes in plan if repr(shapes) != example]
         allowed = example_fraction(src, graph) if others else None  # the source on its example: once, not per size
         for symbol, n, shapes in others:
@@ -281,7 +281,7 @@ SIZE_WORKERS = 1
 # with the later stages). Inputs of one shape (two dims both at the example's size) are checked once.
 
 
-def _compile_ahead(compiler, run, graph, seed, plan) -> dict:
+def _compile_ahead(compiler, run, graph, plan) -> dict:
     """{repr(shapes): future} of the converted model's compile at each planned size, in plan order on one
     thread, when the runner can compile ahead (Note [compile ahead]); {} when it cannot."""
     compile_for = getattr(run, "compile_for", None)
@@ -290,8 +290,8 @@ def _compile_ahead(compiler, run, graph, seed, plan) -> dict:
     ahead = {}
     for shapes in plan:
         if repr(shapes) not in ahead:
-            specs = [(a.shape, a.dtype) for a in make_inputs(graph, seed, shapes=shapes)]
-            ahead[repr(shapes)] = compiler.submit(compile_for, specs)
+            ahead[repr(shapes)] = compiler.submit(compile_for, [(shape, input_dtype(v))
+                                                                for shape, v in zip(shapes, graph.inputs)])
     return ahead
 
 # Note [compile ahead]: each size check is a run of the source (torch on the CPU) and one XLA compile and run
