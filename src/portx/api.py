@@ -31,8 +31,8 @@ from .targets import TARGETS, find_target  # noqa: E402
 from .targets.codegen import missing_emit_rules  # noqa: E402
 from .ir import FreeDimRefused  # noqa: E402
 from .verification.compare import DEFAULT_ATOL, DEFAULT_RTOL, make_inputs, nonfinite_params  # noqa: E402
-from .verification.dynamic import (check_static_batch, example_checked, find_free, plan_dims, refree,  # noqa: E402
-                                   verify_sizes)
+from .verification.dynamic import (ONE_TRACED_AT, check_static_batch, example_checked, find_free,  # noqa: E402
+                                   plan_dims, refree, verify_sizes)
 from .verification.grads import compare_gradients, gradient_problem, start_gradients  # noqa: E402
 from .verification.recheck import prepared, verify_converted  # noqa: E402
 from .verification.trace import localize, node_errors  # noqa: E402
@@ -208,11 +208,11 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="portx-")) / "out"
     sizes = {}  # what a full disk would need: the weights are the bulk of every output folder
     cleaned = []  # stale staging folders of killed conversions, removed beside OUT
-    # LeanStages frees each heavy stage's leftovers (verification/memory.py)
     with LeanStages(progress, profile) as stages, \
             staged_output(out, force, protect=(source,), need=lambda: sizes.get("weights", 0), notes=cleaned) as tmp:
-        src = stages.run("load", load, source, example_inputs=example_inputs, inputs=inputs,
-                         trust_pickle=trust_pickle, unsafe_keras=unsafe_keras, trust_savedmodel=trust_savedmodel)
+        src = stages.run("load", load, source, example_inputs=example_inputs, inputs=inputs, trust_pickle=trust_pickle,
+                         unsafe_keras=unsafe_keras, trust_savedmodel=trust_savedmodel,
+                         batch=None if static_batch is not None or dynamic else ONE_TRACED_AT)  # Note [batch of one]
         graph = stages.run("lower", src.lower, "model", strict_tpu)
         if static_batch is not None:
             src, graph = _pinned_batch(src, graph, static_batch, strict_tpu)

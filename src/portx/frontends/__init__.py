@@ -86,7 +86,7 @@ def is_onnx_source(source) -> bool:
 
 
 def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_keras=False,
-         trust_savedmodel=False) -> Source:
+         trust_savedmodel=False, batch=None) -> Source:
     """Open ``source`` (a path or a live model) as a Source.
 
     Torch sources are ``.pt2``, ``.pt`` files and ``nn.Module`` (with ``example_inputs``); Keras sources are
@@ -95,7 +95,8 @@ def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_k
     ``.h5`` files that Keras 3 cannot read go through tf2onnx (frontends/tf.py, the ``[tf]`` extra; a SavedModel
     runs its TensorFlow graph, so it needs ``trust_savedmodel``). ``inputs`` are
     ``NAME:SHAPE[:DTYPE]`` specs (frontends/input_spec.py). Loading is safe by default (Note [safe loading],
-    Note [keras safe mode]). Example: ``load("model.pt2").lower()``.
+    Note [keras safe mode]). ``batch``: a live nn.Module's example batch of 1 is traced at this many rows
+    (Note [batch of one] in frontends/torch_files.py). Example: ``load("model.pt2").lower()``.
     """
     if is_onnx_source(source):
         from .onnx import load_onnx_source
@@ -115,7 +116,7 @@ def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_k
 
     if isinstance(source, (str, os.PathLike)):
         return load_torch_source(source, inputs, trust_pickle)
-    return from_module(source, example_inputs)
+    return from_module(source, example_inputs, batch=batch)
 
 
 def _load_keras(source, example_inputs, inputs, unsafe_keras):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["DTYPES", "FLOAT8", "VIEWED_AS_INT", "TensorType", "Value", "SymDim", "FreeDimRefused"]
+__all__ = ["DTYPES", "FLOAT8", "VIEWED_AS_INT", "TensorType", "Value", "SymDim", "FreeDimRefused", "batch_inputs"]
 
 # Names follow NumPy; every dtype the IR can carry is listed once here.
 DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64", "bool",
@@ -123,3 +123,10 @@ class SymDim:
     def __str__(self):
         text = self.symbol if self.scale == 1 else f"{self.scale}*{self.symbol}"
         return text + (f"{self.offset:+d}" if self.offset else "")
+
+
+def batch_inputs(shapes) -> list:
+    """Indices of the inputs (by their ``shapes``) whose axis 0 is the batch (Note [free dims]): every input of rank
+    1 or more whose leading size is the first such input's; inputs of another leading size carry no batch."""
+    ranked = [i for i, shape in enumerate(shapes) if len(shape)]
+    return [i for i in ranked if shapes[i][0] == shapes[ranked[0]][0]]

@@ -98,18 +98,35 @@ def make_inputs(graph, seed=0, shapes=None) -> list:
 def distinct(array):
     """``array`` with repeated values moved to the next float up: large float32 draws repeat (2 pairs in
     8,000 normals), and where a model sorts or takes an argmax, ties have no one right answer
-    (``torch.sort`` does not keep their order). float16 has too few values for this; it is left as it is."""
+    (``torch.sort`` does not keep their order). Of each repeated value the first (lowest index) stays.
+    float16 has too few values for this; it is left as it is."""
     if array.dtype not in (np.float32, np.float64) or array.size < 2:
         return array
     flat = array.reshape(-1).copy()
     for _ in range(4):
-        _, first = np.unique(flat, return_index=True)
-        if len(first) == flat.size:
+        repeated = _repeats(flat)
+        if not repeated.size:
             break
-        repeated = np.ones(flat.size, bool)
-        repeated[first] = False
         flat[repeated] = np.nextafter(flat[repeated], np.inf)
     return flat.reshape(array.shape)
+
+
+def _repeats(flat):
+    """Indices of the values in ``flat`` that an earlier index holds too (NaNs all alike, -0.0 equal to 0.0).
+
+    float32: one sort of 64-bit keys, the float's order in the high bits and its index in the low ones (a batch
+    of 8 images in 0.07 s; ``np.unique(return_index=True)`` took 0.5 s). float64 does not fit: ``np.unique``."""
+    if flat.dtype != np.float32 or flat.size >= 1 << 31:
+        _, first = np.unique(flat, return_index=True)
+        repeated = np.ones(flat.size, bool)
+        repeated[first] = False
+        return np.flatnonzero(repeated)
+    shift = max(int(flat.size - 1).bit_length(), 1)
+    bits = np.where(np.isnan(flat), np.float32(np.nan), flat + np.float32(0)).view(np.int32).astype(np.int64)
+    bits = np.where(bits < 0, -(bits & 0x7FFFFFFF), bits)  # sign and magnitude -> the floats' order
+    key = np.sort((bits << shift) | np.arange(flat.size))
+    value = key >> shift
+    return (key[1:] & ((1 << shift) - 1))[value[1:] == value[:-1]]
 
 
 def element_check(e, g, finite, atol, scale, rtol=ELEMENT_RTOL) -> dict:

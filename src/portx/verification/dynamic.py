@@ -21,16 +21,19 @@ import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 from ..errors import BadInput
+from ..ir import batch_inputs
 from ..progress import step
 from ..passes.free_dims import NotFree, apply_free, diff_free, merge_found
 from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, input_dtype, random_outputs, sign_free_outputs
 from .domain import example_fraction, sized_batch
 
-__all__ = ["plan_dims", "find_free", "refree", "verify_sizes", "example_checked", "parse_dynamic", "check_static_batch",
+__all__ = ["ONE_TRACED_AT", "plan_dims", "find_free", "refree", "verify_sizes", "example_checked", "parse_dynamic", "check_static_batch",
            "BATCH_SAMPLES"]
 
 #: batch sizes verified besides the example's
 BATCH_SAMPLES = (1, 8)
+#: a free dim whose example size is 1 is traced at this size instead (Note [free dims]: torch specializes 1)
+ONE_TRACED_AT = 2
 
 
 def parse_dynamic(specs, names) -> list:
@@ -64,8 +67,7 @@ def plan_dims(src, graph, dynamic=(), static_batch=None) -> list:
     declared = _grouped(declared)
     claimed = {tuple(site) for row in declared for site in row["sites"]}
     ranked = [i for i, v in enumerate(graph.inputs) if v.type.rank]
-    lead = graph.inputs[ranked[0]].type.shape[0] if ranked else None  # inputs of another leading size: no batch
-    batch = [[i, 0] for i in ranked if (i, 0) not in claimed and graph.inputs[i].type.shape[0] == lead]
+    batch = [[i, 0] for i in batch_inputs([v.type.shape for v in graph.inputs]) if (i, 0) not in claimed]
     rows = [] if static_batch or not batch else [
         {"symbol": "batch", "sites": batch, "size": graph.inputs[batch[0][0]].type.shape[0], "min": 1, "max": None,
          "declared": False}]
@@ -117,8 +119,10 @@ def _sizes(src, rows, symbol_sizes) -> dict:
 
 def find_free(src, graph, prepare, rows, notes):
     """(source, graph, record): ``graph`` is what to emit, with ``meta["free"]``; ``record`` keeps the
-    per-symbol diffs for ``refree``. A dim at the example size 1 is re-lowered at 2 first (Note [free dims])."""
-    ones = {row["symbol"]: 2 for row in rows if row["size"] == 1 and (row.get("max") is None or row["max"] >= 3)}
+    per-symbol diffs for ``refree``. A dim at the example size 1 is re-lowered at 2 first (Note [free dims];
+    ``load(batch=ONE_TRACED_AT)`` has a live module's batch of 1 traced at 2 from the start: Note [batch of one])."""
+    ones = {row["symbol"]: ONE_TRACED_AT for row in rows
+            if row["size"] == 1 and (row.get("max") is None or row["max"] >= 3)}
     if ones:
         try:
             src, graph = _at(src, prepare, rows, ones)
@@ -214,7 +218,7 @@ def sample_sizes(dim) -> list:
 
 def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> list:
     """One row per free dim: {"symbol", "sizes": [{"size", "passed", "max_abs", ...}]}, each size checked
-    with the other dims at the example's size (Note [size checks in parallel]). The example's own shapes are
+    with the other dims at the example's size (Note [compile ahead]). The example's own shapes are
     compiled here but checked by convert's verify stage, which compares the same seeded batch: their entry
     says ``"by": "verify"`` until ``example_checked`` copies that stage's result in."""
     dims = graph.meta.get("free", {}).get("dims", {})
@@ -222,23 +226,20 @@ def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFA
     plan = [(symbol, n, shapes) for symbol, n, shapes in plan
             if all(d >= 1 for shape in shapes for d in shape)]  # a dim that follows one with an offset: empty here
     example = repr([tuple(v.type.shape) for v in graph.inputs])
-    checks, run = {}, target.runner(model)  # made here, once: the threads share its compiles with later stages
-    with ThreadPoolExecutor(max_workers=max(1, min(SIZE_WORKERS, len(plan)))) as pool, \
-            ThreadPoolExecutor(max_workers=1) as compiler:
+    checks, run = {}, target.runner(model)  # made here, once: its compiles are shared with later stages
+    with ThreadPoolExecutor(max_workers=1) as compiler:
         ahead = _compile_ahead(compiler, run, graph, [shapes for _, _, shapes in plan])
-        others = [(symbol, n, shapes) for symbol, n, shapes in plan if repr(shapes) != example]
+        # inputs of one shape (two dims both at one size) are checked once
+        others = {repr(shapes): (f"{symbol}={n}", shapes) for symbol, n, shapes in plan if repr(shapes) != example}
+        step(0, len(others), "the source at " + ", ".join(label for label, _ in others.values()))
         allowed = example_fraction(src, graph) if others else None  # the source on its example: once, not per size
-        for symbol, n, shapes in others:
-            if repr(shapes) not in checks:  # two dims at one size each: the same inputs, checked once
-                checks[repr(shapes)] = pool.submit(_check_size, src, graph, run, seed, shapes, allowed, atol, rtol,
-                                                   ahead.get(repr(shapes)))
-        for done, (symbol, n, shapes) in enumerate(others):
-            step(done, len(others), f"{symbol}={n}")  # progress.py display
-            checks[repr(shapes)].result()
+        batches = {key: sized_batch(src, graph, seed, shapes, allowed) for key, (_, shapes) in others.items()}
+        for done, (key, (label, _)) in enumerate(others.items()):
+            step(done, len(others), label)  # progress.py display
+            checks[key] = _check_size(graph, run, *batches.pop(key), atol, rtol, ahead.get(key))
     rows = []
     for symbol, dim in dims.items():
-        sized = [{"size": n, **(checks[repr(shapes)].result() if repr(shapes) in checks else _BY_VERIFY)}
-                 for s, n, shapes in plan if s == symbol]
+        sized = [{"size": n, **checks.get(repr(shapes), _BY_VERIFY)} for s, n, shapes in plan if s == symbol]
         rows.append({"symbol": symbol, "sites": [[graph.inputs[i].name, axis] for i, axis in dim["sites"]],
                      "min": dim.get("min"), "max": dim.get("max"), "sizes": sized,
                      "passed": all(c["passed"] is not False for c in sized)})
@@ -268,19 +269,6 @@ def _shapes_at(graph, symbol, n) -> list:
                   for d in graph.free_shape(v)) for v in graph.inputs]
 
 
-#: size checks run at once (Note [size checks in parallel]); 1: one after another
-SIZE_WORKERS = 1
-
-# Note [size checks in parallel]: each size is one XLA compile of the converted model's forward and one run
-# of the source, both of which release the GIL; checking the sizes on threads overlaps them (verify-sizes:
-# up to the slowest size's time where cores are free; no gain on a machine whose cores are already busy).
-# Measured on 2 busy cores: batches 1 and 8 of mobilenet_v2 in 10.6 s one after another, 11.6 s on threads,
-# with a higher memory peak (both sizes' activations at once), so the default runs them in turn.
-# Each check is the same as when run alone: its own seeded inputs, the same tolerances, and the target's
-# runner (made once, before the threads start, so the jitted forward and its compile per shape are shared
-# with the later stages). Inputs of one shape (two dims both at the example's size) are checked once.
-
-
 def _compile_ahead(compiler, run, graph, plan) -> dict:
     """{repr(shapes): future} of the converted model's compile at each planned size, in plan order on one
     thread, when the runner can compile ahead (Note [compile ahead]); {} when it cannot."""
@@ -296,15 +284,19 @@ def _compile_ahead(compiler, run, graph, plan) -> dict:
 
 # Note [compile ahead]: each size check is a run of the source (torch on the CPU) and one XLA compile and run
 # of the converted model. XLA compiles with the GIL released, so the compiles of every planned size start at
-# once on one background thread while the main thread runs the source at each size: on two cores the
-# compile of the next size overlaps this size's source run. A check waits for its own size's compile
-# before it runs, so no shape compiles twice; a compile that fails is left for the run to report.
+# once on one background thread, in plan order, while the main thread runs the source at every size first
+# (on two cores the compiles overlap all of the source's runs; the expected outputs and inputs of every size
+# are held until their check, a few MB for a batch of 8 images). Each check then waits for its own size's
+# compile before it runs, so no shape compiles twice; a compile that fails is left for the run to report.
+# The checks are the same as when run alone: their own seeded inputs, the same tolerances, and the target's
+# runner (made once, so the jitted forward and its compile per shape are shared with the later stages).
+# resnet50 at batch 1 (sizes 2, 1, 8): the source at 8 no longer waits for the check at 1's compile and run.
 
 
-def _check_size(src, graph, run, seed, shapes, allowed, atol, rtol, compiled=None) -> dict:
-    """{"passed", "problem", "max_abs", "max_rel"} of the source and ``run`` (the converted model's runner) on
-    inputs of ``shapes``; ``compiled``: the future of ``run``'s compile at these shapes (Note [compile ahead])."""
-    arrays, expected = sized_batch(src, graph, seed, shapes, allowed)  # in the source's domain, else why not
+def _check_size(graph, run, arrays, expected, atol, rtol, compiled=None) -> dict:
+    """{"passed", "problem", "max_abs", "max_rel"} of ``run`` (the converted model's runner) on ``arrays`` against
+    ``expected`` (``sized_batch``'s: the source's outputs, or why it has none); ``compiled``: the future of
+    ``run``'s compile at these shapes (Note [compile ahead])."""
     if compiled is not None:
         compiled.exception()  # waits; a failed compile is reported by the run below
     try:

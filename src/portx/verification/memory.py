@@ -86,7 +86,6 @@ class LeanStages(Stages):
         nothing is frozen, nor when the process froze objects itself (unfreezing would undo that)."""
         self.lean = weight_bytes >= LEAN_BYTES
         if self.lean and self.entered and not self.frozen and not gc.get_freeze_count():
-            gc.collect()
             gc.freeze()
             self.frozen = True
 
