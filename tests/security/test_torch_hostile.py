@@ -227,6 +227,21 @@ def test_malformed_pt2_is_exit_2_one_line(tmp_path, clean_pt2, case):
     assert not out.exists()
 
 
+def test_deep_json_is_refused_under_a_raised_recursion_limit(tmp_path, clean_pt2):
+    """A deep Keras model's model.py raises the process's recursion limit (Note [deep graphs]); with it raised,
+    json.loads on a hostile nesting would overflow the C stack and kill the process instead of raising
+    RecursionError. The nesting is scanned for first, so the refusal is the same one line."""
+    src = rewrite(clean_pt2, tmp_path / "bad.pt2", members={"models/model.json": _deep(400_000)})
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1_000_000)
+    try:
+        run = CliRunner().invoke(main, ["convert", str(src), "-o", str(tmp_path / "out")])
+    finally:
+        sys.setrecursionlimit(limit)
+    _check_one_line(run)
+    assert run.exit_code == 2 and "nested too deeply" in run.output, run.output
+
+
 def test_trust_pickle_still_loads_a_legacy_weight_member(tmp_path, clean_pt2):
     """With the flag the user vouches for the file: torch reads it as it is (the payload runs)."""
     marker = tmp_path / "marker"

@@ -37,23 +37,24 @@ __all__ = ["load_pt2_safely", "clean_model_json"]
 
 #: the largest JSON member portx parses (model.json of a 1,000-layer model is a few MB)
 MAX_JSON_BYTES = 256 << 20
+#: and the deepest nesting (real archives: under 10), scanned for first (``nested_deeper_than`` says why)
+MAX_JSON_DEPTH = 256
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _COMPONENT = re.compile(r"^[A-Za-z0-9_]+$")
 _TARGET = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-_SCHEMA_ARG = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # a shape expression: Symbol('s0', positive=True, integer=True) or arithmetic on symbols and ints
 _SYMBOL_DECL = re.compile(r"Symbol\('([a-z]+[0-9]+)'(?:,\s*[a-z_]+=(?:True|False))*\)")
 _EXPR_TOKEN = re.compile(r"\s*(?:([A-Za-z_][A-Za-z0-9_]*)|(\d+(?:\.\d+)?)|(\*\*|//|[-+*/%(),<>=!&|~]))")
-_SYMPY_NAMES = {"FloorDiv", "ModularIndexing", "Where", "PythonMod", "Mod", "CleanDiv", "CeilToInt",
-                "FloorToInt", "CeilDiv", "LShift", "RShift", "PowByNatural", "FloatPow", "FloatTrueDiv",
-                "IntTrueDiv", "IsNonOverlappingAndDenseIndicator", "TruncToFloat", "TruncToInt",
-                "RoundToInt", "RoundDecimal", "ToFloat", "Identity", "Max", "Min", "Abs", "Eq", "Ne", "Ge",
-                "Gt", "Le", "Lt", "And", "Or", "Not", "True", "False", "oo", "Integer", "floor", "ceiling",
-                "Piecewise", "OpaqueUnaryFn_sqrt", "BitwiseFn_bitwise_and", "BitwiseFn_bitwise_or",
+_SYMPY_NAMES = {"FloorDiv", "ModularIndexing", "Where", "PythonMod", "Mod", "CleanDiv", "CeilToInt", "FloorToInt",
+                "CeilDiv", "LShift", "RShift", "PowByNatural", "FloatPow", "FloatTrueDiv", "IntTrueDiv",
+                "IsNonOverlappingAndDenseIndicator", "TruncToFloat", "TruncToInt", "RoundToInt", "RoundDecimal",
+                "ToFloat", "Identity", "Max", "Min", "Abs", "Eq", "Ne", "Ge", "Gt", "Le", "Lt", "And", "Or", "Not",
+                "True", "False", "oo", "Integer", "floor", "ceiling", "Piecewise", "OpaqueUnaryFn_sqrt",
+                "BitwiseFn_bitwise_and", "BitwiseFn_bitwise_or",
                 # sympy's srepr forms (guards on unbacked symbols are saved as LessThan(Symbol(...), Integer(6)))
-                "LessThan", "GreaterThan", "StrictLessThan", "StrictGreaterThan", "Equality", "Unequality",
-                "Add", "Mul", "Pow", "Rational", "NegativeOne", "One", "Zero", "Half", "Infinity",
-                "NegativeInfinity", "BooleanTrue", "BooleanFalse"}
+                "LessThan", "GreaterThan", "StrictLessThan", "StrictGreaterThan", "Equality", "Unequality", "Add",
+                "Mul", "Pow", "Rational", "NegativeOne", "One", "Zero", "Half", "Infinity", "NegativeInfinity",
+                "BooleanTrue", "BooleanFalse"}
 _SYMBOL_NAME = re.compile(r"^[a-z]+[0-9]+$")
 # keys whose string values are value names (placeholders, node outputs): become Python identifiers
 _NAME_KEYS = {"as_name", "user_input_name", "user_output_name", "as_custom_obj_name"}
@@ -202,7 +203,7 @@ def clean_model_json(doc, names: _Names, path):
                 node[key] = {names.name(k, f"{field} key"): v for k, v in value.items()}
                 stack.append((node[key], key))
             elif key == "name" and isinstance(value, str) and where == "inputs":
-                if not _SCHEMA_ARG.match(value):  # an op's schema argument name, matched against the schema
+                if not _IDENT.match(value):  # an op's schema argument name, matched against the schema
                     raise BadInput(f"{path}: {field} {value[:60]!r} is not an operator argument name",
                                    hint="the archive's model.json was edited; export the model again")
             elif key in ("name", *_NAME_KEYS):
@@ -234,7 +235,10 @@ def _read_json(zf, member, path, kind):
         raise BadInput(f"{path}: {kind} {member} declares {info.file_size / 1e6:.0f} MB",
                        hint=f"portx reads JSON members up to {MAX_JSON_BYTES >> 20} MB; the archive looks hostile")
     try:
-        return json.loads(zf.read(member).decode("utf-8"))
+        text = zf.read(member).decode("utf-8")
+        if nested_deeper_than(text, MAX_JSON_DEPTH):
+            raise RecursionError
+        return json.loads(text)
     except RecursionError:
         raise BadInput(f"{path}: {kind} {member} is nested too deeply to be a torch.export archive",
                        hint="the file is damaged or hostile; export the model again") from None
@@ -364,12 +368,9 @@ def load_pt2_safely(path, trust_pickle=False):
         return torch.export.load(str(path)), []  # trusted: --trust-pickle
     try:
         clean, renamed = _clean_archive(path, trust_pickle)
-    except OSError as exc:
-        if exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):  # the temp copy: the disk, not the file
-            raise
-        raise BadInput(f"{path}: not a readable torch.export archive ({type(exc).__name__})",
-                       hint="the file may be truncated; re-save it with torch.export.save") from None
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, KeyError, NotImplementedError) as exc:
+    except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, KeyError, NotImplementedError) as exc:
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+            raise  # the temp copy: the disk, not the file
         raise BadInput(f"{path}: not a readable torch.export archive ({type(exc).__name__})",
                        hint="the file may be truncated; re-save it with torch.export.save") from None
     try:
