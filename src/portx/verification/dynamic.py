@@ -26,6 +26,7 @@ from ..progress import step
 from ..passes.free_dims import NotFree, apply_free, diff_free, merge_found
 from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, input_dtype, random_outputs, sign_free_outputs
 from .domain import example_fraction, sized_batch
+from .memory import release
 
 __all__ = ["ONE_TRACED_AT", "plan_dims", "find_free", "refree", "verify_sizes", "example_checked", "parse_dynamic", "check_static_batch",
            "BATCH_SAMPLES"]
@@ -234,9 +235,11 @@ def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFA
         step(0, len(others), "the source at " + ", ".join(label for label, _ in others.values()))
         allowed = example_fraction(src, graph) if others else None  # the source on its example: once, not per size
         batches = {key: sized_batch(src, graph, seed, shapes, allowed) for key, (_, shapes) in others.items()}
+        release(collect=False)  # the source's freed activations, before XLA's threads allocate theirs
         for done, (key, (label, _)) in enumerate(others.items()):
             step(done, len(others), label)  # progress.py display
             checks[key] = _check_size(graph, run, *batches.pop(key), atol, rtol, ahead.get(key))
+            release(collect=False)
     rows = []
     for symbol, dim in dims.items():
         sized = [{"size": n, **checks.get(repr(shapes), _BY_VERIFY)} for s, n, shapes in plan if s == symbol]
