@@ -33,7 +33,7 @@ from .ir import FreeDimRefused  # noqa: E402
 from .verification.compare import DEFAULT_ATOL, DEFAULT_RTOL, make_inputs, nonfinite_params  # noqa: E402
 from .verification.dynamic import (ONE_TRACED_AT, check_static_batch, example_checked, find_free,  # noqa: E402
                                    plan_dims, refree, verify_sizes)
-from .verification.grads import compare_gradients, gradient_problem, start_gradients  # noqa: E402
+from .verification.grads import compare_gradients, gradient_problem, settled, start_gradients  # noqa: E402
 from .verification.recheck import prepared, verify_converted  # noqa: E402
 from .verification.trace import localize, node_errors  # noqa: E402
 from .verification.domain import verify_in_domain  # noqa: E402
@@ -184,17 +184,17 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
     The emitted model trains like the source: batch norms stay layers (with their momentum and
     statistics) and dropouts stay. ``fold_bn`` folds batch norms into the convolutions before them;
     ``inference`` also drops dropouts. ``report["training"]`` lists what was folded or dropped.
-    ``grad`` compares the gradients of a loss with the source's (``verification/grads.py``); None: when
-    verifying a model of at most 64 MB of weights. A gradient difference is a warning in the report.
+    ``grad`` compares the gradients of a loss with the source's (``verification/grads.py``); None: when verifying
+    a model of at most 64 MB of weights (a difference is a warning in the report).
 
     The batch (axis 0 of every input) stays free: the emitted model runs at any batch size, and is verified
     at the example's, 1 and 8 (``report["dynamic"]``). ``static_batch=N`` pins it to N instead;
     ``dynamic=["x:1"]`` frees more axes (torch.export Dims and Keras None dims are free already). A dim the
     model fixes is pinned with a warning naming the op (Note [free dims] in ir/types.py).
 
-    ``io_layout``: "source" (the source's input/output layout), "channels-last" or "channels-first"
-    (image inputs/outputs in that layout, with no transpose at the boundary; report["layout"] says which).
-    ``explore`` also writes OUT/explorer/: Model Explorer graph JSON and overlays (explore.py).
+    ``io_layout``: "source" (the source's input/output layout), "channels-last" or "channels-first" (image inputs/
+    outputs in that layout, no transpose at the boundary; report["layout"] says which). ``explore`` also writes
+    OUT/explorer/: Model Explorer graph JSON and overlays (explore.py).
     Trust: ``trust_pickle`` (full pickles), ``unsafe_keras`` (Lambda code), ``trust_savedmodel`` (a TensorFlow
     SavedModel's graph runs); without them such sources are refused (BadInput).
     ``progress``: a ``progress.Reporter`` (stage start, steps with node counts, stage end) or a callable
@@ -240,11 +240,12 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
         report["verification"] = (stages.run("verify", _verify, src, graph, model, emitted, target, seed, atol, rtol)
                                   if verify else {"passed": None, "skipped": True})
         report["dynamic"] = _dynamic_report(dims, graph, example_checked(sized, report["verification"]))
+        settled(started)  # Note [gradient compile] (verification/grad_program.py): not under the trace's compile
         report["node_errors"] = (stages.run("trace", node_errors, target, graph, model, emitted["var_of"],
                                             make_inputs(graph, seed), atol, rtol, emitted["code"],
                                             report["verification"].get("passed") is True, sum(stages.times.values()))
                                  if verify else {"skipped": "verification was skipped (--no-verify)", "rows": []})
-        if grad_on:  # its compile ran in the background since grad-start (verification/grad_program.py)
+        if grad_on:
             report["gradients"] = stages.run("grad", compare_gradients, src, graph, model, seed, started=started)
             if report["gradients"]["passed"] is False:
                 report["warnings"].append(gradient_problem(report["gradients"]))
@@ -364,8 +365,7 @@ def _files(out, target, export_tpu) -> dict:
     files = {"code": out / "model.py", "weights": out / target.weights_file, "report": out / "report.json",
              "report_html": out / "report.html"}
     if export_tpu:
-        files["tpu_artifact"] = out / target.tpu_artifact
-        files["tpu_weights"] = out / f"{target.tpu_artifact}.weights.npz"
+        files.update(tpu_artifact=out / target.tpu_artifact, tpu_weights=out / f"{target.tpu_artifact}.weights.npz")
     return files
 
 

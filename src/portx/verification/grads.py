@@ -34,8 +34,9 @@ import numpy as np
 from ..passes.layout import source_arrays
 from .compare import compare_arrays, make_inputs, random_outputs
 from .grad_program import compiled, keras_program, start_program
+from .memory import release
 
-__all__ = ["GRAD_ATOL", "GRAD_RTOL", "compare_gradients", "start_gradients", "gradient_problem", "gradients",
+__all__ = ["GRAD_ATOL", "GRAD_RTOL", "compare_gradients", "start_gradients", "settled", "gradient_problem", "gradients",
            "grad_key"]
 
 #: gradients add up more rounding than outputs (a backward pass per layer): 10x the output tolerances
@@ -127,6 +128,14 @@ def start_gradients(src, graph, model, seed=0):
     if reference is None or not hasattr(model, "stateless_call"):
         return None
     return start_program(model, arrays, weights)
+
+
+def settled(started) -> None:
+    """Wait for ``start_gradients``' background compile to end (None: nothing to wait for); Note [gradient
+    compile]: convert waits before the trace, whose own compile and buffers would stack on it."""
+    if started is not None:
+        started.settled()
+        release(collect=False)  # the compile's own memory, given back before the trace's
 
 
 def compare_gradients(src, graph, model, seed=0, atol=GRAD_ATOL, rtol=GRAD_RTOL, started=None) -> dict:
