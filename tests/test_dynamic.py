@@ -152,6 +152,34 @@ def test_bad_dynamic_requests_are_one_line_errors_and_write_nothing(tmp_path, fl
     assert "Traceback" not in done.output and not out.exists()
 
 
+@pytest.mark.parametrize("to", ["keras-jax", "torch-xla"])
+def test_a_batch_of_one_is_verified_at_its_own_size(tmp_path, to):
+    """Note [batch of one]: traced at 2 (torch specializes a size of 1), but verification checks the user's own
+    example at 1, and the size checks add 8 only (two compiles of the forward, not three)."""
+    x = torch.randn(1, 3, 8, 8)
+    result = portx.convert(_tokens(), example_inputs=(x,), to=to, out=tmp_path / "o")
+    row = _checked(result.report, "batch", [1, 8])
+    assert row["example_size"] == 1 and row["verified"][0]["by"] == "verify"
+    ver = result.report["verification"]
+    assert ver["inputs"] == [["x", [1, 3, 8, 8], "float32"]]
+    assert [b["on"] for b in ver["batches"]] == ["random", "example"] and all(b["passed"] for b in ver["batches"])
+
+
+def test_load_traces_a_batch_of_one_at_two_where_the_module_runs_there():
+    from portx.frontends import load
+
+    src = load(_tokens(), example_inputs=(torch.randn(1, 3, 8, 8),), batch=2)
+    assert tuple(src.example_inputs[0].shape) == (2, 3, 8, 8) and src.batch_given == 1
+    assert torch.equal(src.example_inputs[0][0], src.example_inputs[0][1])  # the example's row, repeated
+
+    class One(nn.Module):  # fixes the batch to 1: traced at the example, as given
+        def forward(self, x):
+            return x.reshape(4)
+
+    src = load(One(), example_inputs=(torch.randn(1, 4),), batch=2)
+    assert tuple(src.example_inputs[0].shape) == (1, 4) and src.batch_given == 0
+
+
 def test_an_example_batch_of_zero_is_refused(tmp_path):
     with pytest.raises(BadInput, match="non-empty"):
         portx.convert(_tokens(), example_inputs=(torch.randn(0, 3, 8, 8),), to="keras-jax", out=tmp_path / "o")

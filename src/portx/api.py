@@ -32,11 +32,10 @@ from .targets.codegen import missing_emit_rules  # noqa: E402
 from .ir import FreeDimRefused  # noqa: E402
 from .verification.compare import DEFAULT_ATOL, DEFAULT_RTOL, make_inputs, nonfinite_params  # noqa: E402
 from .verification.dynamic import (ONE_TRACED_AT, check_static_batch, example_checked, find_free,  # noqa: E402
-                                   plan_dims, refree, verify_sizes)
+                                   plan_dims, refree, verify_example, verify_sizes)
 from .verification.grads import compare_gradients, gradient_problem, settled, start_gradients  # noqa: E402
 from .verification.recheck import prepared, verify_converted  # noqa: E402
-from .verification.trace import localize, node_errors  # noqa: E402
-from .verification.domain import verify_in_domain  # noqa: E402
+from .verification.trace import node_errors  # noqa: E402
 from .verification.memory import LeanStages  # noqa: E402
 
 __all__ = ["convert", "load", "inspect", "op_table", "ConversionResult", "TARGETS", "KERAS_SUFFIXES",
@@ -128,17 +127,6 @@ def inspect(source, *, example_inputs=None, inputs=(), trust_pickle=False, targe
     return {"ops": ops_rows, "nodes": len(graph.nodes), "weight_bytes": graph.weight_bytes(),
             "inputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs],
             "outputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.outputs]}
-
-
-def _verify(src, graph, model, emitted, target, seed, atol, rtol) -> dict:
-    """Convert's own check: the source against the loaded ``model`` on one seeded batch; when they differ,
-    the first IR node whose emitted value differs from the IR reference (verification/trace.py)."""
-    result, arrays = verify_in_domain(src, graph, model, target, seed, atol, rtol)  # verification/domain.py
-    result.update({"seed": seed, "inputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs]})
-    if result["passed"] is False:
-        result["first_divergence"] = localize(target, graph, model, emitted["var_of"], arrays, atol, rtol,
-                                              emitted["code"])
-    return result
 
 
 def _require_jax_backend():
@@ -237,8 +225,8 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
             report["warnings"].append(report["training"]["problem"])
         grad_on = verify and (grad or (grad is None and graph.weight_bytes() <= _GRAD_AUTO_BYTES))
         started = stages.run("grad-start", start_gradients, src, graph, model, seed) if grad_on else None
-        report["verification"] = (stages.run("verify", _verify, src, graph, model, emitted, target, seed, atol, rtol)
-                                  if verify else {"passed": None, "skipped": True})
+        report["verification"] = (stages.run("verify", verify_example, src, graph, model, emitted, target, seed, atol,
+                                             rtol) if verify else {"passed": None, "skipped": True})
         report["dynamic"] = _dynamic_report(dims, graph, example_checked(sized, report["verification"]))
         settled(started)  # Note [gradient compile] (verification/grad_program.py): not under the trace's compile
         report["node_errors"] = (stages.run("trace", node_errors, target, graph, model, emitted["var_of"],
@@ -324,7 +312,8 @@ def _dynamic_report(dims, graph, sized) -> list:
     checks = {row["symbol"]: row for row in sized}
     return [{"symbol": d["symbol"], "free": d["symbol"] in free,
              "sites": [[graph.inputs[i].name, axis] for i, axis in free.get(d["symbol"], d)["sites"]],
-             "example_size": d["size"], "min": d.get("min"), "max": d.get("max"),
+             "example_size": d.get("example", d["size"]) if d["symbol"] in free else d["size"],
+             "min": d.get("min"), "max": d.get("max"),
              **({"torch_symbol": d["torch_symbol"]} if "torch_symbol" in d else {}),
              "verified": checks.get(d["symbol"], {}).get("sizes", [])} for d in dims]
 

@@ -18,6 +18,7 @@ from portx import api
 from portx.cli import main
 from portx.targets.torch_xla.emitter import emit_torch
 from portx.verification.compare import DEFAULT_ATOL, DEFAULT_RTOL
+from portx.verification.dynamic import verify_example
 
 
 def _run(*args):
@@ -140,7 +141,7 @@ def test_convert_localises_a_corrupted_weight_in_the_written_safetensors(sources
     assert (tmp_path / "again" / "model.py").read_text() == (tmp_path / "out" / "model.py").read_text()
     corrupted = api.TARGETS["torch-xla"].load(tmp_path / "out")
     src = api.load(sources[0])
-    ver = api._verify(src, result.graph, corrupted, emitted, api.TARGETS["torch-xla"], 0, DEFAULT_ATOL, DEFAULT_RTOL)
+    ver = verify_example(src, result.graph, corrupted, emitted, api.TARGETS["torch-xla"], 0, DEFAULT_ATOL, DEFAULT_RTOL)
     assert ver["passed"] is False
     assert (ver["first_divergence"]["scope"], ver["first_divergence"]["op"]) == ("head", "linear")
     result.report["verification"], result.ok = ver, False

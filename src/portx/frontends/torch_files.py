@@ -42,6 +42,7 @@ class TorchSource:
     label: str
     notes: list = field(default_factory=list)  # warnings for the report (renamed names, pinned dims)
     declared: list = field(default_factory=list)  # dynamic dims the program declares (``dynamic_dims``)
+    batch_given: int = 0  # the example's batch as given, where it was traced at another (Note [batch of one])
 
     def dynamic_dims(self) -> list:
         """The dims a .pt2 declares with ``torch.export.Dim``: [{"symbol", "sites": [[input, axis]], "min",
@@ -68,7 +69,7 @@ class TorchSource:
                 why = "exported with static shapes; re-export it with torch.export.Dim to free them" \
                     if "Guard failed" in str(exc) else str(exc).split(". ")[0]
                 raise BadInput(f"{self.label}: does not run at input sizes {_sizes_text(args)} ({why})") from None
-        return TorchSource(program, args, self.module, self.label, [], self.declared)
+        return TorchSource(program, args, self.module, self.label, [], self.declared, self.batch_given)
 
     def lower(self, name="model", strict_tpu=False):
         """The IR Graph, with the program's output nesting in ``meta`` (Note [output structure])."""
@@ -143,7 +144,8 @@ def from_module(module, example_inputs, label=None, batch=None) -> TorchSource:
     wider = _batch_at(inputs, batch) if batch else None
     if wider is not None:  # Note [batch of one]
         try:
-            return TorchSource(export_module(module, wider), wider, module, label or type(module).__name__)
+            return TorchSource(export_module(module, wider), wider, module, label or type(module).__name__,
+                               batch_given=1)
         except BadInput:  # not at that batch: traced at the example's, and find_free says why it stays pinned
             pass
     return TorchSource(export_module(module, inputs), inputs, module, label or type(module).__name__)
@@ -160,7 +162,8 @@ def _batch_at(inputs, n):
 # batch-1 example again at 2 (ONE_TRACED_AT) before diffing it with 3, and the graph at 1 is thrown away. When
 # the batch may stay free (no --static-batch, no --dynamic), convert asks ``load`` for a live module traced at 2
 # from the start (rows repeated): one torch.export and one lowering fewer (resnet50: 0.9 s of 11). A module
-# that does not trace at 2 is traced at its example, as before.
+# that does not trace at 2 is traced at its example, as before. ``batch_given`` keeps the 1: convert verifies the
+# user's own example there (verification/dynamic.py ``example_shapes``), not the rows repeated.
 
 
 def _check_input_dtypes(module, inputs):

@@ -25,7 +25,7 @@ from ..passes.layout import graph_arrays
 from .compare import make_inputs
 from .recheck import expected_outputs
 
-__all__ = ["example_arrays", "example_fraction", "in_domain", "sized_batch", "status_outputs", "verification_batches",
+__all__ = ["cycled", "example_arrays", "example_fraction", "in_domain", "sized_batch", "status_outputs", "verification_batches",
            "verify_in_domain"]
 
 
@@ -47,6 +47,18 @@ def example_arrays(src, graph) -> list | None:
         arrays.append(np.require(array.astype("float32" if value.type.dtype == "bfloat16" else value.type.dtype),
                                  requirements="C"))
     return arrays
+
+
+def cycled(arrays, shapes) -> list:
+    """``arrays`` cut or repeated along each axis to ``shapes`` (rows cycle): a batch of 2 traced from an example
+    of 1 (the same row twice) back to its 1, or a batch of 1 to the graph's 2."""
+    out = []
+    for a, shape in zip(arrays, shapes):
+        for axis, n in enumerate(shape):
+            if a.shape[axis] != n:
+                a = np.take(a, np.arange(n) % a.shape[axis], axis=axis)
+        out.append(a)
+    return out
 
 
 def _nonfinite(outputs) -> int:
@@ -109,16 +121,18 @@ def _perturbed(example, graph, scale, seed) -> list:
             for a, value in zip(example, graph.inputs)]
 
 
-def verification_batches(src, graph, seed) -> tuple:
+def verification_batches(src, graph, seed, shapes=None) -> tuple:
     """([(label, arrays, expected outputs)], notes): the batch to verify on first, then the example inputs.
+    ``shapes``: the input shapes to verify at, when not the graph's (the example's rows cycled to them).
 
     An empty list means no batch the source accepts was found (verification is skipped, with a note).
     """
     notes = []
     example = example_arrays(src, graph)
+    example = example if example is None or shapes is None else cycled(example, shapes)
     example_out, example_problem = (None, "no example") if example is None else _outputs(src, graph, example)
     allowed = _nonfinite(example_out) if example_out is not None else None
-    candidates = [("random", in_domain(graph, make_inputs(graph, seed)))]
+    candidates = [("random", in_domain(graph, make_inputs(graph, seed, shapes=shapes)))]
     if example_out is not None:
         candidates += [(f"example perturbed by {s:g}", _perturbed(example, graph, s, seed)) for s in (1e-2, 1e-3)]
         candidates.append(("example", example))
@@ -146,13 +160,13 @@ def verification_batches(src, graph, seed) -> tuple:
     return batches, notes
 
 
-def verify_in_domain(src, graph, model, target, seed, atol, rtol) -> tuple:
-    """(result, arrays): ``compare`` of the source and the loaded ``model`` on each of ``verification_batches``;
-    ``result["batches"]`` says which passed, ``result["notes"]`` why inputs were replaced, and ``arrays`` is
-    the first batch that differs (else the first batch; None when verification was skipped)."""
+def verify_in_domain(src, graph, model, target, seed, atol, rtol, shapes=None) -> tuple:
+    """(result, arrays): ``compare`` of the source and the loaded ``model`` on each of ``verification_batches``
+    (at ``shapes``); ``result["batches"]`` says which passed, ``result["notes"]`` why inputs were replaced, and
+    ``arrays`` is the first batch that differs (else the first batch; None when verification was skipped)."""
     from .compare import compare, random_note, random_outputs, sign_free_outputs
 
-    batches, notes = verification_batches(src, graph, seed)
+    batches, notes = verification_batches(src, graph, seed, shapes)
     if not batches:
         return {"passed": None, "skipped": True, "outputs": [], "notes": notes}, None
     names, random = [v.name for v in graph.outputs], random_outputs(graph)

@@ -25,11 +25,12 @@ from ..ir import batch_inputs
 from ..progress import step
 from ..passes.free_dims import NotFree, apply_free, diff_free, merge_found
 from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, input_dtype, random_outputs, sign_free_outputs
-from .domain import example_fraction, sized_batch
+from .domain import cycled, example_fraction, sized_batch, verify_in_domain
 from .memory import release
+from .trace import localize
 
-__all__ = ["ONE_TRACED_AT", "plan_dims", "find_free", "refree", "verify_sizes", "example_checked", "parse_dynamic", "check_static_batch",
-           "BATCH_SAMPLES"]
+__all__ = ["ONE_TRACED_AT", "example_shapes", "verify_example", "plan_dims", "find_free", "refree", "verify_sizes",
+           "example_checked", "parse_dynamic", "check_static_batch", "BATCH_SAMPLES"]
 
 #: batch sizes verified besides the example's
 BATCH_SAMPLES = (1, 8)
@@ -69,9 +70,10 @@ def plan_dims(src, graph, dynamic=(), static_batch=None) -> list:
     claimed = {tuple(site) for row in declared for site in row["sites"]}
     ranked = [i for i, v in enumerate(graph.inputs) if v.type.rank]
     batch = [[i, 0] for i in batch_inputs([v.type.shape for v in graph.inputs]) if (i, 0) not in claimed]
+    size = graph.inputs[batch[0][0]].type.shape[0] if batch else None
     rows = [] if static_batch or not batch else [
-        {"symbol": "batch", "sites": batch, "size": graph.inputs[batch[0][0]].type.shape[0], "min": 1, "max": None,
-         "declared": False}]
+        {"symbol": "batch", "sites": batch, "size": size, "example": getattr(src, "batch_given", 0) or size,
+         "min": 1, "max": None, "declared": False}]
     for row in declared:
         if sorted(map(tuple, row["sites"])) == [(i, 0) for i in ranked]:
             row["symbol"] = "batch"  # a Dim on axis 0 of every input is the batch, whatever torch called it
@@ -122,6 +124,8 @@ def find_free(src, graph, prepare, rows, notes):
     """(source, graph, record): ``graph`` is what to emit, with ``meta["free"]``; ``record`` keeps the
     per-symbol diffs for ``refree``. A dim at the example size 1 is re-lowered at 2 first (Note [free dims];
     ``load(batch=ONE_TRACED_AT)`` has a live module's batch of 1 traced at 2 from the start: Note [batch of one])."""
+    for row in rows:  # the size the user gave, verified as the example's (``example_shapes``)
+        row.setdefault("example", row["size"])
     ones = {row["symbol"]: ONE_TRACED_AT for row in rows
             if row["size"] == 1 and (row.get("max") is None or row["max"] >= 3)}
     if ones:
@@ -210,8 +214,8 @@ def refree(record, symbols, notes):
 
 def sample_sizes(dim) -> list:
     """The sizes a free dim is verified at: the example's, 1 and 8 for the batch, else the example's and one
-    more, inside its range."""
-    size, low, high = dim["size"], dim.get("min") or 1, dim.get("max")
+    more, inside its range. The example's is the size the user gave (``example_shapes``)."""
+    size, low, high = dim.get("example", dim["size"]), dim.get("min") or 1, dim.get("max")
     wanted = [size, *BATCH_SAMPLES] if dim["symbol"] == "batch" else [size, size + 3, max(low, size - 1)]
     inside = [n for n in dict.fromkeys(wanted) if n >= low and (high is None or n <= high)]
     return inside if dim["symbol"] == "batch" else inside[:2]
@@ -226,7 +230,7 @@ def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFA
     plan = [(symbol, n, _shapes_at(graph, symbol, n)) for symbol, dim in dims.items() for n in sample_sizes(dim)]
     plan = [(symbol, n, shapes) for symbol, n, shapes in plan
             if all(d >= 1 for shape in shapes for d in shape)]  # a dim that follows one with an offset: empty here
-    example = repr([tuple(v.type.shape) for v in graph.inputs])
+    example = repr(example_shapes(graph))
     checks, run = {}, target.runner(model)  # made here, once: its compiles are shared with later stages
     with ThreadPoolExecutor(max_workers=1) as compiler:
         ahead = _compile_ahead(compiler, run, graph, [shapes for _, _, shapes in plan])
@@ -264,6 +268,31 @@ def example_checked(rows, verification) -> list:
         row["sizes"] = [{**c, **result} if c.get("by") == "verify" else c for c in row["sizes"]]
         row["passed"] = all(c["passed"] is not False for c in row["sizes"])
     return rows
+
+
+def example_shapes(graph) -> list:
+    """The input shapes the user's example has: the graph's, but for a free dim traced at another size than the
+    example's (a batch of 1 is traced at 2: Note [batch of one] in frontends/torch_files.py), at the example's.
+    Convert verifies there, so the size checks and verification share that compile (batch 1: sizes 1 and 8 are
+    two XLA compiles of the forward, not three)."""
+    dims = graph.meta.get("free", {}).get("dims", {})
+    return [tuple(d.at(dims[d.symbol].get("example", d.size)) if getattr(d, "symbol", None) in dims
+                  else (d if isinstance(d, int) else d.size) for d in graph.free_shape(v)) for v in graph.inputs]
+
+
+def verify_example(src, graph, model, emitted, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> dict:
+    """Convert's own check: the source against the loaded ``model`` on one seeded batch at ``example_shapes``;
+    when they differ, the first IR node whose emitted value differs from the IR reference (verification/trace.py),
+    read on those inputs with their rows cycled to the graph's own shapes (the reference runs there)."""
+    shapes = example_shapes(graph)
+    result, arrays = verify_in_domain(src, graph, model, target, seed, atol, rtol, shapes)  # verification/domain.py
+    result.update({"seed": seed, "inputs": [[v.name, list(shape), v.type.dtype] for v, shape in
+                                            zip(graph.inputs, shapes)]})
+    if result["passed"] is False:
+        arrays = cycled(arrays, [tuple(v.type.shape) for v in graph.inputs])
+        result["first_divergence"] = localize(target, graph, model, emitted["var_of"], arrays, atol, rtol,
+                                              emitted["code"])
+    return result
 
 
 def _shapes_at(graph, symbol, n) -> list:
