@@ -165,6 +165,22 @@ def test_a_batch_of_one_is_verified_at_its_own_size(tmp_path, to):
     assert [b["on"] for b in ver["batches"]] == ["random", "example"] and all(b["passed"] for b in ver["batches"])
 
 
+def test_a_batch_of_one_the_model_fixes_is_pinned_at_one(tmp_path):
+    """Traced at 2 (Note [batch of one]) and pinned there by the diff with 3: the graph goes back to the user's
+    batch of 1, so the emitted model takes the example it was given."""
+
+    class Pairs(nn.Module):
+        def forward(self, x):
+            return x.reshape(2, -1) * 2  # two rows whatever the batch: not free
+
+    result = portx.convert(Pairs(), example_inputs=(torch.randn(1, 4),), to="keras-jax", out=tmp_path / "o")
+    row = result.report["dynamic"][0]
+    assert not row["free"] and row["example_size"] == 1, result.report["warnings"]
+    assert any(w.startswith("batch pinned to 1") for w in result.report["warnings"]), result.report["warnings"]
+    assert result.report["inputs"] == [["x", [1, 4], "float32"]] and result.report["verification"]["passed"]
+    assert result.model(np.ones((1, 4), "float32")).shape == (2, 2)
+
+
 def test_load_traces_a_batch_of_one_at_two_where_the_module_runs_there():
     from portx.frontends import load
 

@@ -141,11 +141,28 @@ def find_free(src, graph, prepare, rows, notes):
         if why:
             if row.get("flag"):
                 raise BadInput(f"--dynamic {row['symbol']}: {why}", hint="drop that --dynamic axis")
-            notes.append(f"{row['symbol']} pinned to {row['size']}: {why}")
+            notes.append(f"{row['symbol']} pinned to {row['example']}: {why}")
         else:
             kept.append(row)
+    if not kept:
+        src, graph = _at_example(src, graph, prepare, rows)
     record = {"rows": kept, "found": found, "graph": graph}
     return src, refree(record, {row["symbol"] for row in kept}, notes), record
+
+
+def _at_example(src, graph, prepare, rows):
+    """(source, graph) back at the example's own sizes where a dim traced at another (a batch of 1 at 2) is pinned:
+    the emitted model then takes the user's inputs. As they are where it does not trace there."""
+    sizes = {row["symbol"]: row["example"] for row in rows if row["example"] != row["size"]}
+    if not sizes:
+        return src, graph
+    try:
+        src, graph = _at(src, prepare, rows, sizes)
+    except Exception:  # noqa: BLE001 - keeps the traced size (the note says which)
+        return src, graph
+    for row in rows:
+        row["size"] = sizes.get(row["symbol"], row["size"])
+    return src, graph
 
 
 def _at(src, prepare, rows, symbol_sizes):
