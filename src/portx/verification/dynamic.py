@@ -339,8 +339,8 @@ def _compile_ahead(compiler, run, graph, plan) -> dict:
 # compile before it runs, so no shape compiles twice; a compile that fails is left for the run to report.
 # The checks are the same as when run alone: their own seeded inputs, the same tolerances, and the target's
 # runner (made once, so the jitted forward and its compile per shape are shared with the later stages).
-# resnet50 with a batch-1 example (its own size, verified by convert's verify stage, and 8): the source at 8
-# runs while the compile at 1 goes, and the compile at 8 while the check at 1 runs.
+# resnet50 with a batch-1 example (sizes 1 and 8): the source runs at 8 while the forward compiles at 1 and 8,
+# and convert's verify stage then checks the example at 1 on that compile.
 
 
 def _check_size(graph, run, arrays, expected, atol, rtol, compiled=None) -> dict:
