@@ -20,6 +20,7 @@ import time
 import numpy as np
 
 from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare_arrays, run_reference
+from .memory import release
 
 __all__ = ["LAYER_SLACK", "TRACE_MAX_NODES", "TRACE_MAX_BYTES", "TRACE_SAMPLED_ROWS", "TRACE_SAMPLED_ELEMENTS",
            "observe_values", "trace_layers", "first_failure", "localize", "node_errors"]
@@ -147,6 +148,7 @@ def _traced(target, graph, model, names, arrays, atol, rtol, code, passed, budge
     chosen = set(traced[::every]) | set(traced[-1:])
     step(0, len(graph.nodes), "reading the emitted model's intermediates (one run)")
     observed = observe_values(target, model, graph, {v: names[v] for v in chosen}, arrays, code)
+    release(collect=False)  # the probe's compile, given back before the reference allocates (verification/memory.py)
     rows, orders = [], graph.meta.get("stored_orders", {})
     for done, (node, reference) in enumerate(_reference_steps(graph, arrays)):
         if budget is not None and time.perf_counter() - began > budget and observed:
