@@ -244,7 +244,8 @@ def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFA
     compiled here but checked by convert's verify stage, which compares the same seeded batch: their entry
     says ``"by": "verify"`` until ``example_checked`` copies that stage's result in."""
     dims = graph.meta.get("free", {}).get("dims", {})
-    plan = [(symbol, n, _shapes_at(graph, symbol, n)) for symbol, dim in dims.items() for n in sample_sizes(dim)]
+    plan = [(symbol, n, example_shapes(graph, {symbol: n})) for symbol, dim in dims.items()
+            for n in sample_sizes(dim)]
     plan = [(symbol, n, shapes) for symbol, n, shapes in plan
             if all(d >= 1 for shape in shapes for d in shape)]  # a dim that follows one with an offset: empty here
     example = repr(example_shapes(graph))
@@ -287,13 +288,13 @@ def example_checked(rows, verification) -> list:
     return rows
 
 
-def example_shapes(graph) -> list:
+def example_shapes(graph, at=None) -> list:
     """The input shapes the user's example has: the graph's, but for a free dim traced at another size than the
     example's (a batch of 1 is traced at 2: Note [batch of one] in frontends/torch_files.py), at the example's.
     Convert verifies there, so the size checks and verification share that compile (batch 1: sizes 1 and 8 are
-    two XLA compiles of the forward, not three)."""
-    dims = graph.meta.get("free", {}).get("dims", {})
-    return [tuple(d.at(dims[d.symbol].get("example", d.size)) if getattr(d, "symbol", None) in dims
+    two XLA compiles of the forward, not three). ``at``: {symbol: size} for dims checked at another size."""
+    dims, at = graph.meta.get("free", {}).get("dims", {}), at or {}
+    return [tuple(d.at(at.get(d.symbol, dims[d.symbol].get("example", d.size))) if getattr(d, "symbol", None) in dims
                   else (d if isinstance(d, int) else d.size) for d in graph.free_shape(v)) for v in graph.inputs]
 
 
@@ -310,12 +311,6 @@ def verify_example(src, graph, model, emitted, target, seed=0, atol=DEFAULT_ATOL
         result["first_divergence"] = localize(target, graph, model, emitted["var_of"], arrays, atol, rtol,
                                               emitted["code"])
     return result
-
-
-def _shapes_at(graph, symbol, n) -> list:
-    """The input shapes with ``symbol`` at ``n`` and every other free dim at the example's size."""
-    return [tuple(d.at(n) if getattr(d, "symbol", None) == symbol else (d if isinstance(d, int) else d.size)
-                  for d in graph.free_shape(v)) for v in graph.inputs]
 
 
 def _compile_ahead(compiler, run, graph, plan) -> dict:

@@ -94,7 +94,7 @@ class Started:
 
     def get(self):
         """(compiled program, its arguments, floating input indices, trainable variables); waits for the compile."""
-        self._done.wait()
+        self.settled()
         if self._error is not None:
             raise self._error
         return (self._result, *self._rest)
