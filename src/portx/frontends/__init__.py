@@ -29,6 +29,7 @@ from typing import Protocol
 import numpy as np
 
 from ..errors import BadInput
+from ..weights import is_hf_folder
 
 __all__ = ["Source", "load", "is_keras_source", "is_onnx_source", "resize_array", "KERAS_SUFFIXES", "ONNX_SUFFIXES"]
 
@@ -86,7 +87,7 @@ def is_onnx_source(source) -> bool:
 
 
 def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_keras=False,
-         trust_savedmodel=False, batch=None) -> Source:
+         trust_savedmodel=False, batch=None, trust_remote_code=False, dtype="config") -> Source:
     """Open ``source`` (a path or a live model) as a Source.
 
     Torch sources are ``.pt2``, ``.pt`` files and ``nn.Module`` (with ``example_inputs``); Keras sources are
@@ -96,8 +97,14 @@ def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_k
     runs its TensorFlow graph, so it needs ``trust_savedmodel``). ``inputs`` are
     ``NAME:SHAPE[:DTYPE]`` specs (frontends/input_spec.py). Loading is safe by default (Note [safe loading],
     Note [keras safe mode]). ``batch``: a live nn.Module's example batch of 1 is traced at this many rows
-    (Note [batch of one] in frontends/torch_files.py). Example: ``load("model.pt2").lower()``.
+    (Note [batch of one] in frontends/torch_files.py). A Hugging Face checkpoint folder (config.json and
+    safetensors weights) is built by transformers and traced with its weights left on disk (frontends/hf.py;
+    ``trust_remote_code`` for a config with auto_map, ``dtype`` to widen). Example: ``load("model.pt2").lower()``.
     """
+    if isinstance(source, (str, os.PathLike)) and is_hf_folder(source):
+        from .hf import load_hf_folder
+
+        return load_hf_folder(source, trust_remote_code, dtype)
     if is_onnx_source(source):
         from .onnx import load_onnx_source
 

@@ -182,7 +182,7 @@ class _Lowering:
             return const
         if isinstance(const, (list, tuple)):
             raise Unsupported("a constant list of tensors is used as a value")
-        array = array_of(const)
+        array = array_of(const, keep_bfloat16=True)
         self.env[fx] = self.new_param(self.const_names.get(fx, fx.name), array)
         if fx in self.trainable_fx:
             self.trainable.append(self.env[fx].name)

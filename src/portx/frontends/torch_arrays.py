@@ -17,15 +17,16 @@ from ..ir.types import VIEWED_AS_INT
 __all__ = ["array_of"]
 
 
-def array_of(tensor) -> np.ndarray:
-    """``tensor`` (detached, on the host) as a NumPy array: bfloat16 as float32, float8 as ml_dtypes' float8."""
+def array_of(tensor, keep_bfloat16=False) -> np.ndarray:
+    """``tensor`` (detached, on the host) as a NumPy array: bfloat16 as float32 (as ml_dtypes' bfloat16 with
+    ``keep_bfloat16``: a parameter keeps its stored dtype), float8 as ml_dtypes' float8."""
     import ml_dtypes
     import torch
 
     tensor = tensor.detach().cpu().contiguous()
     name = str(tensor.dtype).removeprefix("torch.")
-    if name == "bfloat16":
+    if name == "bfloat16" and not keep_bfloat16:
         return tensor.float().numpy()
-    if name in VIEWED_AS_INT:  # float8: through the integers of its width (ir/types.py)
+    if name in VIEWED_AS_INT:  # float8 and a kept bfloat16: through the integers of its width (ir/types.py)
         return tensor.view(getattr(torch, VIEWED_AS_INT[name][1])).numpy().view(getattr(ml_dtypes, name))
     return tensor.numpy()

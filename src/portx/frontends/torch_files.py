@@ -88,7 +88,7 @@ class TorchSource:
         with torch.no_grad():
             out = self.module(*self.torch_inputs(arrays))
         flat = torch.utils._pytree.tree_leaves(out)  # nested dicts/tuples/lists, in torch.export's output order
-        return [array_of(t) for t in flat]
+        return [array_of(t, keep_bfloat16=True) for t in flat]  # compared at bfloat16's resolution
 
     def intermediates(self, arrays) -> dict:
         """IR value name -> the program's own intermediate on ``arrays`` (see torch_intermediates.py)."""

@@ -43,5 +43,5 @@ def source_intermediates(src, arrays) -> dict:
     for fx, value in low.env.items():
         out = seen.get(fx.name)
         if hasattr(value, "type") and isinstance(out, torch.Tensor):
-            found.setdefault(value.name, array_of(out))
+            found.setdefault(value.name, array_of(out, keep_bfloat16=True))
     return found

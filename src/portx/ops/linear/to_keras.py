@@ -23,7 +23,10 @@ def _linear_to_keras(node, k):
         k.assign(node, expr if b is None else f"ops.add({expr}, {k.ref(b)})")
         return
     weights = [k.param(w).T] + ([k.param(b)] if b is not None else [])
-    k.layer(node, "Dense", {"units": int(w.type.shape[0]), "use_bias": b is not None}, [x], weights)
+    kwargs = {"units": int(w.type.shape[0]), "use_bias": b is not None}
+    if w.type.dtype != "float32" and w.type.dtype == node.outputs[0].type.dtype:
+        kwargs["dtype"] = w.type.dtype  # a bfloat16 checkpoint stays bfloat16 (the float32 policy would widen it)
+    k.layer(node, "Dense", kwargs, [x], weights)
 
 
 @MATMUL.emits("keras-jax")
