@@ -15,7 +15,7 @@ from tests.support.paths import SRC
 
 
 #: module group -> layer; a module may import its own group, lower layers and LEAVES
-LAYERS = {"ir": 0, "ops": 1, "frontends": 2, "passes": 2, "targets": 2, "verification": 3, "testing": 4, "api": 4,
+LAYERS = {"ir": 0, "ops": 1, "weights": 1, "frontends": 2, "passes": 2, "targets": 2, "verification": 3, "testing": 4, "api": 4,
           "cli": 5, "": 6}
 #: modules that belong to another group than their path says (the op tables are read by passes/legalize;
 #: Model Explorer output is written by api.convert)

@@ -37,6 +37,7 @@ from .verification.grads import compare_gradients, gradient_problem, settled, st
 from .verification.recheck import prepared, verify_converted  # noqa: E402
 from .verification.trace import node_errors  # noqa: E402
 from .verification.memory import LeanStages  # noqa: E402
+from .weights import shard_gb  # noqa: E402
 
 __all__ = ["convert", "load", "inspect", "op_table", "ConversionResult", "TARGETS", "KERAS_SUFFIXES",
            "missing_emit_rules", "verify", "DEFAULT_ATOL", "DEFAULT_RTOL"]
@@ -166,7 +167,8 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
             atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, seed=0, trust_pickle=False, force=False,
             strict_tpu=False, export_tpu=False, fold_bn=False, inference=False, unsafe_keras=False,
             io_layout="source", grad=None, static_batch=None, dynamic=(), progress=None,
-            explore=False, profile=False, trust_savedmodel=False) -> ConversionResult:
+            explore=False, profile=False, trust_savedmodel=False, trust_remote_code=False, dtype="config",
+            max_shard_size=None) -> ConversionResult:
     """Convert ``source`` (a path or a live nn.Module) for target ``to`` into folder ``out``.
 
     The emitted model trains like the source: batch norms stay layers (with their momentum and
@@ -184,7 +186,9 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
     outputs in that layout, no transpose at the boundary; report["layout"] says which). ``explore`` also writes
     OUT/explorer/: Model Explorer graph JSON and overlays (explore.py).
     Trust: ``trust_pickle`` (full pickles), ``unsafe_keras`` (Lambda code), ``trust_savedmodel`` (a TensorFlow
-    SavedModel's graph runs); without them such sources are refused (BadInput).
+    SavedModel's graph runs), ``trust_remote_code`` (a Hugging Face config's auto_map code runs); without them such
+    sources are refused (BadInput). A Hugging Face folder keeps its config's dtype unless ``dtype`` ("float32",
+    "bfloat16", "float16"). ``max_shard_size``: the weights files' largest shard ("2GB" by default, "500MB", or GB).
     ``progress``: a ``progress.Reporter`` (stage start, steps with node counts, stage end) or a callable
     ``progress(name, seconds)``; ``profile`` adds report["profile"] (RSS per stage). OUT also gets report.html.
     Raises BadInput (2), UnsupportedOps (3), NotTpuLegal (4, with ``strict_tpu``) or
@@ -200,6 +204,7 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
             staged_output(out, force, protect=(source,), need=lambda: sizes.get("weights", 0), notes=cleaned) as tmp:
         src = stages.run("load", load, source, example_inputs=example_inputs, inputs=inputs, trust_pickle=trust_pickle,
                          unsafe_keras=unsafe_keras, trust_savedmodel=trust_savedmodel,
+                         trust_remote_code=trust_remote_code, dtype=dtype,
                          batch=None if static_batch is not None or dynamic else ONE_TRACED_AT)  # Note [batch of one]
         graph = stages.run("lower", src.lower, "model", strict_tpu)
         if static_batch is not None:
@@ -217,8 +222,9 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
         src, graph, record = stages.run("free-dims", find_free, src, graph,
                                         lambda s: prepared(s.lower("model", strict_tpu), target, skip, io_layout),
                                         dims, notes)
+        emit_options = {} if max_shard_size is None else {"max_shard_size": shard_gb(max_shard_size)}
         graph, emitted, model, sized = _emit_free(stages, target, graph, record, tmp, src, seed, atol, rtol,
-                                                  verify, notes)
+                                                  verify, notes, emit_options)
         report = _report(src, graph, target, notes)
         report["training"] = _training(graph, source_counts, target.parameter_counts(model), fold_bn or inference)
         if report["training"]["problem"]:
@@ -275,13 +281,13 @@ def _pinned_batch(src, graph, n, strict_tpu):
     return src, src.lower("model", strict_tpu)
 
 
-def _emit_free(stages, target, graph, record, tmp, src, seed, atol, rtol, verify, notes):
+def _emit_free(stages, target, graph, record, tmp, src, seed, atol, rtol, verify, notes, emit_options):
     """Emit and load ``graph``; a free dim an emit rule cannot write, or that verifies wrong at another size,
     is pinned with a warning and the model emitted again. Returns (graph, emitted, model, size checks)."""
     free = set(graph.meta.get("free", {}).get("dims", {}))
     while True:
         try:
-            emitted = stages.run("emit", target.emit, graph, tmp)  # UnsupportedOps (3) names every node
+            emitted = stages.run("emit", target.emit, graph, tmp, **emit_options)  # UnsupportedOps (3) names every node
         except FreeDimRefused as exc:
             if not exc.symbols & free:
                 raise

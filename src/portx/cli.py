@@ -157,10 +157,14 @@ def main():
 @click.option("--profile", is_flag=True, help="also record each stage's memory (RSS) in report.json/.html")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON on stdout")
 @click.option("--debug", is_flag=True, help="show tracebacks")
+@click.option("--trust-remote-code", is_flag=True, help="allow a Hugging Face config's auto_map (runs the folder's code)")
+@click.option("--dtype", type=click.Choice(["config", "float32", "bfloat16", "float16"]), default="config",
+              help="a Hugging Face folder's weights dtype (default: the config's)")
+@click.option("--max-shard-size", default=None, metavar="SIZE", help="largest weights shard, e.g. 2GB (default), 500MB")
 def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, trust_savedmodel, unsafe_keras, force,
             strict_tpu, fold_bn, inference, no_fold_bn, export_tpu, io_layout, grad, static_batch, dynamic, explore, profile, as_json,
-            debug):
-    """Convert SRC (.pt2, .pt, .keras, .h5, .onnx) into OUT/model.py + weights, and verify it."""
+            debug, trust_remote_code, dtype, max_shard_size):
+    """Convert SRC (.pt2, .pt, .keras, .h5, .onnx, a Hugging Face folder) into OUT/model.py + weights, and verify it."""
     header = None
     if target is None:  # the other framework than the source's
         from .frontends import is_keras_source
@@ -181,7 +185,8 @@ def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, trust
                                strict_tpu=strict_tpu, export_tpu=export_tpu,
                                fold_bn=fold_bn and not no_fold_bn, inference=inference, unsafe_keras=unsafe_keras,
                                io_layout=io_layout, grad=grad, static_batch=static_batch, dynamic=dynamic,
-                               explore=explore, progress=reporter, profile=profile)
+                               explore=explore, progress=reporter, profile=profile,
+                               trust_remote_code=trust_remote_code, dtype=dtype, max_shard_size=max_shard_size)
 
     result = _run(debug, work)
     if as_json:

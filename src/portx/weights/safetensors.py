@@ -19,21 +19,24 @@ from __future__ import annotations
 import json
 import mmap
 import struct
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import BadInput
+from ..ir.types import VIEWED_AS_INT
 
-__all__ = ["Entry", "LazyStore", "read_header", "SAFETENSORS_DTYPES"]
+__all__ = ["Entry", "LazyStore", "read_header", "release_pages", "SAFETENSORS_DTYPES"]
 
 #: safetensors dtype codes -> NumPy / ml_dtypes names (the IR's dtype names)
 SAFETENSORS_DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16", "I64": "int64",
                       "I32": "int32", "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool",
                       "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2", "U16": "uint16", "U32": "uint32",
                       "U64": "uint64"}
-_HEADER_LIMIT = 100 << 20  # safetensors itself refuses headers above 100 MB
+_HEADER_LIMIT = 100 << 20
+_STORES = weakref.WeakSet()  # every LazyStore alive: release_pages finds the mapping an array lies in  # safetensors itself refuses headers above 100 MB
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,7 @@ class LazyStore:
     def __init__(self, entries: dict):
         self.entries = entries  # name -> Entry
         self._maps = {}  # file -> mmap, opened on first use
+        _STORES.add(self)
 
     @classmethod
     def open(cls, files) -> "LazyStore":
@@ -139,8 +143,6 @@ class LazyStore:
         """Tensor ``name`` as a torch tensor sharing the mapped pages (no copy)."""
         import torch
 
-        from ..ir.types import VIEWED_AS_INT
-
         array = self.array(name)
         if array.dtype.name in VIEWED_AS_INT:  # torch.from_numpy refuses ml_dtypes: through the integers
             numpy_view, torch_view = VIEWED_AS_INT[array.dtype.name]
@@ -154,6 +156,11 @@ class LazyStore:
                 self._maps[file] = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
         return self._maps[file]
 
+    def regions(self) -> list:
+        """(mmap, address of its first byte) of each file mapped so far."""
+        return [(m, np.frombuffer(m, dtype=np.uint8, count=1).__array_interface__["data"][0])
+                for m in self._maps.values()]
+
     def release(self) -> None:
         """Drop the resident pages of every mapped file (read again from disk if touched later)."""
         for mapped in self._maps.values():
@@ -164,3 +171,22 @@ class LazyStore:
         """The files mapped so far (those ``release`` acts on)."""
         return sorted(str(f) for f in self._maps)
 
+
+
+def release_pages(array) -> None:
+    """Drop the resident pages under ``array`` when its data lies in a file a LazyStore mapped (whatever views
+    or torch tensors it went through); a no-op for any other array. Read from the file again if touched later.
+
+    Example: ``release_pages(graph.params["lm_head.weight"].T)`` after the tensor is written.
+    """
+    array = np.asarray(array)
+    if not array.nbytes or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    address = array.__array_interface__["data"][0]
+    for store in list(_STORES):
+        for mapped, begin in store.regions():
+            if begin <= address < begin + len(mapped):
+                first = (address - begin) - (address - begin) % mmap.PAGESIZE
+                end = min(len(mapped), address - begin + array.nbytes)  # a transpose spans the same bytes
+                mapped.madvise(mmap.MADV_DONTNEED, first, end - first)
+                return

@@ -1,4 +1,4 @@
-"""The ``keras-jax`` target: a functional Keras 3 ``model.py`` + ``model.weights.h5``, run with JAX.
+"""The ``keras-jax`` target: a functional Keras 3 ``model.py`` + sharded weights (``model.weights.json``), run with JAX.
 
 emitter.py writes the files, runtime.py loads and runs them (jitted) and observes intermediates,
 tpu.py proves the TPU lowering and writes the ``jax.export`` artifact (``--export-tpu``).
@@ -14,6 +14,7 @@ import math
 
 from ..base import Target
 from .emitter import HEADER, WEIGHTS_FILE, KerasEmitter, emit_keras
+from .sharded import DEFAULT_SHARD_GB
 from .runtime import jitted, load_folder, observe_layers, observe_locals
 from .tpu import export_artifact, prove_tpu_lowering
 
@@ -33,8 +34,9 @@ class KerasJax(Target):
     def emitter(self, graph):
         return KerasEmitter(graph)
 
-    def emit(self, graph, folder) -> dict:
-        return emit_keras(graph, folder)
+    def emit(self, graph, folder, max_shard_size=DEFAULT_SHARD_GB) -> dict:
+        """model.py and the weights in Keras' sharded layout (Note [sharded keras weights] in sharded.py)."""
+        return emit_keras(graph, folder, max_shard_size)
 
     def load(self, path):
         return load_folder(path)

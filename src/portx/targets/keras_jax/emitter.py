@@ -1,4 +1,4 @@
-"""Keras 3 (JAX backend) emitter: IR -> readable functional ``model.py`` + ``model.weights.h5``.
+"""Keras 3 (JAX backend) emitter: IR -> readable functional ``model.py`` + sharded ``model.weights.json``.
 
 Per-op emit rules live in ``ops/<family>/`` and receive a ``KerasEmitter``; this module only assembles
 the file and creates the weights (runtime.py loads and runs the result the way a user would), and
@@ -6,7 +6,7 @@ style.py decides how it reads: layer arguments as keras.applications writes them
 lines wrapped at 100 columns.
 
 Example:
-    >>> files = emit_keras(graph, "out/")        # out/model.py, out/model.weights.h5
+    >>> files = emit_keras(graph, "out/")        # out/model.py, out/model.weights.json, out/model_00000.weights.h5
     >>> model = import_by_path("out/model.py").load_model()
 """
 from __future__ import annotations
@@ -21,13 +21,13 @@ from ...progress import watch
 from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal, module_sentences, nested_outputs
 from .style import VariableNames, auto_names_in, layer_args
 from ..constants import evaluate_constant, live_values
-from .cheap_init import cheap_initializers
+from .sharded import DEFAULT_SHARD_GB, SHARDED_FILE, write_sharded
 from .model_classes import DRAW_MODEL, FREE_SHAPE_LAYER, constant_model_body, draws_random
 
 __all__ = ["TARGET", "WEIGHTS_FILE", "HEADER", "KerasEmitter", "emit_keras"]
 
 TARGET = "keras-jax"
-WEIGHTS_FILE = "model.weights.h5"
+WEIGHTS_FILE = SHARDED_FILE  # the index of the shards (Note [sharded keras weights])
 #: the first line of every model.py this emitter writes (how targets.KERAS_JAX recognises its folders)
 HEADER = '"""Keras 3 model written by portx.'
 _RESERVED = {"keras", "layers", "ops", "np", "os", "build_model", "load_model", "WEIGHTS", "Constant", "FreeShape",
@@ -289,7 +289,7 @@ class KerasEmitter(EmitterBase):
         w.line(f"{HEADER} Runs with KERAS_BACKEND=jax; needs only keras (and jax).")
         w.line("")
         w.line("build_model() returns the architecture; load_model() returns it with the weights in")
-        w.line(f"{WEIGHTS_FILE} beside this file. {_layout_sentence(self.graph)}")
+        w.line(f"{WEIGHTS_FILE} and its shards beside this file. {_layout_sentence(self.graph)}")
         for row in module_sentences(self.graph):
             w.line(row)
         w.line('"""')
@@ -364,35 +364,17 @@ def load_model(weights=WEIGHTS, precision=None):
 '''
 
 
-def emit_keras(graph, out_dir) -> dict:
-    """Write ``model.py`` and the weights into ``out_dir``; return {"code": path, "weights": path, ...}."""
+def emit_keras(graph, out_dir, max_shard_size=DEFAULT_SHARD_GB) -> dict:
+    """Write ``model.py`` and the weights (Keras' sharded layout, shards of at most ``max_shard_size`` GB: Note
+    [sharded keras weights]) into ``out_dir``; return {"code": path, "weights": path, "shards": [paths], ...}."""
     out_dir = Path(out_dir)
     emitter = KerasEmitter(graph)
     code = emitter.emit_graph()
     code_path = out_dir / "model.py"
     code_path.write_text(code, encoding="utf-8")
     module = import_by_path(code_path)
-    with watch(code_path, "build_model", "building the Keras model"):  # progress.py: follows build_model's lines
-        with cheap_initializers():  # every weight is set below (or the model is built again, initialized)
-            model = module.build_model()
-    if _unset_weights(model, emitter.weights):
-        model = module.build_model()
-    while emitter.weights:  # popped as set: the layer's copy is the only one kept, not a second full set
-        name, arrays = emitter.weights.popitem()
-        layer = model if name == model.name else model.get_layer(name)
-        expected = [tuple(w.shape) for w in layer.weights]  # get_weights() would copy each to NumPy
-        got = [tuple(a.shape) for a in arrays]
-        if expected != got:
-            raise RuntimeError(f"layer {name}: emit rule produced weights {got}, layer expects {expected}")
-        layer.set_weights(arrays)
     weights_path = out_dir / WEIGHTS_FILE
-    model.save_weights(weights_path)
-    return {"code": code_path, "weights": weights_path, "layer_of": emitter.layer_of, "var_of": dict(emitter.names),
-            "model": model}
-
-
-def _unset_weights(model, weights) -> list:
-    """Names of layers with weights the emit rules did not give: they keep what Keras' initializers made."""
-    if model.name in weights:
-        return []
-    return [layer.name for layer in model.layers if layer.weights and layer.name not in weights]
+    with watch(code_path, "build_model", "building the Keras model"):  # progress.py: follows build_model's lines
+        shards = write_sharded(module, emitter.weights, weights_path, max_shard_size)
+    return {"code": code_path, "weights": weights_path, "shards": shards, "layer_of": emitter.layer_of,
+            "var_of": dict(emitter.names)}
