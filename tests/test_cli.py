@@ -28,8 +28,9 @@ def test_convert_sample_prints_verification_and_stage_times(tmp_path):
     assert "verified:" in run.output and "max abs" in run.output
     for stage in ("load", "lower", "passes", "emit", "verify"):
         assert stage in run.output
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [".portx-output", "model.py", "model.weights.h5",
-                                                                     "report.html", "report.json"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [".portx-output", "model.py", "model.weights.json",
+                                                                     "model_00000.weights.h5", "report.html",
+                                                                     "report.json"]
 
 
 def test_convert_json(tmp_path):

@@ -37,7 +37,7 @@ def _scaled_copy(out, dest, layer_name, factor):
     layer = model.get_layer(layer_name)
     weights = layer.get_weights()
     layer.set_weights([weights[0] * factor] + weights[1:])
-    model.save_weights(dest / "model.weights.h5")
+    model.save_weights(dest / "model.weights.json", max_shard_size=2)
     return model
 
 

@@ -199,8 +199,8 @@ def test_force_replaces_portx_output_and_empty_folders(tmp_path, converted, sour
     run = _run("convert", source, "-o", out, "--force", "--no-verify")
     assert run.exit_code == 0, run.output
     assert is_portx_output(out) == (True, "") and (out / MARKER).is_file()
-    assert sorted(p.name for p in out.iterdir()) == [MARKER, "model.py", "model.weights.h5", "report.html",
-                                                     "report.json"]
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, "model.py", "model.weights.json",
+                                                     "model_00000.weights.h5", "report.html", "report.json"]
     assert not _temps(tmp_path)
 
 

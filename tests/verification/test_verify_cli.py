@@ -32,7 +32,7 @@ def tampered(converted, tmp_path_factory):
     layer = model.get_layer("block_3")
     weights = layer.get_weights()
     layer.set_weights([weights[0] * 1.5] + weights[1:])
-    model.save_weights(out / "model.weights.h5")
+    model.save_weights(out / "model.weights.json", max_shard_size=2)
     return out
 
 
@@ -108,9 +108,9 @@ def test_bad_out_exits_2(converted, tmp_path):
     assert _run("verify", SAMPLE, tmp_path / "nothing").exit_code == 2
     out = tmp_path / "no_weights"
     shutil.copytree(converted, out)
-    (out / "model.weights.h5").unlink()
+    (out / "model.weights.json").unlink()
     run = _run("verify", SAMPLE, out)
-    assert run.exit_code == 2 and "model.weights.h5: missing" in run.output
+    assert run.exit_code == 2 and "model.weights.json: missing" in run.output
     assert _run("verify", SAMPLE, converted, "--samples", 0).exit_code == 2
 
 

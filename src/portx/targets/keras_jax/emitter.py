@@ -289,7 +289,8 @@ class KerasEmitter(EmitterBase):
         w.line(f"{HEADER} Runs with KERAS_BACKEND=jax; needs only keras (and jax).")
         w.line("")
         w.line("build_model() returns the architecture; load_model() returns it with the weights in")
-        w.line(f"{WEIGHTS_FILE} and its shards beside this file. {_layout_sentence(self.graph)}")
+        w.line(f"{WEIGHTS_FILE} and its shards beside this file.")
+        w.line(_layout_sentence(self.graph))
         for row in module_sentences(self.graph):
             w.line(row)
         w.line('"""')
