@@ -37,6 +37,7 @@ from .verification.grads import compare_gradients, gradient_problem, settled, st
 from .verification.recheck import prepared, verify_converted  # noqa: E402
 from .verification.trace import node_errors  # noqa: E402
 from .verification.memory import LeanStages  # noqa: E402
+from .verification.budget import over_budget  # noqa: E402
 from .weights import shard_gb  # noqa: E402
 
 __all__ = ["convert", "load", "inspect", "op_table", "ConversionResult", "TARGETS", "KERAS_SUFFIXES",
@@ -211,6 +212,8 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
             src, graph = _pinned_batch(src, graph, static_batch, strict_tpu)
         source_counts = _source_counts(graph)
         stages.weigh(graph.weight_bytes())
+        too_big = over_budget(graph)  # Note [weight budget]: no whole-model checks, abstract weights
+        verify = verify and not too_big
         sizes["weights"] = 2 * graph.weight_bytes()  # the weights file, and jax.export's copy at most
         skip = inference_skip(fold_bn, inference)
         with warnings.catch_warnings(record=True) as caught:
@@ -224,7 +227,7 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
                                         dims, notes)
         emit_options = {} if max_shard_size is None else {"max_shard_size": shard_gb(max_shard_size)}
         graph, emitted, model, sized = _emit_free(stages, target, graph, record, tmp, src, seed, atol, rtol,
-                                                  verify, notes, emit_options)
+                                                  verify, notes, emit_options, bool(too_big))
         report = _report(src, graph, target, notes)
         report["training"] = _training(graph, source_counts, target.parameter_counts(model), fold_bn or inference)
         if report["training"]["problem"]:
@@ -232,13 +235,13 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
         grad_on = verify and (grad or (grad is None and graph.weight_bytes() <= _GRAD_AUTO_BYTES))
         started = stages.run("grad-start", start_gradients, src, graph, model, seed) if grad_on else None
         report["verification"] = (stages.run("verify", verify_example, src, graph, model, emitted, target, seed, atol,
-                                             rtol) if verify else {"passed": None, "skipped": True})
+                                             rtol) if verify else {"passed": None, "skipped": too_big or True})
         report["dynamic"] = _dynamic_report(dims, graph, example_checked(sized, report["verification"]))
         settled(started)  # Note [gradient compile] (verification/grad_program.py): not under the trace's compile
         report["node_errors"] = (stages.run("trace", node_errors, target, graph, model, emitted["var_of"],
                                             make_inputs(graph, seed), atol, rtol, emitted["code"],
                                             report["verification"].get("passed") is True, sum(stages.times.values()))
-                                 if verify else {"skipped": "verification was skipped (--no-verify)", "rows": []})
+                                 if verify else {"skipped": too_big or "verification was skipped (--no-verify)", "rows": []})
         if grad_on:
             report["gradients"] = stages.run("grad", compare_gradients, src, graph, model, seed, started=started)
             if report["gradients"]["passed"] is False:
@@ -281,7 +284,7 @@ def _pinned_batch(src, graph, n, strict_tpu):
     return src, src.lower("model", strict_tpu)
 
 
-def _emit_free(stages, target, graph, record, tmp, src, seed, atol, rtol, verify, notes, emit_options):
+def _emit_free(stages, target, graph, record, tmp, src, seed, atol, rtol, verify, notes, emit_options, abstract):
     """Emit and load ``graph``; a free dim an emit rule cannot write, or that verifies wrong at another size,
     is pinned with a warning and the model emitted again. Returns (graph, emitted, model, size checks)."""
     free = set(graph.meta.get("free", {}).get("dims", {}))
@@ -297,7 +300,7 @@ def _emit_free(stages, target, graph, record, tmp, src, seed, atol, rtol, verify
             graph = refree(record, free, notes)
             continue
         emitted.pop("model", None)  # the writer's copy; free it before loading the user's view of the files
-        model = stages.run("load-emitted", target.load, tmp)
+        model = stages.run("load-emitted", target.load_abstract if abstract else target.load, tmp)
         sized = stages.run("verify-sizes", verify_sizes, src, graph, model, target, seed, atol, rtol) if verify else []
         wrong = {row["symbol"] for row in sized if not row["passed"]}
         if not wrong:

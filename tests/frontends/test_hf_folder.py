@@ -74,6 +74,20 @@ def test_the_weights_are_sharded_and_load_model_reads_them(converted, monkeypatc
     assert np.abs(got - want).max() <= (0.1 if dtype == "bfloat16" else 1e-4) * np.abs(want).max()
 
 
+def test_above_the_weight_budget_the_whole_model_checks_are_skipped_and_the_tpu_proof_is_abstract(tmp_path,
+                                                                                                   monkeypatch):
+    monkeypatch.setenv("PORTX_WEIGHT_BUDGET", "100KB")  # Note [weight budget]: the folder holds 209 kB
+    result = portx.convert(_folder(tmp_path / "llama"), out=tmp_path / "out", max_shard_size="100KB")
+    report = result.report
+    assert report["verification"]["passed"] is None and "exceed" in report["verification"]["skipped"]
+    assert "gradients" not in report and report["node_errors"]["skipped"] == report["verification"]["skipped"]
+    assert report["tpu"]["verdict"] in ("ok", "problems"), report["tpu"]  # lowered on ShapeDtypeStructs
+    assert report["training"]["trainable_match"], report["training"]
+    assert not any(v._value is not None for v in result.model.weights)  # no weight memory was allocated
+    model = portx.targets.TARGETS["keras-jax"].load(result.out)
+    assert model(np.zeros((1, 3), "int32")).shape == (1, 3, 256)
+
+
 def test_an_hf_folder_is_not_taken_for_a_savedmodel(tmp_path):
     src = load(_folder(tmp_path / "llama"))
     assert type(src).__name__ == "TorchSource" and src.dynamic_dims()[0]["symbol"] == "sequence"

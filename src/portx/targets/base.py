@@ -53,6 +53,11 @@ class Target:
         """The model in ``path`` (an OUT folder or its model.py), loaded as a user would (``load_model()``)."""
         raise NotImplementedError
 
+    def load_abstract(self, path):
+        """The model in ``path`` without its weights where the target can build it so (shapes and dtypes only,
+        for parameter counts and the TPU proof: Note [weight budget]); by default loaded whole."""
+        return self.load(path)
+
     def runner(self, model):
         """``arrays -> [array]`` running ``model``; prepared once, so several batches share one compile."""
         raise NotImplementedError

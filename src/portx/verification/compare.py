@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..weights import release_pages
+
 __all__ = ["DEFAULT_ATOL", "DEFAULT_RTOL", "ELEMENT_FLOOR", "ELEMENT_RTOL", "HALF_TOL", "LOW_PRECISION_ULPS",
            "low_precision_tol", "input_dtype", "make_inputs", "distinct", "compare_arrays",
            "compare", "run_reference", "index_limit", "element_check", "nonfinite_params", "random_outputs",
@@ -297,6 +299,7 @@ def nonfinite_params(graph) -> list:
     for name, array in graph.params.items():
         if array.dtype.kind == "f":
             nan, inf = int(np.isnan(array).sum()), int(np.isinf(array).sum())
+            release_pages(array)  # a memory-mapped checkpoint's pages: read once here, not kept resident
             readers = users.get(graph.param_values.get(name), [])
             if not (nan or inf) or (not nan and not np.isposinf(array).any() and readers
                                     and all(n.op.name in _MASK_READERS for n in readers)):

@@ -9,12 +9,14 @@ Example:
 """
 from __future__ import annotations
 
-import sys
 import math
+import sys
+from pathlib import Path
 
 from ..base import Target
 from .emitter import HEADER, WEIGHTS_FILE, KerasEmitter, emit_keras
-from .sharded import DEFAULT_SHARD_GB
+from ..codegen import import_by_path
+from .sharded import DEFAULT_SHARD_GB, abstract_model
 from .runtime import jitted, load_folder, observe_layers, observe_locals
 from .tpu import export_artifact, prove_tpu_lowering
 
@@ -40,6 +42,10 @@ class KerasJax(Target):
 
     def load(self, path):
         return load_folder(path)
+
+    def load_abstract(self, path):
+        """model.py's model with every variable uninitialised (Note [weight budget] in verification/budget.py)."""
+        return abstract_model(import_by_path(Path(path) / "model.py" if Path(path).is_dir() else path))
 
     def runner(self, model):
         return jitted(model)

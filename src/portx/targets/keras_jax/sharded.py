@@ -25,7 +25,7 @@ from ...errors import BadValue
 from ...staging import size_text
 from ...weights import release_pages
 
-__all__ = ["write_sharded", "SHARDED_FILE", "DEFAULT_SHARD_GB"]
+__all__ = ["write_sharded", "abstract_model", "SHARDED_FILE", "DEFAULT_SHARD_GB"]
 
 #: the index Keras' sharded save writes; its shards are ``model_00000.weights.h5``, ...
 SHARDED_FILE = "model.weights.json"
@@ -34,11 +34,17 @@ DEFAULT_SHARD_GB = 2.0
 
 
 def abstract_model(module):
-    """``module.build_model()`` with every variable left uninitialised (no weight memory)."""
+    """``module.build_model()`` with every variable left uninitialised (no weight memory), for good: Keras
+    initialises the variables a stateless scope deferred when the next one closes (a ``stateless_call``)."""
     import keras
+    from keras.src.backend.common import global_state
 
     with keras.StatelessScope(initialize_variables=False):
-        return module.build_model()
+        model = module.build_model()
+    mine = {id(v) for v in model.weights}
+    waiting = global_state.get_global_attribute("uninitialized_variables") or []
+    global_state.set_global_attribute("uninitialized_variables", [v for v in waiting if id(v) not in mine])
+    return model
 
 
 def write_sharded(module, weights: dict, path, max_shard_size=DEFAULT_SHARD_GB) -> list:

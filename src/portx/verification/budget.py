@@ -1,0 +1,43 @@
+"""Which checks a conversion can afford: the stages that hold every weight in memory, against a weight budget.
+
+Note [weight budget]: verification at the example's size and at the other sizes, the per-node trace and the
+gradient check run the source and the emitted model whole, so each holds every weight (the source's pages of a
+memory-mapped checkpoint, the emitted model's variables, and their activations) at once. Above
+``weight_budget()`` bytes of weights (2 GiB, or ``PORTX_WEIGHT_BUDGET`` such as "8GB") those stages are not run:
+report.json says they were skipped and why, the emitted model is built without its weights (every variable
+uninitialised, no weight memory) for the parameter counts, and the TPU proof lowers it on abstract weights
+(``jax.ShapeDtypeStruct``, targets/keras_jax/tpu.py), which costs no weight memory either. The weights are still
+written, shard by shard (Note [sharded keras weights]). Layer-by-layer verification, which holds one layer's
+weights, is the check meant for these models.
+
+Example:
+    >>> over_budget(graph)
+    'weights of 2.5 GB exceed the 2.1 GB that whole-model checks may hold (PORTX_WEIGHT_BUDGET): ...'
+"""
+from __future__ import annotations
+
+import os
+
+from ..staging import size_text
+from ..weights import shard_gb
+
+__all__ = ["weight_budget", "over_budget", "BUDGET_ENV"]
+
+BUDGET_ENV = "PORTX_WEIGHT_BUDGET"
+_DEFAULT = 2 << 30
+
+
+def weight_budget() -> int:
+    """Bytes of weights above which whole-model checks are skipped (``PORTX_WEIGHT_BUDGET``, default 2 GiB)."""
+    given = os.environ.get(BUDGET_ENV)
+    return _DEFAULT if not given else int(shard_gb(given) * 1024**3)
+
+
+def over_budget(graph) -> str:
+    """'' when ``graph``'s weights fit the budget, else the reason the whole-model checks are skipped."""
+    size, budget = graph.weight_bytes(), weight_budget()
+    if size <= budget:
+        return ""
+    return (f"weights of {size_text(size)} exceed the {size_text(budget)} that whole-model checks may hold "
+            f"({BUDGET_ENV}): verification, the size checks, the trace and the gradient check were skipped; the "
+            "TPU proof ran on abstract weights")
