@@ -62,6 +62,8 @@ class _Logits(torch.nn.Module):
         self.model = model
 
     def forward(self, input_ids):
+        # the config's use_cache is left on: with it off, transformers slices its causal mask from a constant of
+        # the traced length, which pins the sequence (an unused cache is dropped by torch.export)
         out = self.model(input_ids=input_ids)
         return out.logits if hasattr(out, "logits") else out.last_hidden_state
 
@@ -69,7 +71,7 @@ class _Logits(torch.nn.Module):
 def _dtype(path, config, wanted):
     if wanted not in HF_DTYPES:
         raise BadInput(f"--dtype {wanted}: unknown dtype", hint=f"choose one of {', '.join(HF_DTYPES)}")
-    name = config.get("dtype") or config.get("torch_dtype") or "float32" if wanted == "config" else wanted
+    name = (config.get("dtype") or config.get("torch_dtype") or "float32") if wanted == "config" else wanted
     if name not in HF_DTYPES[1:]:
         raise BadInput(f"{path / 'config.json'}: dtype {name!r} is not one portx converts",
                        hint="pass --dtype float32 (or bfloat16) to choose one")
