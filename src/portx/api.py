@@ -198,6 +198,7 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
     """
     _require_jax_backend()
     target = _checked_options(to, atol, rtol, io_layout, export_tpu)
+    emit_options = {} if max_shard_size is None else {"max_shard_size": shard_gb(max_shard_size)}
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="portx-")) / "out"
     sizes = {}  # what a full disk would need: the weights are the bulk of every output folder
     cleaned = []  # stale staging folders of killed conversions, removed beside OUT
@@ -225,7 +226,6 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
         src, graph, record = stages.run("free-dims", find_free, src, graph,
                                         lambda s: prepared(s.lower("model", strict_tpu), target, skip, io_layout),
                                         dims, notes)
-        emit_options = {} if max_shard_size is None else {"max_shard_size": shard_gb(max_shard_size)}
         graph, emitted, model, sized = _emit_free(stages, target, graph, record, tmp, src, seed, atol, rtol,
                                                   verify, notes, emit_options, bool(too_big))
         report = _report(src, graph, target, notes)
@@ -241,7 +241,8 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
         report["node_errors"] = (stages.run("trace", node_errors, target, graph, model, emitted["var_of"],
                                             make_inputs(graph, seed), atol, rtol, emitted["code"],
                                             report["verification"].get("passed") is True, sum(stages.times.values()))
-                                 if verify else {"skipped": too_big or "verification was skipped (--no-verify)", "rows": []})
+                                 if verify else {"skipped": too_big or "verification was skipped (--no-verify)",
+                                                 "rows": []})
         if grad_on:
             report["gradients"] = stages.run("grad", compare_gradients, src, graph, model, seed, started=started)
             if report["gradients"]["passed"] is False:
@@ -290,7 +291,7 @@ def _emit_free(stages, target, graph, record, tmp, src, seed, atol, rtol, verify
     free = set(graph.meta.get("free", {}).get("dims", {}))
     while True:
         try:
-            emitted = stages.run("emit", target.emit, graph, tmp, **emit_options)  # UnsupportedOps (3) names every node
+            emitted = stages.run("emit", target.emit, graph, tmp, **emit_options)  # UnsupportedOps (3): every node
         except FreeDimRefused as exc:
             if not exc.symbols & free:
                 raise

@@ -27,6 +27,7 @@ def test_the_store_reads_what_safetensors_reads(saved):
         got = store.tensor(name)
         assert got.dtype == tensor.dtype and torch.equal(got, tensor), name
     assert store.array("a.weight").dtype == ml_dtypes.bfloat16
+    assert set(store.layer("a.")) == {"a.weight"} and torch.equal(store.layer("b.")["b.bias"], want["b.bias"])
     assert store.nbytes() == sum(t.numel() * t.element_size() for t in want.values())
 
 

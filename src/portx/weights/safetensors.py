@@ -150,6 +150,11 @@ class LazyStore:
                 getattr(torch, array.dtype.name))
         return torch.from_numpy(array)
 
+    def layer(self, prefix) -> dict:
+        """{name: torch view} of the tensors under ``prefix`` (``"model.layers.3."``): one layer's weights, for
+        stages that hold a layer at a time; ``release`` (or ``release_pages``) once it is done."""
+        return {name: self.tensor(name) for name in self.entries if name.startswith(prefix)}
+
     def _map(self, file):
         if file not in self._maps:
             with open(file, "rb") as f:  # copy-on-write: torch may ask for writable parameters; nothing is written
