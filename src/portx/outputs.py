@@ -48,6 +48,8 @@ __all__ = ["MARKER", "PORTX_FILES", "staged_output", "check_output", "is_portx_o
 #: every entry portx writes into an output folder (``__pycache__`` comes from importing model.py)
 PORTX_FILES = frozenset({MARKER, "model.py", "model.weights.h5", "model.safetensors", "report.json", "report.html",
                          "model.tpu.jaxexport", "model.tpu.jaxexport.weights.npz", "__pycache__"})
+#: weight shards and their index (targets/torch_xla/shards.py): their names carry the shard count
+_SHARD_FILES = re.compile(r"model-\d{5}-of-\d{5}\.safetensors|model\.safetensors\.index\.json")
 _STOP = frozenset({signal.SIGINT, signal.SIGTERM})
 _FULL = {errno.ENOSPC: "the disk is full", errno.EFBIG: "a file reached the file size limit",
          getattr(errno, "EDQUOT", 122): "the disk quota is used up"}
@@ -99,6 +101,11 @@ def _name_max(folder) -> int:
         return 255
 
 
+def _portx_file(name) -> bool:
+    """True for a file name portx writes into OUT (``PORTX_FILES``, or a weight shard)."""
+    return name in PORTX_FILES or _SHARD_FILES.fullmatch(name) is not None
+
+
 def is_portx_output(folder) -> tuple:
     """(True, "") when ``folder`` holds only what portx writes, and its marker or report.json; else (False, why).
 
@@ -109,7 +116,7 @@ def is_portx_output(folder) -> tuple:
     except OSError as exc:
         return False, f"it cannot be read ({exc.strerror})"
     names = {e.name for e in entries}
-    foreign = sorted(e.name for e in entries if e.name not in PORTX_FILES or e.is_symlink()
+    foreign = sorted(e.name for e in entries if not _portx_file(e.name) or e.is_symlink()
                      or e.is_dir(follow_symlinks=False) != (e.name == "__pycache__"))
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
