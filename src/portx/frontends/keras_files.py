@@ -36,7 +36,7 @@ from .keras_archive import iter_objects, json_kind, object_name, read_stored_mod
 from .keras_guards import load_guards
 
 __all__ = ["KerasSource", "load_keras_source", "from_keras_model", "is_keras_model", "stored_layers", "packed_inputs",
-           "checked_config", "vet_config", "guarded_load"]
+           "checked_config", "vet_config", "guarded_load", "stored_source"]
 
 _MIXED = ("float16", "bfloat16", "mixed_float16", "mixed_bfloat16")
 
@@ -322,6 +322,12 @@ def load_keras_source(path, input_specs=(), unsafe=False) -> KerasSource:
     stored = read_stored_model(path)
     vet_config(path, stored.config, unsafe)
     model, notes = guarded_load(path, stored, unsafe)
+    return stored_source(model, path, input_specs, notes)
+
+
+def stored_source(model, path, input_specs, notes) -> KerasSource:
+    """The KerasSource of a model loaded from ``path``: BadInput about its inputs names the file, and Keras'
+    load ``notes`` come first in the report."""
     try:
         src = from_keras_model(model, input_specs, path.name)
     except BadInput as exc:  # name the file the input belongs to

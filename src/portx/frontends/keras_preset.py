@@ -31,7 +31,7 @@ from pathlib import Path
 
 from ..errors import BadInput
 from .keras_archive import is_keras_folder, read_stored_folder
-from .keras_files import KerasSource, from_keras_model, guarded_load, vet_config
+from .keras_files import KerasSource, guarded_load, stored_source, vet_config
 
 __all__ = ["is_keras_folder", "load_keras_folder"]
 
@@ -47,12 +47,7 @@ def load_keras_folder(folder, input_specs=(), unsafe=False) -> KerasSource:
     vet_config(config_path, stored.config, unsafe)
     _import_registering(stored.config)
     model, notes = guarded_load(folder, stored, unsafe, lambda: _built_then_filled(stored, unsafe))
-    try:
-        src = from_keras_model(model, input_specs, folder.name)
-    except BadInput as exc:  # name the folder the input belongs to
-        raise BadInput(f"{folder}: {exc.message}", hint=exc.hint) from None
-    src.notes = notes + src.notes
-    return src
+    return stored_source(model, folder, input_specs, notes)
 
 
 def _import_registering(config):
