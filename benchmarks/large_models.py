@@ -284,6 +284,7 @@ def table(rows, limit) -> str:
     for r in rows:
         peak = r.get("peak")
         above = peak - base[r["size"]] if peak and r["what"] != "imports" else None
+        above = above if above and above > 0 else None  # below the imports' peak: the process failed early
         cells = [f"{r['size']:<5}", f"{r['weights'] / 1e9:>10.3f}", f"{r['what']:<12}", f"{r['seconds']:>8.1f}",
                  f"{peak / 1e9:>8.2f}" if peak else f"{'':>8}", f"{above / 1e9:>8.2f}" if above else f"{'':>8}",
                  f"{above / r['weights']:>8.2f}" if above else f"{'':>8}"]

@@ -124,3 +124,16 @@ def test_weights_of_another_model_are_refused_naming_the_variable(tmp_path):
     (tmp_path / "folder" / "config.json").write_text(json.dumps(config))
     with pytest.raises(BadInput, match=r"folder: Keras could not load the model"):
         load(tmp_path / "folder")
+
+
+def test_bfloat16_folder_stays_bfloat16_in_torch(tmp_path):
+    """A model that computes in bfloat16 (as keras-hub presets do) keeps a Dense layer's weights bfloat16 where its
+    input is bfloat16: they were widened to float32 before, and the torch Linear then refused its bfloat16 input."""
+    keras.utils.set_random_seed(0)
+    ids = keras.Input((6,), name="ids", dtype="int32")
+    h = keras_hub.layers.ReversibleEmbedding(50, 16, dtype="bfloat16", name="embed")(ids)  # traced: bfloat16 out
+    model = keras.Model(ids, keras.layers.Dense(8, dtype="bfloat16", name="head")(h))
+    model.save(tmp_path / "folder", zipped=False)
+    result = portx.convert(tmp_path / "folder", to="torch-xla", out=tmp_path / "out", grad=False)
+    assert result.ok
+    assert {str(t.dtype) for t in result.model.state_dict().values()} == {"torch.bfloat16"}
