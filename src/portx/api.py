@@ -361,7 +361,7 @@ def _training(graph, source, converted, folding) -> dict:
 
 
 def _files(out, target, export_tpu) -> dict:
-    files = {"code": out / "model.py", "weights": out / target.weights_file, "report": out / "report.json",
+    files = {"code": out / "model.py", "weights": target.weights_path(out), "report": out / "report.json",
              "report_html": out / "report.html"}
     if export_tpu:
         files.update(tpu_artifact=out / target.tpu_artifact, tpu_weights=out / f"{target.tpu_artifact}.weights.npz")

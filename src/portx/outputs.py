@@ -46,10 +46,13 @@ __all__ = ["MARKER", "PORTX_FILES", "staged_output", "check_output", "is_portx_o
            "pending_signal"]
 
 #: every entry portx writes into an output folder (``__pycache__`` comes from importing model.py)
-PORTX_FILES = frozenset({MARKER, "model.py", "model.weights.h5", "model.weights.json", "model.safetensors", "report.json", "report.html",
+PORTX_FILES = frozenset({MARKER, "model.py", "model.weights.h5", "model.weights.json", "model.safetensors",
+                         "report.json", "report.html",
                          "model.tpu.jaxexport", "model.tpu.jaxexport.weights.npz", "__pycache__"})
-#: the shards of Keras' sharded weights beside model.weights.json (targets/keras_jax/sharded.py)
-PORTX_SHARDS = re.compile(r"model_\d{5}\.weights\.h5")
+#: weight shards and their indexes: Keras' beside model.weights.json (targets/keras_jax/sharded.py), and
+#: Hugging Face safetensors shards beside model.safetensors.index.json (targets/torch_xla/shards.py)
+_SHARD_FILES = re.compile(r"model_\d{5}\.weights\.h5|model-\d{5}-of-\d{5}\.safetensors"
+                          r"|model\.safetensors\.index\.json")
 _STOP = frozenset({signal.SIGINT, signal.SIGTERM})
 _FULL = {errno.ENOSPC: "the disk is full", errno.EFBIG: "a file reached the file size limit",
          getattr(errno, "EDQUOT", 122): "the disk quota is used up"}
@@ -101,6 +104,11 @@ def _name_max(folder) -> int:
         return 255
 
 
+def _portx_file(name) -> bool:
+    """True for a file name portx writes into OUT (``PORTX_FILES``, or a weight shard)."""
+    return name in PORTX_FILES or _SHARD_FILES.fullmatch(name) is not None
+
+
 def is_portx_output(folder) -> tuple:
     """(True, "") when ``folder`` holds only what portx writes, and its marker or report.json; else (False, why).
 
@@ -111,8 +119,7 @@ def is_portx_output(folder) -> tuple:
     except OSError as exc:
         return False, f"it cannot be read ({exc.strerror})"
     names = {e.name for e in entries}
-    foreign = sorted(e.name for e in entries if (e.name not in PORTX_FILES and not PORTX_SHARDS.fullmatch(e.name))
-                     or e.is_symlink()
+    foreign = sorted(e.name for e in entries if not _portx_file(e.name) or e.is_symlink()
                      or e.is_dir(follow_symlinks=False) != (e.name == "__pycache__"))
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")

@@ -91,7 +91,8 @@ def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_k
     """Open ``source`` (a path or a live model) as a Source.
 
     Torch sources are ``.pt2``, ``.pt`` files and ``nn.Module`` (with ``example_inputs``); Keras sources are
-    ``.keras``, ``.h5`` files and ``keras.Model`` (subclassed models need ``example_inputs``); ONNX sources are
+    ``.keras``, ``.h5`` files, Keras folders (keras-hub presets, sharded weights: frontends/keras_preset.py) and
+    ``keras.Model`` (subclassed models need ``example_inputs``); ONNX sources are
     ``.onnx`` files and ``onnx.ModelProto`` (frontends/onnx); TensorFlow SavedModel folders and tf.keras 2
     ``.h5`` files that Keras 3 cannot read go through tf2onnx (frontends/tf.py, the ``[tf]`` extra; a SavedModel
     runs its TensorFlow graph, so it needs ``trust_savedmodel``). ``inputs`` are
@@ -109,6 +110,10 @@ def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_k
         from .onnx import load_onnx_source
 
         return load_onnx_source(source, inputs)
+    if isinstance(source, (str, os.PathLike)) and _is_keras_folder(source):  # Note [keras folders]
+        from .keras_preset import load_keras_folder
+
+        return load_keras_folder(source, inputs, unsafe_keras)
     if isinstance(source, (str, os.PathLike)) and (Path(source).is_dir() or Path(source).suffix.lower() in
                                                    (".h5", ".hdf5")):
         from .tf import is_legacy_h5, is_saved_model, load_legacy_h5, load_saved_model
@@ -124,6 +129,12 @@ def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_k
     if isinstance(source, (str, os.PathLike)):
         return load_torch_source(source, inputs, trust_pickle)
     return from_module(source, example_inputs, batch=batch)
+
+
+def _is_keras_folder(path) -> bool:
+    from .keras_archive import is_keras_folder
+
+    return is_keras_folder(path)
 
 
 def _load_keras(source, example_inputs, inputs, unsafe_keras):

@@ -31,7 +31,8 @@ import numpy as np
 
 from ..errors import BadInput
 
-__all__ = ["nested_deeper_than", "StoredModel", "read_stored_model", "stored_layers", "iter_objects", "object_name",
+__all__ = ["nested_deeper_than", "StoredModel", "read_stored_model", "read_stored_folder", "is_keras_folder",
+           "FOLDER_WEIGHTS", "stored_layers", "iter_objects", "object_name",
            "json_kind", "MAX_DEPTH", "MAX_CONFIG_BYTES"]
 
 #: deepest JSON nesting accepted; Keras' own configs stay under 40 even for models nested several times
@@ -45,15 +46,21 @@ _BOMB_FLOOR = 16 << 20
 #: the HDF5 objects visited before an .h5 file counts as hostile (a big model has a few thousand)
 _MAX_H5_OBJECTS = 200_000
 _KNOWN_MEMBERS = {"config.json", "metadata.json", "model.weights.h5", "model.weights.npz"}
+#: what names a folder as Keras' (``save_to_preset``, ``model.save(..., zipped=False)``): its weights files
+FOLDER_WEIGHTS = ("model.weights.h5", "model.weights.json")
+#: a shard as Keras 3's ``save_weights(..., max_shard_size=)`` names it: a plain name beside the index
+_SHARD = re.compile(r"[\w.-]+_\d{5}\.weights\.h5")
 _RESAVE = "the file may be truncated or of another kind; re-save it with model.save()"
 
 
 @dataclass(frozen=True)
 class StoredModel:
-    """A stored model's parsed config and the bytes of weights its file holds."""
+    """A stored model's parsed config and the bytes of weights its file holds; for a folder, also the weights
+    file Keras' ``load_weights`` reads (``model.weights.h5``, or the ``model.weights.json`` of its shards)."""
 
     config: dict
     weight_bytes: int
+    weights: Path | None = None
 
 
 def read_stored_model(path: Path) -> StoredModel:
@@ -89,6 +96,68 @@ def _read_archive(path) -> StoredModel:
         raise BadInput(f"{path}: config.json is not UTF-8 text (byte {exc.start})", hint=_RESAVE) from None
     weights = names.get("model.weights.h5") or names.get("model.weights.npz")
     return StoredModel(_parse_config(path, "config.json", text), weights.file_size if weights else 0)
+
+
+def is_keras_folder(path) -> bool:
+    """True for a folder Keras wrote: config.json beside ``model.weights.h5`` or ``model.weights.json``
+    (a keras-hub preset, an unzipped ``.keras``); a Hugging Face folder has neither weights file."""
+    folder = Path(path)
+    return folder.is_dir() and (folder / "config.json").is_file() and any(
+        (folder / name).is_file() for name in FOLDER_WEIGHTS)
+
+
+def read_stored_folder(folder: Path) -> StoredModel:
+    """The checked config of a Keras folder and its weights file, each ``.h5`` checked as Note [keras archive
+    checks] says; a sharded set's index must name plain shard files beside it, all present (BadInput)."""
+    config = _parse_config(folder / "config.json", "config.json", _small_text(folder / "config.json"))
+    single = folder / "model.weights.h5"
+    if single.is_file():
+        _check_h5_file(single)
+        return StoredModel(config, single.stat().st_size, single)
+    index = folder / "model.weights.json"
+    try:
+        weight_map = json.loads(_small_text(index)).get("weight_map")
+    except (ValueError, AttributeError) as exc:
+        raise BadInput(f"{index}: not a Keras shard index ({_why(exc)})", hint=_RESAVE_WEIGHTS) from None
+    names = [n for files in (weight_map or {}).values() for n in (files if isinstance(files, list) else [files])]
+    if not isinstance(weight_map, dict) or not names:
+        raise BadInput(f"{index}: holds no weight_map of variable paths to shard files", hint=_RESAVE_WEIGHTS)
+    for name in dict.fromkeys(names):
+        if not isinstance(name, str) or not _SHARD.fullmatch(name):
+            raise BadInput(f"{index}: shard {name!r} is not a shard file name beside the index "
+                           "(NAME_00000.weights.h5)", hint="do not use this folder; re-save the weights")
+        if not (folder / name).is_file():
+            raise BadInput(f"{folder / name}: missing (listed in {index.name})", hint="copy the whole folder")
+        _check_h5_file(folder / name)
+    return StoredModel(config, sum((folder / n).stat().st_size for n in set(names)), index)
+
+
+_RESAVE_WEIGHTS = "re-save them with model.save_weights(..., max_shard_size=) or backbone.save_to_preset()"
+
+
+def _small_text(path) -> str:
+    """The UTF-8 text of a config or index file of at most ``MAX_CONFIG_BYTES`` (BadInput otherwise)."""
+    try:
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise BadInput(f"{path}: holds {path.stat().st_size} bytes, more than the {MAX_CONFIG_BYTES >> 20} MiB "
+                           "portx reads", hint=_RESAVE)
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"{path}: is not UTF-8 text (byte {exc.start})", hint=_RESAVE) from None
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot be read ({exc.strerror})", hint="check the folder") from None
+
+
+def _check_h5_file(path):
+    import h5py
+
+    try:
+        with h5py.File(path, "r") as f:
+            _check_h5_datasets(path, f)
+    except BadInput:
+        raise
+    except Exception as exc:  # noqa: BLE001 - h5py raises OSError, KeyError... for damaged files
+        raise BadInput(f"{path}: not a readable HDF5 file ({_why(exc)})", hint=_RESAVE) from None
 
 
 def _why(exc) -> str:

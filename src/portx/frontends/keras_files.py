@@ -36,7 +36,7 @@ from .keras_archive import iter_objects, json_kind, object_name, read_stored_mod
 from .keras_guards import load_guards
 
 __all__ = ["KerasSource", "load_keras_source", "from_keras_model", "is_keras_model", "stored_layers", "packed_inputs",
-           "checked_config"]
+           "checked_config", "vet_config", "guarded_load", "stored_source"]
 
 _MIXED = ("float16", "bfloat16", "mixed_float16", "mixed_bfloat16")
 
@@ -320,10 +320,14 @@ def load_keras_source(path, input_specs=(), unsafe=False) -> KerasSource:
     if path.stat().st_size == 0:
         raise BadInput(f"{path}: is empty", hint="re-save the model")
     stored = read_stored_model(path)
-    if not unsafe:
-        _refuse_code(path, stored.config)
-    _unresolvable(path, stored.config)
-    model, notes = _load_model(path, stored, unsafe)
+    vet_config(path, stored.config, unsafe)
+    model, notes = guarded_load(path, stored, unsafe)
+    return stored_source(model, path, input_specs, notes)
+
+
+def stored_source(model, path, input_specs, notes) -> KerasSource:
+    """The KerasSource of a model loaded from ``path``: BadInput about its inputs names the file, and Keras'
+    load ``notes`` come first in the report."""
     try:
         src = from_keras_model(model, input_specs, path.name)
     except BadInput as exc:  # name the file the input belongs to
@@ -341,8 +345,17 @@ def checked_config(path, unsafe=False) -> dict:
     return stored.config
 
 
-def _load_model(path, stored, unsafe):
-    """``keras.saving.load_model`` under Note [keras load guards]; Keras' warnings become report notes."""
+def vet_config(path, config, unsafe=False):
+    """BadInput for a stored config that names code (unless ``unsafe``) or classes outside Keras
+    (Note [keras safe mode]); nothing is imported or built."""
+    if not unsafe:
+        _refuse_code(path, config)
+    _unresolvable(path, config)
+
+
+def guarded_load(path, stored, unsafe, load=None):
+    """``load()`` (default ``keras.saving.load_model(path)``) under Note [keras load guards]: Keras' failures become
+    one BadInput naming ``path``, its warnings report notes. Returns (model, notes)."""
     import keras
 
     layers = stored_layers(stored.config)
@@ -350,7 +363,8 @@ def _load_model(path, stored, unsafe):
         warnings.simplefilter("always")
         try:
             with load_guards(stored.weight_bytes, len(layers), str(path)):
-                model = keras.saving.load_model(os.fspath(path), safe_mode=not unsafe, compile=False)
+                model = load() if load else keras.saving.load_model(os.fspath(path), safe_mode=not unsafe,
+                                                                     compile=False)
         except BadInput:
             raise
         except MemoryError:

@@ -42,12 +42,18 @@ class Target:
         """The in-memory emitter for ``graph`` (``.emit_graph()`` -> model.py text, ``.names``: Value -> variable)."""
         raise NotImplementedError
 
-    def emit(self, graph, folder) -> dict:
+    def emit(self, graph, folder, max_shard_size=None) -> dict:
         """Write model.py and the weights into ``folder``: {"code", "weights", "var_of", "model", ...}.
+
+        ``max_shard_size`` (bytes, or text such as ``"2GB"``): weights past it are written in shards.
 
         Raises UnsupportedOps listing every node the target cannot express (Note [emit-time unsupported]).
         """
         raise NotImplementedError
+
+    def weights_path(self, folder) -> Path:
+        """The weights file of OUT ``folder`` that ``load_model()`` reads first (an index, where sharded)."""
+        return Path(folder) / self.weights_file
 
     def load(self, path):
         """The model in ``path`` (an OUT folder or its model.py), loaded as a user would (``load_model()``)."""
@@ -99,7 +105,7 @@ class Target:
             return False
         path = Path(out)
         folder = path if path.is_dir() else path.parent
-        if (folder / self.weights_file).is_file():
+        if (folder / self.weights_file).is_file() or self.weights_path(folder).is_file():
             return True
         try:
             with open(path / "model.py" if path.is_dir() else path, encoding="utf-8", errors="replace") as f:

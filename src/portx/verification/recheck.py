@@ -67,7 +67,7 @@ def open_converted(out) -> Converted:
     if not path.exists():
         raise BadInput(f"{path}: no such folder", hint="pass the OUT folder written by 'portx convert'")
     code = path / "model.py" if path.is_dir() else path
-    for needed in (code, code.parent / target.weights_file):
+    for needed in (code, target.weights_path(code.parent)):
         if not needed.is_file():
             raise BadInput(f"{needed}: missing", hint=f"pass the OUT folder written by 'portx convert --to "
                                                       f"{target.name}' (model.py and {target.weights_file})")

@@ -1,5 +1,7 @@
 """The ``torch-xla`` target: a plain PyTorch ``model.py`` + ``model.safetensors`` for PyTorch/XLA and torchax.
 
+Weights past ``max_shard_size`` go to Hugging Face shards and ``model.safetensors.index.json`` (shards.py).
+
 emitter.py writes the files (Note [XLA-friendly torch]), runtime.py loads and runs them and captures
 ``forward``'s locals, tpu.py proves the TPU lowering through torchax.
 
@@ -9,8 +11,11 @@ Example:
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..base import Target
 from .emitter import HEADER, WEIGHTS_FILE, TorchEmitter, emit_torch
+from .shards import INDEX_FILE
 from .runtime import load_folder, run_torch, run_torch_with_locals
 from .tpu import prove_torch_tpu_lowering
 
@@ -29,8 +34,15 @@ class TorchXla(Target):
     def emitter(self, graph):
         return TorchEmitter(graph)
 
-    def emit(self, graph, folder) -> dict:
-        return emit_torch(graph, folder)
+    def emit(self, graph, folder, max_shard_size=None) -> dict:
+        """model.py and the weights: model.safetensors, or shards and an index past ``max_shard_size``
+        (Note [torch shards] in shards.py)."""
+        return emit_torch(graph, folder, max_shard_size)
+
+    def weights_path(self, folder) -> Path:
+        """``model.safetensors.index.json`` where the weights are sharded, else ``model.safetensors``."""
+        index = Path(folder) / INDEX_FILE
+        return index if index.is_file() else super().weights_path(folder)
 
     def load(self, path):
         return load_folder(path)

@@ -26,13 +26,12 @@ import numpy as np
 from ...ir import DTYPES, IRError
 from ...ops._util import kind
 from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal, module_sentences
-from .runtime import tensor_of
+from .shards import INDEX_FILE, SHARDED_FOOTER, WEIGHTS_FILE, is_sharded, module_on, write_weights
 from .unsigned import WIDE, narrowed, widened, widens
 
 __all__ = ["TARGET", "WEIGHTS_FILE", "HEADER", "TorchEmitter", "emit_torch"]
 
 TARGET = "torch-xla"
-WEIGHTS_FILE = "model.safetensors"
 #: the first line of every model.py this emitter writes (how targets.TORCH_XLA recognises its folders)
 HEADER = '"""PyTorch model written by portx.'
 _RESERVED = {"torch", "nn", "F", "os", "math", "load_file", "self", "Model", "build_model", "load_model", "WEIGHTS"}
@@ -99,6 +98,7 @@ class TorchEmitter(EmitterBase):
         self._shared = {}  # (constructor, weights) -> attribute: shared layers become one submodule
         self._widened = False  # the node being written computes its unsigned operands in int64
         self._reads = None  # Value -> how many node inputs read it
+        self.max_shard_size = None  # bytes or "2GB": weights past it are written as shards (Note [torch shards])
 
     # -- values ---------------------------------------------------------------------------
     def operand(self, value, other=None, result=None) -> str:
@@ -297,25 +297,33 @@ class TorchEmitter(EmitterBase):
                           f"channels-first PyTorch; run the '{TARGET}' pass pipeline first")
         self._widened = widens(node)
 
+    @property
+    def sharded(self) -> bool:
+        """True when the weights go to shards and an index, which load_model() then reads."""
+        return is_sharded(self.state, self.max_shard_size)
+
     def _module_text(self, args) -> str:
         modules = "".join(row + "\n" for row in module_sentences(self.graph))
-        text = _HEADER.format(weights=literal(WEIGHTS_FILE), modules=modules)
+        weights, wording = (INDEX_FILE, f"the shards {INDEX_FILE} lists") if self.sharded else \
+            (WEIGHTS_FILE, WEIGHTS_FILE)
+        text = _HEADER.format(weights=literal(weights), weights_text=wording, modules=modules,
+                              json="import json\n" if self.sharded else "")
         text += "\n\nclass Model(nn.Module):\n"
         text += '    """The converted network: channels-first inside, static shapes but for free dims."""\n\n'
         text += "    def __init__(self):\n        super().__init__()\n"
         text += self.init.text() if self.init.text().strip() else ""
         text += f"\n    def forward(self{''.join(', ' + a for a in args)}):\n"
         text += self.body.text()
-        return text + _FOOTER
+        return text + (SHARDED_FOOTER if self.sharded else _FOOTER)
 
 
 _HEADER = HEADER + ''' Plain PyTorch: runs on CPU, GPU and TPU (PyTorch/XLA, torchax).
 
 build_model() returns the architecture; load_model() returns it in eval mode with the weights in
-model.safetensors beside this file. Shapes are static but for free dims read from the inputs
+{weights_text} beside this file. Shapes are static but for free dims read from the inputs
 (x.shape[0]: the batch, unless pinned), and nothing in forward() syncs with the host.
 {modules}"""
-import os
+{json}import os
 
 import torch
 import torch.nn.functional as F
@@ -341,31 +349,23 @@ def load_model(weights=None, device=None):
 '''
 
 
-def emit_torch(graph, out_dir) -> dict:
-    """Write ``model.py`` and ``model.safetensors`` into ``out_dir``.
+def emit_torch(graph, out_dir, max_shard_size=None) -> dict:
+    """Write ``model.py`` and the weights into ``out_dir``: ``model.safetensors``, or past ``max_shard_size``
+    (bytes or ``"2GB"``; default 2 GB) Hugging Face shards and ``model.safetensors.index.json`` (Note [torch shards]).
 
-    Returns {"code": path, "weights": path, "module_of": {Value: submodule}, "var_of": {Value: name},
-    "model": the loaded module in eval mode}.
+    Returns {"code": path, "weights": path (the index when sharded), "module_of": {Value: submodule},
+    "var_of": {Value: name}, "model": the module in eval mode, holding the graph's arrays}.
     """
-    from safetensors.torch import save_file
-
     out_dir = Path(out_dir)
     emitter = TorchEmitter(graph)
+    emitter.max_shard_size = max_shard_size
     code_path = out_dir / "model.py"
     code_path.write_text(emitter.emit_graph(), encoding="utf-8")
     from ...progress import watch
 
     with watch(code_path, "build_model", "building the torch module"):  # progress.py: follows build_model's lines
-        model = import_by_path(code_path).build_model()
-    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
-    got = {k: tuple(a.shape) for k, a in emitter.state.items()}
-    if expected != got:
-        diff = sorted(set(expected.items()) ^ set(got.items()))[:4]
-        raise RuntimeError(f"emit rules produced weights that do not fit the module's state_dict: {diff}")
-    model.load_state_dict({k: tensor_of(a) for k, a in emitter.state.items()}, strict=True)
-    weights_path = out_dir / WEIGHTS_FILE
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(weights_path),
-              metadata={"format": "pt"})
+        model = module_on(import_by_path(code_path).build_model, emitter.state)
+    weights_path = write_weights(model.state_dict(), out_dir, max_shard_size, sharded=emitter.sharded)
     model.eval()
     return {"code": code_path, "weights": weights_path, "module_of": dict(emitter.module_of),
             "var_of": emitter.var_of(), "model": model}

@@ -1,0 +1,218 @@
+"""The torch-xla target's weights on disk: one ``model.safetensors``, or Hugging Face shards with an index.
+
+Note [torch shards]: weights larger than ``max_shard_size`` (default 2 GB, as Hugging Face's
+``save_pretrained`` writes them) go to ``model-00001-of-0000N.safetensors`` files plus
+``model.safetensors.index.json`` (``{"metadata": {"total_size": N}, "weight_map": {key: file}}``), the layout
+``transformers``, ``safetensors`` and ``huggingface_hub`` read. Each shard is written from the emitter's state
+(the IR's arrays, viewed as tensors without a copy), so writing holds one shard's bytes beyond the weights
+themselves, never a second full copy. The module that verification runs is built with its large tensors on the
+meta device and then takes those same arrays (``load_state_dict(assign=True)``): the randomly initialised
+copy ``build_model()`` would make is never allocated. A tensor too large for one shard gets a shard of its own.
+
+Example:
+    >>> index = write_weights({"fc.weight": w}, Path("out"), max_shard_size=1 << 20)
+    >>> index.name                                # or "model.safetensors" when everything fits in one shard
+    'model.safetensors.index.json'
+"""
+from __future__ import annotations
+
+import functools
+import json
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from ...errors import BadValue
+from ...ir.types import VIEWED_AS_INT
+
+__all__ = ["DEFAULT_MAX_SHARD_SIZE", "WEIGHTS_FILE", "INDEX_FILE", "SHARDED_FOOTER", "shard_bytes", "plan_shards", "state_sizes", "is_sharded", "write_weights",
+           "tensor_view", "module_on"]
+
+#: Hugging Face's default shard size (``save_pretrained(max_shard_size="2GB")``, decimal units as it counts)
+DEFAULT_MAX_SHARD_SIZE = 2 * 10**9
+#: one file holding every weight (the emitter's ``WEIGHTS_FILE``), and the index of a sharded set
+WEIGHTS_FILE = "model.safetensors"
+INDEX_FILE = "model.safetensors.index.json"
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30}
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMG]I?B|B)?\s*", re.I)
+
+
+#: the end of a model.py whose weights are sharded: load_model() reads the index, then each shard in turn
+SHARDED_FOOTER = '''
+
+def build_model():
+    """The architecture, with freshly initialised weights."""
+    return Model()
+
+
+def load_weights(model, index=None):
+    """Load the shards that ``index`` (model.safetensors.index.json) lists into ``model``, one at a time."""
+    index = index or WEIGHTS
+    with open(index, encoding="utf-8") as f:
+        weight_map = json.load(f)["weight_map"]
+    differ = sorted(set(model.state_dict()) ^ set(weight_map))
+    if differ:
+        raise KeyError(f"{index} and the model disagree on {differ[:4]}")
+    for name in sorted(set(weight_map.values())):
+        shard = load_file(os.path.join(os.path.dirname(index), name))
+        if set(shard) != {key for key, file in weight_map.items() if file == name}:
+            raise KeyError(f"{name} does not hold the tensors {index} lists for it")
+        model.load_state_dict(shard, strict=False)
+
+
+def load_model(weights=None, device=None):
+    """The model in eval mode with its converted weights (every tensor), moved to ``device`` if given."""
+    model = build_model()
+    load_weights(model, weights)
+    model.eval()
+    return model if device is None else model.to(device)
+'''
+
+
+def shard_bytes(size) -> int:
+    """``max_shard_size`` in bytes: an int, or text with a unit as Hugging Face writes it (``"2GB"``, ``"500MiB"``).
+
+    Example: ``shard_bytes("1.5GB")`` -> ``1500000000``. BadValue for anything else, or a size below 1 byte.
+    """
+    if size is None:
+        return DEFAULT_MAX_SHARD_SIZE
+    match = _SIZE.fullmatch(size) if isinstance(size, str) else None
+    if isinstance(size, (int, float)) and not isinstance(size, bool):
+        count = int(size)
+    elif match:
+        count = int(float(match.group(1)) * _UNITS[(match.group(2) or "").upper()])
+    else:
+        count = 0
+    if count < 1:
+        raise BadValue(f"max_shard_size {size!r} is not a size", hint="give bytes (2000000000) or a size with a "
+                       "unit: 2GB, 500MB, 512MiB")
+    return count
+
+
+def plan_shards(sizes: dict, limit: int) -> list:
+    """The state dict's keys in shards of at most ``limit`` bytes each, in order (``sizes``: {key: bytes}).
+
+    Example: ``plan_shards({"a": 6, "b": 6, "c": 3}, 10)`` -> ``[["a"], ["b", "c"]]``.
+    """
+    shards, used = [[]], 0
+    for key, size in sizes.items():
+        if shards[-1] and used + size > limit:
+            shards.append([])
+            used = 0
+        shards[-1].append(key)
+        used += size
+    return shards if shards[0] else []
+
+
+def state_sizes(state: dict) -> dict:
+    """{key: bytes} of a state dict of arrays or tensors."""
+    return {key: int(a.nbytes if hasattr(a, "nbytes") else np.asarray(a).nbytes) for key, a in state.items()}
+
+
+def is_sharded(state: dict, max_shard_size=None) -> bool:
+    """True when ``state`` is written as several shards (Note [torch shards])."""
+    return len(plan_shards(state_sizes(state), shard_bytes(max_shard_size))) > 1
+
+
+def tensor_view(array):
+    """A torch tensor sharing ``array``'s memory (bfloat16 and float8 through an integer view); a copy only where
+    the array is not contiguous."""
+    import torch
+
+    array = np.ascontiguousarray(array).reshape(np.shape(array))  # ascontiguousarray makes 0-d arrays 1-d
+    name = str(array.dtype)
+    with warnings.catch_warnings():  # a read-only array (a JAX buffer) is shared too: nothing here writes to it
+        warnings.simplefilter("ignore", UserWarning)
+        if name in VIEWED_AS_INT:
+            return torch.from_numpy(array.view(VIEWED_AS_INT[name][0])).view(getattr(torch, name))
+        return torch.from_numpy(array)
+
+
+def write_weights(state: dict, folder: Path, max_shard_size=None, sharded=None) -> Path:
+    """Write ``state`` ({key: tensor}) as ``model.safetensors``, or as shards and their index past
+    ``max_shard_size`` (Note [torch shards]); ``sharded`` forces the choice the written model.py made.
+    Returns the file ``load_model()`` reads."""
+    from safetensors.torch import save_file
+
+    sizes = state_sizes(state)
+    shards = plan_shards(sizes, shard_bytes(max_shard_size))
+    if not (len(shards) > 1 if sharded is None else sharded):
+        path = folder / WEIGHTS_FILE
+        save_file({k: t.contiguous() for k, t in state.items()}, str(path), metadata={"format": "pt"})
+        return path
+    weight_map = {}
+    for i, keys in enumerate(shards, start=1):
+        name = f"model-{i:05d}-of-{len(shards):05d}.safetensors"
+        save_file({k: state[k].contiguous() for k in keys}, str(folder / name), metadata={"format": "pt"})
+        weight_map.update(dict.fromkeys(keys, name))
+    index = {"metadata": {"total_size": sum(sizes.values())}, "weight_map": weight_map}
+    path = folder / INDEX_FILE
+    path.write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def module_on(build_model, state: dict):
+    """``build_model()`` holding ``state``'s arrays themselves (Note [torch shards]), or, where a module cannot
+    be built on the meta device, a normally built one with the arrays copied in.
+
+    RuntimeError (a bug in an emit rule) when the arrays do not fit the module's state_dict.
+    """
+    try:
+        with _meta_weights():
+            model = build_model()
+    except (RuntimeError, NotImplementedError, TypeError, ValueError):  # a module that computes in __init__
+        model = build_model()
+    held = model.state_dict()
+    expected = {k: tuple(v.shape) for k, v in held.items()}
+    got = {k: tuple(np.shape(a)) for k, a in state.items()}
+    if expected != got:
+        diff = sorted(set(expected.items()) ^ set(got.items()))[:4]
+        raise RuntimeError(f"emit rules produced weights that do not fit the module's state_dict: {diff}")
+    tensors = {k: _as(tensor_view(a), held[k].dtype) for k, a in state.items()}
+    if any(t.is_meta for t in held.values()) and _assigned(model, tensors):
+        return model
+    model = build_model() if any(t.is_meta for t in held.values()) else model
+    model.load_state_dict(tensors, strict=True)
+    return model
+
+
+def _assigned(model, tensors) -> bool:
+    """Give a meta-built ``model`` the ``tensors`` themselves; False where a tensor stays on the meta device."""
+    import torch
+
+    model.load_state_dict(tensors, strict=True, assign=True)
+    for module in model.modules():  # a size-0 non-persistent buffer (zeros) is all that may stay on meta
+        for name, buf in list(module.named_buffers(recurse=False)):
+            if buf.is_meta and buf.numel() == 0:
+                module.register_buffer(name, torch.zeros(buf.shape, dtype=buf.dtype), persistent=False)
+    return not any(t.is_meta for t in list(model.parameters()) + list(model.buffers()))
+
+
+def _as(tensor, dtype):
+    return tensor if tensor.dtype == dtype else tensor.to(dtype)
+
+
+@functools.lru_cache(maxsize=1)
+def _meta_mode_class():
+    from torch.overrides import TorchFunctionMode
+
+    class MetaWeights(TorchFunctionMode):
+        """``torch.empty`` / ``torch.zeros`` without a device allocate on the meta device: the tensors
+        ``build_model()`` creates only to be replaced by the converted weights."""
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            import torch
+
+            kwargs = dict(kwargs or {})
+            if func in (torch.empty, torch.zeros) and kwargs.get("device") is None:
+                kwargs["device"] = "meta"
+            return func(*args, **kwargs)
+
+    return MetaWeights
+
+
+def _meta_weights():
+    """A context in which ``build_model()`` allocates no weight memory (``_meta_mode_class``)."""
+    return _meta_mode_class()()

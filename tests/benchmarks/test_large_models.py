@@ -1,0 +1,47 @@
+"""benchmarks/large_models.py's folder writer: a tiny Llama written shard by shard is a Hugging Face folder that
+``transformers`` loads offline, with the index, headers and bytes ``safetensors`` expects.
+
+Example:
+    pytest tests/benchmarks/test_large_models.py
+"""
+import json
+from pathlib import Path
+
+import torch
+
+from portx.targets.codegen import import_by_path
+
+BENCH = import_by_path(Path(__file__).resolve().parents[2] / "benchmarks" / "large_models.py")
+
+
+def test_tiny_llama_folder_loads_in_transformers_from_its_shards(tmp_path):
+    from safetensors import safe_open
+    from transformers import LlamaForCausalLM
+
+    folder = BENCH.write_llama_folder(tmp_path / "llama", BENCH.SIZES["tiny"], shard_bytes=200_000)
+    index = json.loads((folder / "model.safetensors.index.json").read_text())
+    shards = sorted(p.name for p in folder.glob("model-*.safetensors"))
+    assert len(shards) == 3 and sorted(set(index["weight_map"].values())) == shards
+    expected = dict(BENCH.llama_tensors(BENCH.SIZES["tiny"]))
+    stored = {}
+    for name in shards:
+        with safe_open(folder / name, framework="pt") as f:
+            stored.update({key: f.get_tensor(key) for key in f.keys()})
+    assert {k: tuple(t.shape) for k, t in stored.items()} == expected
+    assert index["metadata"]["total_size"] == sum(t.numel() * 2 for t in stored.values())
+    assert all(t.dtype == torch.bfloat16 for t in stored.values())
+    assert torch.all(stored["model.norm.weight"] == 1) and 0.015 < stored["lm_head.weight"].float().std() < 0.025
+
+    model = LlamaForCausalLM.from_pretrained(folder, local_files_only=True)
+    assert model.config.num_hidden_layers == 2 and model.config.num_key_value_heads == 2
+    state = model.state_dict()
+    assert all(torch.equal(state[k].to(torch.bfloat16), t) for k, t in stored.items())
+    with torch.no_grad():
+        logits = model(torch.tensor([[1, 2, 3, 4]])).logits
+    assert logits.shape == (1, 4, 1000) and torch.isfinite(logits).all()
+
+
+def test_tree_rss_counts_this_process():
+    import os
+
+    assert BENCH.tree_rss(os.getpid()) > 10 << 20
