@@ -234,7 +234,8 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
                                             report["verification"].get("passed") is True, sum(stages.times.values()))
                                  if verify else {"skipped": "verification was skipped (--no-verify)", "rows": []})
         if grad_on:
-            report["gradients"] = stages.run("grad", compare_gradients, src, graph, model, seed, started=started)
+            report["gradients"] = stages.run("grad", compare_gradients, src, graph, model, seed, started=started,
+                                             origins=emitted.get("origins"))
             if report["gradients"]["passed"] is False:
                 report["warnings"].append(gradient_problem(report["gradients"]))
         report["tpu"] = stages.run("tpu-lower", _tpu_proof, target, model, graph, strict_tpu)

@@ -108,6 +108,8 @@ class KerasEmitter(EmitterBase):
         name = self.layer_ident(raw_name, "const")
         self.define("Constant", _CONSTANT_LAYER)
         self.weights[name] = [array]
+        if trainable:
+            self.origins[name] = [raw_name]
         trains = ", trainable=True" if trainable else ""
         self.body.line(f"{name} = Constant({literal(tuple(array.shape))}, {literal(str(array.dtype))}{trains}, "
                        f"name={literal(name)})({self._anchor})")
@@ -194,6 +196,7 @@ class KerasEmitter(EmitterBase):
         self._bind(node, self._layer_call(cls, kwargs, name, inputs, module), self.variables(node, name))
         if weights:
             self.weights[name] = [np.asarray(w) for w in weights]
+            self.origins[name] = self.trained_params(node)
         for out in node.outputs:
             self.layer_of[out] = name
         return name
@@ -205,6 +208,7 @@ class KerasEmitter(EmitterBase):
         self.body.line(f"{name} = {self._layer_call(cls, kwargs, name, inputs, module)}")
         if weights:
             self.weights[name] = [np.asarray(w) for w in weights]
+            self.origins[name] = self.trained_params(node)
         return name
 
     def _layer_call(self, cls, kwargs, name, inputs, module) -> str:
@@ -388,7 +392,7 @@ def emit_keras(graph, out_dir) -> dict:
     weights_path = out_dir / WEIGHTS_FILE
     model.save_weights(weights_path)
     return {"code": code_path, "weights": weights_path, "layer_of": emitter.layer_of, "var_of": dict(emitter.names),
-            "model": model}
+            "origins": emitter.origins, "model": model}
 
 
 def _unset_weights(model, weights) -> list:

@@ -180,6 +180,7 @@ class TorchEmitter(EmitterBase):
         array = np.asarray(array)
         name = self.attrs.name(raw_name, "param")
         self.state[name] = array
+        self.origins[name] = [raw_name]
         self.init.line(f"self.{name} = nn.Parameter(torch.zeros({literal(tuple(array.shape))}, "
                        f"dtype={self.dtype(str(array.dtype))}))")
         return f"self.{name}"
@@ -228,6 +229,9 @@ class TorchEmitter(EmitterBase):
         self.init.line(f"self.{name} = nn.{cls}({text})")
         for suffix, array in arrays.items():
             self.state[f"{name}.{suffix}"] = array
+            stored = weights[suffix]  # a stored Value is its own origin; an array a rule computed, the node's params
+            self.origins[f"{name}.{suffix}"] = [stored.name] if hasattr(stored, "type") and self.is_param(stored) \
+                else self.trained_params(node)
         self._shared[key] = f"self.{name}"
         return f"self.{name}"
 
@@ -368,4 +372,4 @@ def emit_torch(graph, out_dir) -> dict:
               metadata={"format": "pt"})
     model.eval()
     return {"code": code_path, "weights": weights_path, "module_of": dict(emitter.module_of),
-            "var_of": emitter.var_of(), "model": model}
+            "var_of": emitter.var_of(), "origins": emitter.origins, "model": model}
