@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import math
 import signal
 import sys
@@ -60,19 +59,13 @@ def _quiet(debug):
     if debug:
         yield
         return
+    from .logs import quiet_loggers
     from .passes.legalize import PortxWarning
 
-    disabled, raising = logging.root.manager.disable, logging.raiseExceptions
-    logging.disable(logging.CRITICAL)
-    logging.raiseExceptions = False  # no "--- Logging error ---" from a handler whose stream went away
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            warnings.simplefilter("always", PortxWarning)  # portx's own notes go into the report
-            yield
-    finally:
-        logging.disable(disabled)
-        logging.raiseExceptions = raising
+    with quiet_loggers(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        warnings.simplefilter("always", PortxWarning)  # portx's own notes go into the report
+        yield
 
 
 def _run(debug, fn):
@@ -181,7 +174,7 @@ def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, trust
                                strict_tpu=strict_tpu, export_tpu=export_tpu,
                                fold_bn=fold_bn and not no_fold_bn, inference=inference, unsafe_keras=unsafe_keras,
                                io_layout=io_layout, grad=grad, static_batch=static_batch, dynamic=dynamic,
-                               explore=explore, progress=reporter, profile=profile)
+                               explore=explore, progress=reporter, profile=profile, debug=debug)
 
     result = _run(debug, work)
     if as_json:
@@ -247,7 +240,7 @@ def verify(src, out, samples, seed, inputs, atol, rtol, trust_pickle, trust_save
             return api.verify(src, out, samples=samples, seed=seed, inputs=inputs, trust_pickle=trust_pickle,
                               trust_savedmodel=trust_savedmodel, trace=trace,
                               grad=grad, check=False, atol=api.DEFAULT_ATOL if atol is None else atol,
-                              rtol=api.DEFAULT_RTOL if rtol is None else rtol, progress=reporter)
+                              rtol=api.DEFAULT_RTOL if rtol is None else rtol, progress=reporter, debug=debug)
 
     report = _run(debug, work)
     if as_json:
@@ -312,7 +305,7 @@ def inspect(src, inputs, trust_pickle, trust_savedmodel, target, as_json, debug)
         from . import api
 
         return api.inspect(src, inputs=inputs, trust_pickle=trust_pickle, target=target,
-                           trust_savedmodel=trust_savedmodel)
+                           trust_savedmodel=trust_savedmodel, debug=debug)
 
     info = _run(debug, work)
     if as_json:
