@@ -76,8 +76,7 @@ class KerasCall:
         self.scope, self.args, self.kwargs, self.inputs = scope, args, kwargs, inputs
         self.outputs = list(node.outputs)
         self._config = None
-        self._read = []  # (array, trainable) for each weight of this layer read so far (``weight``)
-        self._paths = []  # the Keras variable path of each of those (meta["param_sources"])
+        self._read = []  # (array, trainable, variable path) for each weight of this layer read so far (``weight``)
 
     @property
     def config(self) -> dict:
@@ -102,8 +101,7 @@ class KerasCall:
                 array = np.asarray(var.numpy() if hasattr(var, "numpy") else var)
                 if str(array.dtype) in ("float16", "bfloat16"):  # portx computes in float32 (_policy_notes)
                     array = array.astype(np.float32)
-                self._read.append((array, bool(getattr(var, "trainable", False) and self.layer.trainable)))
-                self._paths.append(path)
+                self._read.append((array, bool(getattr(var, "trainable", False) and self.layer.trainable), path))
                 return array
         known = [getattr(v, "path", v.name) for v in self.layer.weights]
         raise Unsupported(f"layer has no weight {name!r} (has {known})")
@@ -125,7 +123,7 @@ class KerasCall:
         index = held_weight(np.asarray(array), self._read)
         if index is not None and self._read[index][1]:  # Note [gradient pairing] (verification/grad_pairs.py)
             self._walker.builder.trainable.append(value.name)
-            self._walker.builder.sources[value.name] = self._paths[index]
+            self._walker.builder.sources[value.name] = self._read[index][2]
         return value
 
     def const(self, array, hint="const") -> Value:

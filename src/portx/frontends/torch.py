@@ -28,7 +28,7 @@ from ..progress import counted
 from .torch_arrays import array_of
 from .torch_names import op_name as _op_name
 from .torch_names import module_kind, scope_of
-from .torch_records import describe, first_stale
+from .torch_records import type_error
 from .torch_training import (decompose_keeping_dropout, functional_inplace, rearranges, remove_effect_tokens,
                              stops_gradient)
 from .torch_dynamic import computed_at_run_time, explain_export_failure, known_sizes, refuse_data_dependent
@@ -315,20 +315,7 @@ class _Lowering:
         want = self.meta_types(node)
         for value, expected in zip(got, want):
             if value is not None and expected is not None and value.type != expected:
-                _refuse_stale_record(node, self.scope_of)  # Note [recorded types]
-                raise IRError(f"node {self.scope_of(node) or node.name} ({_op_name(node.target)}): import rule "
-                              f"gave {value.type}, torch computed {expected}")
-
-
-def _refuse_stale_record(node, scope_of):
-    """BadInput when torch, computing ``node`` or a node before it again from its inputs' records, disagrees with
-    that node's own record (Note [recorded types])."""
-    stale = first_stale(node)
-    if stale is not None:
-        culprit, record, again = stale
-        raise BadInput(f"node {scope_of(culprit) or culprit.name} ({_op_name(culprit.target)}): the program records "
-                       f"its output as {describe(record)}, but its inputs give {describe(again)}",
-                       hint="the archive's models/model.json was edited or damaged: export the model again")
+                raise type_error(node, self.scope_of, value.type, expected)  # Note [recorded types]
 
 
 def _unknown_targets(ep, table) -> set:

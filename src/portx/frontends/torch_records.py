@@ -16,7 +16,11 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["recomputed", "recorded", "describe", "first_stale"]
+from ..errors import BadInput
+from ..ir.validate import IRError
+from .torch_names import op_name
+
+__all__ = ["recomputed", "recorded", "describe", "first_stale", "type_error"]
 
 
 def _meta(arg):
@@ -66,3 +70,16 @@ def first_stale(node):
         if earlier is node:
             return None
     return None
+
+
+def type_error(node, scope_of, got, expected) -> Exception:
+    """The error for an import rule's output type ``got`` that differs from torch's record ``expected``: BadInput
+    naming the first node whose record torch itself disagrees with (``first_stale``), else IRError (a portx bug)."""
+    stale = first_stale(node)
+    if stale is not None:
+        culprit, record, again = stale
+        return BadInput(f"node {scope_of(culprit) or culprit.name} ({op_name(culprit.target)}): the program records "
+                        f"its output as {describe(record)}, but its inputs give {describe(again)}",
+                        hint="the archive's models/model.json was edited or damaged: export the model again")
+    return IRError(f"node {scope_of(node) or node.name} ({op_name(node.target)}): import rule gave {got}, torch "
+                   f"computed {expected}")

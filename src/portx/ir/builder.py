@@ -20,15 +20,15 @@ __all__ = ["GraphBuilder", "holds_trainable", "held_weight"]
 
 
 def held_weight(array, read):
-    """The index in ``read`` ((array, trainable) pairs: the weights a frontend rule read) of the weight that the
+    """The index in ``read`` ((array, trainable, ...) tuples: the weights a frontend rule read) of the weight that the
     param ``array`` it stores holds: a view of one; else a trainable one re-arranged into a copy (``kernel.T`` made
     contiguous): the same size and sum. None for a rule's own constants (an epsilon)."""
     array = np.asarray(array)
-    for index, (weight, _) in enumerate(read):
+    for index, (weight, *_) in enumerate(read):
         if np.shares_memory(array, weight):
             return index
     if array.size > 1:
-        for index, (weight, trainable) in enumerate(read):
+        for index, (weight, trainable, *_) in enumerate(read):
             if trainable and array.size == np.size(weight) and np.isclose(
                     np.sum(array, dtype=np.float64), np.sum(weight, dtype=np.float64), rtol=1e-6, atol=0.0):
                 return index

@@ -116,7 +116,6 @@ def _recurrent_to_keras(node, k):
         k.body.line(f"{', '.join([out] + states)} = {_layer_text(node, k, name, sequences, state, two)}({seq}"
                     f"{_initial_state(node, k, index, dirs)}{mask})")
         k.weights[name] = [w for d in range(dirs) for w in cells[index * dirs + d]]
-        k.origins[name] = k.trained_params(node)
         finals.append(states)
         seq = out
     k.layer_of[node.outputs[0]] = name

@@ -74,6 +74,7 @@ class KerasEmitter(EmitterBase):
     """
 
     TARGET = TARGET
+    HELD = "weights"  # the written layers' weights (targets/origins.py)
 
     def __init__(self, graph, clash=frozenset()):
         super().__init__(graph)
@@ -108,8 +109,6 @@ class KerasEmitter(EmitterBase):
         name = self.layer_ident(raw_name, "const")
         self.define("Constant", _CONSTANT_LAYER)
         self.weights[name] = [array]
-        if trainable:
-            self.origins[name] = [raw_name]
         trains = ", trainable=True" if trainable else ""
         self.body.line(f"{name} = Constant({literal(tuple(array.shape))}, {literal(str(array.dtype))}{trains}, "
                        f"name={literal(name)})({self._anchor})")
@@ -196,7 +195,6 @@ class KerasEmitter(EmitterBase):
         self._bind(node, self._layer_call(cls, kwargs, name, inputs, module), self.variables(node, name))
         if weights:
             self.weights[name] = [np.asarray(w) for w in weights]
-            self.origins[name] = self.trained_params(node)
         for out in node.outputs:
             self.layer_of[out] = name
         return name
@@ -208,7 +206,6 @@ class KerasEmitter(EmitterBase):
         self.body.line(f"{name} = {self._layer_call(cls, kwargs, name, inputs, module)}")
         if weights:
             self.weights[name] = [np.asarray(w) for w in weights]
-            self.origins[name] = self.trained_params(node)
         return name
 
     def _layer_call(self, cls, kwargs, name, inputs, module) -> str:

@@ -85,6 +85,7 @@ class TorchEmitter(EmitterBase):
     """
 
     TARGET = TARGET
+    HELD = "state"  # the state_dict being written (targets/origins.py)
     SHARES_LAYERS = True  # submodule(): one op with the same weights is one submodule
     TEMP_FROM_SCOPE = False
 
@@ -180,7 +181,6 @@ class TorchEmitter(EmitterBase):
         array = np.asarray(array)
         name = self.attrs.name(raw_name, "param")
         self.state[name] = array
-        self.origins[name] = [raw_name]
         self.init.line(f"self.{name} = nn.Parameter(torch.zeros({literal(tuple(array.shape))}, "
                        f"dtype={self.dtype(str(array.dtype))}))")
         return f"self.{name}"
@@ -229,9 +229,6 @@ class TorchEmitter(EmitterBase):
         self.init.line(f"self.{name} = nn.{cls}({text})")
         for suffix, array in arrays.items():
             self.state[f"{name}.{suffix}"] = array
-            stored = weights[suffix]  # a stored Value is its own origin; an array a rule computed, the node's params
-            self.origins[f"{name}.{suffix}"] = [stored.name] if hasattr(stored, "type") and self.is_param(stored) \
-                else self.trained_params(node)
         self._shared[key] = f"self.{name}"
         return f"self.{name}"
 
