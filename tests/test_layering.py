@@ -21,7 +21,8 @@ LAYERS = {"ir": 0, "ops": 1, "weights": 1, "frontends": 2, "passes": 2, "targets
 #: Model Explorer output is written by api.convert)
 GROUP_OF = {"portx.optables": "passes", "portx.explore": "api", "portx.explore_graph": "api"}
 #: utilities importable from anywhere; they import only each other
-LEAVES = {"portx.errors", "portx.outputs", "portx.staging", "portx.progress", "portx.report_html"}
+LEAVES = {"portx.errors", "portx.outputs", "portx.staging", "portx.progress", "portx.report_html", "portx.report_text",
+          "portx.logs"}
 
 
 def _module_name(path: Path) -> str:

@@ -22,6 +22,7 @@ from . import ops  # noqa: E402,F401  (registers every op)
 from .errors import BadInput, NotTpuLegal, VerificationFailed  # noqa: E402
 from .explore import write_conversion  # noqa: E402
 from .frontends import KERAS_SUFFIXES, load  # noqa: E402
+from .logs import quiet_unless_debug  # noqa: E402
 from .outputs import staged_output  # noqa: E402
 from .report_html import write_report  # noqa: E402
 from .passes.legalize import PortxWarning, load_table, status_of  # noqa: E402
@@ -112,8 +113,9 @@ def _where(fn) -> str:
     return f"{shown}:{fn.__code__.co_firstlineno}"
 
 
+@quiet_unless_debug  # logs.py: the frameworks' loggers are silent unless debug=True
 def inspect(source, *, example_inputs=None, inputs=(), trust_pickle=False, target=None,
-            trust_savedmodel=False) -> dict:
+            trust_savedmodel=False, debug=False) -> dict:
     """Op inventory of a source without converting: {"ops": {...}, "inputs": [...], "outputs": [...]}.
 
     With ``target="tpu"`` (a target name or alias) each op row also carries its status, reason and source
@@ -164,12 +166,13 @@ def _checked_options(to, atol, rtol, io_layout, export_tpu):
     return target
 
 
+@quiet_unless_debug  # logs.py: the frameworks' loggers are silent unless debug=True
 def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(), verify=True,
             atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, seed=0, trust_pickle=False, force=False,
             strict_tpu=False, export_tpu=False, fold_bn=False, inference=False, unsafe_keras=False,
             io_layout="source", grad=None, static_batch=None, dynamic=(), progress=None,
             explore=False, profile=False, trust_savedmodel=False, trust_remote_code=False, dtype="config",
-            max_shard_size=None) -> ConversionResult:
+            max_shard_size=None, debug=False) -> ConversionResult:
     """Convert ``source`` (a path or a live nn.Module) for target ``to`` into folder ``out``.
 
     The emitted model trains like the source: batch norms stay layers (with their momentum and
@@ -244,7 +247,8 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
                                  if verify else {"skipped": too_big or "verification was skipped (--no-verify)",
                                                  "rows": []})
         if grad_on:
-            report["gradients"] = stages.run("grad", compare_gradients, src, graph, model, seed, started=started)
+            report["gradients"] = stages.run("grad", compare_gradients, src, graph, model, seed, started=started,
+                                             origins=emitted.get("origins"))
             if report["gradients"]["passed"] is False:
                 report["warnings"].append(gradient_problem(report["gradients"]))
         report["tpu"] = stages.run("tpu-lower", _tpu_proof, target, model, graph, strict_tpu)
@@ -382,8 +386,9 @@ def _verification_failed(result) -> VerificationFailed:
     return exc
 
 
+@quiet_unless_debug  # logs.py: the frameworks' loggers are silent unless debug=True
 def verify(source, out, *, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, inputs=(), trust_pickle=False,
-           trace=False, grad=False, check=True, trust_savedmodel=False, progress=None) -> dict:
+           trace=False, grad=False, check=True, trust_savedmodel=False, progress=None, debug=False) -> dict:
     """Re-check a converted folder ``out`` against ``source`` on seeded batches (seeds seed..seed+samples-1).
 
     Only out/model.py and its weights are run; report.json is not read. Returns the report dict

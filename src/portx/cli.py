@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import math
 import signal
 import sys
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import click
 
+from .report_text import print_conversion, print_verification
 from .targets import NAMES
 
 __all__ = ["main"]
@@ -41,10 +41,6 @@ def _fail(exc, debug):
     return 70
 
 
-#: inner transposes named on the console's layout line (the rest are counted; report.json lists them all)
-_LAYOUT_SHOWN = 3
-
-
 def _interrupted(signum):
     try:
         name = signal.Signals(signum).name
@@ -60,19 +56,13 @@ def _quiet(debug):
     if debug:
         yield
         return
+    from .logs import quiet_loggers
     from .passes.legalize import PortxWarning
 
-    disabled, raising = logging.root.manager.disable, logging.raiseExceptions
-    logging.disable(logging.CRITICAL)
-    logging.raiseExceptions = False  # no "--- Logging error ---" from a handler whose stream went away
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            warnings.simplefilter("always", PortxWarning)  # portx's own notes go into the report
-            yield
-    finally:
-        logging.disable(disabled)
-        logging.raiseExceptions = raising
+    with quiet_loggers(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        warnings.simplefilter("always", PortxWarning)  # portx's own notes go into the report
+        yield
 
 
 def _run(debug, fn):
@@ -186,44 +176,14 @@ def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, trust
                                fold_bn=fold_bn and not no_fold_bn, inference=inference, unsafe_keras=unsafe_keras,
                                io_layout=io_layout, grad=grad, static_batch=static_batch, dynamic=dynamic,
                                explore=explore, progress=reporter, profile=profile,
-                               trust_remote_code=trust_remote_code, dtype=dtype, max_shard_size=max_shard_size)
+                               trust_remote_code=trust_remote_code, dtype=dtype, max_shard_size=max_shard_size,
+                               debug=debug)
 
     result = _run(debug, work)
     if as_json:
         click.echo(json.dumps(result.report, indent=2, default=str))
         return
-    for note in result.report.get("warnings", []):
-        click.echo(f"  warning: {note}", err=True)
-    inner = result.report.get("layout", {}).get("inner_transposes", [])
-    if inner:  # a count and the first few; report.json has them all
-        where = ", ".join(f"{row['origin']} {row['value']} -> {'/'.join(row['feeds']) or 'output'}"
-                          for row in inner[:_LAYOUT_SHOWN])
-        more = f", and {len(inner) - _LAYOUT_SHOWN} more in report.json" if len(inner) > _LAYOUT_SHOWN else ""
-        click.echo(f"  layout: {len(inner)} transpose(s) inside the model: {where}{more}")
-    ver, tpu = result.report["verification"], result.report.get("tpu", {})
-    if tpu:
-        click.echo(f"  TPU lowering: {tpu['verdict']}" + (f" ({'; '.join(tpu['problems'])})" if tpu["problems"] else ""))
-    if ver.get("skipped"):
-        click.echo(f"wrote {result.out} (verification skipped)")
-        return
-    for row in ver["outputs"]:
-        click.echo(f"  output {row['name']}: max abs {row['max_abs']:.3g}, max rel {row['max_rel']:.3g} "
-                   f"(atol {row['atol']:g}, rtol {row['rtol']:g})")
-    for row in result.report.get("dynamic", []):
-        sizes = ", ".join(str(c["size"]) for c in row["verified"])
-        click.echo(f"  {row['symbol']}: " + (f"free, verified at {sizes}" if row["free"] else
-                                             f"pinned to {row['example_size']}"))
-    _print_gradients(result.report.get("gradients"))
-    _print_profile(result.report.get("profile"))
-    click.echo(f"verified: {result.out}/model.py matches {result.report['source']}; see {result.out}/report.html")
-
-
-def _print_profile(profile):
-    """--profile: one line per stage with its time and the RSS after it, and the peak RSS."""
-    for row in (profile or {}).get("stages", []):
-        rss = "-" if row.get("rss_mb") is None else f"{row['rss_mb']:.0f}"
-        click.echo(f"  profile {row['stage']:<13}{row['seconds']:8.2f}s  RSS {rss} MB, peak {row['peak_rss_mb']:.0f} MB",
-                   err=True)
+    print_conversion(result.report, result.out)
 
 
 @main.command()
@@ -252,54 +212,22 @@ def verify(src, out, samples, seed, inputs, atol, rtol, trust_pickle, trust_save
             return api.verify(src, out, samples=samples, seed=seed, inputs=inputs, trust_pickle=trust_pickle,
                               trust_savedmodel=trust_savedmodel, trace=trace,
                               grad=grad, check=False, atol=api.DEFAULT_ATOL if atol is None else atol,
-                              rtol=api.DEFAULT_RTOL if rtol is None else rtol, progress=reporter)
+                              rtol=api.DEFAULT_RTOL if rtol is None else rtol, progress=reporter, debug=debug)
 
     report = _run(debug, work)
     if as_json:
         click.echo(json.dumps(report, indent=2, default=str))
     else:
-        _print_verification(report)
-    if not report["passed"]:
+        print_verification(report)
+    if not report.get("passed"):
         from .errors import VerificationFailed
 
-        sys.exit(_fail(VerificationFailed(report["problem"], hint="" if trace else "rerun with --trace to see "
+        sys.exit(_fail(VerificationFailed(report.get("problem", "the converted model differs"), hint="" if trace else "rerun with --trace to see "
                                           "every layer's error"), False))
     if not as_json:
-        click.echo(f"verified: {out} matches {report['source']} on {len(report['samples'])} sample(s) "
-                   f"(seeds {seed}..{seed + len(report['samples']) - 1})")
-
-
-def _print_gradients(grads):
-    """One line for report["gradients"]: what was compared and the worst relative error (or why it was skipped)."""
-    if not grads:
-        return
-    if grads["passed"] is None:
-        click.echo(f"  gradients: not compared ({grads.get('skipped', 'nothing to compare')})")
-        return
-    worst = max((r["max_rel"] or 0.0 for r in grads["inputs"] + grads["parameters"]), default=0.0)
-    click.echo(f"  gradients: {len(grads['inputs'])} input(s) and {grads['matched']} parameter(s), max rel "
-               f"{worst:.3g} (atol {grads['atol']:g}, rtol {grads['rtol']:g})" + ("" if grads["passed"] else "  DIFFER"))
-
-
-def _print_verification(report):
-    for row in report["outputs"]:
-        click.echo(f"  output {row['name']}: max abs {_num(row['max_abs'])}, max rel {_num(row['max_rel'])} "
-                   f"(atol {row['atol']:g}, rtol {row['rtol']:g})" + ("" if row["passed"] else "  DIFFERS"))
-    _print_gradients(report.get("gradients"))
-    if report.get("note"):
-        click.echo(f"  note: {report['note']}", err=True)
-    if "trace" in report:
-        click.echo(f"  trace (seed {report['trace_seed']}): each layer vs the IR reference | vs the source")
-    for row in report.get("trace", []):
-        theirs = row["source"]
-        vs_source = f" | {_num(theirs['max_abs'])} / {_num(theirs['max_rel'])}" if theirs else ""
-        mark = "" if row["passed"] else "   <- first divergence"
-        click.echo(f"    {(row['scope'] or '<top>') + ' (' + row['op'] + ')':<32} %{row['value']:<20} "
-                   f"max abs {_num(row['max_abs'])}, max rel {_num(row['max_rel'])}{vs_source}{mark}")
-
-
-def _num(x):
-    return "n/a" if x is None else f"{x:.3g}"
+        samples = len(report.get("samples") or [])
+        click.echo(f"verified: {out} matches {report.get('source', 'the source')} on {samples} sample(s) "
+                   f"(seeds {seed}..{seed + samples - 1})")
 
 
 @main.command()
@@ -317,7 +245,7 @@ def inspect(src, inputs, trust_pickle, trust_savedmodel, target, as_json, debug)
         from . import api
 
         return api.inspect(src, inputs=inputs, trust_pickle=trust_pickle, target=target,
-                           trust_savedmodel=trust_savedmodel)
+                           trust_savedmodel=trust_savedmodel, debug=debug)
 
     info = _run(debug, work)
     if as_json:

@@ -59,7 +59,8 @@ def write_explorer(folder, graph, target: str, label: str = "model", errors=None
 def write_conversion(out, src, graph, target, node_errors) -> list:
     """``convert(explore=True)``'s OUT/explorer/; ``node_errors`` is report.json's (verification/trace.py): its
     rows become the error overlay, and where it was skipped the side panel says why."""
-    rows = {row["value"]: row for row in node_errors.get("rows", [])}
+    # Note [optional fields] (report_text.py): a row without its value names no node
+    rows = {row["value"]: row for row in node_errors.get("rows") or [] if isinstance(row, dict) and "value" in row}
     info = {"error overlay": f"none: {node_errors['skipped']}"} if node_errors.get("skipped") else {}
     return write_explorer(Path(out) / EXPLORER, graph, target.name, Path(str(src.label)).name or "model",
                           rows or None, info)

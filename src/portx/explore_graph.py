@@ -149,8 +149,9 @@ def error_overlay(graph, rows) -> dict:
         if row is None:
             continue
         error = row.get("max_rel") if row.get("max_rel") is not None else row.get("max_abs")
-        results[str(i)] = {"value": _finite(error if error is not None else (0.0 if row["passed"] else math.inf)),
-                           "bgColor": "#c8e6c9" if row["passed"] else "#ef9a9a"}
+        passed = row.get("passed")  # Note [optional fields] (report_text.py): an unknown verdict shows red
+        results[str(i)] = {"value": _finite(error if error is not None else (0.0 if passed else math.inf)),
+                           "bgColor": "#c8e6c9" if passed else "#ef9a9a"}
     return _overlay("max relative error vs the IR reference", results)
 
 

@@ -5,6 +5,7 @@ a payload, and leaves no OUT behind on failure. CI runs the "ci" hypothesis prof
 derandomized examples each); ``PORTX_FUZZ=1`` runs 200 random examples per property.
 """
 import json
+import shutil
 
 import pytest
 from click.testing import CliRunner
@@ -53,30 +54,37 @@ def run_mutation(clean, workdir, member, index, value, delete, command):
     path = paths[index % len(paths)]
     doc = mutate(doc, path, value, delete)
     src = rewrite(clean, workdir / "m.pt2", members={member: json.dumps(doc).encode()})
+    # convert verifies too (forward and gradients): a mutation that loads reaches every stage
     args = ["inspect", str(src)] if command == "inspect" else ["convert", str(src), "-o", str(workdir / "out"),
-                                                               "--no-verify"]
+                                                               "--grad"]
     return CliRunner().invoke(main, args)
+
+
+def fuzz_pt2(data, workdir, clean, command):
+    """Draw one mutation of ``clean``'s JSON members and run ``command`` on it (the test's body, and the campaign's
+    in scripts/fuzz_campaign.py); returns the CliRunner result."""
+    member = data.draw(st.sampled_from(MEMBERS), label="member")
+    index = data.draw(st.integers(min_value=0, max_value=10_000), label="path index")
+    value = data.draw(hostile_values(workdir / "marker"), label="value")
+    delete = data.draw(st.booleans(), label="delete")
+    return run_mutation(clean, workdir, member, index, value, delete, command)
+
+
+def check(run, workdir):
+    """Exit 0-3, no traceback, no payload ran, no OUT after a refusal."""
+    assert run.exit_code in (0, 1, 2, 3), run.output
+    assert "Traceback" not in run.output and "Logging error" not in run.output, run.output
+    assert not (workdir / "marker").exists()
+    if run.exit_code == 2:
+        assert not (workdir / "out").exists()
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
 @pytest.mark.parametrize("command", ["inspect", "convert"])
 def test_mutated_pt2_json_never_crashes_or_runs_code(tmp_path, clean, command, data):
-    member = data.draw(st.sampled_from(MEMBERS), label="member")
-    index = data.draw(st.integers(min_value=0, max_value=10_000), label="path index")
-    value = data.draw(hostile_values(tmp_path / "marker"), label="value")
-    delete = data.draw(st.booleans(), label="delete")
-    out = tmp_path / "out"
-    if out.exists():
-        import shutil
-
-        shutil.rmtree(out)
-    run = run_mutation(clean, tmp_path, member, index, value, delete, command)
-    assert run.exit_code in (0, 1, 2, 3), run.output
-    assert "Traceback" not in run.output and "Logging error" not in run.output, run.output
-    assert not (tmp_path / "marker").exists()
-    if run.exit_code == 2:
-        assert not out.exists()
+    shutil.rmtree(tmp_path / "out", ignore_errors=True)
+    check(fuzz_pt2(data, tmp_path, clean, command), tmp_path)
 
 
 @given(spec=st.one_of(st.text(max_size=30), st.from_regex(r"\A[a-z]{0,3}:?[0-9x]{0,24}(:[a-z0-9]{0,9})?\Z")))
@@ -104,3 +112,45 @@ def test_input_specs_through_the_cli(tmp_path, spec):
     run = CliRunner().invoke(main, ["inspect", str(path), "--trust-pickle", "--input", spec])
     assert run.exit_code in (0, 2, 3), run.output
     assert "Traceback" not in run.output
+
+
+def _recorded(name, field, value):
+    """An edit of model.json's recorded type of tensor ``name``: ``field`` "size0" or "dtype"."""
+    def edit(doc):
+        meta = doc["graph_module"]["graph"]["tensor_values"][name]
+        if field == "size0":
+            meta["sizes"][0] = {"as_int": value}
+        else:
+            meta["dtype"] = value
+    return edit
+
+
+REGRESSIONS = [  # (id, edit of model.json, message): each ended in exit 70 before a campaign found it
+    ("add-records-another-batch", _recorded("add", "size0", 2454),
+     r"node add \(aten::add\): the program records its output as float32 \(2454, 3\), but its inputs give float32 "
+     r"\(2, 3\)\. the archive's models/model\.json was edited"),
+    ("input-records-another-batch", _recorded("x", "size0", 7),
+     r"node fc1 \(aten::linear\): the program records its output as float32 \(2, 8\), but its inputs give float32 "
+     r"\(7, 8\)"),
+    ("relu-records-another-dtype", _recorded("relu", "dtype", 6),
+     r"node relu \(aten::relu\): the program records its output as float16 \(2, 8\), but its inputs give float32"),
+    ("module-call-graph-fqn-number",
+     lambda doc: doc["graph_module"]["module_call_graph"][0].update(fqn=-1.4964383418475788e+16),
+     r"torch\.export loads the archive but cannot rebuild its module \(AssertionError: expected first "
+     r"module_call_graph fqn to be empty string"),
+]
+
+
+@pytest.mark.parametrize("case", REGRESSIONS, ids=[c[0] for c in REGRESSIONS])
+def test_campaign_regressions(tmp_path, clean, case):
+    import re
+    import zipfile
+
+    _, edit, message = case
+    with zipfile.ZipFile(clean) as z:
+        doc = json.loads(z.read("model/models/model.json"))
+    edit(doc)
+    src = rewrite(clean, tmp_path / "m.pt2", members={"models/model.json": json.dumps(doc).encode()})
+    run = CliRunner().invoke(main, ["convert", str(src), "-o", str(tmp_path / "out")])
+    check(run, tmp_path)
+    assert run.exit_code == 2 and re.search(message, run.output), run.output

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import BadInput, Unsupported, UnsupportedOps
 from ..ir import DTYPES, IMPORT_RULES, GraphBuilder, TensorType, Value
-from ..ir.builder import holds_trainable
+from ..ir.builder import held_weight
 from ..ir.validate import IRError
 from ..progress import step
 from ..ops.shape import PERMUTE
@@ -76,7 +76,7 @@ class KerasCall:
         self.scope, self.args, self.kwargs, self.inputs = scope, args, kwargs, inputs
         self.outputs = list(node.outputs)
         self._config = None
-        self._read = []  # (array, trainable) for each weight of this layer read so far (``weight``)
+        self._read = []  # (array, trainable, variable path) for each weight of this layer read so far (``weight``)
 
     @property
     def config(self) -> dict:
@@ -102,7 +102,7 @@ class KerasCall:
                 if str(array.dtype) in ("float16", "bfloat16") and str(array.dtype) not in self._input_dtypes:
                     array = array.astype(np.float32)  # portx computes in float32 (_policy_notes) ...
                     # ... unless the layer's inputs are of the weight's own dtype (a bfloat16 model end to end)
-                self._read.append((array, bool(getattr(var, "trainable", False) and self.layer.trainable)))
+                self._read.append((array, bool(getattr(var, "trainable", False) and self.layer.trainable), path))
                 return array
         known = [getattr(v, "path", v.name) for v in self.layer.weights]
         raise Unsupported(f"layer has no weight {name!r} (has {known})")
@@ -125,8 +125,10 @@ class KerasCall:
     def param(self, array, hint="const") -> Value:
         """A stored parameter named ``SCOPE.hint``; a shared layer gets the same Value back."""
         value = self._walker.param(self.layer, hint, f"{self.scope}.{hint}" if self.scope else hint, array)
-        if holds_trainable(np.asarray(array), self._read):
+        index = held_weight(np.asarray(array), self._read)
+        if index is not None and self._read[index][1]:  # Note [gradient pairing] (verification/grad_pairs.py)
             self._walker.builder.trainable.append(value.name)
+            self._walker.builder.sources[value.name] = self._read[index][2]
         return value
 
     def const(self, array, hint="const") -> Value:

@@ -122,8 +122,10 @@ def lower_keras_subclassed(model, example_arrays, name=None) -> Graph:
                        hint="make call() traceable by JAX (no Python branches on tensor values, static shapes)") \
             from exc
     params = [(param_name(v.path, model.name), np.asarray(v.value)) for v in variables]
-    return lower_jaxpr(closed, _input_names(model, len(arrays)), params, name or model.name,
-                       trainable=[name for name, _ in params[:len(trainable)]])
+    graph = lower_jaxpr(closed, _input_names(model, len(arrays)), params, name or model.name,
+                        trainable=[name for name, _ in params[:len(trainable)]])
+    sources = {name: v.path for (name, _), v in zip(params, trainable)}  # Note [gradient pairing]
+    return graph.replace(meta={**graph.meta, "param_sources": sources})
 
 
 def trace_jaxpr(fn, *args):

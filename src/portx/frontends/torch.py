@@ -28,6 +28,7 @@ from ..progress import counted
 from .torch_arrays import array_of
 from .torch_names import op_name as _op_name
 from .torch_names import module_kind, scope_of
+from .torch_records import type_error
 from .torch_training import (decompose_keeping_dropout, functional_inplace, rearranges, remove_effect_tokens,
                              stops_gradient)
 from .torch_dynamic import computed_at_run_time, explain_export_failure, known_sizes, refuse_data_dependent
@@ -314,8 +315,7 @@ class _Lowering:
         want = self.meta_types(node)
         for value, expected in zip(got, want):
             if value is not None and expected is not None and value.type != expected:
-                raise IRError(f"node {self.scope_of(node) or node.name} ({_op_name(node.target)}): import rule "
-                              f"gave {value.type}, torch computed {expected}")
+                raise type_error(node, self.scope_of, value.type, expected)  # Note [recorded types]
 
 
 def _unknown_targets(ep, table) -> set:

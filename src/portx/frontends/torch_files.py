@@ -199,7 +199,12 @@ def _load_pt2(path, trust_pickle=False) -> TorchSource:
     if args is None:
         args = tuple(torch.zeros([_hint(d) for d in n.meta["val"].shape], dtype=n.meta["val"].dtype)
                      for n in placeholders)
-    module = ep.module()  # trusted: names cleaned, guards dropped
+    try:
+        module = ep.module()  # trusted: names cleaned, guards dropped
+    except Exception as exc:  # noqa: BLE001 - torch checks parts of a program (module_call_graph) only here
+        raise BadInput(f"{path}: torch.export loads the archive but cannot rebuild its module "
+                       f"({type(exc).__name__}: {first_line(exc, 200)})",
+                       hint="the archive's models/model.json was edited or damaged: export the model again") from None
     if declared:  # lowered at the example's sizes; the declared dims are found free again (Note [free dims])
         ep = export_module(module, tuple(args))
     return TorchSource(ep, tuple(args), module, path.name, notes, declared)

@@ -16,22 +16,30 @@ from .opdef import lookup
 from .types import TensorType, Value
 from .validate import IRError, infer_outputs
 
-__all__ = ["GraphBuilder", "holds_trainable"]
+__all__ = ["GraphBuilder", "holds_trainable", "held_weight"]
+
+
+def held_weight(array, read):
+    """The index in ``read`` ((array, trainable, ...) tuples: the weights a frontend rule read) of the weight that the
+    param ``array`` it stores holds: a view of one; else a trainable one re-arranged into a copy (``kernel.T`` made
+    contiguous): the same size and sum. None for a rule's own constants (an epsilon)."""
+    array = np.asarray(array)
+    for index, (weight, *_) in enumerate(read):
+        if np.shares_memory(array, weight):
+            return index
+    if array.size > 1:
+        for index, (weight, trainable, *_) in enumerate(read):
+            if trainable and array.size == np.size(weight) and np.isclose(
+                    np.sum(array, dtype=np.float64), np.sum(weight, dtype=np.float64), rtol=1e-6, atol=0.0):
+                return index
+    return None
 
 
 def holds_trainable(array, read) -> bool:
     """True when the param ``array`` a frontend rule stores holds a trainable weight of those it ``read``
-    ((array, trainable) pairs): a view of one decides; else a trainable one re-arranged into a copy
-    (``kernel.T`` made contiguous): the same size and sum. A rule's own constants (an epsilon) match neither.
-    """
-    array = np.asarray(array)
-    for weight, trainable in read:
-        if np.shares_memory(array, weight):
-            return trainable
-    return array.size > 1 and any(
-        trainable and array.size == np.size(weight) and
-        np.isclose(np.sum(array, dtype=np.float64), np.sum(weight, dtype=np.float64), rtol=1e-6, atol=0.0)
-        for weight, trainable in read)
+    (``held_weight``). A rule's own constants (an epsilon) match none."""
+    index = held_weight(array, read)
+    return index is not None and read[index][1]
 
 
 class GraphBuilder:
@@ -43,6 +51,7 @@ class GraphBuilder:
         self.params, self.param_values, self.taken = {}, {}, set()
         self.dropped = []  # source modules that are identities at inference (meta["dropped"])
         self.trainable = []  # names of the params that train in the source (meta["trainable"])
+        self.sources = {}  # param name -> the source's own name of the weight it holds (meta["param_sources"])
 
     def fresh(self, hint: str) -> str:
         """A value name not used yet, derived from ``hint``."""
@@ -84,5 +93,7 @@ class GraphBuilder:
         meta = {"dropped": list(self.dropped)} if self.dropped else {}
         if self.trainable:
             meta["trainable"] = sorted(set(self.trainable))
+        if self.sources:
+            meta["param_sources"] = dict(self.sources)
         return Graph(tuple(self.inputs), tuple(outputs), tuple(self.nodes), dict(self.params),
                      dict(self.param_values), self.name, meta)

@@ -75,12 +75,17 @@ class Graph:
 
         Buffers, statistics and folded constants are not. Example: ``graph.is_trainable("pos_embed")``.
         """
+        return self.trainable_root(name) is not None
+
+    def trainable_root(self, name: str):
+        """The trainable source parameter (``meta["trainable"]``) that param ``name`` is, or a pass's copy of
+        (``w.t0231`` -> ``w``); None for buffers, statistics and folded constants."""
         names = self.meta.get("trainable", ())
         while name not in names:
             if "." not in name:
-                return False
+                return None
             name = name.rsplit(".", 1)[0]
-        return True
+        return name
 
     def free_attrs(self, node) -> dict:
         """``node.attrs`` with the free dims of ``meta["free"]`` (SymDims) in place of the example's ints."""

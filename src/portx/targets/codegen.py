@@ -36,6 +36,7 @@ from ..errors import Unsupported, UnsupportedOps
 from ..ir import FreeDimRefused, SymDim
 from ..progress import step
 from .linewrap import wrap_line
+from .origins import record_origins
 
 __all__ = ["Namespace", "literal", "LineWriter", "nested_outputs", "flatten_outputs", "import_by_path",
            "EmitterBase", "missing_emit_rules", "comment_text", "module_comment", "module_sentences"]
@@ -210,6 +211,7 @@ class EmitterBase:
         self.names = {}  # Value -> the expression that holds it in the generated code
         self._readers = None  # Value -> how many nodes read it (``ownable``), counted on first use
         self.clobbered = set()  # values a later node overwrote in place: their variables no longer hold them
+        self.origins = {}  # a key of the ``HELD`` dict -> the trainable params its weights came from (origins.py)
 
     def var_of(self) -> dict:
         """Value -> variable for the values a trace may read after the run (the overwritten ones left out)."""
@@ -316,9 +318,10 @@ class EmitterBase:
             try:
                 if rule is None:
                     raise Unsupported(f"no {self.TARGET} emitter")
-                written = len(self.body)
+                written, held = len(self.body), len(getattr(self, self.HELD))
                 try:
                     rule(node, self)
+                    record_origins(self, node, held)  # targets/origins.py: the weights it wrote came from node
                 except (FreeDimRefused, TypeError, ValueError) as exc:
                     if free is plain and not isinstance(exc, FreeDimRefused):
                         raise

@@ -43,13 +43,15 @@ def parse_dynamic(specs, names) -> list:
     rows = []
     for spec in specs or ():
         name, _, axes = str(spec).rpartition(":")
+        shown = str(spec) if str(spec).isprintable() else repr(str(spec))  # a newline would split the message's line
         if not name or not axes:
-            raise BadInput(f"--dynamic {spec}: expected NAME:AXIS[,AXIS]", hint="e.g. --dynamic x:0,1")
+            raise BadInput(f"--dynamic {shown}: expected NAME:AXIS[,AXIS]", hint="e.g. --dynamic x:0,1")
         if name not in names:
-            raise BadInput(f"--dynamic {spec}: the model has no input {name}", hint=f"its inputs are {', '.join(names)}")
+            raise BadInput(f"--dynamic {shown}: the model has no input {name if name.isprintable() else repr(name)}",
+                           hint=f"its inputs are {', '.join(names)}")
         for axis in axes.split(","):
-            if not axis.strip().isdigit():
-                raise BadInput(f"--dynamic {spec}: axis {axis!r} is not a number", hint="e.g. --dynamic x:0,1")
+            if not re.fullmatch(r"[0-9]+", axis.strip()):  # str.isdigit() takes '²', which int() refuses
+                raise BadInput(f"--dynamic {shown}: axis {axis!r} is not a number", hint="e.g. --dynamic x:0,1")
             rows.append({"symbol": f"{name}_{int(axis)}", "sites": [[names.index(name), int(axis)]],
                          "min": 1, "max": None, "declared": True, "flag": True})
     return rows

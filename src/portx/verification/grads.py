@@ -7,54 +7,34 @@ mode (BatchNorm with its statistics, no dropout): PyTorch with ``torch.autograd`
 
 - the gradient with respect to every floating input, element by element (inputs in the source layout;
   with another ``--io-layout`` they are skipped);
-- the gradient with respect to every trainable parameter, matched by name (Note [gradient names]). A
-  converted weight may be stored transposed (a Keras kernel is a PyTorch weight transposed), so the
-  two gradients are compared as sorted value lists: any re-arrangement of the same numbers passes,
-  different numbers do not.
-
-Note [gradient names]: ``conv.weight`` (PyTorch), ``conv/kernel`` (Keras) and ``conv_value`` (a stored
-parameter) all become ``conv_weight``: separators become ``_``, ``kernel``/``gamma``/``embeddings``
-read ``weight``, ``beta`` reads ``bias``, and a Constant's ``_value`` is dropped. Parameters found on
-one side only are listed as unmatched, not failed.
+- the gradient with respect to every trainable parameter, paired with the source's by the IR parameter both
+  came from (Note [gradient pairing] in grad_pairs.py). A converted weight may be stored transposed (a Keras
+  kernel is a PyTorch weight transposed), so the two gradients are compared as sorted value lists: any
+  re-arrangement of the same numbers passes, different numbers do not. Parameters found on one side only
+  are listed as unmatched, not failed.
 
 ``start_gradients`` traces the converted model's program early and compiles it in the background
 (grad_program.py), so ``convert`` overlaps that compile with its other checks.
 
 Example:
     >>> started = start_gradients(src, graph, model, seed=0)          # optional; returns at once
-    >>> report = compare_gradients(src, graph, model, seed=0, started=started)
+    >>> report = compare_gradients(src, graph, model, seed=0, started=started, origins=emitted["origins"])
     >>> report["passed"], report["inputs"][0]["max_rel"], report["matched"]
 """
 from __future__ import annotations
-
-import re
 
 import numpy as np
 
 from ..passes.layout import source_arrays
 from .compare import compare_arrays, make_inputs, random_outputs
+from .grad_pairs import converted_weights, parameter_pairs
 from .grad_program import compiled, keras_program, start_program
 from .memory import release
 
-__all__ = ["GRAD_ATOL", "GRAD_RTOL", "compare_gradients", "start_gradients", "settled", "gradient_problem", "gradients",
-           "grad_key"]
+__all__ = ["GRAD_ATOL", "GRAD_RTOL", "compare_gradients", "start_gradients", "settled", "gradient_problem", "gradients"]
 
 #: gradients add up more rounding than outputs (a backward pass per layer): 10x the output tolerances
 GRAD_ATOL, GRAD_RTOL = 1e-4, 1e-3
-
-_SUFFIXES = (("_kernel", "_weight"), ("_gamma", "_weight"), ("_embeddings", "_weight"), ("_beta", "_bias"))
-
-
-def grad_key(name: str) -> str:
-    """The name both sides agree on (Note [gradient names]): ``grad_key("conv/kernel")`` -> ``"conv_weight"``."""
-    key = re.sub(r"[./]+", "_", name).lower()
-    if key.endswith("_value"):
-        key = key[: -len("_value")]
-    for old, new in _SUFFIXES:
-        if key.endswith(old):
-            return key[: -len(old)] + new
-    return key
-
 
 def _torch_gradients(module, arrays, weights):
     import torch
@@ -138,12 +118,14 @@ def settled(started) -> None:
         release(collect=False)  # the compile's own memory, given back before the trace's
 
 
-def compare_gradients(src, graph, model, seed=0, atol=GRAD_ATOL, rtol=GRAD_RTOL, started=None) -> dict:
+def compare_gradients(src, graph, model, seed=0, atol=GRAD_ATOL, rtol=GRAD_RTOL, started=None,
+                      origins=None) -> dict:
     """Compare the gradients of the converted ``model`` with the source's (see the module docstring).
 
     Returns {"passed", "inputs": [rows], "parameters": [rows], "matched", "unmatched_source",
     "unmatched_converted", "atol", "rtol"}; "passed" is None (with "skipped") when there is nothing to compare.
     ``started``: ``start_gradients``' program for the same model and seed (its inputs are reused).
+    ``origins``: the emitter's (Note [gradient pairing]); without them no parameter is paired.
     """
     reference, arrays, weights = _loss_inputs(src, graph, seed)
     if reference is None:
@@ -162,25 +144,30 @@ def compare_gradients(src, graph, model, seed=0, atol=GRAD_ATOL, rtol=GRAD_RTOL,
         for value, want, got in zip(graph.inputs, want_in, got_in):
             if want is not None and got is not None:
                 rows.append({"name": value.name, **compare_arrays(want, got, atol, rtol)})
-    source = {grad_key(k): (k, g) for k, g in want_params.items()}
-    converted = {grad_key(k): (k, g) for k, g in got_params.items()}
-    params = []
-    for key in sorted(set(source) & set(converted)):
-        (name, want), (other, got) = source[key], converted[key]
-        if want is None and got is None:  # unused by the loss on both sides
-            continue
-        want = np.zeros_like(got) if want is None else want  # unused on one side only: a zero gradient
-        got = np.zeros_like(want) if got is None else got
-        if want.size != got.size:
-            row = {"passed": False, "problem": f"{want.size} elements, converted {got.size}"}
-        else:
-            row = compare_arrays(np.sort(want, axis=None), np.sort(got, axis=None), atol, rtol)
-        params.append({"name": name, "converted": other, **row})
+    pairs = parameter_pairs(graph, origins or {}, converted_weights(model))
+    params = [row for row in (_parameter_row(source, want_params.get(source), converted, got_params[converted],
+                                             atol, rtol)
+                              for converted, source in sorted(pairs.items(), key=lambda p: (p[1], p[0]))
+                              if source in want_params and converted in got_params) if row is not None]
+    paired_source, paired_converted = set(pairs.values()), set(pairs)
     checked = rows + params
     return {"passed": all(r["passed"] for r in checked) if checked else None, "atol": atol, "rtol": rtol,
             "inputs": rows, "parameters": params, "matched": len(params),
-            "unmatched_source": sorted(source[k][0] for k in set(source) - set(converted)),
-            "unmatched_converted": sorted(converted[k][0] for k in set(converted) - set(source))}
+            "unmatched_source": sorted(k for k in want_params if k not in paired_source),
+            "unmatched_converted": sorted(k for k in got_params if k not in paired_converted)}
+
+
+def _parameter_row(name, want, other, got, atol, rtol):
+    """One parameter's row: the source's gradient ``want`` against the converted ``got`` as sorted values."""
+    if want is None and got is None:  # unused by the loss on both sides
+        return None
+    want = np.zeros_like(got) if want is None else want  # unused on one side only: a zero gradient
+    got = np.zeros_like(want) if got is None else got
+    if want.size != got.size:
+        row = {"passed": False, "max_abs": None, "max_rel": None, "problem": f"{want.size} elements, converted {got.size}"}
+    else:
+        row = compare_arrays(np.sort(want, axis=None), np.sort(got, axis=None), atol, rtol)
+    return {"name": name, "converted": other, **row}
 
 
 def gradient_problem(grads) -> str:

@@ -140,6 +140,13 @@ def _emitted(target, graph):
         return None
 
 
+def _origins(target, graph):
+    """The emitter's ``origins`` of ``graph`` (Note [gradient pairing] in grad_pairs.py), emitted in memory."""
+    emitter = target.emitter(graph)
+    emitter.emit_graph()
+    return emitter.origins
+
+
 def _pair(src, raw, converted) -> tuple:
     """(graph, io_layout, names or None, note): the variant convert wrote as model.py (Note [trust nothing in
     OUT]); without a match, the first fitting variant and a note saying why layers are not compared."""
@@ -254,7 +261,9 @@ def check_converted(src, converted, *, batch=None, samples=1, seed=0, atol=DEFAU
     if not report["passed"]:
         report["problem"] = failure_message(report)
     elif grad:  # the outputs agree: their gradients must too
-        report["gradients"] = grads = stages.run("grad", compare_gradients, src, graph, converted.model, seed)
+        origins = _origins(converted.target, graph) if names is not None else None  # Note [gradient pairing]
+        report["gradients"] = grads = stages.run("grad", compare_gradients, src, graph, converted.model, seed,
+                                                 origins=origins)
         if grads["passed"] is False:
             report.update(passed=False, problem=gradient_problem(grads))
     return report

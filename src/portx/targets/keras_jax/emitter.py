@@ -74,6 +74,7 @@ class KerasEmitter(EmitterBase):
     """
 
     TARGET = TARGET
+    HELD = "weights"  # the written layers' weights (targets/origins.py)
 
     def __init__(self, graph, clash=frozenset()):
         super().__init__(graph)
@@ -378,4 +379,4 @@ def emit_keras(graph, out_dir, max_shard_size=DEFAULT_SHARD_GB) -> dict:
     with watch(code_path, "build_model", "building the Keras model"):  # progress.py: follows build_model's lines
         shards = write_sharded(module, emitter.weights, weights_path, max_shard_size)
     return {"code": code_path, "weights": weights_path, "shards": shards, "layer_of": emitter.layer_of,
-            "var_of": dict(emitter.names)}
+            "var_of": dict(emitter.names), "origins": emitter.origins}

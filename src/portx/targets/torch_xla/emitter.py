@@ -84,6 +84,7 @@ class TorchEmitter(EmitterBase):
     """
 
     TARGET = TARGET
+    HELD = "state"  # the state_dict being written (targets/origins.py)
     SHARES_LAYERS = True  # submodule(): one op with the same weights is one submodule
     TEMP_FROM_SCOPE = False
 
@@ -368,4 +369,4 @@ def emit_torch(graph, out_dir, max_shard_size=None) -> dict:
     weights_path = write_weights(model.state_dict(), out_dir, max_shard_size, sharded=emitter.sharded)
     model.eval()
     return {"code": code_path, "weights": weights_path, "module_of": dict(emitter.module_of),
-            "var_of": emitter.var_of(), "model": model}
+            "var_of": emitter.var_of(), "origins": emitter.origins, "model": model}

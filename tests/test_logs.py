@@ -1,0 +1,38 @@
+"""The frameworks' loggers are silent through the Python API as through the CLI (logs.py), unless debug=True."""
+import logging
+
+import torch
+
+import portx
+from portx.logs import quiet_unless_debug
+
+
+class _Cdist(torch.nn.Module):
+    def forward(self, a, b):
+        return torch.cdist(a, b)
+
+
+def test_a_probes_expected_failure_prints_nothing_through_the_api(tmp_path, capfd):
+    """Batch 1 against batch 3 broadcasts; the batch probe's other sizes do not, and torch's fake_tensor.py logs
+    each refusal as a multi-line E-line traceback (66 lines before logs.py)."""
+    before = logging.root.manager.disable
+    result = portx.convert(_Cdist(), example_inputs=(torch.randn(1, 5, 3), torch.randn(3, 4, 3)), to="keras-jax",
+                           out=tmp_path / "out", verify=False)
+    out, err = capfd.readouterr()
+    assert result.ok and result.report["dynamic"][0]["free"] is False
+    assert err == "" and out == "", err[-2000:]
+    assert logging.root.manager.disable == before  # restored
+
+
+def test_debug_keeps_the_loggers_and_the_state_comes_back(caplog):
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+
+    @quiet_unless_debug
+    def work(debug=False):
+        logger.error("failed while attempting to run meta")
+        return logging.root.manager.disable
+
+    with caplog.at_level(logging.ERROR):
+        assert work() == logging.CRITICAL and not caplog.records
+        assert work(debug=True) == logging.NOTSET and len(caplog.records) == 1
+    assert logging.root.manager.disable == logging.NOTSET

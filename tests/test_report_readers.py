@@ -1,0 +1,94 @@
+"""Every reader of a report takes every field as optional (Note [optional fields] in report_text.py).
+
+A real conversion's report (gradients, trace, dynamic sizes, profile) and a real ``verify --trace --grad`` report
+are rendered by the console printers, report.html and the Model Explorer error overlay with each field removed in
+turn (in a list, the first row's fields stand for every row's). None may raise.
+"""
+import copy
+import json
+
+import pytest
+import torch
+from torch import nn
+
+import portx
+from portx.explore import write_conversion
+from portx.frontends import load
+from portx import report_html
+from portx.report_html import write_report
+from portx.report_text import print_conversion, print_gradients, print_verification
+from portx.targets import find_target
+
+
+class _Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.bn, self.head = nn.Linear(4, 6), nn.BatchNorm1d(6), nn.Linear(6, 3)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.bn(self.fc(x))))
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("readers")
+    source = folder / "net.pt2"
+    torch.export.save(torch.export.export(_Net().eval(), (torch.randn(2, 4),)), source)
+    out = folder / "out"
+    result = portx.convert(str(source), to="keras-jax", out=out, grad=True, profile=True)
+    checked = portx.verify(str(source), out, trace=True, grad=True)
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert report["gradients"]["parameters"] and checked["trace"] and checked["gradients"]["parameters"]
+    return {"convert": report, "verify": json.loads(json.dumps(checked, default=str)), "graph": result.graph,
+            "source": load(str(source)), "out": out}
+
+
+def _paths(doc, prefix=()):
+    """The path of every field of a JSON document; in a list, only the first row's."""
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            yield prefix + (key,)
+            yield from _paths(value, prefix + (key,))
+    elif isinstance(doc, list) and doc:
+        yield from _paths(doc[0], prefix + (0,))
+
+
+def _without(doc, path):
+    doc = copy.deepcopy(doc)
+    parent = doc
+    for key in path[:-1]:
+        parent = parent[key]
+    del parent[path[-1]]
+    return doc
+
+
+def test_every_convert_report_field_is_optional_to_every_reader(reports, tmp_path, capsys, monkeypatch):
+    report, target = reports["convert"], find_target("keras-jax", "--to")
+    paths = list(_paths(report))
+    assert len(paths) > 100 and ("gradients", "parameters", 0, "max_rel") in paths
+    plot = report_html.error_plot
+    for path in paths:
+        partial = _without(report, path)
+        print_conversion(partial, reports["out"])
+        print_verification(partial.get("verification") or {})
+        # the plot reads node_errors alone, and takes most of a render (0.5 s): drawn where a field of it is gone
+        monkeypatch.setattr(report_html, "error_plot", plot if path[0] == "node_errors" else lambda errors: "")
+        write_report(tmp_path / "report.html", partial)
+        if path[0] == "node_errors":
+            write_conversion(tmp_path, reports["source"], reports["graph"], target, partial.get("node_errors") or {})
+    assert "verified:" in capsys.readouterr().out
+
+
+def test_every_verify_report_field_is_optional_to_the_console(reports, capsys):
+    report = reports["verify"]
+    for path in _paths(report):
+        print_verification(_without(report, path))
+    assert "trace (seed" in capsys.readouterr().out
+
+
+def test_a_gradient_row_without_numbers_prints(capsys):
+    """The issue's crash: a row whose sizes differ has a problem and no max_rel (KeyError before)."""
+    print_gradients({"passed": False, "atol": 1e-4, "rtol": 1e-3, "inputs": [], "matched": 1,
+                     "parameters": [{"name": "conv_1/beta", "passed": False, "problem": "3 elements, converted 4"}]})
+    assert "1 parameter(s), max rel 0 (atol 0.0001, rtol 0.001)  DIFFER" in capsys.readouterr().out
