@@ -21,6 +21,7 @@ from ...progress import watch
 from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal, module_sentences, nested_outputs
 from .style import VariableNames, auto_names_in, layer_args
 from ..constants import evaluate_constant, live_values
+from ..refused import refused_build
 from .cheap_init import cheap_initializers
 from .model_classes import DRAW_MODEL, FREE_SHAPE_LAYER, constant_model_body, draws_random
 
@@ -373,7 +374,7 @@ def emit_keras(graph, out_dir) -> dict:
     code_path.write_text(code, encoding="utf-8")
     module = import_by_path(code_path)
     with watch(code_path, "build_model", "building the Keras model"):  # progress.py: follows build_model's lines
-        with cheap_initializers():  # every weight is set below (or the model is built again, initialized)
+        with cheap_initializers(), refused_build(graph, emitter.names, code_path):  # Note [build-time refusal]  # every weight is set below (or the model is built again, initialized)
             model = module.build_model()
     if _unset_weights(model, emitter.weights):
         model = module.build_model()
