@@ -12,6 +12,7 @@ import re
 import traceback
 from pathlib import Path
 
+from ..errors import PortxError
 from ..ir import FreeDimRefused, SymDim
 
 __all__ = ["refused_build"]
@@ -22,11 +23,13 @@ _ASSIGNED = re.compile(r"^\s*([A-Za-z_]\w*(?:,\s*[A-Za-z_]\w*)*) = ")
 
 @contextlib.contextmanager
 def refused_build(graph, names, code_path):
-    """Re-raise a TypeError or ValueError raised while ``code_path`` builds (a graph with free dims only) as
-    FreeDimRefused naming the node whose statement raised it; other exceptions pass unchanged."""
+    """Re-raise the framework's exception raised while ``code_path`` builds (a graph with free dims only) as
+    FreeDimRefused naming the node whose statement raised it; portx's own errors pass unchanged."""
     try:
         yield
-    except (TypeError, ValueError) as exc:
+    except (FreeDimRefused, PortxError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - Keras' ValueError/TypeError, jax's InconclusiveDimensionOperation
         free = set(graph.meta.get("free", {}).get("dims", {}))
         if not free:
             raise
@@ -60,7 +63,9 @@ def _symbols(graph, node) -> set:
 
 # Note [build-time refusal]: an emit rule writes a Keras call for a free dim (``None`` in the Input) that Keras
 # itself cannot type: ``ops.linalg.qr`` wants its last two dims known, ``lu_factor`` compares them with ``<``.
-# Those fail only when ``build_model()`` runs the written statements on symbolic tensors, as a ValueError or
-# TypeError from Keras. Each node's statements end by binding its outputs, so the failing line names the node
-# (a rule's temporaries come first); convert pins that node's free symbols with a warning naming it
-# (verification/dynamic.py ``refree``), as for a FreeDimRefused raised by the emit rule itself, and emits again.
+# Those fail only when ``build_model()`` runs the written statements on symbolic tensors (a ValueError or
+# TypeError from Keras, an InconclusiveDimensionOperation from jax's symbolic shapes). Each node's statements
+# end by binding its outputs, so the failing line names the node (a rule's temporaries come first); convert
+# pins that node's free symbols with a warning naming it (verification/dynamic.py ``repin``), as for a
+# FreeDimRefused raised by the emit rule itself, and emits again. A graph without free dims that fails to build
+# is a bug, and its exception passes unchanged.

@@ -24,6 +24,7 @@ from ..errors import BadInput
 from ..ir import batch_inputs
 from ..progress import step
 from ..passes.free_dims import NotFree, apply_free, diff_free, merge_found
+from ..passes.static_batch import rebatch
 from .chunks import RowsMix, chunked_outputs
 from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, input_dtype, random_outputs, sign_free_outputs
 from .domain import cycled, example_fraction, sized_batch, verify_in_domain
@@ -199,8 +200,11 @@ def _diff_one(src, graph, prepare, rows, row, found) -> str:
     try:
         _, g1 = _at(src, prepare, rows, {row["symbol"]: other})
     except Exception as exc:  # noqa: BLE001 - any failure there (a guard, an op) means "not free"
-        return f"the model does not run at {row['symbol']}={other} ({_one_line(exc)})"
+        if row["symbol"] != "batch" or row["declared"]:
+            return f"the model does not run at {row['symbol']}={other} ({_one_line(exc)})"
+        g1 = None  # a static program (Note [static batch] in passes/static_batch.py)
     try:
+        g1 = g1 or rebatch(graph, row["sites"], row["size"], other)
         found[row["symbol"]] = diff_free(graph, g1, row["symbol"], row["size"], other)
     except NotFree as exc:
         return str(exc)
