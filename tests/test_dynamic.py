@@ -14,6 +14,7 @@ from torch import nn
 
 import portx
 from portx.cli import main as cli_main
+from portx.targets import find_target
 from portx.errors import BadInput
 from tests.support.consumer import run_consumer
 
@@ -89,13 +90,32 @@ def test_torch_export_dims_stay_free_with_their_ranges(tmp_path, to):
     assert ("keras.Input(shape=(None, 4)" in code) if to == "keras-jax" else ("x.shape[1]" in code)
 
 
-def test_a_static_pt2_keeps_its_batch_and_says_why(tmp_path):
+@pytest.mark.parametrize("to", ["keras-jax", "torch-xla"])
+def test_a_static_pt2_whose_rows_are_independent_gets_a_free_batch(tmp_path, to):
+    """Note [static batch] (passes/static_batch.py): exported without Dims at batch 2, freed by the ops' shape
+    rules, and checked against the .pt2 itself run on chunks of 2 rows (it cannot run at another batch)."""
     path = tmp_path / "static.pt2"
     torch.export.save(torch.export.export(_tokens(), (torch.randn(2, 3, 8, 8),)), path)
-    result = portx.convert(path, to="keras-jax", out=tmp_path / "o")
+    result = portx.convert(path, to=to, out=tmp_path / "o", grad=False)
+    _checked(result.report, "batch", [2, 1, 8])
+    x = torch.randn(5, 3, 8, 8)
+    got = find_target(to).run(result.model, [x.numpy()])[0]
+    with torch.no_grad():
+        assert np.allclose(got, _tokens()(x).numpy(), atol=1e-5)
+
+
+class _Centred(nn.Module):
+    def forward(self, x):
+        return x - x.mean(0)  # batch statistics: every row depends on the others
+
+
+def test_a_static_pt2_whose_rows_mix_keeps_its_batch_and_says_why(tmp_path):
+    path = tmp_path / "static.pt2"
+    torch.export.save(torch.export.export(_Centred(), (torch.randn(2, 3),)), path)
+    result = portx.convert(path, to="keras-jax", out=tmp_path / "o", grad=False)
     assert not result.report["dynamic"][0]["free"]
-    assert any(w.startswith("batch pinned to 2: the model does not run at batch=3") for w in result.report["warnings"])
-    assert "batch_shape=(2, 3, 8, 8)" in (tmp_path / "o" / "model.py").read_text()
+    assert any(w.startswith("batch pinned: at batch=") and "chunks of 2 rows" in w for w in result.report["warnings"])
+    assert "batch_shape=(2, 3)" in (tmp_path / "o" / "model.py").read_text()
 
 
 def test_keras_none_dims_stay_free_in_torch(tmp_path):

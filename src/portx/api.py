@@ -33,7 +33,7 @@ from .targets.codegen import missing_emit_rules  # noqa: E402
 from .ir import FreeDimRefused  # noqa: E402
 from .verification.compare import DEFAULT_ATOL, DEFAULT_RTOL, make_inputs, nonfinite_params  # noqa: E402
 from .verification.dynamic import (ONE_TRACED_AT, check_static_batch, example_checked, find_free,  # noqa: E402
-                                   plan_dims, refree, verify_example, verify_sizes)
+                                   plan_dims, repin, verify_example, verify_sizes)
 from .verification.grads import compare_gradients, gradient_problem, settled, start_gradients  # noqa: E402
 from .verification.recheck import prepared, verify_converted  # noqa: E402
 from .verification.trace import node_errors  # noqa: E402
@@ -229,8 +229,8 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
         src, graph, record = stages.run("free-dims", find_free, src, graph,
                                         lambda s: prepared(s.lower("model", strict_tpu), target, skip, io_layout),
                                         dims, notes)
-        graph, emitted, model, sized = _emit_free(stages, target, graph, record, tmp, src, seed, atol, rtol,
-                                                  verify, notes, emit_options, bool(too_big))
+        src, graph, emitted, model, sized = _emit_free(stages, target, graph, record, tmp, src, seed, atol, rtol,
+                                                       verify, notes, emit_options, bool(too_big))
         report = _report(src, graph, target, notes)
         report["training"] = _training(graph, source_counts, target.parameter_counts(model), fold_bn or inference)
         if report["training"]["problem"]:
@@ -291,7 +291,7 @@ def _pinned_batch(src, graph, n, strict_tpu):
 
 def _emit_free(stages, target, graph, record, tmp, src, seed, atol, rtol, verify, notes, emit_options, abstract):
     """Emit and load ``graph``; a free dim an emit rule cannot write, or that verifies wrong at another size,
-    is pinned with a warning and the model emitted again. Returns (graph, emitted, model, size checks)."""
+    is pinned with a warning and the model emitted again. Returns (source, graph, emitted, model, size checks)."""
     free = set(graph.meta.get("free", {}).get("dims", {}))
     while True:
         try:
@@ -302,22 +302,22 @@ def _emit_free(stages, target, graph, record, tmp, src, seed, atol, rtol, verify
             notes.append(f"{', '.join(sorted(exc.symbols & free))} pinned: {target.name} cannot keep it free at "
                          f"{exc.where or 'a node'} ({exc})")
             free -= exc.symbols
-            graph = refree(record, free, notes)
+            src, graph = repin(record, free, notes)
             continue
         emitted.pop("model", None)  # the writer's copy; free it before loading the user's view of the files
         model = stages.run("load-emitted", target.load_abstract if abstract else target.load, tmp)
         sized = stages.run("verify-sizes", verify_sizes, src, graph, model, target, seed, atol, rtol) if verify else []
         wrong = {row["symbol"] for row in sized if not row["passed"]}
         if not wrong:
-            return graph, emitted, model, sized
+            return src, graph, emitted, model, sized
         for row in sized:
             if not row["passed"]:
-                bad = next(c for c in row["sizes"] if not c["passed"])
+                bad = next(c for c in row["sizes"] if c["passed"] is False)
                 problem = bad["problem"] or "outputs differ"
                 notes.append(f"{row['symbol']} pinned: at {row['symbol']}={bad['size']} " + (
                     problem if problem.startswith("the source") else f"the converted model differs ({problem})"))
         free -= wrong
-        graph = refree(record, free, notes)
+        src, graph = repin(record, free, notes)
 
 
 def _dynamic_report(dims, graph, sized) -> list:

@@ -263,11 +263,9 @@ def _run(program, target, out):
     from portx.api import convert
     from portx.targets import find_target
 
-    lead = {x.shape[0] for x in program.inputs if x.dim()}
     try:
-        try:
-            result = convert(program.module, to=target, out=out, example_inputs=_copies(program.inputs), grad=False,
-                             static_batch=lead.pop() if len(lead) == 1 else (None if lead else 1))
+        try:  # default options, as a user converts (no static_batch): Note [free dims] decides what stays free
+            result = convert(program.module, to=target, out=out, example_inputs=_copies(program.inputs), grad=False)
         except VerificationFailed as exc:
             if program.deterministic or exc.result is None:
                 raise

@@ -152,9 +152,12 @@ def from_module(module, example_inputs, label=None, batch=None) -> TorchSource:
 
 
 def _batch_at(inputs, n):
-    """``inputs`` with their batch (``batch_inputs``) of 1 repeated to ``n`` rows; None when the batch is not 1."""
+    """``inputs`` with their batch (``batch_inputs``) of 1 repeated to ``n`` rows; None when the batch is not 1, or
+    another input's axis 0 is ``n`` (the batch would then take it in: ``block_diag`` of 1, 2 and 3 rows)."""
     axes = batch_inputs([tuple(t.shape) for t in inputs])
     if not axes or inputs[axes[0]].shape[0] != 1:
+        return None
+    if any(t.dim() and t.shape[0] == n for i, t in enumerate(inputs) if i not in axes):
         return None
     return tuple(resize_tensor(t, {0: n}) if i in axes else t for i, t in enumerate(inputs))
 

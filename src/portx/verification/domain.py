@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import first_line
 from ..passes.layout import graph_arrays
+from .chunks import RowsMix
 from .compare import make_inputs
 from .recheck import expected_outputs
 
@@ -72,10 +73,13 @@ def _fraction(outputs) -> float:
     return _nonfinite(outputs) / total if total else 0.0
 
 
-def _outputs(src, graph, arrays):
-    """(expected outputs, problem): problem is '' or why the source cannot verify on ``arrays``."""
+def _outputs(src, graph, arrays, run=None):
+    """(expected outputs, problem): problem is '' or why the source cannot verify on ``arrays``; ``run``: how the
+    source's outputs are computed (``expected_outputs``, or ``chunked_outputs`` for a batch; RowsMix passes)."""
     try:
-        return expected_outputs(src, graph, arrays), ""
+        return (run or expected_outputs)(src, graph, arrays), ""
+    except RowsMix:
+        raise
     except Exception as exc:  # noqa: BLE001 - a source rejecting an input outside its domain is the finding
         return None, f"the source raises on them ({type(exc).__name__}: {first_line(exc, 120)})"
 
@@ -193,11 +197,12 @@ def example_fraction(src, graph) -> float | None:
     return None if example_out is None else _fraction(example_out)
 
 
-def sized_batch(src, graph, seed, shapes, allowed) -> tuple:
+def sized_batch(src, graph, seed, shapes, allowed, run=None) -> tuple:
     """(arrays, expected outputs) at input ``shapes`` (a free dim at another size, verification/dynamic.py):
     seeded random inputs, or where the source rejects them or gives more NaN/Inf than on the example, floats
     drawn from the example's own values (1 % perturbed), then the random ones' absolute values. ``expected``
-    is a str saying why when the source runs on none of them. ``allowed``: ``example_fraction(src, graph)``."""
+    is a str saying why when the source runs on none of them. ``allowed``: ``example_fraction(src, graph)``;
+    ``run``: as ``_outputs``'s."""
     example = example_arrays(src, graph)
     rng = np.random.default_rng(seed)
     random = in_domain(graph, make_inputs(graph, seed, shapes=shapes))
@@ -208,7 +213,7 @@ def sized_batch(src, graph, seed, shapes, allowed) -> tuple:
     candidates.append([np.abs(a) if a.dtype.kind == "f" else a for a in random])
     problem = ""
     for arrays in candidates:
-        expected, problem = _outputs(src, graph, arrays)
+        expected, problem = _outputs(src, graph, arrays, run)
         if not problem and allowed is not None and _fraction(expected) > allowed:
             problem = f"the source gives NaN/Inf on {_fraction(expected):.0%} of its outputs there"
         if not problem:

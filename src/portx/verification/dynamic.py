@@ -24,12 +24,15 @@ from ..errors import BadInput
 from ..ir import batch_inputs
 from ..progress import step
 from ..passes.free_dims import NotFree, apply_free, diff_free, merge_found
+from ..passes.static_batch import rebatch
+from .chunks import RowsMix, chunked_outputs
 from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, input_dtype, random_outputs, sign_free_outputs
 from .domain import cycled, example_fraction, sized_batch, verify_in_domain
 from .memory import release
 from .trace import localize
 
-__all__ = ["ONE_TRACED_AT", "example_shapes", "verify_example", "plan_dims", "find_free", "refree", "verify_sizes",
+__all__ = ["ONE_TRACED_AT", "example_shapes", "verify_example", "plan_dims", "find_free", "refree", "repin",
+           "verify_sizes",
            "example_checked", "parse_dynamic", "check_static_batch", "BATCH_SAMPLES"]
 
 #: batch sizes verified besides the example's
@@ -146,25 +149,42 @@ def find_free(src, graph, prepare, rows, notes):
             notes.append(f"{row['symbol']} pinned to {row['example']}: {why}")
         else:
             kept.append(row)
-    if not kept:
-        src, graph = _at_example(src, graph, prepare, rows)
-    record = {"rows": kept, "found": found, "graph": graph}
+    moved = _at_example(src, prepare, rows, [row for row in rows if row not in kept])
+    if moved is not None and kept:  # the free dims found again on the graph at the example's pinned sizes
+        return find_free(*moved, prepare, kept, notes)
+    src, graph = moved or (src, graph)
+    record = {"rows": kept, "found": found, "graph": graph, "src": src, "prepare": prepare}
     return src, refree(record, {row["symbol"] for row in kept}, notes), record
 
 
-def _at_example(src, graph, prepare, rows):
-    """(source, graph) back at the example's own sizes where a dim traced at another (a batch of 1 at 2) is pinned:
-    the emitted model then takes the user's inputs. As they are where it does not trace there."""
-    sizes = {row["symbol"]: row["example"] for row in rows if row["example"] != row["size"]}
+def repin(record, symbols, notes):
+    """(source, graph) with only ``symbols`` free: ``refree``'s graph, or where a dim pinned now was traced at
+    another size than the user's example (a batch of 1 at 2), the source at the example's with the free dims
+    found again (``record`` updated), so the emitted model takes the user's own shapes (Note [batch of one])."""
+    pinned = [row for row in record["rows"] if row["symbol"] not in symbols]
+    moved = _at_example(record["src"], record["prepare"], record["rows"], pinned)
+    if moved is None:
+        return record["src"], refree(record, symbols, notes)
+    kept = [row for row in record["rows"] if row["symbol"] in symbols]
+    src, graph, again = find_free(*moved, record["prepare"], kept, notes)
+    record.update(again)
+    return src, graph
+
+
+def _at_example(src, prepare, rows, pinned):
+    """(source, graph) at the example's own sizes of the ``pinned`` rows traced at another size (a batch of 1 at
+    2), so the emitted model takes the user's inputs; None where none moved or the source does not trace there
+    (the traced size stays, and the note says which)."""
+    sizes = {row["symbol"]: row["example"] for row in pinned if row["example"] != row["size"]}
     if not sizes:
-        return src, graph
+        return None
     try:
-        src, graph = _at(src, prepare, rows, sizes)
+        moved = _at(src, prepare, rows, sizes)
     except Exception:  # noqa: BLE001 - keeps the traced size (the note says which)
-        return src, graph
+        return None
     for row in rows:
         row["size"] = sizes.get(row["symbol"], row["size"])
-    return src, graph
+    return moved
 
 
 def _at(src, prepare, rows, symbol_sizes):
@@ -182,8 +202,11 @@ def _diff_one(src, graph, prepare, rows, row, found) -> str:
     try:
         _, g1 = _at(src, prepare, rows, {row["symbol"]: other})
     except Exception as exc:  # noqa: BLE001 - any failure there (a guard, an op) means "not free"
-        return f"the model does not run at {row['symbol']}={other} ({_one_line(exc)})"
+        if row["symbol"] != "batch" or row["declared"]:
+            return f"the model does not run at {row['symbol']}={other} ({_one_line(exc)})"
+        g1 = None  # a static program (Note [static batch] in passes/static_batch.py)
     try:
+        g1 = g1 or rebatch(graph, row["sites"], row["size"], other)
         found[row["symbol"]] = diff_free(graph, g1, row["symbol"], row["size"], other)
     except NotFree as exc:
         return str(exc)
@@ -255,14 +278,18 @@ def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFA
     with ThreadPoolExecutor(max_workers=1) as compiler:
         ahead = _compile_ahead(compiler, run, graph, [shapes for _, _, shapes in plan])
         # inputs of one shape (two dims both at one size) are checked once
-        others = {repr(shapes): (f"{symbol}={n}", shapes) for symbol, n, shapes in plan if repr(shapes) != example}
-        step(0, len(others), "the source at " + ", ".join(label for label, _ in others.values()))
+        others = {repr(shapes): (f"{symbol}={n}", shapes, symbol) for symbol, n, shapes in plan
+                  if repr(shapes) != example}
+        step(0, len(others), "the source at " + ", ".join(label for label, *_ in others.values()))
         allowed = example_fraction(src, graph) if others else None  # the source on its example: once, not per size
-        batches = {key: sized_batch(src, graph, seed, shapes, allowed) for key, (_, shapes) in others.items()}
+        batches = {key: _reference(src, graph, seed, shapes, allowed, dims[symbol] if symbol == "batch" else None)
+                   for key, (_, shapes, symbol) in others.items()}
         release(collect=False)  # the source's freed activations, before XLA's threads allocate theirs
-        for done, (key, (label, _)) in enumerate(others.items()):
+        for done, (key, (label, *_)) in enumerate(others.items()):
             step(done, len(others), label)  # progress.py display
             checks[key] = _check_size(graph, run, *batches.pop(key), atol, rtol, ahead.get(key))
+            if others[key][2] == "batch":
+                _chunk_problem(checks[key], dims["batch"])
             release(collect=False)
     rows = []
     for symbol, dim in dims.items():
@@ -271,6 +298,28 @@ def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFA
                      "min": dim.get("min"), "max": dim.get("max"), "sizes": sized,
                      "passed": all(c["passed"] is not False for c in sized)})
     return rows
+
+
+def _reference(src, graph, seed, shapes, allowed, batch=None) -> tuple:
+    """``sized_batch``'s (arrays, expected) at ``shapes``; for the ``batch`` dim, the source on row chunks of the
+    example's batch (Note [rows independent] in verification/chunks.py), or why its rows are not independent."""
+    if batch is None:
+        return sized_batch(src, graph, seed, shapes, allowed)
+    chunk = batch.get("example", batch["size"])
+    try:
+        return sized_batch(src, graph, seed, shapes, allowed,
+                           run=lambda s, g, arrays: chunked_outputs(s, g, arrays, chunk))
+    except RowsMix as exc:
+        return None, f"the source's rows are not independent: {exc}"
+
+
+def _chunk_problem(check, batch):
+    """A failed batch check says what its reference was (Note [rows independent])."""
+    problem = check["problem"] or "outputs differ"
+    if check["passed"] is False and not problem.startswith("the source"):
+        chunk = batch.get("example", batch["size"])
+        check["problem"] = (f"the source run on chunks of {chunk} rows differs from the converted model ({problem}): "
+                            "its rows are not independent, or the conversion is wrong there")
 
 
 _BY_VERIFY = {"passed": None, "problem": None, "max_abs": None, "max_rel": None, "by": "verify"}

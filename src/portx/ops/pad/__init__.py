@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir import REQUIRED, OpDef
+from ...ir import REQUIRED, OpDef, SymDim
 
 __all__ = ["PAD", "MODES", "crop_and_pad"]
 
@@ -29,9 +29,19 @@ def crop_and_pad(pads):
 
     Example: ``crop_and_pad(((1, -2),)) == (((0, 2),), ((1, 0),))``.
     """
-    crop = tuple((max(-lo, 0), max(-hi, 0)) for lo, hi in pads)
-    grow = tuple((max(lo, 0), max(hi, 0)) for lo, hi in pads)
+    crop = tuple((_crop(lo), _crop(hi)) for lo, hi in pads)
+    grow = tuple((lo if _grows(lo) else max(lo, 0), hi if _grows(hi) else max(hi, 0)) for lo, hi in pads)
     return crop, grow
+
+
+def _grows(width) -> bool:
+    """A free width (SymDim, ``x.shape[1]``) that is never negative at a size >= 1 pads; another free one raises
+    TypeError in ``-width`` (the emitter pins its dim, Note [free dims])."""
+    return isinstance(width, SymDim) and width.scale >= 0 and width.scale + width.offset >= 0
+
+
+def _crop(width):
+    return 0 if _grows(width) else max(-width, 0)
 
 
 @PAD.infer

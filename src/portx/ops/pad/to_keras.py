@@ -9,6 +9,7 @@ Example generated code:
 """
 from __future__ import annotations
 
+from ...ir import FreeDimRefused, SymDim
 from ..pad import PAD, crop_and_pad
 from ..shape.index import subscript_text
 
@@ -33,8 +34,22 @@ def _zero_padding_layer(node, grow) -> str | None:
     return f"ZeroPadding{rank - 2}D"
 
 
+def _free_pad(node, k, pads) -> None:
+    """Constant padding by widths read from input sizes at run time (``F.pad(x, (0, 0, 0, x.shape[1]))``):
+    FreeShape's "pad"; a width that could be negative (a crop) or another mode is refused (the dim is pinned)."""
+    free = [p for pair in pads for p in pair if isinstance(p, SymDim)]
+    if node.attrs["mode"] != "constant" or any(d.scale < 0 or d.scale + d.offset < 0 for d in free) or any(
+            p < 0 for pair in pads for p in pair if not isinstance(p, SymDim)):
+        raise FreeDimRefused(f"a {node.attrs['mode']} pad by free widths {pads} that may crop",
+                             {s for d in free for s in d.symbols})
+    k.free_shape(node, "pad", k.ref(node.inputs[0]), [p for pair in pads for p in pair], node.attrs["value"])
+
+
 @PAD.emits("keras-jax")
 def _pad_to_keras(node, k):
+    if any(isinstance(p, SymDim) for pair in node.attrs["pads"] for p in pair):
+        _free_pad(node, k, node.attrs["pads"])
+        return
     crop, grow = crop_and_pad(node.attrs["pads"])
     source = _crop_text(k, node, crop)
     if not any(g0 or g1 for g0, g1 in grow):

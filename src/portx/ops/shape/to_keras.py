@@ -88,6 +88,10 @@ def _split_to_keras(node, k):
 def _slice_to_keras(node, k):
     x, a = node.inputs[0], node.attrs
     full = k.graph.free_shape(x)[a["axis"]]
+    if isinstance(a["start"], SymDim) or (isinstance(a["end"], SymDim) and a["end"] != full):
+        # a bound read from an input's size at run time (``pos[:, :ids.shape[1]]``): Keras slices need ints
+        k.free_shape(node, "slice", k.ref(x), (a["axis"], a["start"], a["end"], a["step"]))
+        return
     item = f"{k.lit(a['start']) if a['start'] else ''}:{k.lit(a['end']) if a['end'] != full else ''}"
     item += f":{a['step']}" if a["step"] != 1 else ""
     k.assign(node, k.ref(x) + index_text(a["axis"], item))

@@ -21,7 +21,8 @@ from ...progress import watch
 from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal, module_sentences, nested_outputs
 from .style import VariableNames, auto_names_in, layer_args
 from ..constants import evaluate_constant, live_values
-from .sharded import DEFAULT_SHARD_GB, SHARDED_FILE, write_sharded
+from ..refused import refused_build
+from .sharded import DEFAULT_SHARD_GB, SHARDED_FILE, abstract_model, write_sharded
 from .model_classes import DRAW_MODEL, FREE_SHAPE_LAYER, constant_model_body, draws_random
 
 __all__ = ["TARGET", "WEIGHTS_FILE", "HEADER", "KerasEmitter", "emit_keras"]
@@ -127,10 +128,12 @@ class KerasEmitter(EmitterBase):
         self.definitions.setdefault(name, source)
         return name
 
-    def free_shape(self, node, op: str, x: str, shape) -> None:
-        """``out = FreeShape(op, dims)(x, inputs...)``: reshape/broadcast_to a shape with free dims (SymDims)."""
+    def free_shape(self, node, op: str, x: str, shape, fill=0.0) -> None:
+        """``out = FreeShape(op, dims)(x, inputs...)``: reshape/broadcast_to a shape with free dims (SymDims), or
+        slice by free bounds (op "slice", ``shape`` = (axis, start, end, step)) or pad by free widths (op "pad",
+        ``shape`` = the widths, before and after, of each axis in turn, padding with ``fill``)."""
         name = self.layer_name(node)
-        self._bind(node, self._free_call(op, x, shape, name), self.variables(node, name))
+        self._bind(node, self._free_call(op, x, shape, name, fill), self.variables(node, name))
 
     def free_expr(self, node, op: str, x: str, shape) -> str:
         """An expression for ``x`` reshaped or broadcast to ``shape``, which may hold free dims (SymDims)."""
@@ -138,7 +141,7 @@ class KerasEmitter(EmitterBase):
             return f"ops.{op}({x}, {literal(tuple(shape))})"
         return self._free_call(op, x, shape, self.layer_ident(f"{self.var_names.raw(node)}_{op}", op))
 
-    def _free_call(self, op, x, shape, name) -> str:
+    def _free_call(self, op, x, shape, name, fill=0.0) -> str:
         refs, dims = [], []
         for d in shape:
             if isinstance(d, SymDim) and "*" in d.symbol:
@@ -152,7 +155,8 @@ class KerasEmitter(EmitterBase):
             else:
                 dims.append(int(d))
         self.define("FreeShape", FREE_SHAPE_LAYER)
-        return f"FreeShape({literal(op)}, {literal(dims)}, name={literal(name)})({', '.join([x] + refs)})"
+        value = f", value={literal(float(fill))}" if fill else ""
+        return f"FreeShape({literal(op)}, {literal(dims)}{value}, name={literal(name)})({', '.join([x] + refs)})"
 
     def inline(self, array) -> str:
         """A literal for a small array: a Python number for 0-d float32/int, else ``np.array``."""
@@ -377,6 +381,8 @@ def emit_keras(graph, out_dir, max_shard_size=DEFAULT_SHARD_GB) -> dict:
     module = import_by_path(code_path)
     weights_path = out_dir / WEIGHTS_FILE
     with watch(code_path, "build_model", "building the Keras model"):  # progress.py: follows build_model's lines
-        shards = write_sharded(module, emitter.weights, weights_path, max_shard_size)
+        with refused_build(graph, emitter.names, code_path):  # Note [build-time refusal]
+            model = abstract_model(module)
+        shards = write_sharded(model, emitter.weights, weights_path, max_shard_size)
     return {"code": code_path, "weights": weights_path, "shards": shards, "layer_of": emitter.layer_of,
             "var_of": dict(emitter.names), "origins": emitter.origins}

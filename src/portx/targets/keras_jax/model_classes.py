@@ -22,29 +22,35 @@ __all__ = ["CONSTANT_MODEL", "DRAW_MODEL", "FREE_SHAPE_LAYER", "constant_model_b
 FREE_SHAPE_LAYER = '''
 @keras.saving.register_keras_serializable(package="converted")
 class FreeShape(layers.Layer):
-    """ops.reshape or ops.broadcast_to to a shape with free dims, read from model inputs at run time.
+    """ops.reshape or ops.broadcast_to to a shape with free dims, or a slice whose bounds are free, read
+    from model inputs at run time.
 
     Each entry of ``dims`` is a size, or [i, axis, scale, offset]: scale * (size of the i-th input after
-    x along axis) + offset. Registered serializable, like Constant.
+    x along axis) + offset. For "slice", ``dims`` is [axis, start, end, step]; for "pad", the (before,
+    after) widths of each axis in turn, padding with ``value``. Registered serializable, like Constant.
     """
 
-    def __init__(self, op, dims, **kwargs):
+    def __init__(self, op, dims, value=0.0, **kwargs):
         super().__init__(**kwargs)
-        if op not in ("reshape", "broadcast_to"):
+        if op not in ("reshape", "broadcast_to", "slice", "pad"):
             raise ValueError(f"FreeShape: unknown op {op!r}")
-        self.op, self.dims = op, [d if isinstance(d, int) else list(d) for d in dims]
+        self.op, self.dims, self.value = op, [d if isinstance(d, int) else list(d) for d in dims], value
 
     def call(self, x, *inputs):
-        shape = tuple(d if isinstance(d, int) else ops.shape(inputs[d[0]])[d[1]] * d[2] + d[3]
-                      for d in self.dims)
-        return ops.reshape(x, shape) if self.op == "reshape" else ops.broadcast_to(x, shape)
+        sizes = [d if isinstance(d, int) else ops.shape(inputs[d[0]])[d[1]] * d[2] + d[3] for d in self.dims]
+        if self.op == "slice":
+            axis, start, end, step = sizes  # a take: jax.export keeps its size symbolic, not x[a:b]'s min(n, b)
+            return ops.take(x, ops.arange(start, end, step, dtype="int32"), axis=axis)
+        if self.op == "pad":
+            return ops.pad(x, list(zip(sizes[0::2], sizes[1::2])), constant_values=self.value)
+        return ops.reshape(x, sizes) if self.op == "reshape" else ops.broadcast_to(x, sizes)
 
     def compute_output_spec(self, x, *inputs):
         # traced on a dense stand-in: Keras marks ops.multiply(x, constant) sparse, and would trace a sparse array
         return super().compute_output_spec(keras.KerasTensor(x.shape, x.dtype), *inputs)
 
     def get_config(self):
-        return {**super().get_config(), "op": self.op, "dims": self.dims}
+        return {**super().get_config(), "op": self.op, "dims": self.dims, "value": self.value}
 '''
 
 CONSTANT_MODEL = '''

@@ -13,7 +13,7 @@ the index are Keras' by construction (tests/targets/keras_jax/test_sharded.py co
 released once it is written (Note [lazy weights] in weights/safetensors.py).
 
 Example:
-    >>> write_sharded(module, {"dense": [kernel, bias]}, "out/model.weights.json", max_shard_size=2.0)
+    >>> write_sharded(abstract_model(module), {"dense": [kernel, bias]}, "out/model.weights.json", max_shard_size=2.0)
 """
 from __future__ import annotations
 
@@ -47,13 +47,12 @@ def abstract_model(module):
     return model
 
 
-def write_sharded(module, weights: dict, path, max_shard_size=DEFAULT_SHARD_GB) -> list:
-    """Write ``weights`` ({layer name: arrays in ``layer.weights`` order}; popped as written) for the model
-    of ``module`` (an imported model.py) to ``path`` (``model.weights.json``) and its shards; returns the shard
+def write_sharded(model, weights: dict, path, max_shard_size=DEFAULT_SHARD_GB) -> list:
+    """Write ``weights`` ({layer name: arrays in ``layer.weights`` order}; popped as written) for ``model``
+    (``abstract_model`` of an imported model.py) to ``path`` (``model.weights.json``) and its shards; returns the shard
     paths. A variable no emit rule gave (a dropout's seed) is written as its initializer makes it."""
     from keras.src.saving import saving_lib
 
-    model = abstract_model(module)
     arrays = {}
     for name in list(weights):
         layer = model if name == model.name else model.get_layer(name)

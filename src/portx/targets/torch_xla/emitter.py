@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...ir import DTYPES, IRError
+from ...ir import DTYPES, IRError, SymDim
 from ...ops._util import kind
 from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal, module_sentences
 from .shards import INDEX_FILE, SHARDED_FOOTER, WEIGHTS_FILE, is_sharded, module_on, write_weights
@@ -201,7 +201,7 @@ class TorchEmitter(EmitterBase):
     @staticmethod
     def torch_pads(pairs) -> tuple:
         """(begin, end) pairs per axis -> F.pad's flat list, last axis first, trailing zeros dropped."""
-        flat = [int(p) for pair in reversed(tuple(pairs)) for p in pair]
+        flat = [p if isinstance(p, SymDim) else int(p) for pair in reversed(tuple(pairs)) for p in pair]
         while len(flat) > 2 and flat[-2:] == [0, 0]:
             flat = flat[:-2]
         return tuple(flat)
