@@ -1,6 +1,6 @@
 """Keras import rules read call arguments as Keras binds them (Note [keras call arguments] in
 frontends/keras_call_args.py): every covered layer that takes more than one argument, called positionally and
-by keyword, converts to the same model, checked against Keras on both targets."""
+by keyword, converts to the same model, checked against Keras on both targets (keras.ops operations too)."""
 import keras
 import numpy as np
 import pytest
@@ -64,9 +64,21 @@ def _attention(positional):
                                            mask]
 
 
+def _ops(positional):
+    """keras.ops operations bind the same way: ``take(x, indices=i)``, ``where(c, x1=a, x2=b)``, ``add(x1=, x2=)``."""
+    x, i = keras.Input((T, F)), keras.Input((3,), dtype="int32")
+    if positional:
+        y = keras.ops.add(keras.ops.take(x, i, axis=1), 1.0)
+        y = keras.ops.where(keras.ops.greater(y, 0.0), y, keras.ops.multiply(y, 0.1))
+    else:
+        y = keras.ops.add(x1=keras.ops.take(x, indices=i, axis=1), x2=1.0)
+        y = keras.ops.where(keras.ops.greater(x1=y, x2=0.0), x1=y, x2=keras.ops.multiply(x1=y, x2=0.1))
+    return keras.Model([x, i], y), [seeded((B, T, F)), np.array([[4, 0, 2]], dtype="int32")]
+
+
 CASES = {"Softmax": _softmax, "LSTM": _recurrent_state(L.LSTM, 2),
          "GRU": _recurrent_state(L.GRU, 1), "SimpleRNN": _recurrent_state(L.SimpleRNN, 1), "GRU-mask": _recurrent_mask,
-         "Bidirectional": _bidirectional, "MultiHeadAttention": _attention}
+         "Bidirectional": _bidirectional, "MultiHeadAttention": _attention, "keras.ops": _ops}
 
 
 @pytest.mark.parametrize("positional", [True, False], ids=["positional", "keyword"])

@@ -60,6 +60,11 @@ class BoundArguments:
         value = self.bound.get(name, default)
         return default if value is None else value
 
+    def operands(self, n) -> list:
+        """The first ``n`` parameters' arguments in the signature's order, each given positionally or by keyword:
+        ``x, indices = call.operands(2)`` for ``keras.ops.take(x, indices=i)``."""
+        return list(self.bound.values())[:n]
+
     def passed(self, name) -> bool:
         """True when the call gives parameter ``name`` a value, even one portx did not convert (a Keras mask)."""
         arguments = getattr(self.node, "arguments", None)
