@@ -27,6 +27,7 @@ from .outputs import staged_output  # noqa: E402
 from .report_html import write_report  # noqa: E402
 from .passes.legalize import PortxWarning, load_table, status_of  # noqa: E402
 from .passes.layout import IO_LAYOUTS, io_layouts  # noqa: E402
+from .passes.layout_one_channel import unknown_layout_notes  # noqa: E402
 from .passes.pipeline import inference_skip  # noqa: E402
 from .targets import TARGETS, find_target  # noqa: E402
 from .targets.codegen import missing_emit_rules  # noqa: E402
@@ -232,6 +233,7 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
         src, graph, emitted, model, sized = _emit_free(stages, target, graph, record, tmp, src, seed, atol, rtol,
                                                        verify, notes, emit_options, bool(too_big))
         report = _report(src, graph, target, notes)
+        report["warnings"] += unknown_layout_notes(report["layout"], io_layout)  # Note [one-channel images]
         report["training"] = _training(graph, source_counts, target.parameter_counts(model), fold_bn or inference)
         if report["training"]["problem"]:
             report["warnings"].append(report["training"]["problem"])

@@ -31,6 +31,7 @@ from ..ir.validate import IRError
 from ..progress import step
 from ..ops.shape import PERMUTE
 from .keras_activations import apply_activation
+from .keras_call_args import BoundArguments, bind_arguments
 from .jaxpr import prune_graph
 from .keras_traced import trace_function, trace_layer, traceable
 
@@ -59,12 +60,13 @@ def functional_of(model):
     return getattr(model, "_functional", None)
 
 
-class KerasCall:
+class KerasCall(BoundArguments):
     """What an import rule sees for one call of a Keras layer or operation.
 
     ``layer`` is the Keras object, ``config`` its ``get_config()``, ``scope`` the dotted layer path,
     ``inputs`` the IR Values of the tensor arguments in call order, ``args`` / ``kwargs`` the call
-    arguments with each KerasTensor replaced by its IR Value (``kwargs`` without ``training``),
+    arguments with each KerasTensor replaced by its IR Value (``kwargs`` without ``training``), ``bound``
+    the same by parameter name (read them with ``arg``: Note [keras call arguments] in keras_call_args.py),
     ``outputs`` the Keras output tensors. Example (Dense)::
 
         y = call.emit(LINEAR, [call.inputs[0], call.param(call.weight("kernel").T, "weight")])
@@ -74,6 +76,7 @@ class KerasCall:
     def __init__(self, walker, node, scope, args, kwargs, inputs):
         self._walker, self.node, self.layer = walker, node, node.operation
         self.scope, self.args, self.kwargs, self.inputs = scope, args, kwargs, inputs
+        self.bound = bind_arguments(self.layer, args, kwargs)
         self.outputs = list(node.outputs)
         self._config = None
         self._read = []  # (array, trainable, variable path) for each weight of this layer read so far (``weight``)
@@ -161,7 +164,7 @@ class KerasCall:
 
     def bind_mask(self, value, index=0) -> None:
         """Give output ``index``'s Keras mask (``Embedding(mask_zero=True)``, ``Masking``) the IR Value ``value``,
-        a bool tensor that later layers read as their ``mask`` argument (``call.kwargs["mask"]``)."""
+        a bool tensor that later layers read as their ``mask`` argument (``call.arg("mask")``)."""
         mask = getattr(self.outputs[index], "_keras_mask", None)
         if mask is not None:
             self._walker.masks[id(mask)] = value
@@ -233,7 +236,7 @@ class _Walker:
         if entry is None and not traceable(op):
             self.fail(key, scope, _missing_reason(op))
             return
-        mask = node.arguments.kwargs.get("mask")
+        mask = bind_arguments(op, node.arguments.args, node.arguments.kwargs).get("mask")
         if id(mask) in self.masks and key not in _MASK_READERS:
             self.fail(key, scope, f"reads a Keras mask, which portx converts into {', '.join(_MASK_READERS)} "
                                   "only; pass explicit masks instead")

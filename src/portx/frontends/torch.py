@@ -29,8 +29,8 @@ from .torch_arrays import array_of
 from .torch_names import op_name as _op_name
 from .torch_names import module_kind, scope_of
 from .torch_records import type_error
-from .torch_training import (decompose_keeping_dropout, functional_inplace, rearranges, remove_effect_tokens,
-                             stops_gradient)
+from .torch_training import (casts_to_bfloat16, decompose_keeping_dropout, functional_inplace, rearranges,
+                             remove_effect_tokens, stops_gradient)
 from .torch_dynamic import computed_at_run_time, explain_export_failure, known_sizes, refuse_data_dependent
 
 __all__ = ["lower_exported", "walk_program", "export_module", "torch_dtype_name", "TorchCall", "rule_for", "state_of"]
@@ -248,7 +248,7 @@ class _Lowering:
     def fold(self, node) -> bool:
         """Evaluate ``node`` with torch when all of its inputs are constants; True when done."""
         shape_only = _op_name(node.target) in _SHAPE_ONLY
-        if not shape_only and computed_at_run_time(node):
+        if not shape_only and (computed_at_run_time(node) or casts_to_bfloat16(node)):
             return False
         if not shape_only and not all(n in self.consts for n in node.all_input_nodes):
             return False

@@ -203,7 +203,7 @@ def clean_model_json(doc, names: _Names, path):
                 node[key] = {names.name(k, f"{field} key"): v for k, v in value.items()}
                 stack.append((node[key], key))
             elif key == "name" and isinstance(value, str) and where == "inputs":
-                if not _IDENT.match(value):  # an op's schema argument name, matched against the schema
+                if value and not _IDENT.match(value):  # a schema argument name ("": a higher-order op's)
                     raise BadInput(f"{path}: {field} {value[:60]!r} is not an operator argument name",
                                    hint="the archive's model.json was edited; export the model again")
             elif key in ("name", *_NAME_KEYS):

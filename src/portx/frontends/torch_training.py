@@ -23,7 +23,8 @@ import torch
 
 from .torch_names import op_name
 
-__all__ = ["decompose_keeping_dropout", "rearranges", "remove_effect_tokens", "stops_gradient", "functional_inplace"]
+__all__ = ["decompose_keeping_dropout", "rearranges", "casts_to_bfloat16", "remove_effect_tokens", "stops_gradient",
+           "functional_inplace"]
 
 #: ops whose folded result is the same numbers as their one input, re-arranged (a trainable input stays trainable;
 #: not ``detach``, whose result is a constant in the source too)
@@ -37,9 +38,23 @@ def stops_gradient(node) -> bool:
     return op_name(node.target) == "aten::detach"
 
 
+def _casts(node) -> bool:
+    """True for a ``_to_copy`` to another dtype (an autocast region's cast): it computes new numbers."""
+    source = node.args[0].meta.get("val") if node.args and hasattr(node.args[0], "meta") else None
+    dtype = node.kwargs.get("dtype")
+    return op_name(node.target) == "aten::_to_copy" and dtype is not None and getattr(source, "dtype", dtype) != dtype
+
+
 def rearranges(node) -> bool:
-    """True when ``node`` re-arranges its one input's numbers (``_VIEWS``)."""
-    return op_name(node.target) in _VIEWS
+    """True when ``node`` re-arranges its one input's numbers (``_VIEWS``; a cast to another dtype does not), so
+    a parameter read through it still trains: ``rearranges(transpose_node)``."""
+    return op_name(node.target) in _VIEWS and not _casts(node)
+
+
+def casts_to_bfloat16(node) -> bool:
+    """True for a cast to bfloat16, which portx keeps in the graph: folded, its constant would widen to float32
+    (torch_arrays.py) and the ops after it would see float32 where the source computes in bfloat16."""
+    return _casts(node) and node.kwargs.get("dtype") == torch.bfloat16
 
 
 @torch.library.custom_op("portx_ir::dropout", mutates_args=())

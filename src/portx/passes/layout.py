@@ -34,6 +34,7 @@ from ..ops.shape import PERMUTE, RESHAPE
 from .fold import merge_reshapes_and_permutes, remove_dead_nodes
 from .layout_refine import refine_permutes
 from .layout_rows import unmerge_rows
+from .layout_one_channel import inner_layouts, one_channel_layout, to_one_channel_layout
 from .layout_rules import RULES
 from .layout_sink import Sinker, count_permutes, inverse
 
@@ -207,9 +208,10 @@ def _drop_boundary_permutes(graph, channels_last: bool):
         if inner in inputs or graph.is_param(inner):
             continue
         outputs[k], out_perms[k] = inner, _compose(out_perms[k], q)
+    graph = remove_dead_nodes(graph.replace(inputs=tuple(inputs), outputs=tuple(outputs), nodes=tuple(nodes)))
+    graph = merge_reshapes_and_permutes(to_one_channel_layout(graph, channels_last, out_perms))
     meta = {**graph.meta, "io_perms": {"inputs": tuple(in_perms), "outputs": tuple(out_perms)}}
-    return remove_dead_nodes(graph.replace(inputs=tuple(inputs), outputs=tuple(outputs), nodes=tuple(nodes),
-                                           meta=meta))
+    return graph.replace(meta=meta)
 
 
 def set_io_layout(graph, mode: str = "source"):
@@ -226,10 +228,11 @@ def set_io_layout(graph, mode: str = "source"):
     return graph.replace(meta={**graph.meta, "io_layout": io_layouts(graph)})
 
 
-def _layout_of(value, boundary, spatial_nodes, recorded):
+def _layout_of(value, boundary, spatial_nodes, recorded, inner=None):
     """(layout name in the graph, transposed inside) for an input or output, or (None, False).
 
-    ``boundary`` holds the permutes from the value into the graph (inverted for an output).
+    ``boundary`` holds the permutes from the value into the graph (inverted for an output); ``inner`` the
+    layout of the image op the value is computed from (``inner_layouts``), for a 1-channel image.
     """
     names = _NAMES.get(value.type.rank)
     if names is None:
@@ -243,7 +246,8 @@ def _layout_of(value, boundary, spatial_nodes, recorded):
         return names[int(bool(spatial_nodes[0].attrs.get("channels_last", False)))], False
     if recorded is not None and recorded in (channels_last_perm(rank), channels_first_perm(rank)):
         return names[int(recorded == channels_last_perm(rank))], False
-    return None, False
+    one = one_channel_layout(value.type.shape, inner)  # Note [one-channel images]
+    return (None, False) if one is None else (names[int(one)], False)
 
 
 def _row(value, layout, transposed, recorded) -> dict:
@@ -263,7 +267,7 @@ def io_layouts(graph) -> dict:
 
     Example: ``io_layouts(g)["inputs"][0]["layout"] == "NCHW"``.
     """
-    users, producers = graph.users(), graph.producers()
+    users, producers, inner = graph.users(), graph.producers(), inner_layouts(graph)
     perms = graph.meta.get("io_perms", {})
     rows = {"inputs": [], "outputs": []}
     for kind, values in (("inputs", graph.inputs), ("outputs", graph.outputs)):
@@ -274,7 +278,7 @@ def io_layouts(graph) -> dict:
             boundary = boundary if kind == "inputs" else [inverse(p) for p in boundary]
             if len(boundary) != len(near):
                 boundary = []
-            layout, transposed = _layout_of(value, boundary, [n for n in near if is_spatial(n)], rec)
+            layout, transposed = _layout_of(value, boundary, [n for n in near if is_spatial(n)], rec, inner.get(value))
             rows[kind].append(_row(value, layout, transposed, rec))
     rows["inner_transposes"] = inner_transposes(graph)
     return rows

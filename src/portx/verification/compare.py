@@ -18,7 +18,10 @@ Note [low-precision tolerance]: an output that one side holds in a float narrowe
 bfloat16, float8) is compared at no less than ``LOW_PRECISION_ULPS`` units of that dtype's resolution (its ``eps``,
 the spacing at 1.0) in atol, rtol and the per-element rtol: one rule for every op, derived from the dtype
 (float16: 0.0039; bfloat16: 0.031; float8_e4m3fn: 0.5; float8_e5m2: 1.0), since a source that rounds each
-intermediate to a few bits of mantissa and a target that keeps float32 differ by a few of those units.
+intermediate to a few bits of mantissa and a target that keeps float32 differ by a few of those units. An output
+computed through such a float and cast back (a ``torch.autocast`` region, a ``.half()`` block: ``narrow_outputs``)
+is compared at the same tolerance: both sides round there, and their roundings differ (a fused ``addmm`` rounds
+once, a matmul and an add twice).
 
 Example:
     >>> inputs = make_inputs(graph, seed=0)
@@ -33,7 +36,7 @@ from ..weights import release_pages
 __all__ = ["DEFAULT_ATOL", "DEFAULT_RTOL", "ELEMENT_FLOOR", "ELEMENT_RTOL", "HALF_TOL", "LOW_PRECISION_ULPS",
            "low_precision_tol", "input_dtype", "make_inputs", "distinct", "compare_arrays",
            "compare", "run_reference", "index_limit", "element_check", "nonfinite_params", "random_outputs",
-           "random_note", "compare_random", "sign_free_outputs", "align_signs"]
+           "random_note", "compare_random", "sign_free_outputs", "narrow_outputs", "align_signs"]
 
 DEFAULT_ATOL = 1e-5
 DEFAULT_RTOL = 1e-4
@@ -144,14 +147,15 @@ def element_check(e, g, finite, atol, scale, rtol=ELEMENT_RTOL) -> dict:
             "floor": ELEMENT_FLOOR, "rtol": rtol}
 
 
-def compare_arrays(expected, got, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, elements=False) -> dict:
+def compare_arrays(expected, got, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, elements=False, narrow=0.0) -> dict:
     """Errors of ``got`` against ``expected``; ``passed`` is False on shape, NaN or Inf mismatch.
 
     ``elements=True`` adds the per-element rule (Note [per-element check]) as ``row["elements"]``;
-    a violation fails the comparison.
+    a violation fails the comparison. ``narrow``: the output was computed through a narrow float
+    (``narrow_outputs``; Note [low-precision tolerance]).
     """
     expected, got = np.asarray(expected), np.asarray(got)
-    narrow = low_precision_tol(expected, got)  # one side held in float16 / bfloat16
+    narrow = max(narrow, low_precision_tol(expected, got))  # one side held in float16 / bfloat16
     atol, rtol = max(atol, narrow), max(rtol, narrow)
     row = {"shape": list(expected.shape), "atol": atol, "rtol": rtol}
     if expected.shape != got.shape:
@@ -193,17 +197,19 @@ def compare_arrays(expected, got, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, elements
 
 
 def compare(expected: list, got: list, names: list, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, random=None,
-            signs=None) -> dict:
+            signs=None, narrow=None) -> dict:
     """Per-output comparison rows and an overall verdict. ``random`` ({output name: (random node, direct)},
     ``random_outputs``): those outputs are checked for shape, dtype and support only (``compare_random``).
-    ``signs`` ({output name: axis}, ``sign_free_outputs``): those are compared sign-aligned (``align_signs``)."""
+    ``signs`` ({output name: axis}, ``sign_free_outputs``): those are compared sign-aligned (``align_signs``).
+    ``narrow`` ({output name: tolerance}, ``narrow_outputs``): computed through a narrow float."""
     if len(expected) != len(got):
         return {"passed": False, "outputs": [], "problem": f"{len(got)} outputs, expected {len(expected)}"}
-    random, signs = random or {}, signs or {}
+    random, signs, narrow = random or {}, signs or {}, narrow or {}
     pairs = [align_signs(e, g, signs[n]) if n in signs else (e, g) for n, e, g in zip(names, expected, got)]
     expected, got = [e for e, _ in pairs], [g for _, g in pairs]
     rows = [{"name": n, **(compare_random(e, g, *random[n]) if n in random else
-                           compare_arrays(e, g, atol, rtol, elements=True))} for n, e, g in zip(names, expected, got)]
+                           compare_arrays(e, g, atol, rtol, elements=True, narrow=narrow.get(n, 0.0)))}
+            for n, e, g in zip(names, expected, got)]
     return {"passed": all(r["passed"] for r in rows), "outputs": rows}
 
 
@@ -218,6 +224,22 @@ def random_outputs(graph) -> dict:
         if source is not None:
             drawn.update({v: source for v in node.outputs})
     return {v.name: (drawn[v], v in drawn[v].outputs) for v in graph.outputs if v in drawn}
+
+
+def narrow_outputs(graph) -> dict:
+    """{output name: tolerance} for every graph output computed through a float narrower than float32 and cast
+    back (Note [low-precision tolerance]): ``LOW_PRECISION_ULPS`` eps of the narrowest such float on its path."""
+    import ml_dtypes
+
+    def eps(dtype):
+        narrow = dtype in ("float16", "bfloat16") or dtype.startswith("float8")
+        return LOW_PRECISION_ULPS * float(ml_dtypes.finfo(dtype).eps) if narrow else 0.0
+
+    found = {}
+    for node in graph.nodes:
+        tol = max([found.get(v, 0.0) for v in node.inputs if v is not None] + [eps(v.type.dtype) for v in node.outputs])
+        found.update((v, tol) for v in node.outputs if tol)
+    return {v.name: found[v] for v in graph.outputs if v in found}
 
 
 def sign_free_outputs(graph) -> dict:

@@ -168,7 +168,7 @@ def verify_in_domain(src, graph, model, target, seed, atol, rtol, shapes=None) -
     """(result, arrays): ``compare`` of the source and the loaded ``model`` on each of ``verification_batches``
     (at ``shapes``); ``result["batches"]`` says which passed, ``result["notes"]`` why inputs were replaced, and
     ``arrays`` is the first batch that differs (else the first batch; None when verification was skipped)."""
-    from .compare import compare, random_note, random_outputs, sign_free_outputs
+    from .compare import compare, narrow_outputs, random_note, random_outputs, sign_free_outputs
 
     batches, notes = verification_batches(src, graph, seed, shapes)
     if not batches:
@@ -178,7 +178,7 @@ def verify_in_domain(src, graph, model, target, seed, atol, rtol, shapes=None) -
     result, arrays = None, None
     for label, batch, expected in batches:
         row = compare(expected, target.run(model, batch), names, atol, rtol, random=random,
-                      signs=sign_free_outputs(graph))
+                      signs=sign_free_outputs(graph), narrow=narrow_outputs(graph))
         if result is None:
             result, arrays = {**row, "on": label, "batches": []}, batch
         result["batches"].append({"on": label, "passed": row["passed"]})

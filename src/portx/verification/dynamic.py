@@ -26,7 +26,8 @@ from ..progress import step
 from ..passes.free_dims import NotFree, apply_free, diff_free, merge_found
 from ..passes.static_batch import rebatch
 from .chunks import RowsMix, chunked_outputs
-from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, input_dtype, random_outputs, sign_free_outputs
+from .compare import (DEFAULT_ATOL, DEFAULT_RTOL, compare, input_dtype, narrow_outputs, random_outputs,
+                      sign_free_outputs)
 from .domain import cycled, example_fraction, sized_batch, verify_in_domain
 from .memory import release
 from .trace import localize
@@ -398,7 +399,7 @@ def _check_size(graph, run, arrays, expected, atol, rtol, compiled=None) -> dict
     try:
         result = {"passed": False, "outputs": [], "problem": expected} if isinstance(expected, str) else \
             compare(expected, run(arrays), [v.name for v in graph.outputs], atol, rtol,
-                    random=random_outputs(graph), signs=sign_free_outputs(graph))
+                    random=random_outputs(graph), signs=sign_free_outputs(graph), narrow=narrow_outputs(graph))
     except Exception as exc:  # noqa: BLE001 - a model that fails at this size is the finding
         result = {"passed": False, "outputs": [], "problem": _one_line(exc)}
     return {"passed": result["passed"], "problem": result.get("problem"),

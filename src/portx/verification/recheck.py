@@ -30,7 +30,8 @@ from ..passes.layout import IO_LAYOUTS, graph_arrays, set_io_layout, source_arra
 from ..passes.pipeline import inference_skip, run_passes
 from ..progress import Stages, step
 from ..targets import DEFAULT_TARGET, target_of
-from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs, random_outputs, run_reference, sign_free_outputs
+from .compare import (DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs, narrow_outputs, random_outputs, run_reference,
+                      sign_free_outputs)
 from .grads import compare_gradients, gradient_problem
 from .trace import first_failure, observe_values, trace_layers
 
@@ -205,7 +206,8 @@ def _run_samples(src, graph, converted, batches, atol, rtol) -> list:
                                     f"{first_line(exc)})"})
             continue
         rows.append({"seed": seed, **compare(expected_outputs(src, graph, arrays), got, names, atol, rtol,
-                                             random=random_outputs(graph), signs=sign_free_outputs(graph))})
+                                             random=random_outputs(graph), signs=sign_free_outputs(graph),
+                                             narrow=narrow_outputs(graph))})
     return rows
 
 

@@ -131,3 +131,31 @@ def test_a_huge_constant_is_refused_before_folding():
     model.graph.output.append(helper.make_tensor_value_info("big", F, [1 << 20, 1 << 20]))
     with pytest.raises(BadInput, match="has more than"):
         load(model).lower()
+
+
+def _declared(path, nodes, inputs, out_shape, inits):
+    """A model whose inputs declare ``inputs`` ({name: dims with dim_params}) and whose graph may fix them."""
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, F, d) for n, d in inputs.items()],
+                              [helper.make_tensor_value_info("y", F, out_shape)],
+                              [numpy_helper.from_array(a, n) for n, a in inits.items()])
+    return _save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def test_a_dim_param_the_graph_fixes_is_pinned_with_a_warning(tmp_path):
+    """Note [contradicted dim_param]: 'feat' feeds a (12, 4) weight; the default example (8) cannot run."""
+    weight = np.random.RandomState(0).randn(12, 4).astype(np.float32)
+    path = _declared(tmp_path / "m.onnx", [helper.make_node("MatMul", ["x", "w"], ["y"])], {"x": ["batch", "feat"]},
+                     ["batch", 4], {"w": weight})
+    src = load(str(path))
+    assert src.input_types[0].shape == (1, 12)
+    assert any("declares axis 1 ('feat') free, but the graph fixes it to 12" in n for n in src.notes), src.notes
+
+
+def test_dim_params_the_graph_contradicts_exit_2_in_one_line(tmp_path):
+    """h * w must be 1024 (a Reshape to 3072 = 3 * 32 * 32): no single size fixes it, so the user is asked."""
+    path = _declared(tmp_path / "m.onnx", [helper.make_node("Reshape", ["x", "s"], ["y"])],
+                     {"x": ["batch", 3, "h", "w"]}, ["batch", 3072], {"s": np.array([-1, 3072], np.int64)})
+    run = _cli("convert", path, "-o", tmp_path / "out")
+    assert run.exit_code == 2, run.output
+    assert "free input dims it declares (batch=1, h=8, w=8)" in run.output and "--input" in run.output
+    assert len(run.output.strip().splitlines()) == 1 and not (tmp_path / "out").exists()

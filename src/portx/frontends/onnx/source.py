@@ -5,6 +5,13 @@ declares them (one symbol per name, shared across inputs), and the example takes
 unless ``--input`` says otherwise. ``resized`` re-runs strict ONNX shape inference at the new sizes, so a
 model that cannot run there is refused (BadInput) before it is lowered; a fixed dim is never resized.
 
+Note [contradicted dim_param]: a file may declare a dim free that its graph fixes (``["batch", "feat"]`` into a
+MatMul with a (12, 4) weight). Where shape inference fails at the default example and no ``--input`` was given,
+each free dim is tried alone (axis 0, most likely a batch, last) at the sizes of the graph's initializers'
+axes (a weight's input features); the first size that infers is taken with a warning naming the dim, and the
+free-dim check then pins it there. Where none does, one BadInput line names the free dims and asks for
+``--input``.
+
 Example:
     >>> src = load_onnx_source("model.onnx")
     >>> graph = src.lower(); outs = src.run(*arrays)
@@ -25,6 +32,16 @@ __all__ = ["OnnxSource", "load_onnx_source", "declared_dims"]
 
 #: example sizes of a free dim: axis 0 (a batch), any other axis
 _DEFAULT_BATCH, _DEFAULT_SIZE = 1, 8
+
+
+def free_sites(proto) -> dict:
+    """{dim_param name (``INPUT_AXIS`` for an unnamed one): [(input index, axis), ...]} over the data inputs."""
+    infos, found = data_inputs(proto.graph), {}
+    for i, dims in enumerate(declared_dims(proto)):
+        for axis, d in enumerate(dims):
+            if isinstance(d, str):
+                found.setdefault(d or f"{infos[i].name}_{axis}", []).append((i, axis))
+    return found
 
 
 def declared_dims(proto) -> list:
@@ -101,16 +118,8 @@ class OnnxSource:
 
     def dynamic_dims(self) -> list:
         """The free dims of the inputs (Note [onnx free dims]); one row per ``dim_param`` name."""
-        found = {}
-        for i, dims in enumerate(declared_dims(self.proto)):
-            name = data_inputs(self.proto.graph)[i].name
-            for axis, d in enumerate(dims):
-                if isinstance(d, str):
-                    symbol = d or f"{name}_{axis}"
-                    row = found.setdefault(symbol, {"symbol": _symbol(symbol), "sites": [], "min": 1, "max": None,
-                                                    "declared": True})
-                    row["sites"].append([i, axis])
-        return list(found.values())
+        return [{"symbol": _symbol(symbol), "sites": [list(site) for site in sites], "min": 1, "max": None,
+                 "declared": True} for symbol, sites in free_sites(self.proto).items()]
 
     def resized(self, sizes):
         """This model at other input sizes ({(input index, axis): size}); BadInput for a fixed dim, or where
@@ -202,4 +211,42 @@ def load_onnx_source(source, input_specs=()) -> OnnxSource:
         proto, path = check_proto(source, label, None, notes), None
     else:
         proto, path, label = read_model(source, notes), source, str(source)
-    return OnnxSource(proto, _example_types(proto, input_specs, label), label, path, notes)
+    types = _example_types(proto, input_specs, label)
+    try:
+        return OnnxSource(proto, types, label, path, notes)
+    except BadInput as exc:
+        if input_specs or not free_sites(proto):
+            raise
+        return OnnxSource(proto, _pinned_example(proto, types, label, exc, notes), label, path, notes)
+
+
+#: the most sizes tried for one contradicted free dim (Note [contradicted dim_param])
+_MAX_TRIED = 24
+
+
+def _candidate_sizes(proto) -> list:
+    """The sizes of the graph's initializers' axes (a weight's input features), smallest first."""
+    found = {int(d) for tensor in proto.graph.initializer for d in tensor.dims}
+    return sorted(n for n in found if 1 < n <= MAX_INPUT_ELEMENTS)[:_MAX_TRIED]
+
+
+def _pinned_example(proto, types, label, failure, notes) -> list:
+    """Input types with one contradicted free dim pinned where the graph runs (Note [contradicted dim_param])."""
+    infos, sites = data_inputs(proto.graph), free_sites(proto)
+    for name, where in sorted(sites.items(), key=lambda item: any(axis == 0 for _, axis in item[1])):
+        for n in _candidate_sizes(proto):
+            tried = [t.with_shape([n if (i, a) in where else s for a, s in enumerate(t.shape)])
+                     for i, t in enumerate(types)]
+            try:
+                _static_types(proto, tried, label)
+            except BadInput:
+                continue
+            i, axis = where[0]
+            notes.append(f"{label}: input {infos[i].name} declares axis {axis} ({name!r}) free, but the graph fixes "
+                         f"it to {n} (ONNX shape inference fails at the example's {types[i].shape[axis]}); "
+                         f"converted at {n}")
+            return tried
+    free = ", ".join(f"{k}={types[i].shape[a]}" for k, [(i, a), *_] in sites.items())
+    raise BadInput(f"{label}: the graph does not run at the example sizes of the free input dims it declares "
+                   f"({free}), nor with one of them at a size its weights hold: {first_line(failure, 200)}",
+                   hint="give the sizes the model runs at with --input NAME:SHAPE") from None

@@ -9,6 +9,15 @@ registered as ``IMPORT_RULES["onnx"][op_type]``. A constant reaches the IR as a 
 reads it as a tensor (``call.input``), under its initializer name. Unsupported nodes are collected with
 their names; the nodes after them are skipped, and everything is raised together as UnsupportedOps.
 
+Note [onnx shape arithmetic]: exporters compute sizes from the input's own shape (``F.interpolate(size=
+skip.shape[2:])`` is ``Shape -> Slice -> Concat -> Resize``; ``x.view(x.size(0), -1)`` is ``Shape -> Gather ->
+Unsqueeze -> Concat -> Reshape``). ``Shape``, ``Gather``, ``Slice``, ``Concat``, ``Mul``, ``Div``, ``Cast``,
+``ConstantOfShape``, ``Range`` over those fold here at the example's sizes, so the rules reading them
+(Resize's ``sizes``, Reshape, Expand, Tile, Slice) see constants; a rule never needs ONNX shape inference to
+have followed the chain (it does not at opset 17). Which of those constants follow a free dim, and how, comes
+from lowering at a second size (Note [free dims] in ir/types.py): an affine function of one dim becomes a
+SymDim; one that is not (``h // 2`` after a pool) pins that dim with a warning naming the node.
+
 Note [onnx control flow]: ``If`` with a constant condition is replaced by the branch it takes; ``Loop``
 with a constant trip count and a condition that stays constant is unrolled (its scan outputs stacked). An
 ``If`` on a computed condition or a ``Loop`` whose count depends on data cannot be a static TPU program:

@@ -33,10 +33,6 @@ __all__ = ["KERAS_MASKED_SCORE", "additive_mask"]
 #: the score jax.nn.dot_product_attention puts where a boolean mask is False (float32)
 KERAS_MASKED_SCORE = float(np.float32(-0.7 * np.finfo(np.float32).max))
 
-_MHA_ARGS = ("query", "value", "key", "query_mask", "value_mask", "key_mask", "attention_mask",
-             "return_attention_scores", "training", "use_causal_mask")
-
-
 def _reshape(call, x, shape):
     shape = tuple(int(d) for d in shape)
     return x if tuple(x.type.shape) == shape else call.emit(RESHAPE, [x], {"shape": shape})
@@ -119,12 +115,6 @@ def _scores_mask(call, mask, q, k, attn_axes):
     return _reshape(call, mask, (lead, 1, q_len, int(np.prod(target[2 + len(others) + len(attn_axes):]))))
 
 
-def _mha_arguments(call) -> dict:
-    bound = dict(zip(_MHA_ARGS, call.args))
-    bound.update(call.kwargs)
-    return bound
-
-
 def _check_mha(call, bound):
     if bound.get("return_attention_scores"):
         call.unsupported("MultiHeadAttention with return_attention_scores=True")
@@ -137,7 +127,7 @@ def _check_mha(call, bound):
 
 @ATTENTION.imports("keras", "MultiHeadAttention")
 def _multi_head_attention_from_keras(call):
-    layer, bound = call.layer, _mha_arguments(call)
+    layer, bound = call.layer, call.bound  # Note [keras call arguments] (frontends/keras_call_args.py)
     _check_mha(call, bound)
     query, value = bound["query"], bound["value"]
     key = bound.get("key") if bound.get("key") is not None else value
@@ -190,8 +180,7 @@ def _output_projection(call, x, dense):
 def _dot_product_attention_from_keras(call):
     """keras.ops.dot_product_attention: (B, T, N, H) operands, bool mask or float bias, optional causal."""
     op = call.layer
-    bound = dict(zip(("query", "key", "value", "bias", "mask", "scale", "is_causal"), call.args))
-    bound.update(call.kwargs)
+    bound = call.bound  # Note [keras call arguments]
     if getattr(op, "attn_logits_soft_cap", None) is not None:
         call.unsupported("dot_product_attention with attn_logits_soft_cap")
     q, k, v = (_permute(call, bound[n], (0, 2, 1, 3)) for n in ("query", "key", "value"))

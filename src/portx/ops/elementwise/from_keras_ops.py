@@ -81,7 +81,7 @@ def _arithmetic_rule(ir_name):
         dtype = out_dtype(call)
         if ir_name == "div" and kind(dtype) < 2:
             call.unsupported(f"integer division producing {dtype}")
-        a, b = keras_operands(call, call.args[:2], dtype)
+        a, b = keras_operands(call, call.operands(2), dtype)
         return call.emit(op, [a, b])
     return named_rule(rule, ir_name, "from_keras")
 
@@ -91,7 +91,7 @@ def _compare_rule(ir_name):
 
     def rule(call):
         dtype = "bool" if ir_name.startswith("logical") else None
-        return call.emit(op, keras_operands(call, call.args[:2], dtype))
+        return call.emit(op, keras_operands(call, call.operands(2), dtype))
     return named_rule(rule, ir_name, "from_keras")
 
 
@@ -103,7 +103,7 @@ for _cls, _name in _COMPARE.items():
 
 @BINARY["div"].imports("keras", "ops.FloorDivide")
 def _floor_divide_from_keras(call):
-    a, b = keras_operands(call, call.args[:2], out_dtype(call))
+    a, b = keras_operands(call, call.operands(2), out_dtype(call))
     return call.emit(BINARY["div"], [a, b], {"rounding_mode": "floor"})
 
 
@@ -115,7 +115,7 @@ def _square_from_keras(call):
 
 @WHERE.imports("keras", "ops.Where")
 def _where_from_keras(call):
-    cond, a, b = call.args[:3]
+    cond, a, b = call.operands(3)
     if a is None or b is None:
         call.unsupported("ops.where(condition) without x and y (its result size depends on the data)")
     a, b = keras_operands(call, [a, b], out_dtype(call))

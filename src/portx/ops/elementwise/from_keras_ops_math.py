@@ -38,7 +38,7 @@ def _binary_rule(ir_name):
     op = BINARY[ir_name]
 
     def rule(call):
-        return call.emit(op, keras_operands(call, call.args[:2], out_dtype(call)))
+        return call.emit(op, keras_operands(call, call.operands(2), out_dtype(call)))
     return named_rule(rule, ir_name, "from_keras")
 
 

@@ -97,4 +97,4 @@ def _einsum_from_keras(call):
 
 @MATMUL.imports("keras", "ops.Matmul")
 def _matmul_from_keras(call):
-    return call.emit(MATMUL, keras_operands(call, call.args[:2], out_dtype(call)))
+    return call.emit(MATMUL, keras_operands(call, call.operands(2), out_dtype(call)))

@@ -21,7 +21,7 @@ def _pad_from_keras(call):
     if mode not in _PAD_MODES:
         call.unsupported(f"pad mode {mode!r} (supported: {', '.join(_PAD_MODES)})")
     pads = np.broadcast_to(np.asarray(call.layer.pad_width, dtype=np.int64), (x.type.rank, 2))
-    value = call.kwargs.get("constant_values") or 0.0
+    value = call.arg("constant_values") or 0.0
     if hasattr(value, "type"):
         call.unsupported("pad with a tensor constant_values")
     return call.emit(PAD, [x], {"pads": tuple((int(a), int(b)) for a, b in pads), "mode": _PAD_MODES[mode],

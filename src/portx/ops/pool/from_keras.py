@@ -41,7 +41,7 @@ def _avg_pool_from_keras(call):
 
 
 def _global(call, name):
-    if call.kwargs.get("mask") is not None:
+    if call.arg("mask") is not None:
         call.unsupported("global pooling with a mask")
     x = call.inputs[0]
     axes = keras_spatial_axes(call.layer, x.type.rank)

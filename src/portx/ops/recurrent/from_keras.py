@@ -72,9 +72,7 @@ def _cell(call, layer, kind, reverse, index=0):
 
 
 def _initial_states(call, n_states, dirs):
-    states = call.kwargs.get("initial_state")
-    if states is None and len(call.args) > 1:
-        states = call.args[1]
+    states = call.arg("initial_state")
     if not states:
         return [None] * n_states
     states = list(states) if isinstance(states, (list, tuple)) else [states]
@@ -104,9 +102,8 @@ def _run(call, layer, dirs, backward=None, x=None, states=None, index=0):
 
 def _mask(call, layer, dirs):
     """The Keras mask the layer is called with, as a (B, T) bool Value (Note [recurrent masks]), or None."""
-    given = call.node.arguments.kwargs.get("mask") if hasattr(call.node, "arguments") else None
-    mask = call.kwargs.get("mask")
-    if given is None:
+    mask = call.arg("mask")
+    if not call.passed("mask"):
         return None
     if mask is None or not hasattr(mask, "type") or dirs != 1:
         where = "a Bidirectional layer" if dirs != 1 else "a mask portx did not convert"

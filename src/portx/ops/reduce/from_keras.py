@@ -21,7 +21,7 @@ __all__ = []
 @SOFTMAX.imports("keras", "Softmax")
 def _softmax_from_keras(call):
     """Softmax(axis); several axes as exp(x - logsumexp(x, axes))."""
-    x, mask = call.inputs[0], call.kwargs.get("mask")
+    x, mask = call.arg("inputs"), call.arg("mask")
     if mask is not None:
         if mask.type.dtype != "bool":
             mask = call.emit(BINARY["gt"], [mask, call.param(np.asarray(0.5, mask.type.dtype), "half")])

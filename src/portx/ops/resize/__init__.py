@@ -157,7 +157,8 @@ def resized_axes(node) -> list:
     Example: ``[(4, 8, 2.0), (5, 10, 2.0)]`` for ``size=(8, 10), scales=(2.0, 2.0)`` on a (1, 3, 4, 5) input.
     """
     x, a = node.inputs[0], node.attrs
-    size = tuple(a["size"])
+    size = tuple(getattr(n, "size", n) for n in a["size"])  # a free size (a SymDim) at the example's value:
+    # the maps and the layer form are the example's; verification checks them at other sizes (Note [free dims])
     end = x.type.rank - (1 if a.get("channels_last", False) else 0)
     scales = a["scales"] or (None,) * len(size)
     return [(x.type.shape[end - len(size) + i], n_out, s) for i, (n_out, s) in enumerate(zip(size, scales))]

@@ -94,21 +94,37 @@ def _full_roi(call, rank, axes):
     return full
 
 
+def _output_size(call, sizes_in, scales, axes):
+    """The output shape: shape inference's, else the ``sizes`` input (computed by a folded ``Shape`` chain, as the
+    classic exporter writes ``F.interpolate(size=...)``; Note [onnx shape arithmetic]), else ``floor(n * scale)``."""
+    out = call.out_type(0)
+    if out is not None:
+        return tuple(out.shape)
+    sizes = call.constant(3) if call.has_input(3) else None
+    if sizes is not None and np.asarray(sizes).size:
+        if call.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
+            call.unsupported("keep_aspect_ratio_policy with sizes computed from data")
+        full = list(sizes_in)
+        for a, n in zip(axes if axes is not None else range(len(sizes_in)), np.asarray(sizes).reshape(-1)):
+            full[a % len(sizes_in)] = int(n)
+        return tuple(full)
+    if scales is not None:
+        return tuple(int(np.floor(n * np.float32(s))) for n, s in zip(sizes_in, scales))
+    return call.unsupported("neither scales nor sizes is a constant (they are computed from data)")
+
+
 @RESIZE.imports("onnx", "Resize")
 def _resize_from_onnx(call):
     x = call.input(0)
-    out = call.out_type(0)
-    if out is None:
-        call.unsupported("the output size is not known from shape inference")
-    sizes_in, size_out = tuple(x.type.shape), tuple(out.shape)
+    sizes_in, axes = tuple(x.type.shape), call.attr("axes")
     given = call.constant(2) if call.has_input(2) else None
     scales = None if given is None or np.asarray(given).size == 0 else [float(s) for s in np.asarray(given)]
-    axes = call.attr("axes")
     if axes is not None and scales is not None:
         full = [1.0] * x.type.rank
         for a, s in zip(axes, scales):
             full[a % x.type.rank] = s
         scales = full
+    size_out = _output_size(call, sizes_in, scales, axes)
     changed = [i for i, (a, b) in enumerate(zip(sizes_in, size_out)) if a != b or (scales and scales[i] != 1)]
     if not changed:
         return x

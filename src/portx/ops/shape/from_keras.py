@@ -33,7 +33,7 @@ def _same_rank(call, values):
 
 
 def _merge_inputs(call):
-    if call.kwargs.get("mask") is not None:
+    if call.arg("mask") is not None:
         call.unsupported("merge layer with a mask")
     return _same_rank(call, call.inputs)
 

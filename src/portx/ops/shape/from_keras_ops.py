@@ -169,7 +169,7 @@ def _roll_from_keras(call):
 
 @INDEX_SELECT.imports("keras", "ops.Take")
 def _take_from_keras(call):
-    x, indices = call.args[0], call.args[1]
+    x, indices = call.operands(2)
     axis = call.layer.axis
     if axis is None:
         x, axis = reshape_to(call, x, (int(np.prod(x.type.shape)),)), 0
@@ -210,7 +210,7 @@ def _slice_axis(call, x, axis, item):
 
 @imports("keras", "ops.GetItem")
 def _get_item_from_keras(call):
-    x, key = call.args[0], call.args[1]
+    x, key = call.operands(2)
     items = list(key) if isinstance(key, tuple) else [key]
     if any(hasattr(i, "type") for i in items):
         call.unsupported("indexing with a tensor (use keras.ops.take with a static index)")

@@ -50,7 +50,7 @@ def _cumprod_from_keras(call):
 @SEARCHSORTED.imports("keras", "ops.SearchSorted")
 def _searchsorted_from_keras(call):
     sequence, values = (v if hasattr(v, "type") else keras_number(call, np.asarray(v), str(np.asarray(v).dtype), hint)
-                        for v, hint in zip(call.args[:2], ("sorted_sequence", "values")))
+                        for v, hint in zip(call.operands(2), ("sorted_sequence", "values")))
     if sequence.type.rank != 1:
         call.unsupported("ops.searchsorted with an N-D sorted sequence (only 1-D)")
     out = call.emit(SEARCHSORTED, [sequence, values], {"right": call.layer.side == "right", "dtype": "int64"})
