@@ -28,6 +28,16 @@ from .targets import NAMES
 __all__ = ["main"]
 
 
+def _sharding_line(proof) -> str:
+    """``ok on batch=2,model=4: max 1.01 x weights/4 per device, all-gather 4, all-reduce 16, diff 3.8e-06``."""
+    if proof.get("verdict") in ("skipped", "failed"):
+        return f"{proof['verdict']} ({'; '.join(proof.get('problems', [])) or proof.get('why', '')})"
+    counts = ", ".join(f"{name} {n}" for name, n in proof["collectives"].items() if n) or "no collectives"
+    mesh = ",".join(f"{axis}={size}" for axis, size in proof["mesh"].items())
+    return (f"{proof['verdict']} on {mesh}: max {proof['per_device_ratio']} x weights/"
+            f"{proof['mesh'].get('model', 1)} per device, {counts}, largest difference {proof['max_abs_diff']:.2g}")
+
+
 def _fail(exc, debug):
     from .errors import PortxError, first_line
 
@@ -157,9 +167,12 @@ def main():
 @click.option("--profile", is_flag=True, help="also record each stage's memory (RSS) in report.json/.html")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON on stdout")
 @click.option("--debug", is_flag=True, help="show tracebacks")
+@click.option("--mesh", default="batch=2,model=4", show_default=True,
+              help="the mesh the sharded model is proven on (CPU devices; TPU lowering with its shardings)")
+@click.option("--no-shard-proof", is_flag=True, help="skip the proof on a mesh (report.json sharding)")
 def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, trust_savedmodel, unsafe_keras, force,
             strict_tpu, fold_bn, inference, no_fold_bn, export_tpu, io_layout, grad, static_batch, dynamic, explore, profile, as_json,
-            debug):
+            debug, mesh, no_shard_proof):
     """Convert SRC (.pt2, .pt, .keras, .h5, .onnx) into OUT/model.py + weights, and verify it."""
     header = None
     if target is None:  # the other framework than the source's
@@ -181,7 +194,8 @@ def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, trust
                                strict_tpu=strict_tpu, export_tpu=export_tpu,
                                fold_bn=fold_bn and not no_fold_bn, inference=inference, unsafe_keras=unsafe_keras,
                                io_layout=io_layout, grad=grad, static_batch=static_batch, dynamic=dynamic,
-                               explore=explore, progress=reporter, profile=profile)
+                               explore=explore, progress=reporter, profile=profile,
+                               mesh=None if no_shard_proof else mesh)
 
     result = _run(debug, work)
     if as_json:
@@ -198,6 +212,8 @@ def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, trust
     ver, tpu = result.report["verification"], result.report.get("tpu", {})
     if tpu:
         click.echo(f"  TPU lowering: {tpu['verdict']}" + (f" ({'; '.join(tpu['problems'])})" if tpu["problems"] else ""))
+    if "sharding" in result.report:
+        click.echo(f"  sharded: {_sharding_line(result.report['sharding'])}")
     if ver.get("skipped"):
         click.echo(f"wrote {result.out} (verification skipped)")
         return

@@ -19,9 +19,10 @@ import numpy as np
 from ...ir import FreeDimRefused, SymDim, Value
 from ...progress import watch
 from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal, module_sentences, nested_outputs
-from .style import VariableNames, auto_names_in, layer_args
+from .style import VariableNames, auto_names_in, layer_args, layout_sentence
 from ..constants import evaluate_constant, live_values
 from .cheap_init import cheap_initializers
+from .sharding import layout_map_source, variable_splits
 from .model_classes import DRAW_MODEL, FREE_SHAPE_LAYER, constant_model_body, draws_random
 
 __all__ = ["TARGET", "WEIGHTS_FILE", "HEADER", "KerasEmitter", "emit_keras"]
@@ -289,7 +290,7 @@ class KerasEmitter(EmitterBase):
         w.line(f"{HEADER} Runs with KERAS_BACKEND=jax; needs only keras (and jax).")
         w.line("")
         w.line("build_model() returns the architecture; load_model() returns it with the weights in")
-        w.line(f"{WEIGHTS_FILE} beside this file. {_layout_sentence(self.graph)}")
+        w.line(f"{WEIGHTS_FILE} beside this file. {layout_sentence(self.graph)}")
         for row in module_sentences(self.graph):
             w.line(row)
         w.line('"""')
@@ -336,28 +337,24 @@ def _model_name(graph) -> str:
     return re.sub(r"[^0-9A-Za-z_]", "_", graph.name) or "model"
 
 
-def _layout_sentence(graph) -> str:
-    """The docstring's line on input/output layouts, from the layout pass's record (graph.meta)."""
-    changed = [row for rows in graph.meta.get("io_layout", {}).values() for row in rows
-               if row.get("layout") and row.get("layout") != row.get("source_layout")]
-    if not changed:
-        return "Inputs and outputs keep the source model's layout."
-    return "Layouts differ from the source: " + ", ".join(
-        f"{row['name']} {row['layout']} (source {row['source_layout']})" for row in changed) + "."
-
-
 _LOAD_MODEL = '''
 
-def load_model(weights=WEIGHTS, precision=None):
+def load_model(weights=WEIGHTS, precision=None, distribution=None):
     """The model with its converted weights.
 
     precision: None keeps JAX's default; "highest" makes float32 matmuls and convolutions exact
     on TPU (which otherwise uses bfloat16 passes), matching the verified numbers.
+    distribution: a keras.distribution.Distribution, e.g. ModelParallel(layout_map=layout_map(mesh),
+    batch_dim_name="batch"): each weight is created and loaded straight into its shards. Run and fit
+    the model under the same distribution (``with distribution.scope():``).
     """
     if precision is not None:
         import jax
 
         jax.config.update("jax_default_matmul_precision", precision)
+    if distribution is not None:
+        with distribution.scope():
+            return load_model(weights, precision)
     model = build_model()
     model.load_weights(weights)
     return model
@@ -385,6 +382,7 @@ def emit_keras(graph, out_dir) -> dict:
         if expected != got:
             raise RuntimeError(f"layer {name}: emit rule produced weights {got}, layer expects {expected}")
         layer.set_weights(arrays)
+    code_path.write_text(code + layout_map_source(variable_splits(graph, model, emitter.layer_of)), encoding="utf-8")
     weights_path = out_dir / WEIGHTS_FILE
     model.save_weights(weights_path)
     return {"code": code_path, "weights": weights_path, "layer_of": emitter.layer_of, "var_of": dict(emitter.names),
