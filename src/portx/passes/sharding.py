@@ -19,6 +19,11 @@ Each role lists the dims to split in order of preference: when the mesh's axis d
 next one is taken (any split computes the same numbers, XLA inserts the collectives), and a weight no dim of
 which divides stays whole, named in one warning.
 
+Note [closed pairs]: an MLP pair is *closed* when the first linears' outputs reach nothing but the second
+linear, through pointwise ops that combine them only with each other (SwiGLU's ``silu(gate) * up``) or with
+scalars. Only then can each device keep its slice of the hidden units between the two (torch's plan passes
+local tensors there); the Keras layout needs no such guarantee, XLA places the collectives.
+
 Note [small weights]: ``small_bytes`` defaults to 1/16384 of the model's weight bytes (at least 64 bytes): a
 Llama-3-8B's norm scales (16 KB, under its 1 MB) stay whole, while a test model's vectors are a large share of
 its few kilobytes and are split like everything else.
@@ -131,18 +136,22 @@ def _assign(roles, node, graph, role):
         roles[bias.name] = ("colwise", (0,)) if role in ("colwise", "vocab") else ("small", ())
 
 
-def _attention_roles(graph, roles, users, producers):
+def _attention_roles(graph, roles, users, producers, near):
+    """q/k/v projections colwise, the output projection rowwise; their weights go into ``near``."""
     for node in graph.nodes:
         if node.op is not ATTENTION:
             continue
         for linear in _producers_of(graph, node.inputs[:3], _SHAPE | _POINTWISE, producers):
             _assign(roles, linear, graph, "colwise")
+            near.add(_linear_weight(graph, linear)[0].name)
         for linear in _consumers_of(graph, node.outputs, _SHAPE, users):
             _assign(roles, linear, graph, "rowwise")
+            near.add(_linear_weight(graph, linear)[0].name)
 
 
-def _mlp_roles(graph, roles, producers):
-    """Second linears whose input comes from unassigned linears through pointwise ops: a column/row pair."""
+def _mlp_roles(graph, roles, users, producers, closed):
+    """Second linears whose input comes from unassigned linears through pointwise ops: a column/row pair.
+    A pair whose first outputs reach nothing but the second linear goes into ``closed`` (Note [closed pairs])."""
     for node in graph.nodes:
         found = _linear_weight(graph, node)
         if not found or found[0].name in roles:
@@ -152,6 +161,25 @@ def _mlp_roles(graph, roles, producers):
             for first in firsts:
                 _assign(roles, first, graph, "colwise")
             _assign(roles, node, graph, "rowwise")
+            if _only_into(graph, firsts, node, users):
+                closed.update(_linear_weight(graph, n)[0].name for n in (*firsts, node))
+
+
+def _only_into(graph, firsts, second, users) -> bool:
+    """True when the ``firsts``' outputs reach, through pointwise ops that combine them only with each other or
+    with scalars, nothing but ``second``: no other op, no graph output (Note [closed pairs])."""
+    reached = {out for first in firsts for out in first.outputs}
+    todo, between = list(reached), []
+    while todo and len(reached) <= _MAX_WALK:
+        for user in users.get(todo.pop(), ()):
+            if user is not second and user not in between:
+                between.append(user)
+                todo.extend(out for out in user.outputs if out not in reached)
+                reached.update(user.outputs)
+    if todo or any(value in reached for value in graph.outputs):
+        return False
+    return all(user.op.family in _POINTWISE and all(v is None or v in reached or nbytes(v.type) <= 8
+                                                    for v in user.inputs) for user in between)
 
 
 def _vocab_roles(graph, roles, users):
@@ -174,10 +202,15 @@ def sharding_roles(graph: Graph, small_bytes=None) -> dict:
 
     Example: ``sharding_roles(graph)["blocks.0.proj.weight"] == ("rowwise", (1, 0))``.
     """
+    return _roles_and_groups(graph, small_bytes)[0]
+
+
+def _roles_and_groups(graph, small_bytes):
+    """(roles, the weights of attention projections, the weights of closed MLP pairs)."""
     users, producers = graph.users(), graph.producers()
-    roles = {}
-    _attention_roles(graph, roles, users, producers)
-    _mlp_roles(graph, roles, producers)
+    roles, near, closed = {}, set(), set()
+    _attention_roles(graph, roles, users, producers, near)
+    _mlp_roles(graph, roles, users, producers, closed)
     _vocab_roles(graph, roles, users)
     types = {name: value.type for name, value in graph.param_values.items()}
     small_bytes = small_threshold(graph) if small_bytes is None else small_bytes
@@ -188,7 +221,7 @@ def sharding_roles(graph: Graph, small_bytes=None) -> dict:
             roles[name] = ("small", ())
         else:  # largest axis first; ties keep the leading one
             roles[name] = ("fsdp", tuple(sorted(range(type_.rank), key=lambda d: -int(type_.shape[d]))))
-    return roles
+    return roles, near, closed
 
 
 def record_sharding(graph: Graph) -> Graph:
@@ -196,11 +229,13 @@ def record_sharding(graph: Graph) -> Graph:
 
     The graph's nodes are unchanged; before/after::
 
-        meta {}   ->   meta {"sharding": {"roles": {"fc1.weight": ("colwise", (0, 1)), ...}, "small_bytes": 64}}
+        meta {}   ->   meta {"sharding": {"roles": {"fc1.weight": ("colwise", (0, 1)), ...}, "small_bytes": 64,
+                                  "attention": ["q.weight", ...], "closed": ["fc1.weight", "fc2.weight"]}}
     """
     small_bytes = small_threshold(graph)
-    return graph.replace(meta={**graph.meta, "sharding": {"roles": sharding_roles(graph, small_bytes),
-                                                          "small_bytes": small_bytes}})
+    roles, near, closed = _roles_and_groups(graph, small_bytes)
+    return graph.replace(meta={**graph.meta, "sharding": {"roles": roles, "small_bytes": small_bytes,
+                                                          "attention": sorted(near), "closed": sorted(closed)}})
 
 
 def small_threshold(graph) -> int:

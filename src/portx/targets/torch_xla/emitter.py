@@ -27,6 +27,7 @@ from ...ir import DTYPES, IRError
 from ...ops._util import kind
 from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal, module_sentences
 from .runtime import tensor_of
+from .sharding import tp_plan_source
 from .unsigned import WIDE, narrowed, widened, widens
 
 __all__ = ["TARGET", "WEIGHTS_FILE", "HEADER", "TorchEmitter", "emit_torch"]
@@ -363,6 +364,8 @@ def emit_torch(graph, out_dir) -> dict:
         diff = sorted(set(expected.items()) ^ set(got.items()))[:4]
         raise RuntimeError(f"emit rules produced weights that do not fit the module's state_dict: {diff}")
     model.load_state_dict({k: tensor_of(a) for k, a in emitter.state.items()}, strict=True)
+    code_path.write_text(code_path.read_text(encoding="utf-8") + tp_plan_source(graph, model, emitter.module_of),
+                         encoding="utf-8")
     weights_path = out_dir / WEIGHTS_FILE
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(weights_path),
               metadata={"format": "pt"})
