@@ -29,6 +29,7 @@ from .passes.legalize import PortxWarning, load_table, status_of  # noqa: E402
 from .passes.layout import IO_LAYOUTS, io_layouts  # noqa: E402
 from .passes.layout_one_channel import unknown_layout_notes  # noqa: E402
 from .passes.pipeline import inference_skip  # noqa: E402
+from .passes.sharding import parse_mesh  # noqa: E402
 from .targets import TARGETS, find_target  # noqa: E402
 from .targets.codegen import missing_emit_rules  # noqa: E402
 from .ir import FreeDimRefused  # noqa: E402
@@ -40,6 +41,7 @@ from .verification.recheck import prepared, verify_converted  # noqa: E402
 from .verification.trace import node_errors  # noqa: E402
 from .verification.memory import LeanStages  # noqa: E402
 from .verification.budget import over_budget  # noqa: E402
+from .verification.sharding import proof_devices, sharding_report  # noqa: E402
 from .weights import shard_gb  # noqa: E402
 
 __all__ = ["convert", "load", "inspect", "op_table", "ConversionResult", "TARGETS", "KERAS_SUFFIXES",
@@ -173,7 +175,7 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
             strict_tpu=False, export_tpu=False, fold_bn=False, inference=False, unsafe_keras=False,
             io_layout="source", grad=None, static_batch=None, dynamic=(), progress=None,
             explore=False, profile=False, trust_savedmodel=False, trust_remote_code=False, dtype="config",
-            max_shard_size=None, debug=False) -> ConversionResult:
+            max_shard_size=None, debug=False, mesh=None) -> ConversionResult:
     """Convert ``source`` (a path or a live nn.Module) for target ``to`` into folder ``out``.
 
     The emitted model trains like the source: batch norms stay layers (with their momentum and
@@ -194,6 +196,9 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
     SavedModel's graph runs), ``trust_remote_code`` (a Hugging Face config's auto_map code runs); without them such
     sources are refused (BadInput). A Hugging Face folder keeps its config's dtype unless ``dtype`` ("float32",
     "bfloat16", "float16"). ``max_shard_size``: the weights files' largest shard ("2GB" by default, "500MB", or GB).
+    ``mesh`` ("batch=2,model=4" or {"batch": 2, "model": 4}): also run the model split over that mesh on CPU
+    devices, lower it for TPU with its shardings and compare it with one device (report["sharding"],
+    targets/keras_jax/mesh_proof.py); None skips that proof.
     ``progress``: a ``progress.Reporter`` (stage start, steps with node counts, stage end) or a callable
     ``progress(name, seconds)``; ``profile`` adds report["profile"] (RSS per stage). OUT also gets report.html.
     Raises BadInput (2), UnsupportedOps (3), NotTpuLegal (4, with ``strict_tpu``) or
@@ -203,6 +208,7 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
     _require_jax_backend()
     target = _checked_options(to, atol, rtol, io_layout, export_tpu)
     emit_options = {} if max_shard_size is None else {"max_shard_size": shard_gb(max_shard_size)}
+    mesh = mesh if mesh is None or isinstance(mesh, dict) else parse_mesh(mesh, proof_devices())
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="portx-")) / "out"
     sizes = {}  # what a full disk would need: the weights are the bulk of every output folder
     cleaned = []  # stale staging folders of killed conversions, removed beside OUT
@@ -254,6 +260,8 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
             if report["gradients"]["passed"] is False:
                 report["warnings"].append(gradient_problem(report["gradients"]))
         report["tpu"] = stages.run("tpu-lower", _tpu_proof, target, model, graph, strict_tpu)
+        if mesh is not None:
+            report["sharding"] = stages.run("shard-proof", sharding_report, target, tmp, graph, mesh, seed, report)
         if export_tpu:
             report["tpu"]["artifact"] = stages.run("tpu-export", target.export_tpu, model, graph,
                                                    tmp / target.tpu_artifact)

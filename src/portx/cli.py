@@ -151,9 +151,12 @@ def main():
 @click.option("--dtype", type=click.Choice(["config", "float32", "bfloat16", "float16"]), default="config",
               help="a Hugging Face folder's weights dtype (default: the config's)")
 @click.option("--max-shard-size", default=None, metavar="SIZE", help="largest weights shard, e.g. 2GB (default), 500MB")
+@click.option("--mesh", default="batch=2,model=4", show_default=True,
+              help="the mesh the sharded model is proven on (CPU devices; TPU lowering with its shardings)")
+@click.option("--no-shard-proof", is_flag=True, help="skip the proof on a mesh (report.json sharding)")
 def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, trust_savedmodel, unsafe_keras, force,
             strict_tpu, fold_bn, inference, no_fold_bn, export_tpu, io_layout, grad, static_batch, dynamic, explore, profile, as_json,
-            debug, trust_remote_code, dtype, max_shard_size):
+            debug, trust_remote_code, dtype, max_shard_size, mesh, no_shard_proof):
     """Convert SRC (.pt2, .pt, .keras, .h5, .onnx, a Hugging Face folder) into OUT/model.py + weights, and verify it."""
     header = None
     if target is None:  # the other framework than the source's
@@ -177,7 +180,7 @@ def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, trust
                                io_layout=io_layout, grad=grad, static_batch=static_batch, dynamic=dynamic,
                                explore=explore, progress=reporter, profile=profile,
                                trust_remote_code=trust_remote_code, dtype=dtype, max_shard_size=max_shard_size,
-                               debug=debug)
+                               debug=debug, mesh=None if no_shard_proof else mesh)
 
     result = _run(debug, work)
     if as_json:

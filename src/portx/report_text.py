@@ -18,7 +18,7 @@ import math
 
 import click
 
-__all__ = ["print_conversion", "print_verification", "print_gradients", "print_profile", "num"]
+__all__ = ["print_conversion", "print_verification", "print_gradients", "print_profile", "num", "sharding_line"]
 
 #: inner transposes named on the console's layout line (the rest are counted; report.json lists them all)
 LAYOUT_SHOWN = 3
@@ -58,6 +58,8 @@ def print_conversion(report, out) -> None:
     if tpu:
         problems = tpu.get("problems") or []
         click.echo(f"  TPU lowering: {tpu.get('verdict', 'not checked')}" + (f" ({'; '.join(problems)})" if problems else ""))
+    if report.get("sharding"):
+        click.echo(f"  sharded: {sharding_line(_table(report, 'sharding'))}")
     if ver.get("skipped") or not ver:
         click.echo(f"wrote {out} (verification skipped)")
         return
@@ -71,6 +73,17 @@ def print_conversion(report, out) -> None:
     print_gradients(report.get("gradients"))
     print_profile(report.get("profile"))
     click.echo(f"verified: {out}/model.py matches {report.get('source', 'the source')}; see {out}/report.html")
+
+
+def sharding_line(proof) -> str:
+    """``ok on batch=2,model=4: max 1.01 x weights/4 per device, all-gather 4, all-reduce 16, diff 3.8e-06``."""
+    if proof.get("verdict") in ("skipped", "failed"):
+        return f"{proof['verdict']} ({'; '.join(proof.get('problems') or []) or proof.get('why', '')})"
+    counts = ", ".join(f"{name} {n}" for name, n in _table(proof, "collectives").items() if n) or "no collectives"
+    mesh = _table(proof, "mesh")
+    shape = ",".join(f"{axis}={size}" for axis, size in mesh.items()) or "?"
+    return (f"{proof.get('verdict', '?')} on {shape}: max {num(proof.get('per_device_ratio'))} x weights/"
+            f"{mesh.get('model', 1)} per device, {counts}, largest difference {num(proof.get('max_abs_diff'), '.2g')}")
 
 
 def print_profile(profile) -> None:

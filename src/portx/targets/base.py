@@ -91,6 +91,10 @@ class Target:
         """Lower ``model`` for TPU: {"verdict": "ok"|"problems"|"failed"|"skipped", "problems": [...], ...}."""
         raise NotImplementedError
 
+    def prove_sharded(self, folder, graph, mesh, arrays) -> dict:
+        """Run the model in ``folder`` split over ``mesh`` ({axis: size}) and compare it with one device."""
+        return {"verdict": "skipped", "why": f"--to {self.name} has no mesh proof; its model.py has tp_plan()"}
+
     def export_tpu(self, model, graph, path) -> dict:
         """Write the deployable TPU artifact to ``path`` (only where ``tpu_artifact`` is set)."""
         raise NotImplementedError(f"the {self.name} target writes no TPU artifact")

@@ -31,7 +31,8 @@ def _attention_to_torch(node, t):
         args.append(f"scale={t.lit(float(a['scale']))}")
     if a.get("dropout_p"):  # training only, as nn.MultiheadAttention does
         args.append(f"dropout_p={t.lit(float(a['dropout_p']))} if self.training else 0.0")
-    if a["enable_gqa"] and q.type.rank > 2 and q.type.shape[-3] != k.type.shape[-3]:
+    heads = -3 if layout is None else layout.index(1)  # the stored axis of the logical heads (B, H, L, E)
+    if a["enable_gqa"] and q.type.rank > 2 and q.type.shape[heads] != k.type.shape[heads]:
         args.append("enable_gqa=True")
     out = f"F.scaled_dot_product_attention({', '.join(args)})"
     t.assign(node, out if layout is None else f"{out}.permute{tuple(layout)}")

@@ -17,6 +17,7 @@ from ..base import Target
 from .emitter import HEADER, WEIGHTS_FILE, KerasEmitter, emit_keras
 from ..codegen import import_by_path
 from .sharded import DEFAULT_SHARD_GB, abstract_model
+from .mesh_proof import prove_sharded
 from .runtime import jitted, load_folder, observe_layers, observe_locals
 from .tpu import export_artifact, prove_tpu_lowering
 
@@ -67,6 +68,9 @@ class KerasJax(Target):
 
     def prove_tpu(self, model, graph) -> dict:
         return prove_tpu_lowering(model, graph)
+
+    def prove_sharded(self, folder, graph, mesh, arrays) -> dict:
+        return prove_sharded(folder, mesh, arrays)
 
     def export_tpu(self, model, graph, path) -> dict:
         return export_artifact(model, graph, path)

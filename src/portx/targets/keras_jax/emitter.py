@@ -19,10 +19,11 @@ import numpy as np
 from ...ir import FreeDimRefused, SymDim, Value
 from ...progress import watch
 from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal, module_sentences, nested_outputs
-from .style import VariableNames, auto_names_in, layer_args
+from .style import VariableNames, auto_names_in, layer_args, layout_sentence
 from ..constants import evaluate_constant, live_values
 from ..refused import refused_build
 from .sharded import DEFAULT_SHARD_GB, SHARDED_FILE, abstract_model, write_sharded
+from .sharding import layout_map_source, variable_splits
 from .model_classes import DRAW_MODEL, FREE_SHAPE_LAYER, constant_model_body, draws_random
 
 __all__ = ["TARGET", "WEIGHTS_FILE", "HEADER", "KerasEmitter", "emit_keras"]
@@ -295,7 +296,7 @@ class KerasEmitter(EmitterBase):
         w.line("")
         w.line("build_model() returns the architecture; load_model() returns it with the weights in")
         w.line(f"{WEIGHTS_FILE} and its shards beside this file.")
-        w.line(_layout_sentence(self.graph))
+        w.line(layout_sentence(self.graph))
         for row in module_sentences(self.graph):
             w.line(row)
         w.line('"""')
@@ -342,28 +343,24 @@ def _model_name(graph) -> str:
     return re.sub(r"[^0-9A-Za-z_]", "_", graph.name) or "model"
 
 
-def _layout_sentence(graph) -> str:
-    """The docstring's line on input/output layouts, from the layout pass's record (graph.meta)."""
-    changed = [row for rows in graph.meta.get("io_layout", {}).values() for row in rows
-               if row.get("layout") and row.get("layout") != row.get("source_layout")]
-    if not changed:
-        return "Inputs and outputs keep the source model's layout."
-    return "Layouts differ from the source: " + ", ".join(
-        f"{row['name']} {row['layout']} (source {row['source_layout']})" for row in changed) + "."
-
-
 _LOAD_MODEL = '''
 
-def load_model(weights=WEIGHTS, precision=None):
+def load_model(weights=WEIGHTS, precision=None, distribution=None):
     """The model with its converted weights.
 
     precision: None keeps JAX's default; "highest" makes float32 matmuls and convolutions exact
     on TPU (which otherwise uses bfloat16 passes), matching the verified numbers.
+    distribution: a keras.distribution.Distribution, e.g. ModelParallel(layout_map=layout_map(mesh),
+    batch_dim_name="batch"): each weight is created and loaded straight into its shards. Run and fit
+    the model under the same distribution (``with distribution.scope():``).
     """
     if precision is not None:
         import jax
 
         jax.config.update("jax_default_matmul_precision", precision)
+    if distribution is not None:
+        with distribution.scope():
+            return load_model(weights, precision)
     model = build_model()
     model.load_weights(weights)
     return model
@@ -383,6 +380,8 @@ def emit_keras(graph, out_dir, max_shard_size=DEFAULT_SHARD_GB) -> dict:
     with watch(code_path, "build_model", "building the Keras model"):  # progress.py: follows build_model's lines
         with refused_build(graph, emitter.names, code_path):  # Note [build-time refusal]
             model = abstract_model(module)
+        code_path.write_text(code + layout_map_source(variable_splits(graph, model, emitter.layer_of)),
+                             encoding="utf-8")
         shards = write_sharded(model, emitter.weights, weights_path, max_shard_size)
     return {"code": code_path, "weights": weights_path, "shards": shards, "layer_of": emitter.layer_of,
             "var_of": dict(emitter.names), "origins": emitter.origins}

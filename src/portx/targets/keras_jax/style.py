@@ -29,7 +29,7 @@ import textwrap
 
 from ..codegen import literal
 
-__all__ = ["layer_args", "auto_names_in", "VariableNames"]
+__all__ = ["layer_args", "auto_names_in", "VariableNames", "layout_sentence"]
 
 _CONV = {"strides": 1, "padding": "valid", "dilation_rate": 1, "groups": 1, "use_bias": True,
          "data_format": "channels_last", "depth_multiplier": 1}
@@ -207,3 +207,16 @@ class VariableNames:
 
 def _word(node) -> str:
     return _OP_WORDS.get(node.op.name, node.op.name)
+
+
+def layout_sentence(graph) -> str:
+    """The docstring's line on input/output layouts, from the layout pass's record (graph.meta).
+
+    Example: ``layout_sentence(graph) == "Inputs and outputs keep the source model's layout."``.
+    """
+    changed = [row for rows in graph.meta.get("io_layout", {}).values() for row in rows
+               if row.get("layout") and row.get("layout") != row.get("source_layout")]
+    if not changed:
+        return "Inputs and outputs keep the source model's layout."
+    return "Layouts differ from the source: " + ", ".join(
+        f"{row['name']} {row['layout']} (source {row['source_layout']})" for row in changed) + "."

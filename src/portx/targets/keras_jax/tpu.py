@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from ..stablehlo import input_specs, scan_stablehlo
 
-__all__ = ["prove_tpu_lowering", "export_artifact"]
+__all__ = ["prove_tpu_lowering", "export_artifact", "stateless_fn"]
 
 
-def _stateless_fn(model):
+def stateless_fn(model):
+    """``forward(trainable, non_trainable, *inputs)``: the model as a pure function of its variables."""
     def forward(trainable, non_trainable, *inputs):
         args = list(inputs) if len(inputs) > 1 else (inputs or [None])[0]  # None: a ConstantModel (no inputs)
         outputs, _ = model.stateless_call(trainable, non_trainable, args)
@@ -40,7 +41,7 @@ def _export(model, graph, platforms):
 
     trainable, non_trainable, inputs = _specs(model, graph)
     with jax.default_matmul_precision("highest"):
-        return jax.export.export(jax.jit(_stateless_fn(model)), platforms=platforms)(trainable, non_trainable, *inputs)
+        return jax.export.export(jax.jit(stateless_fn(model)), platforms=platforms)(trainable, non_trainable, *inputs)
 
 
 def prove_tpu_lowering(model, graph) -> dict:

@@ -27,6 +27,7 @@ from ...ir import DTYPES, IRError, SymDim
 from ...ops._util import kind
 from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal, module_sentences
 from .shards import INDEX_FILE, SHARDED_FOOTER, WEIGHTS_FILE, is_sharded, module_on, write_weights
+from .sharding import tp_plan_source
 from .unsigned import WIDE, narrowed, widened, widens
 
 __all__ = ["TARGET", "WEIGHTS_FILE", "HEADER", "TorchEmitter", "emit_torch"]
@@ -366,6 +367,8 @@ def emit_torch(graph, out_dir, max_shard_size=None) -> dict:
 
     with watch(code_path, "build_model", "building the torch module"):  # progress.py: follows build_model's lines
         model = module_on(import_by_path(code_path).build_model, emitter.state)
+    code_path.write_text(code_path.read_text(encoding="utf-8") + tp_plan_source(graph, model, emitter.module_of),
+                         encoding="utf-8")
     weights_path = write_weights(model.state_dict(), out_dir, max_shard_size, sharded=emitter.sharded)
     model.eval()
     return {"code": code_path, "weights": weights_path, "module_of": dict(emitter.module_of),

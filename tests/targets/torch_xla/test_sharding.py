@@ -1,0 +1,29 @@
+"""The emitted torch model's tp_plan(): parallelize_module on 2 and 4 CPU processes (gloo) gives one process's
+output (1e-5), with the weights split (targets/torch_xla/sharding.py, Note [torch plan])."""
+import numpy as np
+import torch
+
+from portx.passes.pipeline import run_passes
+from portx.targets.codegen import import_by_path
+from portx.targets.torch_xla.emitter import emit_torch
+from tests.support.harness import lower_torch
+from tests.support.tiny_llama import tiny_llama
+from tests.support.tp_child import run_tp_plan
+
+
+def test_tp_plan_on_2_and_4_gloo_processes_matches_one_process(tmp_path):
+    model, inputs = tiny_llama()
+    emit_torch(run_passes(lower_torch(model, *inputs)[0], "torch-xla"), tmp_path)
+    module = import_by_path(tmp_path / "model.py")
+    plan = module.tp_plan()
+    assert type(plan["layers_0_self_attn_q_proj"]).__name__ == "ColwiseParallel"
+    assert type(plan["layers_1_mlp_down_proj"]).__name__ == "RowwiseParallel"
+    assert type(plan["embed_tokens"]).__name__ == "RowwiseParallel" and "lm_head" in plan
+    ids = inputs[0].numpy()
+    with torch.no_grad():
+        want = module.load_model()(torch.from_numpy(ids)).numpy()
+    total = sum(p.numel() for p in module.load_model().parameters())
+    for world in (2, 4):
+        got, local = run_tp_plan(tmp_path, [ids], world)
+        assert np.max(np.abs(got - want)) <= 1e-5, (world, np.max(np.abs(got - want)))
+        assert local <= 1.05 * total / world, (world, local, total)  # only the norm scales stay whole
