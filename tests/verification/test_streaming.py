@@ -71,9 +71,11 @@ def test_each_block_verifies_on_the_source_values_and_every_weight_is_released_o
     assert sorted(freed) == sorted(graph.params)
 
 
-def test_a_wrong_weight_fails_its_own_block_only(decoder):
+@pytest.mark.parametrize("to", ["keras-jax", "torch-xla"])
+def test_a_wrong_weight_fails_its_own_block_only(decoder, to):
+    """On keras-jax the second block reuses the first block's model with its own weights (Target.rebind)."""
     src, graph = decoder
-    target = TARGETS["torch-xla"]
+    target = TARGETS[to]
     graph = _graph(src, graph, target)
     name = next(p for s in segments(graph) if s.key.endswith("layers.1") for p in s.params
                 if graph.params[p].ndim == 2)

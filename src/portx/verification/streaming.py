@@ -28,6 +28,7 @@ Example:
 """
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
 import tempfile
@@ -162,7 +163,7 @@ def stream_verify(src, graph, target, arrays, atol=DEFAULT_ATOL, rtol=DEFAULT_RT
     wanted = {v.name: v for s in segs for v in (*s.inputs, *s.outputs)}
     found = source_boundaries(src, graph, arrays, wanted, release)
     known = {v.name: np.asarray(a) for v, a in zip(graph.inputs, arrays)}
-    rows = []
+    rows, built = [], {}  # structure -> (model, the graph it was emitted from)
     for seg in segs:
         feed = [found.get(v.name, known.get(v.name)) for v in seg.inputs]
         if any(a is None for a in feed):
@@ -170,11 +171,11 @@ def stream_verify(src, graph, target, arrays, atol=DEFAULT_ATOL, rtol=DEFAULT_RT
             rows.append(_row(seg, graph, [], f"no value for input(s) {', '.join(missing)}"))
             continue
         feed = [np.asarray(a).astype(v.type.dtype, copy=False) for v, a in zip(seg.inputs, feed)]
-        got = _run_segment(target, _subgraph(graph, seg), feed)
+        got = _run_segment(target, _subgraph(graph, seg), feed, built)
         known.update({v.name: g for v, g in zip(seg.outputs, got)})
         outs = [_compare_out(v.name, found.get(v.name), g, None, atol, rtol) for v, g in zip(seg.outputs, got)]
         if not all(o["passed"] for o in outs) and _is_narrow(graph, seg):  # Note [bfloat16 per block]
-            exact = _run_segment(target, _subgraph(graph, seg, True), [_wide(a) for a in feed])
+            exact = _run_segment(target, _subgraph(graph, seg, True), [_wide(a) for a in feed], {})
             outs = [_compare_out(v.name, found.get(v.name), g, e, atol, rtol)
                     for v, g, e in zip(seg.outputs, got, exact)]
         rows.append(_row(seg, graph, outs, ""))
@@ -184,6 +185,17 @@ def stream_verify(src, graph, target, arrays, atol=DEFAULT_ATOL, rtol=DEFAULT_RT
     return {"mode": "streaming", "passed": all(r["passed"] for r in rows), "segments": rows,
             "outputs": [_compare_out(v.name, found.get(v.name), g, None, atol, rtol)
                         for v, g in zip(graph.outputs, final) if g is not None]}
+
+
+def _attr_key(value):
+    """``value`` (an attribute) as a hashable key; an array by its bytes (its repr elides the middle)."""
+    if isinstance(value, dict):
+        return tuple((k, _attr_key(v)) for k, v in sorted(value.items()))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, *(_attr_key(v) for v in value))
+    if isinstance(value, np.ndarray):
+        return ("array", value.shape, value.dtype.str, hashlib.sha1(np.ascontiguousarray(value).tobytes()).hexdigest())
+    return repr(value)
 
 
 def _is_narrow(graph, seg) -> bool:
@@ -196,16 +208,36 @@ def _wide(array):
     return array.astype(np.float32) if array.dtype.name in _NARROW else array
 
 
-def _run_segment(target, sub, feed) -> list:
-    """``sub`` emitted into a scratch folder, loaded as a user would, and run on ``feed``."""
+def _run_segment(target, sub, feed, built) -> list:
+    """``sub`` emitted into a scratch folder, loaded as a user would, and run on ``feed``; a segment of the
+    same structure as one run before reuses that model and its compile with ``sub``'s weights (``built``)."""
+    key = structure(sub)
+    model, like = built.get(key, (None, None))
+    if model is None or not target.rebind(model, sub, like):
+        built.clear()  # one block's model at a time
+        model = _emitted(target, sub)
+        built[key] = (model, sub)
+    return [np.asarray(o) for o in target.run(model, feed)]
+
+
+def _emitted(target, sub):
     folder = Path(tempfile.mkdtemp(prefix="portx-segment-"))
     try:
         emitted = target.emit(sub, folder)
         emitted.pop("model", None)
-        model = target.load(folder)
-        return [np.asarray(o) for o in target.run(model, feed)]
+        return target.load(folder)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def structure(graph) -> tuple:
+    """What two segments share when one emitted model runs both: ops, attributes, types, weight shapes."""
+    def typed(v):
+        return None if v is None else (v.type.shape, v.type.dtype, graph.is_param(v))
+
+    return (tuple(typed(v) for v in graph.inputs), tuple(typed(v) for v in graph.outputs),
+            tuple((n.op.name, _attr_key(n.attrs), tuple(typed(v) for v in n.inputs),
+                   tuple(typed(v) for v in n.outputs)) for n in graph.nodes))
 
 
 def _compare_out(name, expected, got, exact, atol, rtol) -> dict:

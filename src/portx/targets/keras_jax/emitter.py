@@ -377,8 +377,11 @@ def emit_keras(graph, out_dir) -> dict:
             model = module.build_model()
     if _unset_weights(model, emitter.weights):
         model = module.build_model()
+    built = {layer.name for layer in model.layers}
     while emitter.weights:  # popped as set: the layer's copy is the only one kept, not a second full set
         name, arrays = emitter.weights.popitem()
+        if name != model.name and name not in built:  # written before an output it feeds became a constant
+            continue  # (_output_ref: no input reaches it); Keras leaves the unreachable layer out of the model
         layer = model if name == model.name else model.get_layer(name)
         expected = [tuple(w.shape) for w in layer.weights]  # get_weights() would copy each to NumPy
         got = [tuple(a.shape) for a in arrays]
