@@ -8,7 +8,8 @@ questions, so api and verification never ask which framework a model came from:
 - ``run(*arrays) -> [array]``: the source's own outputs on NumPy inputs, flat, in the IR's output order
   (onnxruntime's for an ONNX model);
 - ``intermediates(arrays) -> {IR value name: array}``: its own values where it can pair them with IR
-  values (torch programs, ONNX node outputs), ``{}`` otherwise;
+  values (torch programs, ONNX node outputs), ``{}`` otherwise; ``keep`` (IR names) limits what is kept, and
+  ``release(weight key)`` is told when a weight is read for the last time, where the source can say (torch);
 - ``dynamic_dims() -> [{"symbol", "sites": [[input, axis]], "min", "max"}]``: the dims the source declares
   free (torch.export Dims, Keras None dims, ONNX ``dim_param``); ``resized({(input, axis): size}) -> Source``:
   the same model at other input sizes, BadInput where it cannot run there (Note [free dims] in ir/types.py).
@@ -49,7 +50,7 @@ class Source(Protocol):
 
     def run(self, *arrays) -> list: ...
 
-    def intermediates(self, arrays) -> dict: ...
+    def intermediates(self, arrays, keep=None, release=None) -> dict: ...
 
     def dynamic_dims(self) -> list: ...
 

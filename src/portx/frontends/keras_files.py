@@ -75,7 +75,7 @@ class KerasSource:
         """
         return lower_keras(self.model, self.input_types, name)
 
-    def intermediates(self, arrays) -> dict:
+    def intermediates(self, arrays, keep=None, release=None) -> dict:
         """Nothing: Keras layers are not paired with IR values, so a trace compares with the IR reference only."""
         return {}
 

@@ -181,7 +181,7 @@ class SubclassedKerasSource:
         """The IR Graph traced from ``model.stateless_call`` (``strict_tpu``: see KerasSource.lower)."""
         return lower_keras_subclassed(self.model, self.example_arrays, name=name)
 
-    def intermediates(self, arrays) -> dict:
+    def intermediates(self, arrays, keep=None, release=None) -> dict:
         """Nothing: traced values are not paired with the model's layers."""
         return {}
 

@@ -90,11 +90,11 @@ class TorchSource:
         flat = torch.utils._pytree.tree_leaves(out)  # nested dicts/tuples/lists, in torch.export's output order
         return [array_of(t, keep_bfloat16=True) for t in flat]  # compared at bfloat16's resolution
 
-    def intermediates(self, arrays) -> dict:
+    def intermediates(self, arrays, keep=None, release=None) -> dict:
         """IR value name -> the program's own intermediate on ``arrays`` (see torch_intermediates.py)."""
         from .torch_intermediates import source_intermediates
 
-        return source_intermediates(self, arrays)
+        return source_intermediates(self, arrays, keep, release)
 
 
 def resize_tensor(t, axes: dict):

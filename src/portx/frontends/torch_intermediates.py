@@ -18,11 +18,12 @@ from .torch_arrays import array_of
 __all__ = ["source_intermediates"]
 
 
-def source_intermediates(src, arrays) -> dict:
+def source_intermediates(src, arrays, keep=None, release=None) -> dict:
     """IR value name -> the source's own intermediate (torch), for the values torch computes one-to-one.
 
     Lowers the program again to learn which IR value each fx node became, then runs the same fx
-    graph with torch.fx.Interpreter, recording every node's output.
+    graph with torch.fx.Interpreter, recording every node's output (only the IR names in ``keep``, when given:
+    the rest is freed as the run goes). ``release(state_dict key)`` is called after a weight's last use.
     Example: ``source_intermediates(src, arrays)["conv2d"].shape``.
     """
     ep, low = walk_program(src.program)
@@ -30,18 +31,37 @@ def source_intermediates(src, arrays) -> dict:
     feed = iter(src.torch_inputs(arrays))
     args = [next(feed) if node.name in users else state[node.name][1]
             for node in ep.graph.nodes if node.op == "placeholder"]
+    names = {fx.name: value.name for fx, value in low.env.items() if hasattr(value, "type")}
+    wanted = {fx for fx, name in names.items() if keep is None or name in keep}
+    done = _last_uses(ep, state) if release is not None else {}
     seen = {}
 
     class Recorder(torch.fx.Interpreter):
         def run_node(self, n):
-            seen[n.name] = result = super().run_node(n)
+            result = super().run_node(n)
+            if n.name in wanted:
+                seen[n.name] = result
+            for key in done.get(n.name, ()):
+                release(key)
             return result
 
     with torch.no_grad():
         Recorder(ep.graph_module).run(*args)
     found = {}
-    for fx, value in low.env.items():
-        out = seen.get(fx.name)
-        if hasattr(value, "type") and isinstance(out, torch.Tensor):
-            found.setdefault(value.name, array_of(out, keep_bfloat16=True))
+    for fx, out in seen.items():
+        if isinstance(out, torch.Tensor):
+            found.setdefault(names[fx], array_of(out, keep_bfloat16=True))
     return found
+
+
+def _last_uses(ep, state) -> dict:
+    """{fx node name: [state_dict keys of the weights whose last reader it is]}."""
+    last = {}
+    for node in ep.graph.nodes:
+        for arg in node.all_input_nodes:
+            if arg.op == "placeholder" and arg.name in state:
+                last[arg.name] = node.name
+    result = {}
+    for placeholder, node in last.items():
+        result.setdefault(node, []).append(state[placeholder][0])
+    return result

@@ -87,6 +87,12 @@ class Target:
         """{"trainable": elements that train, "non_trainable": stored elements that do not} of ``model``."""
         raise NotImplementedError
 
+    def rebind(self, model, graph, like) -> bool:
+        """Give ``model`` (emitted from graph ``like``) the weights of ``graph``, a graph of the same structure
+        (another block of a decoder), so that it runs without being emitted and compiled again; False where the
+        target does not (verification/streaming.py then emits ``graph`` anew)."""
+        return False
+
     def prove_tpu(self, model, graph) -> dict:
         """Lower ``model`` for TPU: {"verdict": "ok"|"problems"|"failed"|"skipped", "problems": [...], ...}."""
         raise NotImplementedError

@@ -12,6 +12,7 @@ Example:
 """
 from __future__ import annotations
 
+import re
 import threading
 
 import numpy as np
@@ -29,6 +30,15 @@ GRAD_COMPILE_OPTIONS = {"xla_backend_optimization_level": 0}
 # in 10 s; the HLO and XLA's own passes (fusion, algebraic simplification) are the same, so the arithmetic is
 # the same up to rounding (2.4e-7 largest difference on that model's gradients, against GRAD_ATOL = 1e-4).
 # The converted model's forward (verification, the size checks) keeps XLA's default options.
+# Unoptimized code is not always slower by a constant: XLA:CPU runs some input-dilated convolutions (the input
+# gradient of a strided convolution) as a plain loop nest, which only LLVM's optimizations make fast. The
+# input gradient of a ViT's 16x16 stride-16 patch embedding on a 224x224 image took 134 s unoptimized and 0.06 s
+# with the defaults, so a 2-layer BEiT or DINOv2 at 224 spent 219-250 s in the gradient check (loaded 2-core
+# machine; 1.9 s with the defaults). Measured on input gradients (unoptimized / default): windows 2, 3, 4 and 7
+# at strides 2-4, 8 at stride 8 and 14 at stride 14 ran within 3x either way; 12 at stride 12 took 0.66 s /
+# 0.0006 s and 16 at stride 16 15-134 s / 0.08 s. So a program with an input-dilated convolution whose window is
+# ``SLOW_DILATED_WINDOW`` (8) or wider on a dilated axis compiles with the defaults (``slow_unoptimized``): a
+# few seconds more compile where the rule is cautious, never minutes of run time.
 # convert compiles it from before the verify stage and waits for it before the trace (``grads.settled``): the
 # trace's probe compile and its buffers stacked on it (DenseNet-121: 1.6 GB peak -> about 1.1 GB; on two
 # cores they were not faster together than one after the other).
@@ -59,11 +69,35 @@ def keras_program(model, arrays, weights):
 
 
 def compiled(lowered):
-    """``lowered`` compiled with ``GRAD_COMPILE_OPTIONS``, or by default where a backend refuses them."""
+    """``lowered`` compiled with ``GRAD_COMPILE_OPTIONS``, or by default where a backend refuses them or the
+    program holds a convolution XLA runs slowly unoptimized (Note [gradient compile])."""
+    if slow_unoptimized(lowered.as_text()):
+        return lowered.compile()
     try:
         return lowered.compile(GRAD_COMPILE_OPTIONS)
     except Exception:  # noqa: BLE001 - a backend without these options: its default compile
         return lowered.compile()
+
+
+#: an input-dilated convolution with a window this wide or wider on a dilated axis: compiled with XLA's defaults
+SLOW_DILATED_WINDOW = 8
+
+_CONV = re.compile(r"stablehlo\.convolution.*x\[([^\]]*)\]->.*lhs_dilate = \[([\d, ]*)\].*"
+                   r"\(tensor<[^>]*>, tensor<([\dx]+)x\w+>\)")
+
+
+def slow_unoptimized(text) -> bool:
+    """True when the StableHLO ``text`` holds a convolution whose input is dilated (the input gradient of a
+    strided convolution, a transposed convolution) with a wide window on a dilated axis (Note [gradient
+    compile]). Example: the gradient of a ViT's 16x16 stride-16 patch embedding."""
+    for match in _CONV.finditer(text):
+        spec = [d.strip() for d in match.group(1).split(",")]
+        dilate = [int(d) for d in match.group(2).split(",") if d.strip()]
+        dims = [int(d) for d in match.group(3).split("x")]
+        window = [dims[spec.index(str(axis))] for axis in range(len(dilate))]
+        if any(d > 1 and w >= SLOW_DILATED_WINDOW for d, w in zip(dilate, window)):
+            return True
+    return False
 
 
 class Started:

@@ -93,7 +93,7 @@ class OnnxSource:
             raise BadInput(f"{self.label}: onnxruntime cannot run the model at input shapes "
                            f"{[tuple(np.shape(a)) for a in arrays]} ({first_line(exc, 200)})") from None
 
-    def intermediates(self, arrays) -> dict:
+    def intermediates(self, arrays, keep=None, release=None) -> dict:
         """{IR value name: onnxruntime's value} for every ONNX node output that became an IR value (the model
         run once more with those as extra outputs), so a trace names the first node where the two part."""
         import onnx

@@ -66,6 +66,18 @@ class KerasJax(Target):
                 "non_trainable": sum(math.prod(v.shape) for v in model.non_trainable_variables
                                      if "seed_generator" not in v.path)}
 
+    def rebind(self, model, graph, like) -> bool:
+        """Layer by layer, in emission order: ``graph``'s emitted weights into the layers ``like`` named
+        (Note [streaming verification] in verification/streaming.py). False where the two disagree."""
+        ours, theirs = (_emitted_weights(g) for g in (like, graph))
+        if [[a.shape for a in w] for w in ours.values()] != [[a.shape for a in w] for w in theirs.values()]:
+            return False
+        built = {layer.name: layer for layer in model.layers}
+        for name, arrays in zip(ours, theirs.values()):
+            if name in built:  # a layer Keras left out (unreachable) holds nothing to run
+                built[name].set_weights(arrays)
+        return True
+
     def prove_tpu(self, model, graph) -> dict:
         return prove_tpu_lowering(model, graph)
 
@@ -79,6 +91,13 @@ class KerasJax(Target):
         """A live ``keras.Model`` too (verification of a model the user loaded), besides OUT folders."""
         keras = sys.modules.get("keras")
         return (keras is not None and isinstance(out, keras.Model)) or super().owns(out)
+
+
+def _emitted_weights(graph) -> dict:
+    """{layer name: its arrays}, in the order the emitter writes ``graph``'s layers (no files, no model)."""
+    emitter = KerasEmitter(graph)
+    emitter.emit_graph()
+    return emitter.weights
 
 
 KERAS_JAX = KerasJax()

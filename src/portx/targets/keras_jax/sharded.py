@@ -53,10 +53,12 @@ def write_sharded(model, weights: dict, path, max_shard_size=DEFAULT_SHARD_GB) -
     paths. A variable no emit rule gave (a dropout's seed) is written as its initializer makes it."""
     from keras.src.saving import saving_lib
 
-    arrays = {}
+    arrays, built = {}, {layer.name for layer in model.layers}
     for name in list(weights):
-        layer = model if name == model.name else model.get_layer(name)
         given = weights.pop(name)
+        if name != model.name and name not in built:  # written before an output it feeds became a constant
+            continue  # (_output_ref: no input reaches it); Keras leaves the unreachable layer out of the model
+        layer = model if name == model.name else model.get_layer(name)
         expected = [tuple(v.shape) for v in layer.weights]
         if expected != [tuple(np.shape(a)) for a in given]:
             raise RuntimeError(f"layer {name}: emit rule produced weights {[np.shape(a) for a in given]}, layer "

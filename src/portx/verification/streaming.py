@@ -1,0 +1,265 @@
+"""Verification block by block, holding one block's weights at a time (Note [streaming verification]).
+
+Note [streaming verification]: a model too large to hold twice (an 8B decoder is 16 GB in bfloat16) cannot be
+verified by running the source and the emitted model whole. The IR graph is cut into *segments*: one per
+repeated source block (the scopes ``model.layers.0``, ``model.layers.1``, ... : a path component that is a number
+names a block of a ``ModuleList`` / ``nn.Sequential``), and the glue between them (embeddings, the final norm,
+the head). The source runs once, node by node, recording only the values that cross a segment boundary, and
+hands each weight to ``release`` after its last use (a memory-mapped weight's pages then leave the process).
+Each segment is then emitted on its own (the same emit rules as the whole model), loaded, run on the *source's*
+values at its inputs, and compared with the source's values at its outputs: an error is found in the block that
+makes it, and is never the sum of the blocks before it. Only that segment's weights are materialised.
+
+Where the source does not compute a boundary value one-to-one (a pass rewrote it), the segment takes the value
+the previous emitted segment produced instead, and its outputs are compared where the source has them.
+
+Note [bfloat16 per block]: a bfloat16 block rounds every intermediate to 8 bits of mantissa, on both sides, in
+different orders. Its outputs are first compared with the source's at the dtype's tolerance (Note
+[low-precision tolerance] in compare.py). Where that fails, the segment runs again with its weights and inputs in
+float32 (the "exact" run of the same block), and the bfloat16 output passes when its distance to the float32
+run is within ``BF16_SLACK`` times the source's own distance to it (plus that tolerance): the converted block may
+round differently from the source, but not worse. The row then carries both distances (``f32_max_abs``,
+``f32_source``), so a report tells bfloat16 rounding from a wrong rule. The float32 run is skipped where the
+first comparison passes: it would only confirm it, at twice the block's weight memory.
+
+Example:
+    >>> report = stream_verify(src, graph, target, make_inputs(graph, seed=0))
+    >>> [(row["block"], row["passed"]) for row in report["segments"]]
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..ir import Graph
+from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare_arrays
+
+__all__ = ["Segment", "segments", "stream_verify", "BF16_SLACK"]
+
+#: a bfloat16 block passes within this many times the source's own distance to the float32 run of the block
+BF16_SLACK = 2.0
+
+_INDEX = re.compile(r"^\d+$")
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Consecutive nodes of one block (``key``: its scope, e.g. ``model.layers.3``; "" for glue)."""
+
+    key: str
+    nodes: tuple
+    inputs: tuple  # non-parameter values read here and made before (or graph inputs), first-use order
+    outputs: tuple  # values made here and read after it (or graph outputs)
+    params: tuple  # names of the parameters its nodes read
+
+
+def block_of(scope: str) -> str:
+    """The block a scope belongs to: the path up to its first numbered component, or "" (glue).
+
+    Example: ``block_of("m.model.layers.3.self_attn.q_proj")`` -> ``"m.model.layers.3"``.
+    """
+    parts = scope.split(".")
+    for i, part in enumerate(parts):
+        if _INDEX.match(part):
+            return ".".join(parts[: i + 1])
+    return ""
+
+
+def segments(graph) -> list:
+    """``graph``'s nodes cut into Segments, one per block and one per stretch of glue between blocks."""
+    runs = []
+    for node in graph.nodes:  # a node a pass added (no scope) stays in the block it sits in
+        key = block_of(node.scope) if node.scope or not runs else runs[-1][0]
+        if runs and runs[-1][0] == key:
+            runs[-1][1].append(node)
+        else:
+            runs.append((key, [node]))
+    later = _reads_after(graph, runs)
+    made_before, result = set(), []
+    for (key, nodes), after in zip(runs, later):
+        made = {v for n in nodes for v in n.outputs}
+        inputs, params = [], []
+        for node in nodes:
+            for v in node.inputs:
+                if v is None or v in made:
+                    continue
+                if graph.is_param(v):
+                    params.append(v.name) if v.name not in params else None
+                elif v not in inputs:
+                    inputs.append(v)
+        outs = tuple(v for n in nodes for v in n.outputs if v in after)
+        result.append(Segment(key, tuple(nodes), tuple(inputs), outs, tuple(params)))
+        made_before |= made
+    return result
+
+
+def _reads_after(graph, runs) -> list:
+    """For each run, the set of values read by later runs or returned by the graph."""
+    needed, result = set(graph.outputs), []
+    for _, nodes in reversed(runs):
+        result.append(set(needed))
+        needed |= {v for n in nodes for v in n.inputs if v is not None}
+    return result[::-1]
+
+
+def _subgraph(graph, seg, float32=False) -> Graph:
+    """``seg`` as a Graph of its own (its inputs and outputs as the graph's), at the example's sizes."""
+    params = {name: graph.params[name] for name in seg.params}
+    values = {name: graph.param_values[name] for name in seg.params}
+    sub = Graph(seg.inputs, seg.outputs, seg.nodes, params, values, f"segment_{len(seg.nodes)}",
+                {"trainable": [n for n in seg.params if graph.is_trainable(n)]})
+    return _as_float32(sub) if float32 else sub
+
+
+def _as_float32(graph) -> Graph:
+    """``graph`` with bfloat16 (and float16) values and params widened to float32: the exact run of a block."""
+    from ..ir.types import TensorType, Value
+
+    def wide(v):
+        if v is None or v.type.dtype not in _NARROW:
+            return v
+        return memo.setdefault(v, Value(v.name, TensorType(v.type.shape, "float32")))
+
+    memo = {}
+    nodes = tuple(n.replace(inputs=tuple(wide(v) for v in n.inputs), outputs=tuple(wide(v) for v in n.outputs),
+                            attrs=_wide_attrs(n.attrs)) for n in graph.nodes)
+    params = {k: (np.asarray(a, np.float32) if a.dtype.name in _NARROW else a) for k, a in graph.params.items()}
+    values = {k: wide(v) for k, v in graph.param_values.items()}
+    return graph.replace(inputs=tuple(wide(v) for v in graph.inputs), outputs=tuple(wide(v) for v in graph.outputs),
+                         nodes=nodes, params=params, param_values=values)
+
+
+_NARROW = ("bfloat16", "float16")
+
+
+def _wide_attrs(attrs) -> dict:
+    """A cast's target dtype (and any dtype attribute) of bfloat16/float16 as float32."""
+    return {k: ("float32" if isinstance(v, str) and v in _NARROW and "dtype" in k else v) for k, v in attrs.items()}
+
+
+def source_boundaries(src, graph, arrays, wanted, release=None) -> dict:
+    """{IR value name: the source's own value} for the ``wanted`` values ({name: Value}), from one node-by-node run of the
+    source; ``release(state_key)`` is called after each weight's last use (frontends that stream weights)."""
+    found = src.intermediates(arrays, keep=set(wanted), release=release)
+    return {name: a for name, a in found.items()  # a value the IR holds in another layout is not a pair
+            if name in wanted and tuple(np.shape(a)) == tuple(wanted[name].type.shape)}
+
+
+def stream_verify(src, graph, target, arrays, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, release=None,
+                  release_params=None) -> dict:
+    """Verify ``graph`` as ``target`` emits it against ``src``, segment by segment (Note [streaming verification]).
+
+    ``arrays``: the inputs (the IR's). ``release`` (state_dict key) and ``release_params`` (IR param names) free a
+    weight's memory once no later stage needs it. Returns {"mode": "streaming", "passed", "segments": [...]}, each
+    segment row with its block, node count, weight bytes, and per-output errors (``f32_max_abs`` on bfloat16).
+    """
+    segs = segments(graph)
+    wanted = {v.name: v for s in segs for v in (*s.inputs, *s.outputs)}
+    found = source_boundaries(src, graph, arrays, wanted, release)
+    known = {v.name: np.asarray(a) for v, a in zip(graph.inputs, arrays)}
+    rows, built = [], {}  # structure -> (model, the graph it was emitted from)
+    for seg in segs:
+        feed = [found.get(v.name, known.get(v.name)) for v in seg.inputs]
+        if any(a is None for a in feed):
+            missing = [v.name for v, a in zip(seg.inputs, feed) if a is None]
+            rows.append(_row(seg, graph, [], f"no value for input(s) {', '.join(missing)}"))
+            continue
+        feed = [np.asarray(a).astype(v.type.dtype, copy=False) for v, a in zip(seg.inputs, feed)]
+        got = _run_segment(target, _subgraph(graph, seg), feed, built)
+        known.update({v.name: g for v, g in zip(seg.outputs, got)})
+        outs = [_compare_out(v.name, found.get(v.name), g, None, atol, rtol) for v, g in zip(seg.outputs, got)]
+        if not all(o["passed"] for o in outs) and _is_narrow(graph, seg):  # Note [bfloat16 per block]
+            exact = _run_segment(target, _subgraph(graph, seg, True), [_wide(a) for a in feed], {})
+            outs = [_compare_out(v.name, found.get(v.name), g, e, atol, rtol)
+                    for v, g, e in zip(seg.outputs, got, exact)]
+        rows.append(_row(seg, graph, outs, ""))
+        if release_params is not None:
+            release_params(seg.params)
+    final = [known.get(v.name) for v in graph.outputs]
+    return {"mode": "streaming", "passed": all(r["passed"] for r in rows), "segments": rows,
+            "outputs": [_compare_out(v.name, found.get(v.name), g, None, atol, rtol)
+                        for v, g in zip(graph.outputs, final) if g is not None]}
+
+
+def _attr_key(value):
+    """``value`` (an attribute) as a hashable key; an array by its bytes (its repr elides the middle)."""
+    if isinstance(value, dict):
+        return tuple((k, _attr_key(v)) for k, v in sorted(value.items()))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, *(_attr_key(v) for v in value))
+    if isinstance(value, np.ndarray):
+        return ("array", value.shape, value.dtype.str, hashlib.sha1(np.ascontiguousarray(value).tobytes()).hexdigest())
+    return repr(value)
+
+
+def _is_narrow(graph, seg) -> bool:
+    return any(graph.params[p].dtype.name in _NARROW for p in seg.params) or \
+        any(v.type.dtype in _NARROW for v in (*seg.inputs, *seg.outputs))
+
+
+def _wide(array):
+    array = np.asarray(array)
+    return array.astype(np.float32) if array.dtype.name in _NARROW else array
+
+
+def _run_segment(target, sub, feed, built) -> list:
+    """``sub`` emitted into a scratch folder, loaded as a user would, and run on ``feed``; a segment of the
+    same structure as one run before reuses that model and its compile with ``sub``'s weights (``built``)."""
+    key = structure(sub)
+    model, like = built.get(key, (None, None))
+    if model is None or not target.rebind(model, sub, like):
+        built.clear()  # one block's model at a time
+        model = _emitted(target, sub)
+        built[key] = (model, sub)
+    return [np.asarray(o) for o in target.run(model, feed)]
+
+
+def _emitted(target, sub):
+    folder = Path(tempfile.mkdtemp(prefix="portx-segment-"))
+    try:
+        emitted = target.emit(sub, folder)
+        emitted.pop("model", None)
+        return target.load(folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def structure(graph) -> tuple:
+    """What two segments share when one emitted model runs both: ops, attributes, types, weight shapes."""
+    def typed(v):
+        return None if v is None else (v.type.shape, v.type.dtype, graph.is_param(v))
+
+    return (tuple(typed(v) for v in graph.inputs), tuple(typed(v) for v in graph.outputs),
+            tuple((n.op.name, _attr_key(n.attrs), tuple(typed(v) for v in n.inputs),
+                   tuple(typed(v) for v in n.outputs)) for n in graph.nodes))
+
+
+def _compare_out(name, expected, got, exact, atol, rtol) -> dict:
+    """One output of a segment against the source's value (None: the source does not compute it one-to-one)."""
+    if expected is None:
+        return {"name": name, "paired": False, "passed": True, "max_abs": None}
+    expected = np.asarray(expected)
+    row = {"name": name, "paired": True, **compare_arrays(expected, got, atol, rtol)}
+    if exact is not None and np.issubdtype(np.asarray(exact).dtype, np.floating):
+        own = float(np.max(np.abs(expected.astype(np.float64) - exact))) if exact.size else 0.0
+        ours = float(np.max(np.abs(np.asarray(got).astype(np.float64) - exact))) if exact.size else 0.0
+        bound = BF16_SLACK * own + row["atol"]
+        row.update(f32_source=own, f32_max_abs=ours, f32_bound=bound)
+        if not row["passed"] and expected.shape == np.shape(got):  # bfloat16 rounding, not a wrong rule
+            row["passed"] = ours <= bound
+            row["problem"] = "" if row["passed"] else (
+                f"{row['problem']}; {ours:.3g} from the float32 run of the block, the source {own:.3g}")
+    return row
+
+
+def _row(seg, graph, outs, problem) -> dict:
+    weight = sum(int(graph.params[p].nbytes) for p in seg.params)
+    return {"block": seg.key or "(glue)", "nodes": len(seg.nodes), "weight_bytes": weight,
+            "first_node": seg.nodes[0].where(), "outputs": outs, "problem": problem,
+            "passed": not problem and all(o["passed"] for o in outs)}

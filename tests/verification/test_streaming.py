@@ -1,0 +1,88 @@
+"""Block-by-block verification (verification/streaming.py): a decoder cut into its blocks, each emitted and run on
+the source's own values, weights handed back after their last use, and an error found in the block that makes it."""
+import numpy as np
+import pytest
+import torch
+
+from portx.frontends import load
+from portx.passes.pipeline import inference_skip
+from portx.targets import TARGETS
+from portx.verification.compare import make_inputs
+from portx.verification.recheck import prepared
+from portx.verification.streaming import block_of, segments, stream_verify
+
+transformers = pytest.importorskip("transformers")
+
+
+class Logits(torch.nn.Module):
+    """A causal LM called on ids, returning its logits (no cache)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids):
+        return self.model(input_ids=ids, use_cache=False).logits
+
+
+@pytest.fixture(scope="module")
+def decoder():
+    config = transformers.LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=32)
+    torch.manual_seed(0)
+    src = load(Logits(transformers.LlamaForCausalLM(config).eval()),
+               example_inputs=(torch.randint(0, 64, (1, 6), generator=torch.Generator().manual_seed(0)),))
+    return src, src.lower()
+
+
+def _graph(src, graph, target):
+    return prepared(graph, target, inference_skip(False, False), "source")
+
+
+def test_block_of_is_the_path_to_the_first_number():
+    assert block_of("model.model.layers.3.self_attn.q_proj") == "model.model.layers.3"
+    assert block_of("features.0") == "features.0"
+    assert block_of("model.lm_head") == block_of("") == ""
+
+
+def test_segments_are_the_blocks_and_the_glue_between_them(decoder):
+    src, graph = decoder
+    segs = segments(_graph(src, graph, TARGETS["keras-jax"]))
+    assert [s.key for s in segs] == ["", "model.model.layers.0", "model.model.layers.1", ""]
+    params = [p for s in segs for p in s.params]
+    assert sorted(params) == sorted(set(params))  # each weight read by one segment only
+    assert all(s.outputs for s in segs)
+
+
+@pytest.mark.parametrize("to", ["keras-jax", "torch-xla"])
+def test_each_block_verifies_on_the_source_values_and_every_weight_is_released_once(decoder, to):
+    src, graph = decoder
+    target = TARGETS[to]
+    graph = _graph(src, graph, target)
+    released, freed = [], []
+    report = stream_verify(src, graph, target, make_inputs(graph, seed=0), release=released.append,
+                           release_params=freed.extend)
+    assert report["passed"], report
+    blocks = [row["block"] for row in report["segments"]]
+    assert blocks == ["(glue)", "model.model.layers.0", "model.model.layers.1", "(glue)"]
+    assert all(o["paired"] for row in report["segments"] for o in row["outputs"])  # every boundary from the source
+    assert report["outputs"][0]["passed"] and report["outputs"][0]["max_abs"] < 1e-5
+    assert sorted(released) == sorted(set(released)) and set(src.program.state_dict) <= set(released)
+    assert sorted(freed) == sorted(graph.params)
+
+
+@pytest.mark.parametrize("to", ["keras-jax", "torch-xla"])
+def test_a_wrong_weight_fails_its_own_block_only(decoder, to):
+    """On keras-jax the second block reuses the first block's model with its own weights (Target.rebind)."""
+    src, graph = decoder
+    target = TARGETS[to]
+    graph = _graph(src, graph, target)
+    name = next(p for s in segments(graph) if s.key.endswith("layers.1") for p in s.params
+                if graph.params[p].ndim == 2)
+    params = dict(graph.params)
+    params[name] = params[name] + np.float32(0.5)
+    report = stream_verify(src, graph.replace(params=params), target, make_inputs(graph, seed=0))
+    verdicts = [(row["block"], row["passed"]) for row in report["segments"]]
+    assert verdicts == [("(glue)", True), ("model.model.layers.0", True), ("model.model.layers.1", False),
+                        ("(glue)", True)]  # the head runs on the source's values, so the error stays in its block
+    assert not report["passed"]
