@@ -41,6 +41,7 @@ from .verification.recheck import prepared, verify_converted  # noqa: E402
 from .verification.trace import node_errors  # noqa: E402
 from .verification.memory import LeanStages  # noqa: E402
 from .verification.budget import over_budget  # noqa: E402
+from .verification.streaming import verify_streaming  # noqa: E402
 from .verification.sharding import proof_devices, sharding_report  # noqa: E402
 from .weights import shard_gb  # noqa: E402
 
@@ -224,6 +225,7 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
         source_counts = _source_counts(graph)
         stages.weigh(graph.weight_bytes())
         too_big = over_budget(graph)  # Note [weight budget]: no whole-model checks, abstract weights
+        streaming = verify and bool(too_big)  # Note [streaming verification]: one block's weights at a time
         verify = verify and not too_big
         sizes["weights"] = 2 * graph.weight_bytes()  # the weights file, and jax.export's copy at most
         skip = inference_skip(fold_bn, inference)
@@ -246,7 +248,9 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
         grad_on = verify and (grad or (grad is None and graph.weight_bytes() <= _GRAD_AUTO_BYTES))
         started = stages.run("grad-start", start_gradients, src, graph, model, seed) if grad_on else None
         report["verification"] = (stages.run("verify", verify_example, src, graph, model, emitted, target, seed, atol,
-                                             rtol) if verify else {"passed": None, "skipped": too_big or True})
+                                             rtol) if verify else
+                                  stages.run("verify", verify_streaming, src, graph, target, seed, atol, rtol)
+                                  if streaming else {"passed": None, "skipped": too_big or True})
         report["dynamic"] = _dynamic_report(dims, graph, example_checked(sized, report["verification"]))
         settled(started)  # Note [gradient compile] (verification/grad_program.py): not under the trace's compile
         report["node_errors"] = (stages.run("trace", node_errors, target, graph, model, emitted["var_of"],

@@ -60,7 +60,7 @@ def test_each_block_verifies_on_the_source_values_and_every_weight_is_released_o
     target = TARGETS[to]
     graph = _graph(src, graph, target)
     released, freed = [], []
-    report = stream_verify(src, graph, target, make_inputs(graph, seed=0), release=released.append,
+    report = stream_verify(src, graph, target, make_inputs(graph, seed=0), release=lambda k, t: released.append(k),
                            release_params=freed.extend)
     assert report["passed"], report
     blocks = [row["block"] for row in report["segments"]]

@@ -9,7 +9,7 @@ questions, so api and verification never ask which framework a model came from:
   (onnxruntime's for an ONNX model);
 - ``intermediates(arrays) -> {IR value name: array}``: its own values where it can pair them with IR
   values (torch programs, ONNX node outputs), ``{}`` otherwise; ``keep`` (IR names) limits what is kept, and
-  ``release(weight key)`` is told when a weight is read for the last time, where the source can say (torch);
+  ``release(weight key, tensor)`` is told when a weight is read for the last time, where the source can say (torch);
 - ``dynamic_dims() -> [{"symbol", "sites": [[input, axis]], "min", "max"}]``: the dims the source declares
   free (torch.export Dims, Keras None dims, ONNX ``dim_param``); ``resized({(input, axis): size}) -> Source``:
   the same model at other input sizes, BadInput where it cannot run there (Note [free dims] in ir/types.py).

@@ -23,7 +23,7 @@ def source_intermediates(src, arrays, keep=None, release=None) -> dict:
 
     Lowers the program again to learn which IR value each fx node became, then runs the same fx
     graph with torch.fx.Interpreter, recording every node's output (only the IR names in ``keep``, when given:
-    the rest is freed as the run goes). ``release(state_dict key)`` is called after a weight's last use.
+    the rest is freed as the run goes). ``release(state_dict key, tensor)`` is called after a weight's last use.
     Example: ``source_intermediates(src, arrays)["conv2d"].shape``.
     """
     ep, low = walk_program(src.program)
@@ -41,8 +41,8 @@ def source_intermediates(src, arrays, keep=None, release=None) -> dict:
             result = super().run_node(n)
             if n.name in wanted:
                 seen[n.name] = result
-            for key in done.get(n.name, ()):
-                release(key)
+            for key, tensor in done.get(n.name, ()):
+                release(key, tensor)
             return result
 
     with torch.no_grad():
@@ -55,7 +55,7 @@ def source_intermediates(src, arrays, keep=None, release=None) -> dict:
 
 
 def _last_uses(ep, state) -> dict:
-    """{fx node name: [state_dict keys of the weights whose last reader it is]}."""
+    """{fx node name: [(state_dict key, tensor) of the weights whose last reader it is]}."""
     last = {}
     for node in ep.graph.nodes:
         for arg in node.all_input_nodes:
@@ -63,5 +63,5 @@ def _last_uses(ep, state) -> dict:
                 last[arg.name] = node.name
     result = {}
     for placeholder, node in last.items():
-        result.setdefault(node, []).append(state[placeholder][0])
+        result.setdefault(node, []).append(state[placeholder])
     return result

@@ -7,8 +7,8 @@ memory-mapped checkpoint, the emitted model's variables, and their activations) 
 report.json says they were skipped and why, the emitted model is built without its weights (every variable
 uninitialised, no weight memory) for the parameter counts, and the TPU proof lowers it on abstract weights
 (``jax.ShapeDtypeStruct``, targets/keras_jax/tpu.py), which costs no weight memory either. The weights are still
-written, shard by shard (Note [sharded keras weights]). Layer-by-layer verification, which holds one layer's
-weights, is the check meant for these models.
+written, shard by shard (Note [sharded keras weights]). Verification runs block by block instead, holding one
+block's weights at a time (Note [streaming verification] in streaming.py).
 
 Example:
     >>> over_budget(graph)
@@ -39,5 +39,5 @@ def over_budget(graph) -> str:
     if size <= budget:
         return ""
     return (f"weights of {size_text(size)} exceed the {size_text(budget)} that whole-model checks may hold "
-            f"({BUDGET_ENV}): verification, the size checks, the trace and the gradient check were skipped; the "
-            "TPU proof ran on abstract weights")
+            f"({BUDGET_ENV}): verified block by block instead of whole; the size checks, the trace and the "
+            "gradient check were skipped; the TPU proof ran on abstract weights")

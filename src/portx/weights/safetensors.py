@@ -179,19 +179,22 @@ class LazyStore:
 
 
 def release_pages(array) -> None:
-    """Drop the resident pages under ``array`` when its data lies in a file a LazyStore mapped (whatever views
-    or torch tensors it went through); a no-op for any other array. Read from the file again if touched later.
+    """Drop the resident pages under ``array`` (NumPy, or a torch tensor) when its data lies in a file a LazyStore
+    mapped (whatever views or torch tensors it went through); a no-op for any other array. Read from the file again if touched later.
 
     Example: ``release_pages(graph.params["lm_head.weight"].T)`` after the tensor is written.
     """
-    array = np.asarray(array)
-    if not array.nbytes or not hasattr(mmap, "MADV_DONTNEED"):
+    if hasattr(array, "data_ptr"):  # a torch tensor (a bfloat16 one has no NumPy view)
+        address, nbytes = array.data_ptr(), array.numel() * array.element_size()
+    else:
+        array = np.asarray(array)
+        address, nbytes = array.__array_interface__["data"][0], array.nbytes
+    if not nbytes or not hasattr(mmap, "MADV_DONTNEED"):
         return
-    address = array.__array_interface__["data"][0]
     for store in list(_STORES):
         for mapped, begin in store.regions():
             if begin <= address < begin + len(mapped):
                 first = (address - begin) - (address - begin) % mmap.PAGESIZE
-                end = min(len(mapped), address - begin + array.nbytes)  # a transpose spans the same bytes
+                end = min(len(mapped), address - begin + nbytes)  # a transpose spans the same bytes
                 mapped.madvise(mmap.MADV_DONTNEED, first, end - first)
                 return

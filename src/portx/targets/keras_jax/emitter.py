@@ -380,8 +380,8 @@ def emit_keras(graph, out_dir, max_shard_size=DEFAULT_SHARD_GB) -> dict:
     with watch(code_path, "build_model", "building the Keras model"):  # progress.py: follows build_model's lines
         with refused_build(graph, emitter.names, code_path):  # Note [build-time refusal]
             model = abstract_model(module)
-        code_path.write_text(code + layout_map_source(variable_splits(graph, model, emitter.layer_of)),
-                             encoding="utf-8")
+        splits = variable_splits(graph, model, emitter.layer_of, emitter.weights)
+        code_path.write_text(code + layout_map_source(splits), encoding="utf-8")
         shards = write_sharded(model, emitter.weights, weights_path, max_shard_size)
     return {"code": code_path, "weights": weights_path, "shards": shards, "layer_of": emitter.layer_of,
             "var_of": dict(emitter.names), "origins": emitter.origins}

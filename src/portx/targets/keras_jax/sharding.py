@@ -9,7 +9,7 @@ that matches none (a folded or reshaped weight, a seed state) is split like any 
 (the plan's ``fsdp``/``small`` rule).
 
 Example:
-    >>> splits = variable_splits(graph, model, emitted["layer_of"])
+    >>> splits = variable_splits(graph, model, emitted["layer_of"], emitter.weights)
     >>> splits["blocks_0_qkv/kernel"]
     ((32, 96), (1, 0), 'colwise')
 """
@@ -48,28 +48,44 @@ def _permutation(array, shape, candidates, graph, by_shape=True):
                  if tuple(param_shape[p] for p in perm) == tuple(shape)]
     if (len(fits) > 1 or not by_shape) and array is not None:
         fits = [(n, p) for n, p in fits if n in graph.params and
-                np.array_equal(np.transpose(graph.params[n], p), array)] or fits[:0]
+                _same(np.transpose(graph.params[n], p), array)] or fits[:0]
     return fits[0] if len(fits) == 1 else None
 
 
-def variable_splits(graph, model, layer_of) -> dict:
-    """``{variable path: (shape, dims to split in order of preference, role)}`` for every variable of ``model``,
-    from the roles ``passes/sharding.py`` recorded in ``graph.meta["sharding"]``.
+def _same(a, b, probes=64) -> bool:
+    """True when arrays ``a`` and ``b`` of one shape agree: all of them when small, else at ``probes`` fixed
+    positions, so that a memory-mapped weight has a few pages read, not all (Note [lazy weights])."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.size <= 4096:
+        return np.array_equal(a, b)
+    rng = np.random.default_rng(0)
+    at = tuple(rng.integers(0, n, probes) for n in a.shape)
+    return np.array_equal(a[at], b[at])
 
-    Example: ``variable_splits(graph, model, layer_of)["lm_head/kernel"] == ((32, 101), (1, 0), "vocab")``.
+
+def variable_splits(graph, model, layer_of, weights) -> dict:
+    """``{variable path: (shape, dims to split in order of preference, role)}`` for every variable of ``model``
+    (built without values: ``abstract_model``), from the roles ``passes/sharding.py`` recorded in
+    ``graph.meta["sharding"]``; ``weights`` ({layer name: arrays in ``layer.weights`` order}, the emitter's) are
+    the values that tell two same-shaped candidates apart.
+
+    Example: ``variable_splits(graph, model, layer_of, weights)["lm_head/kernel"] == ((32, 101), (1, 0), "vocab")``.
     """
     recorded = graph.meta.get("sharding", {})
     roles, small_bytes = recorded.get("roles", {}), recorded.get("small_bytes", 64)
     of_layer, of_size = _node_params(graph, layer_of), {}
+    roles = {name: role for name, role in roles.items() if name in graph.param_values}  # passes drop some
     for name in roles:  # a layer no node names (a Constant holding a parameter): the parameters of its size
         of_size.setdefault(int(np.prod(graph.param_values[name].type.shape)), []).append(name)
     splits = {}
     for layer in model.layers:
-        for variable in layer.weights:
+        given = weights.get(layer.name) or []
+        for k, variable in enumerate(layer.weights):
             shape = tuple(int(d) for d in variable.shape)
             own = [n for n in of_layer.get(layer.name, ()) if n in roles]
             candidates = own or of_size.get(math.prod(shape), [])
-            found = _permutation(np.asarray(variable.value) if candidates else None, shape, candidates, graph,
+            value = np.asarray(given[k]) if candidates and k < len(given) else None
+            found = _permutation(value, shape, candidates, graph,
                                  by_shape=bool(own))
             if found is None:
                 role, dims = _shape_rule(shape, np.dtype(variable.dtype).itemsize, small_bytes)
