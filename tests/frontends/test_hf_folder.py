@@ -74,13 +74,17 @@ def test_the_weights_are_sharded_and_load_model_reads_them(converted, monkeypatc
     assert np.abs(got - want).max() <= (0.1 if dtype == "bfloat16" else 1e-4) * np.abs(want).max()
 
 
-def test_above_the_weight_budget_the_whole_model_checks_are_skipped_and_the_tpu_proof_is_abstract(tmp_path,
-                                                                                                   monkeypatch):
+def test_above_the_weight_budget_blocks_verify_one_at_a_time_and_the_tpu_proof_is_abstract(tmp_path, monkeypatch):
     monkeypatch.setenv("PORTX_WEIGHT_BUDGET", "100KB")  # Note [weight budget]: the folder holds 209 kB
     result = portx.convert(_folder(tmp_path / "llama"), out=tmp_path / "out", max_shard_size="100KB")
     report = result.report
-    assert report["verification"]["passed"] is None and "exceed" in report["verification"]["skipped"]
-    assert "gradients" not in report and report["node_errors"]["skipped"] == report["verification"]["skipped"]
+    ver = report["verification"]  # Note [streaming verification]: each block on the source's own values
+    assert ver["mode"] == "streaming" and ver["passed"] is True, ver
+    assert [row["block"] for row in ver["segments"]] == ["(glue)", "model.model.layers.0", "model.model.layers.1",
+                                                         "(glue)"]
+    assert all(o["paired"] for row in ver["segments"] for o in row["outputs"])
+    assert ver["outputs"][0]["passed"] and ver["outputs"][0]["max_abs"] is not None  # the logits, end to end
+    assert "gradients" not in report and "exceed" in report["node_errors"]["skipped"]
     assert report["tpu"]["verdict"] in ("ok", "problems"), report["tpu"]  # lowered on ShapeDtypeStructs
     assert report["training"]["trainable_match"], report["training"]
     assert not any(v._value is not None for v in result.model.weights)  # no weight memory was allocated
