@@ -69,9 +69,10 @@ def resize_array(array, axes: dict) -> np.ndarray:
 
 
 def is_keras_source(source) -> bool:
-    """True for a Keras file path or a live ``keras.Model`` (without importing Keras when it was never loaded)."""
+    """True for a Keras file or folder path (Note [keras folders]) or a live ``keras.Model`` (without importing
+    Keras when it was never loaded)."""
     if isinstance(source, (str, os.PathLike)):
-        return Path(source).suffix.lower() in KERAS_SUFFIXES
+        return Path(source).suffix.lower() in KERAS_SUFFIXES or _is_keras_folder(source)
     from .keras_files import is_keras_model
 
     return is_keras_model(source)

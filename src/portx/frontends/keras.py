@@ -102,17 +102,14 @@ class KerasCall(BoundArguments):
             path = getattr(var, "path", var.name)
             if var.name == name or path.endswith("/" + name):
                 array = np.asarray(var.numpy() if hasattr(var, "numpy") else var)  # a rule's own copy to reorder
-                if str(array.dtype) in ("float16", "bfloat16") and str(array.dtype) not in self._input_dtypes:
-                    array = array.astype(np.float32)  # portx computes in float32 (_policy_notes) ...
-                    # ... unless the layer's inputs are of the weight's own dtype (a bfloat16 model end to end)
+                # portx computes in float32 (_policy_notes), but where the inputs are of the weight's half dtype
+                if str(array.dtype) in ("float16", "bfloat16") and str(array.dtype) not in {
+                        v.type.dtype for v in self.inputs if v is not None}:
+                    array = array.astype(np.float32)
                 self._read.append((array, bool(getattr(var, "trainable", False) and self.layer.trainable), path))
                 return array
         known = [getattr(v, "path", v.name) for v in self.layer.weights]
         raise Unsupported(f"layer has no weight {name!r} (has {known})")
-
-    @property
-    def _input_dtypes(self) -> set:
-        return {v.type.dtype for v in self.inputs if v is not None}
 
     def has_weight(self, name) -> bool:
         """True when the layer holds a weight called ``name``."""

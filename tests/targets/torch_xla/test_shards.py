@@ -48,7 +48,8 @@ def test_small_shard_size_writes_shards_an_index_and_a_loader(tmp_path):
     index = json.loads((tmp_path / "model.safetensors.index.json").read_text())
     shards = sorted(p.name for p in tmp_path.glob("model-*.safetensors"))
     assert len(shards) >= 4 and not (tmp_path / "model.safetensors").exists()
-    assert sorted(set(index["weight_map"].values())) == shards and shards[0].endswith(f"-of-{len(shards):05d}.safetensors")
+    assert sorted(set(index["weight_map"].values())) == shards
+    assert shards[0].endswith(f"-of-{len(shards):05d}.safetensors")
     assert emitted["weights"] == tmp_path / "model.safetensors.index.json"
     from safetensors.torch import load_file
 
@@ -97,7 +98,8 @@ def test_bfloat16_arrays_are_written_without_widening(tmp_path):
     tensors = {k: tensor_view(a) for k, a in state.items()}
     assert all(np.shares_memory(t.view(torch.int16).numpy(), state[k]) for k, t in tensors.items())
     index = write_weights(tensors, tmp_path, max_shard_size=2_100)  # 2 KB per bfloat16 32x32 table
-    assert index.name == "model.safetensors.index.json" and len(list(tmp_path.glob("model-*-of-00003.safetensors"))) == 3
+    assert index.name == "model.safetensors.index.json"
+    assert len(list(tmp_path.glob("model-*-of-00003.safetensors"))) == 3
     for key, name in json.loads(index.read_text())["weight_map"].items():
         stored = load_file(tmp_path / name)[key]
         assert stored.dtype == torch.bfloat16 and torch.equal(stored, tensors[key])

@@ -27,8 +27,8 @@ import numpy as np
 from ...errors import BadValue
 from ...ir.types import VIEWED_AS_INT
 
-__all__ = ["DEFAULT_MAX_SHARD_SIZE", "WEIGHTS_FILE", "INDEX_FILE", "SHARDED_FOOTER", "shard_bytes", "plan_shards", "state_sizes", "is_sharded", "write_weights",
-           "tensor_view", "module_on"]
+__all__ = ["DEFAULT_MAX_SHARD_SIZE", "WEIGHTS_FILE", "INDEX_FILE", "SHARDED_FOOTER", "shard_bytes", "plan_shards",
+           "state_sizes", "is_sharded", "write_weights", "tensor_view", "module_on"]
 
 #: Hugging Face's default shard size (``save_pretrained(max_shard_size="2GB")``, decimal units as it counts)
 DEFAULT_MAX_SHARD_SIZE = 2 * 10**9
@@ -37,7 +37,6 @@ WEIGHTS_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30}
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMG]I?B|B)?\s*", re.I)
-
 
 #: the end of a model.py whose weights are sharded: load_model() reads the index, then each shard in turn
 SHARDED_FOOTER = '''
