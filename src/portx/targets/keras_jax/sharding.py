@@ -106,10 +106,10 @@ def _row(key, value) -> str:
 
 _LAYOUT_MAP = '''
 
-# Variable path: (shape, dims to split along "model" in order of preference), read from the graph
-# by portx: attention q/k/v and MLP up/gate split their output features (colwise), attention output
-# and MLP down their input features (rowwise), embeddings and the LM head the vocabulary; other
-# weights their largest dim (FSDP style); small vectors stay whole.
+# Variable path: (shape, dims to split along "model" in order of preference), read from the
+# converted graph: attention q/k/v and MLP up/gate split their output features (colwise),
+# attention output and MLP down their input features (rowwise), embeddings and the LM head the
+# vocabulary; other weights their largest dim (FSDP style); small vectors stay whole.
 SHARDING = {
 ROWS
 }
