@@ -40,6 +40,8 @@ def _permutation(array, shape, candidates, graph, by_shape=True):
     """``(param name, perm)`` with ``array == param.transpose(perm)`` (Note [variable splits]), else None.
     ``by_shape``: one permutation that fits the shape is enough (the layer's own node's parameters)."""
     fits = []
+    if len(shape) > 6:  # 7! permutations per candidate and up: split by shape alone
+        return None
     for name in candidates:
         param_shape = tuple(graph.param_values[name].type.shape)
         if len(param_shape) != len(shape):
