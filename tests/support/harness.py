@@ -41,7 +41,9 @@ __all__ = ["TARGETS", "ALLOWED_IMPORTS", "Wrap", "check_target", "check_torch_op
 #: Every emitter target (``portx.targets.TARGETS``); family tests parametrize over these (Note [both targets]).
 TARGETS = tuple(portx.targets.TARGETS)
 #: What a torch-xla ``model.py`` may import: plain PyTorch, never portx, keras or torch_xla.
-ALLOWED_IMPORTS = {"os", "torch", "torch.nn.functional", "safetensors.torch", "torch.nn", "math"}
+ALLOWED_IMPORTS = {"os", "torch", "torch.nn.functional", "safetensors.torch", "torch.nn", "math",
+                   # tp_plan() imports torch's tensor-parallel styles when it is called (targets/torch_xla/sharding.py)
+                   "torch.distributed.tensor", "torch.distributed.tensor.parallel"}
 #: the target the running family test was parametrized with (set by tests/ops/conftest.py), or None elsewhere
 _expected = [None]
 

@@ -40,6 +40,8 @@ def _permutation(array, shape, candidates, graph, by_shape=True):
     """``(param name, perm)`` with ``array == param.transpose(perm)`` (Note [variable splits]), else None.
     ``by_shape``: one permutation that fits the shape is enough (the layer's own node's parameters)."""
     fits = []
+    if len(shape) > 6:  # 7! permutations per candidate and up: split by shape alone
+        return None
     for name in candidates:
         param_shape = tuple(graph.param_values[name].type.shape)
         if len(param_shape) != len(shape):
@@ -122,10 +124,10 @@ def _row(key, value) -> str:
 
 _LAYOUT_MAP = '''
 
-# Variable path: (shape, dims to split along "model" in order of preference), read from the graph
-# by portx: attention q/k/v and MLP up/gate split their output features (colwise), attention output
-# and MLP down their input features (rowwise), embeddings and the LM head the vocabulary; other
-# weights their largest dim (FSDP style); small vectors stay whole.
+# Variable path: (shape, dims to split along "model" in order of preference), read from the
+# converted graph: attention q/k/v and MLP up/gate split their output features (colwise),
+# attention output and MLP down their input features (rowwise), embeddings and the LM head the
+# vocabulary; other weights their largest dim (FSDP style); small vectors stay whole.
 SHARDING = {
 ROWS
 }

@@ -70,7 +70,7 @@ _TP_PLAN = '''
 
 def tp_plan():
     """{submodule: ParallelStyle} for torch.distributed.tensor.parallel.parallelize_module, read from the
-    graph by portx: attention and MLP projections column/row-wise, embeddings and LM head by vocabulary.
+    converted graph: attention and MLP projections column/row-wise, embeddings and LM head by vocabulary.
 
     Usage: ``parallelize_module(load_model(), init_device_mesh("cpu", (n,)), tp_plan())``. Attention's
     q/k/v gather their outputs (forward() splits heads with static sizes); an MLP pair keeps its slice
