@@ -6,8 +6,11 @@ dims the source declares (torch.export Dims, Keras None dims) and ``--dynamic NA
 ``find_free`` lowers the source again at a second size of each and diffs the graphs
 (passes/free_dims.py); a dim the model cannot run at, or whose graph changes in a way no free dim
 explains, is pinned at the example's size with a warning that says why (a declared one the model
-fixes to a constant is an error). ``verify_sizes`` runs the source and the converted model at
-several sizes of each free dim (the batch at the example's, 1 and 8) and reports each.
+fixes to a constant is an error); a source that cannot run at another batch (a static program) gets that
+graph from its ops' shape rules (Note [static batch] in passes/static_batch.py). ``verify_sizes`` runs the
+source and the converted model at several sizes of each free dim (the batch at the example's, 1 and 8, its
+reference the source on row chunks of the example's batch: Note [rows independent] in chunks.py) and reports
+each.
 
 Example:
     >>> dims = plan_dims(src, graph, dynamic=["x:1"])
@@ -200,7 +203,7 @@ def _diff_one(src, graph, prepare, rows, row, found) -> str:
     try:
         _, g1 = _at(src, prepare, rows, {row["symbol"]: other})
     except Exception as exc:  # noqa: BLE001 - any failure there (a guard, an op) means "not free"
-        if row["symbol"] != "batch" or row["declared"]:
+        if row["symbol"] != "batch" or row.get("declared"):
             return f"the model does not run at {row['symbol']}={other} ({_one_line(exc)})"
         g1 = None  # a static program (Note [static batch] in passes/static_batch.py)
     try:
