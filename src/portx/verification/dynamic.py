@@ -28,15 +28,14 @@ from ..ir import batch_inputs
 from ..progress import step
 from ..passes.free_dims import NotFree, apply_free, diff_free, merge_found
 from ..passes.static_batch import rebatch
-from .chunks import RowsMix, chunked_outputs
+from .chunks import batch_reference, chunk_problem
 from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, input_dtype, random_outputs, sign_free_outputs
 from .domain import cycled, example_fraction, sized_batch, verify_in_domain
 from .memory import release
 from .trace import localize
 
 __all__ = ["ONE_TRACED_AT", "example_shapes", "verify_example", "plan_dims", "find_free", "refree", "repin",
-           "verify_sizes",
-           "example_checked", "parse_dynamic", "check_static_batch", "BATCH_SAMPLES"]
+           "verify_sizes", "example_checked", "parse_dynamic", "check_static_batch", "BATCH_SAMPLES"]
 
 #: batch sizes verified besides the example's
 BATCH_SAMPLES = (1, 8)
@@ -283,14 +282,14 @@ def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFA
                   if repr(shapes) != example}
         step(0, len(others), "the source at " + ", ".join(label for label, *_ in others.values()))
         allowed = example_fraction(src, graph) if others else None  # the source on its example: once, not per size
-        batches = {key: _reference(src, graph, seed, shapes, allowed, dims[symbol] if symbol == "batch" else None)
+        batches = {key: batch_reference(src, graph, seed, shapes, allowed, dims[symbol] if symbol == "batch" else None)
                    for key, (_, shapes, symbol) in others.items()}
         release(collect=False)  # the source's freed activations, before XLA's threads allocate theirs
         for done, (key, (label, *_)) in enumerate(others.items()):
             step(done, len(others), label)  # progress.py display
             checks[key] = _check_size(graph, run, *batches.pop(key), atol, rtol, ahead.get(key))
             if others[key][2] == "batch":
-                _chunk_problem(checks[key], dims["batch"])
+                chunk_problem(checks[key], dims["batch"])
             release(collect=False)
     rows = []
     for symbol, dim in dims.items():
@@ -299,28 +298,6 @@ def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFA
                      "min": dim.get("min"), "max": dim.get("max"), "sizes": sized,
                      "passed": all(c["passed"] is not False for c in sized)})
     return rows
-
-
-def _reference(src, graph, seed, shapes, allowed, batch=None) -> tuple:
-    """``sized_batch``'s (arrays, expected) at ``shapes``; for the ``batch`` dim, the source on row chunks of the
-    example's batch (Note [rows independent] in verification/chunks.py), or why its rows are not independent."""
-    if batch is None:
-        return sized_batch(src, graph, seed, shapes, allowed)
-    chunk = batch.get("example", batch["size"])
-    try:
-        return sized_batch(src, graph, seed, shapes, allowed,
-                           run=lambda s, g, arrays: chunked_outputs(s, g, arrays, chunk))
-    except RowsMix as exc:
-        return None, f"the source's rows are not independent: {exc}"
-
-
-def _chunk_problem(check, batch):
-    """A failed batch check says what its reference was (Note [rows independent])."""
-    problem = check["problem"] or "outputs differ"
-    if check["passed"] is False and not problem.startswith("the source"):
-        chunk = batch.get("example", batch["size"])
-        check["problem"] = (f"the source run on chunks of {chunk} rows differs from the converted model ({problem}): "
-                            "its rows are not independent, or the conversion is wrong there")
 
 
 _BY_VERIFY = {"passed": None, "problem": None, "max_abs": None, "max_rel": None, "by": "verify"}
