@@ -205,6 +205,7 @@ def _diff_one(src, graph, prepare, rows, row, found) -> str:
         if row["symbol"] != "batch" or row.get("declared"):
             return f"the model does not run at {row['symbol']}={other} ({_one_line(exc)})"
         g1 = None  # a static program (Note [static batch] in passes/static_batch.py)
+    row["found_by"] = "a second lowering" if g1 is not None else "the ops' shape rules"  # report.json says which
     try:
         g1 = g1 or rebatch(graph, row["sites"], row["size"], other)
         found[row["symbol"]] = diff_free(graph, g1, row["symbol"], row["size"], other)
