@@ -342,7 +342,7 @@ def _dynamic_report(dims, graph, sized) -> list:
              "sites": [[graph.inputs[i].name, axis] for i, axis in free.get(d["symbol"], d)["sites"]],
              "example_size": d.get("example", d["size"]) if d["symbol"] in free else d["size"],
              "min": d.get("min"), "max": d.get("max"),
-             **({"torch_symbol": d["torch_symbol"]} if "torch_symbol" in d else {}),
+             **{k: d[k] for k in ("torch_symbol", "found_by") if k in d},
              "verified": checks.get(d["symbol"], {}).get("sizes", [])} for d in dims]
 
 

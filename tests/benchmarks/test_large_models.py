@@ -7,6 +7,7 @@ Example:
 import json
 from pathlib import Path
 
+import pytest
 import torch
 
 from portx.targets.codegen import import_by_path
@@ -45,3 +46,23 @@ def test_tree_rss_counts_this_process():
     import os
 
     assert BENCH.tree_rss(os.getpid()) > 10 << 20
+
+
+@pytest.mark.slow
+def test_a_1b_folder_converts_and_verifies_block_by_block(tmp_path):
+    """PORTX_SLOW=1: the Llama-3.2-1B-shaped folder (2.5 GB of bfloat16, cached per machine) through the CLI as users
+    run it: above the weight budget, so each decoder block is verified on its own (Note [streaming verification])
+    and the process never holds the weights twice."""
+    from click.testing import CliRunner
+
+    from portx.cli import main
+
+    folder = BENCH.cached_folder("1b")
+    out = tmp_path / "out"
+    run = CliRunner().invoke(main, ["convert", str(folder), "--to", "keras-jax", "-o", str(out), "--no-shard-proof"])
+    assert run.exit_code == 0, run.output
+    report = json.loads((out / "report.json").read_text())
+    ver = report["verification"]
+    assert ver["mode"] == "streaming" and ver["passed"] is True
+    assert [row["block"] for row in ver["segments"]][1:-1] == [f"model.model.layers.{i}" for i in range(16)]
+    assert (out / "model.weights.json").is_file() and len(list(out.glob("model_*.weights.h5"))) >= 2

@@ -261,7 +261,7 @@ def test_torchscript_needs_trust_and_says_why(tmp_path):
     assert run.exit_code == 0, run.output
 
 
-def test_dynamic_dim_stays_free_and_a_static_one_is_not_pinned_silently(tmp_path):
+def test_dynamic_dim_stays_free_and_a_static_one_is_freed_by_its_shape_rules(tmp_path):
     model = nn.Sequential(nn.Linear(4, 3)).eval()
     src = export_small(tmp_path / "dyn.pt2", model, torch.randn(3, 4),
                        dynamic_shapes=({0: torch.export.Dim("batch")},))
@@ -272,7 +272,9 @@ def test_dynamic_dim_stays_free_and_a_static_one_is_not_pinned_silently(tmp_path
     static = export_small(tmp_path / "static.pt2", model, torch.randn(3, 4))
     run = CliRunner().invoke(main, ["convert", str(static), "-o", str(tmp_path / "out2")])
     assert run.exit_code == 0, run.output
-    assert re.search(r"warning: batch pinned to 3: .*exported with static shapes", run.output), run.output
+    report = json.loads((tmp_path / "out2" / "report.json").read_text())  # Note [static batch]
+    assert report["dynamic"][0]["free"] and report["dynamic"][0]["found_by"] == "the ops' shape rules", report
+    assert all(check["passed"] for check in report["dynamic"][0]["verified"]), report
 
 
 @pytest.mark.parametrize("spec", ["x:1000000x1000000000", "x:99999999999999999999", "x:46341x46341x2"])

@@ -95,7 +95,10 @@ class SymDim:
     source a second time at another size of each free symbol and diffs the two graphs; what changed becomes a
     SymDim in ``graph.meta["free"]`` (node attributes and value shapes), which emitters write as ``None``,
     ``-1`` or ``x.shape[0] * 4`` instead of the example's literal. A rule that meets a SymDim where it cannot
-    write one raises FreeDimRefused (``int(dim)`` does), and that symbol is pinned with a warning.
+    write one raises FreeDimRefused (``int(dim)`` does), and that symbol is pinned with a warning. A batch stays
+    free only where rows do not mix: its checks compare with the source run on row chunks of the example's batch
+    (Note [rows independent] in verification/chunks.py); a static program's second graph comes from its ops'
+    shape rules instead of a second lowering (Note [static batch] in passes/static_batch.py).
 
     ``symbol`` may be a product ``"batch*seq"``: an axis that merges two free dims (``mask.reshape(-1)``).
     Example: ``SymDim("batch", 4, 0, 2)`` is ``4 * batch``, 8 in the example.

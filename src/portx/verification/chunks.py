@@ -2,19 +2,17 @@
 
 Example:
     >>> expected = chunked_outputs(src, graph, arrays, chunk=2)   # arrays at batch 8: four runs at batch 2
+    >>> arrays, expected = batch_reference(src, graph, 0, [(8, 3)], None, graph.meta["free"]["dims"]["batch"])
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..ir import SymDim
+from .domain import RowsMix, sized_batch
 from .recheck import expected_outputs
 
-__all__ = ["RowsMix", "chunked_outputs"]
-
-
-class RowsMix(Exception):
-    """The source's outputs on row chunks cannot make its output at a larger batch: its rows are not independent."""
+__all__ = ["batch_reference", "chunk_problem", "chunked_outputs"]
 
 
 def chunked_outputs(src, graph, arrays, chunk) -> list:
@@ -33,6 +31,28 @@ def chunked_outputs(src, graph, arrays, chunk) -> list:
             piece[i] = np.take(arrays[i], rows, axis=axis)
         pieces.append(expected_outputs(src, graph, piece))
     return [_joined(graph, value, [p[k] for p in pieces], n, chunk) for k, value in enumerate(graph.outputs)]
+
+
+def batch_reference(src, graph, seed, shapes, allowed, batch=None) -> tuple:
+    """``sized_batch``'s (arrays, expected) at ``shapes``; for the ``batch`` dim, the source on row chunks of the
+    example's batch (Note [rows independent]), or why its rows are not independent."""
+    if batch is None:
+        return sized_batch(src, graph, seed, shapes, allowed)
+    chunk = batch.get("example", batch["size"])
+    try:
+        return sized_batch(src, graph, seed, shapes, allowed,
+                           run=lambda s, g, arrays: chunked_outputs(s, g, arrays, chunk))
+    except RowsMix as exc:
+        return None, f"the source's rows are not independent: {exc}"
+
+
+def chunk_problem(check, batch):
+    """A failed batch check says what its reference was (Note [rows independent])."""
+    problem = check["problem"] or "outputs differ"
+    if check["passed"] is False and not problem.startswith("the source"):
+        chunk = batch.get("example", batch["size"])
+        check["problem"] = (f"the source run on chunks of {chunk} rows differs from the converted model ({problem}): "
+                            "its rows are not independent, or the conversion is wrong there")
 
 
 def _joined(graph, value, parts, n, chunk):

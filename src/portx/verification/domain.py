@@ -22,12 +22,11 @@ import numpy as np
 
 from ..errors import first_line
 from ..passes.layout import graph_arrays
-from .chunks import RowsMix
 from .compare import make_inputs
 from .recheck import expected_outputs
 
-__all__ = ["cycled", "example_arrays", "example_fraction", "in_domain", "sized_batch", "status_outputs", "verification_batches",
-           "verify_in_domain"]
+__all__ = ["RowsMix", "cycled", "example_arrays", "example_fraction", "in_domain", "sized_batch", "status_outputs",
+           "verification_batches", "verify_in_domain"]
 
 
 def example_arrays(src, graph) -> list | None:
@@ -71,6 +70,11 @@ def _fraction(outputs) -> float:
     """The fraction of NaN/Inf elements among ``outputs``' floats."""
     total = sum(int(np.size(o)) for o in outputs if np.asarray(o).dtype.kind in "fc")
     return _nonfinite(outputs) / total if total else 0.0
+
+
+class RowsMix(Exception):
+    """The source's outputs on row chunks cannot make its output at a larger batch: its rows are not independent
+    (verification/chunks.py)."""
 
 
 def _outputs(src, graph, arrays, run=None):

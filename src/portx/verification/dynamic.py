@@ -6,8 +6,11 @@ dims the source declares (torch.export Dims, Keras None dims) and ``--dynamic NA
 ``find_free`` lowers the source again at a second size of each and diffs the graphs
 (passes/free_dims.py); a dim the model cannot run at, or whose graph changes in a way no free dim
 explains, is pinned at the example's size with a warning that says why (a declared one the model
-fixes to a constant is an error). ``verify_sizes`` runs the source and the converted model at
-several sizes of each free dim (the batch at the example's, 1 and 8) and reports each.
+fixes to a constant is an error); a source that cannot run at another batch (a static program) gets that
+graph from its ops' shape rules (Note [static batch] in passes/static_batch.py). ``verify_sizes`` runs the
+source and the converted model at several sizes of each free dim (the batch at the example's, 1 and 8, its
+reference the source on row chunks of the example's batch: Note [rows independent] in chunks.py) and reports
+each.
 
 Example:
     >>> dims = plan_dims(src, graph, dynamic=["x:1"])
@@ -25,7 +28,7 @@ from ..ir import batch_inputs
 from ..progress import step
 from ..passes.free_dims import NotFree, apply_free, diff_free, merge_found
 from ..passes.static_batch import rebatch
-from .chunks import RowsMix, chunked_outputs
+from .chunks import batch_reference, chunk_problem
 from .compare import (DEFAULT_ATOL, DEFAULT_RTOL, compare, input_dtype, narrow_outputs, random_outputs,
                       sign_free_outputs)
 from .domain import cycled, example_fraction, sized_batch, verify_in_domain
@@ -33,8 +36,7 @@ from .memory import release
 from .trace import localize
 
 __all__ = ["ONE_TRACED_AT", "example_shapes", "verify_example", "plan_dims", "find_free", "refree", "repin",
-           "verify_sizes",
-           "example_checked", "parse_dynamic", "check_static_batch", "BATCH_SAMPLES"]
+           "verify_sizes", "example_checked", "parse_dynamic", "check_static_batch", "BATCH_SAMPLES"]
 
 #: batch sizes verified besides the example's
 BATCH_SAMPLES = (1, 8)
@@ -203,9 +205,10 @@ def _diff_one(src, graph, prepare, rows, row, found) -> str:
     try:
         _, g1 = _at(src, prepare, rows, {row["symbol"]: other})
     except Exception as exc:  # noqa: BLE001 - any failure there (a guard, an op) means "not free"
-        if row["symbol"] != "batch" or row["declared"]:
+        if row["symbol"] != "batch" or row.get("declared"):
             return f"the model does not run at {row['symbol']}={other} ({_one_line(exc)})"
         g1 = None  # a static program (Note [static batch] in passes/static_batch.py)
+    row["found_by"] = "a second lowering" if g1 is not None else "the ops' shape rules"  # report.json says which
     try:
         g1 = g1 or rebatch(graph, row["sites"], row["size"], other)
         found[row["symbol"]] = diff_free(graph, g1, row["symbol"], row["size"], other)
@@ -283,14 +286,14 @@ def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFA
                   if repr(shapes) != example}
         step(0, len(others), "the source at " + ", ".join(label for label, *_ in others.values()))
         allowed = example_fraction(src, graph) if others else None  # the source on its example: once, not per size
-        batches = {key: _reference(src, graph, seed, shapes, allowed, dims[symbol] if symbol == "batch" else None)
+        batches = {key: batch_reference(src, graph, seed, shapes, allowed, dims[symbol] if symbol == "batch" else None)
                    for key, (_, shapes, symbol) in others.items()}
         release(collect=False)  # the source's freed activations, before XLA's threads allocate theirs
         for done, (key, (label, *_)) in enumerate(others.items()):
             step(done, len(others), label)  # progress.py display
             checks[key] = _check_size(graph, run, *batches.pop(key), atol, rtol, ahead.get(key))
             if others[key][2] == "batch":
-                _chunk_problem(checks[key], dims["batch"])
+                chunk_problem(checks[key], dims["batch"])
             release(collect=False)
     rows = []
     for symbol, dim in dims.items():
@@ -299,28 +302,6 @@ def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFA
                      "min": dim.get("min"), "max": dim.get("max"), "sizes": sized,
                      "passed": all(c["passed"] is not False for c in sized)})
     return rows
-
-
-def _reference(src, graph, seed, shapes, allowed, batch=None) -> tuple:
-    """``sized_batch``'s (arrays, expected) at ``shapes``; for the ``batch`` dim, the source on row chunks of the
-    example's batch (Note [rows independent] in verification/chunks.py), or why its rows are not independent."""
-    if batch is None:
-        return sized_batch(src, graph, seed, shapes, allowed)
-    chunk = batch.get("example", batch["size"])
-    try:
-        return sized_batch(src, graph, seed, shapes, allowed,
-                           run=lambda s, g, arrays: chunked_outputs(s, g, arrays, chunk))
-    except RowsMix as exc:
-        return None, f"the source's rows are not independent: {exc}"
-
-
-def _chunk_problem(check, batch):
-    """A failed batch check says what its reference was (Note [rows independent])."""
-    problem = check["problem"] or "outputs differ"
-    if check["passed"] is False and not problem.startswith("the source"):
-        chunk = batch.get("example", batch["size"])
-        check["problem"] = (f"the source run on chunks of {chunk} rows differs from the converted model ({problem}): "
-                            "its rows are not independent, or the conversion is wrong there")
 
 
 _BY_VERIFY = {"passed": None, "problem": None, "max_abs": None, "max_rel": None, "by": "verify"}

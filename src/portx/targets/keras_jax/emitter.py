@@ -130,9 +130,7 @@ class KerasEmitter(EmitterBase):
         return name
 
     def free_shape(self, node, op: str, x: str, shape, fill=0.0) -> None:
-        """``out = FreeShape(op, dims)(x, inputs...)``: reshape/broadcast_to a shape with free dims (SymDims), or
-        slice by free bounds (op "slice", ``shape`` = (axis, start, end, step)) or pad by free widths (op "pad",
-        ``shape`` = the widths, before and after, of each axis in turn, padding with ``fill``)."""
+        """``out = FreeShape(op, dims)(x, inputs...)``: ``op`` with the SymDims of ``shape`` read at run time."""
         name = self.layer_name(node)
         self._bind(node, self._free_call(op, x, shape, name, fill), self.variables(node, name))
 
@@ -156,7 +154,7 @@ class KerasEmitter(EmitterBase):
             else:
                 dims.append(int(d))
         self.define("FreeShape", FREE_SHAPE_LAYER)
-        value = f", value={literal(float(fill))}" if fill else ""
+        value = f", value={literal(float(fill))}" if fill else ""  # pad's fill
         return f"FreeShape({literal(op)}, {literal(dims)}{value}, name={literal(name)})({', '.join([x] + refs)})"
 
     def inline(self, array) -> str:
