@@ -27,36 +27,43 @@ from hypothesis import strategies as st
 
 
 def _fuzzer(name, folder):
-    """``run(data, workdir) -> CliRunner result`` of fuzzer ``name``; its fixtures built once in ``folder``."""
+    """(``run(data, workdir) -> CliRunner result``, the test's ``check(run, workdir)``) of fuzzer ``name``; its
+    fixtures built once in ``folder``."""
     if name.startswith("pt2-"):
-        from tests.security.test_torch_fuzz import fuzz_pt2
+        from tests.security.test_torch_fuzz import check, fuzz_pt2
         from tests.support.pt2_hostile import export_small
 
         clean = export_small(folder / "model.pt2")
-        return lambda data, work: fuzz_pt2(data, work, clean, name[len("pt2-"):])
+        return (lambda data, work: fuzz_pt2(data, work, clean, name[len("pt2-"):])), check
     if name == "keras-names":
-        from tests.security.test_keras_names_fuzz import fuzz_names
+        from tests.security.test_keras_names_fuzz import check, fuzz_names
 
-        return fuzz_names
-    from tests.security.test_cli_specs_fuzz import fuzz_specs, sources
+        return fuzz_names, check
+    from tests.security.test_cli_specs_fuzz import check, fuzz_specs, sources
 
     found = sources(folder)
-    return lambda data, work: fuzz_specs(data, work, found)
+    return (lambda data, work: fuzz_specs(data, work, found)), check
 
 
-def outcome(run, workdir) -> dict:
-    """One run's record: exit code, whether a traceback or a payload showed, and the last output line."""
+def outcome(run, workdir, check) -> dict:
+    """One run's record: exit code, whether a traceback or a payload showed, the last output line, and what the
+    fuzzer's test would have failed on (``violation``: its ``check``'s assertion, or None)."""
     escaped = run.exception if run.exception is not None and not isinstance(run.exception, SystemExit) else None
     lines = [line for line in run.output.splitlines() if line.strip()]
+    try:
+        check(run, workdir)
+        violation = None
+    except AssertionError as exc:
+        violation = str(exc).splitlines()[-1][:300] if str(exc).strip() else "assertion"
     return {"exit": run.exit_code, "escaped": type(escaped).__name__ if escaped else None,
             "traceback": "Traceback" in run.output or "Logging error" in run.output,
             "payload_ran": (workdir / "marker").exists() or (workdir / "MARKER").exists(),
-            "last": lines[-1][:300] if lines else ""}
+            "violation": violation, "last": lines[-1][:300] if lines else ""}
 
 
 def campaign(name, runs, log):
     folder = Path(tempfile.mkdtemp(prefix="portx-fuzz-"))
-    run_one = _fuzzer(name, folder)
+    run_one, check = _fuzzer(name, folder)
     counts = collections.Counter()
 
     class Recorded:
@@ -77,7 +84,7 @@ def campaign(name, runs, log):
         work = Path(tempfile.mkdtemp(dir=folder))
         start, recorded = time.monotonic(), Recorded(data)
         try:
-            row = outcome(run_one(recorded, work), work)
+            row = outcome(run_one(recorded, work), work, check)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         row["draws"] = recorded.draws
@@ -96,8 +103,10 @@ def summary(log) -> str:
     rows = [json.loads(line) for line in open(log)]
     exits = collections.Counter(r["exit"] for r in rows)
     causes = collections.Counter(re.sub(r"\d+", "N", r["last"]) for r in rows if r["exit"] == 70 or r["escaped"])
+    causes.update(f"violation: {r['violation']}" for r in rows if r.get("violation") and r["exit"] != 70)
     text = (f"{len(rows)} runs: exits {dict(sorted(exits.items()))}, tracebacks {sum(r['traceback'] for r in rows)}, "
-            f"payloads ran {sum(r['payload_ran'] for r in rows)}")
+            f"payloads ran {sum(r['payload_ran'] for r in rows)}, "
+            f"violations {sum(bool(r.get('violation')) for r in rows)}")
     return text + "".join(f"\n  {n} x {cause}" for cause, n in causes.most_common())
 
 

@@ -7,6 +7,8 @@ own program does not compute (``add`` recorded as (2454, 3) where its inputs are
 difference a bug, the frontend asks torch to compute the node again, on meta tensors of its inputs' recorded types:
 where torch disagrees with the record of that node or of one before it (``first_stale``: a rule may take its
 output type from the record, so the first wrong record can sit upstream), the archive is at fault (BadInput).
+Where the records agree but torch's real kernel refuses the node's inputs (``refused_for_real``: a fake kernel
+let torch.export through), the example does not fit the model (BadInput) either.
 
 Example:
     >>> recomputed(node)        # torch's output types now, or None when it cannot say
@@ -16,19 +18,20 @@ from __future__ import annotations
 
 import torch
 
-from ..errors import BadInput
+from ..errors import BadInput, first_line
 from ..ir.validate import IRError
 from .torch_names import op_name
 
-__all__ = ["recomputed", "recorded", "describe", "first_stale", "type_error"]
+__all__ = ["recomputed", "recorded", "describe", "first_stale", "type_error", "refused_for_real"]
 
 
-def _meta(arg):
-    """A meta tensor of an fx node's recorded type (shapes must be concrete); other arguments as they are."""
+def _meta(arg, device="meta"):
+    """A tensor of an fx node's recorded type (shapes must be concrete; zeros off the meta device); other arguments
+    as they are."""
     if isinstance(arg, torch.fx.Node):
         val = arg.meta.get("val")
         if isinstance(val, torch.Tensor):
-            return torch.empty(tuple(int(d) for d in val.shape), dtype=val.dtype, device="meta")
+            return torch.zeros(tuple(int(d) for d in val.shape), dtype=val.dtype, device=device)
         return val
     return arg
 
@@ -52,6 +55,24 @@ def recomputed(node):
         return _types(node.target(*args, **kwargs))
     except Exception:  # noqa: BLE001 - torch cannot say: the difference stays portx's (IRError)
         return None
+
+
+def refused_for_real(node):
+    """The exception torch's own kernel raises for ``node`` on zeros of its inputs' recorded types, or None.
+
+    A fake-tensor kernel may accept what the real one refuses (``aten::linear`` of an int64 input and float32
+    weights: float32 on fake tensors, a dtype error on real ones), so an example that does not fit the model can
+    pass torch.export and reach portx's type check."""
+    try:
+        args = torch.fx.node.map_aggregate(node.args, lambda a: _meta(a, "cpu"))
+        kwargs = torch.fx.node.map_aggregate(node.kwargs, lambda a: _meta(a, "cpu"))
+    except Exception:  # noqa: BLE001 - a symbolic size: nothing to run
+        return None
+    try:
+        node.target(*args, **kwargs)
+    except (RuntimeError, TypeError, ValueError) as exc:
+        return exc
+    return None
 
 
 def describe(types) -> str:
@@ -81,5 +102,10 @@ def type_error(node, scope_of, got, expected) -> Exception:
         return BadInput(f"node {scope_of(culprit) or culprit.name} ({op_name(culprit.target)}): the program records "
                         f"its output as {describe(record)}, but its inputs give {describe(again)}",
                         hint="the archive's models/model.json was edited or damaged: export the model again")
+    refused = refused_for_real(node)
+    if refused is not None:
+        return BadInput(f"node {scope_of(node) or node.name} ({op_name(node.target)}): torch itself cannot run it on "
+                        f"the example's inputs ({type(refused).__name__}: {first_line(refused, 200)})",
+                        hint="check the example's shapes and dtypes (--input NAME:SHAPE:DTYPE) against the model's")
     return IRError(f"node {scope_of(node) or node.name} ({op_name(node.target)}): import rule gave {got}, torch "
                    f"computed {expected}")

@@ -28,11 +28,11 @@ __all__ = ["parameter_pairs", "converted_weights"]
 
 
 def converted_weights(model) -> dict:
-    """{name: array} of the trainable weights of a converted Keras model (variable paths) or torch module
+    """{name: array-like} of the trainable weights of a converted Keras model (variable paths) or torch module
     (``named_parameters``), the names the gradient check reports."""
     if hasattr(model, "trainable_variables") and not hasattr(model, "named_parameters"):
-        return {v.path: np.asarray(v.value) for v in model.trainable_variables}
-    return {name: p.detach().cpu().numpy() for name, p in model.named_parameters() if p.requires_grad}
+        return {v.path: v.value for v in model.trainable_variables}  # no copy: read only where sizes tie
+    return {name: p.detach() for name, p in model.named_parameters() if p.requires_grad}
 
 
 def _owners(name: str) -> list:
@@ -44,13 +44,21 @@ def _owners(name: str) -> list:
     return keys + parts[-2::-1]
 
 
+def _numbers(array) -> np.ndarray:
+    """The sorted values of a NumPy, JAX or torch array as float64 (bfloat16 included)."""
+    if hasattr(array, "detach"):  # torch: NumPy has no bfloat16
+        array = array.float().cpu().numpy()
+    return np.sort(np.asarray(array, dtype=np.float64), axis=None)
+
+
 def _origin(graph, candidates, array, taken):
     """The IR parameter among ``candidates`` that the converted ``array`` holds (see the Note), or None."""
     free = [c for c in candidates if c not in taken and c in graph.params]
-    same = [c for c in free if graph.params[c].size == array.size]
+    size = int(np.prod(tuple(array.shape)))
+    same = [c for c in free if graph.params[c].size == size]
     if len(same) > 1:
-        numbers = np.sort(array, axis=None)
-        exact = [c for c in same if np.array_equal(np.sort(graph.params[c], axis=None), numbers)]
+        numbers = _numbers(array)
+        exact = [c for c in same if np.array_equal(_numbers(graph.params[c]), numbers)]
         same = exact + [c for c in same if c not in exact]
     return same[0] if same else None
 
@@ -65,7 +73,7 @@ def parameter_pairs(graph, origins, weights) -> dict:
         if owner is None:
             continue
         used = taken.setdefault(owner, set())
-        origin = _origin(graph, origins[owner], np.asarray(array), used)
+        origin = _origin(graph, origins[owner], array, used)
         root = graph.trainable_root(origin) if origin is not None else None
         if root is not None:
             used.add(origin)
