@@ -132,6 +132,11 @@ def _fitting(src, raw, converted):
             yield graph, io_layout
 
 
+#: what model.py ends with after the emitted program: its sharding plan (targets/keras_jax/sharding.py
+#: ``layout_map``, targets/torch_xla/sharding.py ``tp_plan``), written once the model's variables are known
+_PLANS = ("\n\n# Variable path:", "\n\ndef tp_plan():")
+
+
 def _emitted(target, graph):
     """(model.py text, Value -> variable) of ``graph`` emitted in memory, or None when it cannot be."""
     try:
@@ -166,7 +171,7 @@ def _pair(src, raw, converted) -> tuple:
             emitted = _emitted(converted.target, variant)
             if emitted is None:
                 return (*first, None, cannot)
-            if emitted[0] == text:
+            if emitted[0] == text or (text.startswith(emitted[0]) and text[len(emitted[0]):].startswith(_PLANS)):
                 return variant, io_layout, emitted[1], ""
     return (*first, None, f"{converted.code} differs from what this portx version writes for the source "
                           "(made by another portx version, or edited); comparing outputs only")

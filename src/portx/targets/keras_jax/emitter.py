@@ -382,4 +382,4 @@ def emit_keras(graph, out_dir, max_shard_size=DEFAULT_SHARD_GB) -> dict:
         code_path.write_text(code + layout_map_source(splits), encoding="utf-8")
         shards = write_sharded(model, emitter.weights, weights_path, max_shard_size)
     return {"code": code_path, "weights": weights_path, "shards": shards, "layer_of": emitter.layer_of,
-            "var_of": dict(emitter.names), "origins": emitter.origins}
+            "var_of": dict(emitter.names), "origins": emitter.origins, "model": model}  # weightless: structure only
