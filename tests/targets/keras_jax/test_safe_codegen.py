@@ -18,6 +18,6 @@ def test_injection_attempts_yield_plain_importable_code(tmp_path):
              for n in ast.walk(tree) if isinstance(n, ast.Call)}
     assert not calls & {"open", "system", "__import__", "exec", "eval"}
     imported = {a.name for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
-    assert imported <= {"os", "sys", "keras", "numpy", "layers", "ops", "jax"}
+    assert imported <= {"os", "sys", "keras", "numpy", "layers", "ops", "jax", "warnings"}  # layout_map warns
     assert not marker.exists()
     assert max(len(line) for line in code.splitlines()) < 400

@@ -53,12 +53,13 @@ def write_sharded(model, weights: dict, path, max_shard_size=DEFAULT_SHARD_GB) -
     paths. A variable no emit rule gave (a dropout's seed) is written as its initializer makes it."""
     from keras.src.saving import saving_lib
 
-    arrays, built = {}, {layer.name for layer in model.layers}
+    arrays = {}
     for name in list(weights):
         given = weights.pop(name)
-        if name != model.name and name not in built:  # written before an output it feeds became a constant
-            continue  # (_output_ref: no input reaches it); Keras leaves the unreachable layer out of the model
-        layer = model if name == model.name else model.get_layer(name)
+        try:
+            layer = model if name == model.name else model.get_layer(name)
+        except ValueError:  # written before an output it feeds became a constant (_output_ref: no input
+            continue  # reaches it); Keras leaves the unreachable layer out of the model
         expected = [tuple(v.shape) for v in layer.weights]
         if expected != [tuple(np.shape(a)) for a in given]:
             raise RuntimeError(f"layer {name}: emit rule produced weights {[np.shape(a) for a in given]}, layer "
