@@ -129,6 +129,18 @@ def tensor_view(array):
         return torch.from_numpy(array)
 
 
+def _unshared(state, keys) -> dict:
+    """``{key: contiguous tensor}`` for ``keys``; a tensor sharing memory with one before it (the module takes
+    the IR's arrays, and equal constants can be one array) is copied, as safetensors refuses shared tensors."""
+    out, seen = {}, set()
+    for key in keys:
+        tensor = state[key].contiguous()
+        where = tensor.untyped_storage().data_ptr()
+        out[key] = tensor.clone() if where in seen and tensor.numel() else tensor
+        seen.add(where)
+    return out
+
+
 def write_weights(state: dict, folder: Path, max_shard_size=None, sharded=None) -> Path:
     """Write ``state`` ({key: tensor}) as ``model.safetensors``, or as shards and their index past
     ``max_shard_size`` (Note [torch shards]); ``sharded`` forces the choice the written model.py made.
@@ -139,12 +151,12 @@ def write_weights(state: dict, folder: Path, max_shard_size=None, sharded=None) 
     shards = plan_shards(sizes, shard_bytes(max_shard_size))
     if not (len(shards) > 1 if sharded is None else sharded):
         path = folder / WEIGHTS_FILE
-        save_file({k: t.contiguous() for k, t in state.items()}, str(path), metadata={"format": "pt"})
+        save_file(_unshared(state, state), str(path), metadata={"format": "pt"})
         return path
     weight_map = {}
     for i, keys in enumerate(shards, start=1):
         name = f"model-{i:05d}-of-{len(shards):05d}.safetensors"
-        save_file({k: state[k].contiguous() for k in keys}, str(folder / name), metadata={"format": "pt"})
+        save_file(_unshared(state, keys), str(folder / name), metadata={"format": "pt"})
         weight_map.update(dict.fromkeys(keys, name))
     index = {"metadata": {"total_size": sum(sizes.values())}, "weight_map": weight_map}
     path = folder / INDEX_FILE
