@@ -19,7 +19,7 @@ LAYERS = {"ir": 0, "ops": 1, "weights": 1, "frontends": 2, "passes": 2, "targets
           "cli": 5, "": 6}
 #: modules that belong to another group than their path says (the op tables are read by passes/legalize;
 #: Model Explorer output is written by api.convert)
-GROUP_OF = {"portx.optables": "passes", "portx.explore": "api", "portx.explore_graph": "api"}
+GROUP_OF = {"portx.optables": "passes", "portx.explore": "api", "portx.explore_graph": "api", "portx.oplist": "api"}
 #: utilities importable from anywhere; they import only each other
 LEAVES = {"portx.errors", "portx.outputs", "portx.staging", "portx.progress", "portx.report_html", "portx.report_text",
           "portx.logs"}

@@ -25,11 +25,12 @@ from .frontends import KERAS_SUFFIXES, load  # noqa: E402
 from .logs import quiet_unless_debug  # noqa: E402
 from .outputs import staged_output  # noqa: E402
 from .report_html import write_report  # noqa: E402
-from .passes.legalize import PortxWarning, load_table, status_of  # noqa: E402
+from .passes.legalize import PortxWarning, status_of  # noqa: E402
 from .passes.layout import IO_LAYOUTS, io_layouts  # noqa: E402
 from .passes.layout_one_channel import unknown_layout_notes  # noqa: E402
 from .passes.pipeline import inference_skip  # noqa: E402
 from .passes.sharding import parse_mesh  # noqa: E402
+from .oplist import op_table  # noqa: E402
 from .targets import TARGETS, find_target  # noqa: E402
 from .targets.codegen import missing_emit_rules  # noqa: E402
 from .ir import FreeDimRefused  # noqa: E402
@@ -83,38 +84,6 @@ def inventory(graph) -> dict:
         if len(row["scopes"]) < 5 and node.scope not in row["scopes"]:
             row["scopes"].append(node.scope)
     return table
-
-
-def op_table(target=None) -> list:
-    """One row per IR op: name, family, torch names, emit targets, and the TPU status from ``target``'s op table.
-
-    ``target`` is a target name or alias (``"tpu"``, ``"torch_xla"``). Example: ``op_table("tpu")[0]["status"]``.
-    """
-    from .ir import REGISTRY
-
-    found = find_target(target, "--target") if target else None
-    table = load_table(found.table) if target else {}
-    rows = [{"op": op.name, "family": op.family, "torch": sorted(op.import_names.get("torch", [])),
-             "onnx": sorted(op.import_names.get("onnx", [])),
-             "emits": sorted(op.emit_rules), **table.get("op", {}).get(op.name, {}),
-             **({"rule": _where(op.emit_rules.get(found.name))} if found else {})}
-            for op in sorted(REGISTRY.values(), key=lambda o: (o.family, o.name))]
-    rows += [{"op": f"{kind} {k}", "family": kind, "torch": [], "onnx": [], "emits": [], **v}
-             for kind in ("dtype", "pattern") for k, v in table.get(kind, {}).items()]
-    return rows
-
-
-def _where(fn) -> str:
-    """``src/portx/ops/conv/to_keras.py:42``: where function ``fn`` is defined (relative to the package's parent)."""
-    if fn is None:
-        return ""
-    import inspect as pyinspect
-
-    fn = pyinspect.unwrap(fn)
-    path = Path(pyinspect.getsourcefile(fn)).resolve()
-    root = Path(__file__).resolve().parents[1]
-    shown = path.relative_to(root.parent) if path.is_relative_to(root.parent) else path
-    return f"{shown}:{fn.__code__.co_firstlineno}"
 
 
 @quiet_unless_debug  # logs.py: the frameworks' loggers are silent unless debug=True

@@ -1,19 +1,17 @@
 """Keras frontend: a functional Keras 3 model (Sequential, Functional, nested) -> IR.
 
-Note [keras walk]: Keras records every call of a layer or keras.ops operation as a ``Node``
-(``op._inbound_nodes``) whose ``arguments`` hold the KerasTensors it was called with. The walker
-visits a model's nodes deepest-first (the order ``Functional._run_through_graph`` uses), maps each
-KerasTensor to an IR Value, and calls the import rule registered under the node's class name:
-``IMPORT_RULES["keras"]["Conv2D"]`` for layers, ``"ops.Add"`` for keras.ops operations (a layer class
-and an op class may share a name). Nested models are walked in place with dotted scopes
-(``block1.conv``). A layer called several times (shared) gets one parameter set: ``KerasCall.param``
-returns the stored Value again for the same layer, hint and array. Unsupported layers are collected
-and raised together as UnsupportedOps once the whole model was scanned. A layer without a rule is traced
-through instead (Note [keras composite layers] in keras_traced.py).
+Note [keras walk]: Keras records every call of a layer or keras.ops operation as a ``Node`` (``op._inbound_nodes``)
+whose ``arguments`` hold the KerasTensors it was called with. The walker visits a model's nodes deepest-first (the
+order ``Functional._run_through_graph`` uses), maps each KerasTensor to an IR Value, and calls the import rule
+registered under the node's class name: ``IMPORT_RULES["keras"]["Conv2D"]`` for layers, ``"ops.Add"`` for keras.ops
+operations (a layer class and an op class may share a name). Nested models are walked in place with dotted scopes
+(``block1.conv``). A layer called several times (shared) gets one parameter set: ``KerasCall.param`` returns the
+stored Value again for the same layer, hint and array. Unsupported layers are collected and raised together as
+UnsupportedOps once the whole model was scanned. A layer without a rule is traced through instead (Note [keras
+composite layers] in keras_traced.py).
 
-Note [keras layout]: Keras tensors are channels-last while IR conv/pool/norm ops are channels-first
-(ATen). Rules wrap such ops in ``to_channels_first`` / ``to_channels_last`` permutes; the layout pass
-cancels the pairs.
+Note [keras layout]: Keras tensors are channels-last while IR conv/pool/norm ops are channels-first (ATen). Rules
+wrap such ops in ``to_channels_first`` / ``to_channels_last`` permutes; the layout pass cancels the pairs.
 
 Example:
     >>> graph = lower_keras(model, [TensorType((1, 32, 32, 3), "float32")], name="model")
@@ -102,9 +100,8 @@ class KerasCall(BoundArguments):
             path = getattr(var, "path", var.name)
             if var.name == name or path.endswith("/" + name):
                 array = np.asarray(var.numpy() if hasattr(var, "numpy") else var)  # a rule's own copy to reorder
-                # portx computes in float32 (_policy_notes), but where the inputs are of the weight's half dtype
-                if str(array.dtype) in ("float16", "bfloat16") and str(array.dtype) not in {
-                        v.type.dtype for v in self.inputs if v is not None}:
+                inputs = {v.type.dtype for v in self.inputs if v is not None}  # float32 (_policy_notes) unless
+                if str(array.dtype) in ("float16", "bfloat16") and str(array.dtype) not in inputs:  # inputs are half
                     array = array.astype(np.float32)
                 self._read.append((array, bool(getattr(var, "trainable", False) and self.layer.trainable), path))
                 return array
@@ -340,8 +337,7 @@ def input_name(tensor) -> str:
 
 #: example size of an input dimension the model leaves unknown (a sequence length), Note [keras free input dims]
 DEFAULT_LENGTH = 8
-#: config keys under which layers state the longest sequence they accept (position embeddings)
-_LIMIT_KEYS = ("max_sequence_length", "sequence_length", "max_position_embeddings")
+_LIMIT_KEYS = ("max_sequence_length", "sequence_length", "max_position_embeddings")  # the longest sequence accepted
 
 
 def sequence_limit(model):

@@ -145,10 +145,14 @@ def compare_gradients(src, graph, model, seed=0, atol=GRAD_ATOL, rtol=GRAD_RTOL,
             if want is not None and got is not None:
                 rows.append({"name": value.name, **compare_arrays(want, got, atol, rtol)})
     pairs = parameter_pairs(graph, origins or {}, converted_weights(model))
-    params = [row for row in (_parameter_row(source, want_params.get(source), converted, got_params[converted],
+    split = {}  # source weight -> the converted weights made from it (a Keras GRU bias: torch's two biases)
+    for converted, source in sorted(pairs.items(), key=lambda p: (p[1], p[0])):
+        if source in want_params and converted in got_params:
+            split.setdefault(source, []).append(converted)
+    params = [row for row in (_parameter_row(source, want_params.get(source), " + ".join(parts),
+                                             np.concatenate([np.ravel(np.asarray(got_params[c])) for c in parts]),
                                              atol, rtol)
-                              for converted, source in sorted(pairs.items(), key=lambda p: (p[1], p[0]))
-                              if source in want_params and converted in got_params) if row is not None]
+                              for source, parts in split.items()) if row is not None]
     paired_source, paired_converted = set(pairs.values()), set(pairs)
     checked = rows + params
     return {"passed": all(r["passed"] for r in checked) if checked else None, "atol": atol, "rtol": rtol,
