@@ -80,9 +80,8 @@ def segments(graph) -> list:
             runs[-1][1].append(node)
         else:
             runs.append((key, [node]))
-    later = _reads_after(graph, runs)
-    made_before, result = set(), []
-    for (key, nodes), after in zip(runs, later):
+    result = []
+    for (key, nodes), after in zip(runs, _reads_after(graph, runs)):
         made = {v for n in nodes for v in n.outputs}
         inputs, params = [], []
         for node in nodes:
@@ -90,12 +89,12 @@ def segments(graph) -> list:
                 if v is None or v in made:
                     continue
                 if graph.is_param(v):
-                    params.append(v.name) if v.name not in params else None
+                    if v.name not in params:
+                        params.append(v.name)
                 elif v not in inputs:
                     inputs.append(v)
         outs = tuple(v for n in nodes for v in n.outputs if v in after)
         result.append(Segment(key, tuple(nodes), tuple(inputs), outs, tuple(params)))
-        made_before |= made
     return result
 
 
@@ -143,7 +142,7 @@ def _wide_attrs(attrs) -> dict:
     return {k: ("float32" if isinstance(v, str) and v in _NARROW and "dtype" in k else v) for k, v in attrs.items()}
 
 
-def source_boundaries(src, graph, arrays, wanted, release=None) -> dict:
+def source_boundaries(src, arrays, wanted, release=None) -> dict:
     """{IR value name: the source's own value} for the ``wanted`` values ({name: Value}), from one node-by-node
     run of the source; ``release(key, tensor)`` follows each weight's last use (frontends that stream weights)."""
     found = src.intermediates(arrays, keep=set(wanted), release=release)
@@ -161,7 +160,7 @@ def stream_verify(src, graph, target, arrays, atol=DEFAULT_ATOL, rtol=DEFAULT_RT
     """
     segs = segments(graph)
     wanted = {v.name: v for s in segs for v in (*s.inputs, *s.outputs)}
-    found = source_boundaries(src, graph, arrays, wanted, release)
+    found = source_boundaries(src, arrays, wanted, release)
     known = {v.name: np.asarray(a) for v, a in zip(graph.inputs, arrays)}
     rows, built = [], {}  # structure -> (model, the graph it was emitted from)
     for seg in segs:
