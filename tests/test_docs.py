@@ -1,9 +1,9 @@
 """Every code block in README.md and docs/*.md is tested (Note [tested docs]).
 
-Note [tested docs]: a fence says its language. ``python`` blocks run, a page's blocks in order in one fresh
-interpreter (like a notebook), in a temporary folder holding the fixtures the pages name (``model.pt2``, a copy of
-samples/tiny_cnn.pt2); a block after ``<!-- docs-test: pytest FILE -->`` is written to FILE and run by pytest
-there. ``bash`` and ``yaml`` blocks: every ``portx`` command is parsed by the real click commands (an unknown
+Note [tested docs]: a fence says its language. Each ``python`` block runs as it stands, in a fresh interpreter,
+in a temporary folder holding the files the pages name: ``model.pt2`` (samples/tiny_cnn.pt2) and ``out/`` (its
+conversion with ``--export-tpu``), so every block is one a reader can paste; a block after ``<!-- docs-test:
+pytest FILE -->`` is written to FILE and run by pytest there. ``bash`` and ``yaml`` blocks: every ``portx`` command is parsed by the real click commands (an unknown
 option, a bad value or a missing argument fails), every ``./scripts/...`` named exists, every ``pip install
 'portx[extra]'`` names an extra pyproject.toml declares; under PORTX_SLOW=1 the ``portx`` commands whose source
 is a fixture also run. ``text`` blocks are output shown as printed, not code. docs/cli.md must equal what
@@ -17,6 +17,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import textwrap
 import tomllib
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from portx.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
 LANGUAGES = {"python", "bash", "yaml", "text", "json", "toml"}
-FENCE = re.compile(r"^```(\S*)\s*$")
+FENCE = re.compile(r"^\s*```(\S*)\s*$")
 DIRECTIVE = re.compile(r"<!-- docs-test: (\w+)\s*(.*?)\s*-->")
 
 
@@ -40,8 +41,8 @@ def blocks(page: Path) -> list[dict]:
         fence = FENCE.match(line)
         if current is None and fence:
             current = {"lang": fence.group(1), "lines": [], "line": number, "directive": directive}
-        elif current is not None and line.startswith("```"):
-            found.append({**current, "text": "\n".join(current.pop("lines"))})
+        elif current is not None and line.strip().startswith("```"):
+            found.append({**current, "text": textwrap.dedent("\n".join(current.pop("lines")))})
             current, directive = None, None
         elif current is not None:
             current["lines"].append(line)
@@ -134,40 +135,46 @@ def test_shell_commands_parse(page, block):
             pytest.fail(f"{_where(page, block)}: {shlex.join(argv)}: {exc}")
 
 
-def _fixtures(tmp_path):
-    shutil.copy(ROOT / "samples" / "tiny_cnn.pt2", tmp_path / "model.pt2")
+@pytest.fixture(scope="module")
+def fixtures(tmp_path_factory):
+    """The files the pages name: ``model.pt2`` (samples/tiny_cnn.pt2) and ``out/``, its conversion."""
+    folder = tmp_path_factory.mktemp("docs")
+    shutil.copy(ROOT / "samples" / "tiny_cnn.pt2", folder / "model.pt2")
+    portx = Path(sys.executable).parent / "portx"
+    subprocess.run([str(portx), "convert", "model.pt2", "-o", "out/", "--export-tpu", "--no-shard-proof"],
+                   cwd=folder, check=True, capture_output=True, timeout=900)
+    return folder
+
+
+def _workdir(fixtures, tmp_path):
+    shutil.copytree(fixtures, tmp_path, dirs_exist_ok=True)
     return tmp_path
 
 
-def _python_pages():
-    return sorted({page for page, _ in all_blocks("python")})
+def _script(block) -> str:
+    directive = block["directive"] or ("run", "")
+    if directive[0] != "pytest":
+        return block["text"]
+    return (f"import pathlib, subprocess, sys\npathlib.Path({directive[1]!r}).parent.mkdir(parents=True, exist_ok=True)\n"
+            f"pathlib.Path({directive[1]!r}).write_text({block['text'] + chr(10)!r})\n"
+            f"subprocess.run([sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', {directive[1]!r}], "
+            "check=True)")
 
 
-@pytest.mark.parametrize("page", _python_pages(), ids=lambda p: p.name)
-def test_python_blocks_run(page, tmp_path):
-    cwd = _fixtures(tmp_path)
-    script = []
-    for block in blocks(page):
-        if block["lang"] != "python":
-            continue
-        directive = block["directive"] or ("run", "")
-        if directive[0] == "pytest":
-            (cwd / directive[1]).parent.mkdir(parents=True, exist_ok=True)
-            (cwd / directive[1]).write_text(block["text"] + "\n")
-            script.append(f"import subprocess, sys\nsubprocess.run([sys.executable, '-m', 'pytest', '-q', "
-                          f"'-p', 'no:cacheprovider', {directive[1]!r}], check=True)")
-        else:
-            script.append(f"# {_where(page, block)}\n{block['text']}")
+@pytest.mark.parametrize("page,block", all_blocks("python"), ids=lambda v: v.name if isinstance(v, Path) else str(v["line"]))
+def test_python_blocks_run(page, block, fixtures, tmp_path):
+    cwd = _workdir(fixtures, tmp_path)
     env = {**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": str(ROOT / "src")}
-    run = subprocess.run([sys.executable, "-c", "\n".join(script)], cwd=cwd, env=env, capture_output=True,
-                         text=True, timeout=900)
-    assert run.returncode == 0, f"{page.name}: the python blocks failed:\n{run.stderr[-3000:]}"
+    env.pop("XLA_FLAGS", None)
+    run = subprocess.run([sys.executable, "-c", _script(block)], cwd=cwd, env=env, capture_output=True, text=True,
+                         timeout=900)
+    assert run.returncode == 0, f"{_where(page, block)}: the block failed:\n{(run.stdout + run.stderr)[-3000:]}"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("page,block", all_blocks("bash"), ids=lambda v: v.name if isinstance(v, Path) else str(v["line"]))
-def test_portx_commands_run_on_fixtures(page, block, tmp_path):
-    cwd = _fixtures(tmp_path)
+def test_portx_commands_run_on_fixtures(page, block, fixtures, tmp_path):
+    cwd = _workdir(fixtures, tmp_path)
     runnable = [argv for argv in _shell_lines(block)
                 if argv[:1] == ["portx"] and len(argv) > 2 and (cwd / argv[2]).exists()]
     if not runnable:
