@@ -3,10 +3,10 @@
 Note [tested docs]: a fence says its language. Each ``python`` block runs as it stands, in a fresh interpreter,
 in a temporary folder holding the files the pages name: ``model.pt2`` (samples/tiny_cnn.pt2) and ``out/`` (its
 conversion with ``--export-tpu``), so every block is one a reader can paste; a block after ``<!-- docs-test:
-pytest FILE -->`` is written to FILE and run by pytest there. ``bash`` and ``yaml`` blocks: every ``portx`` command is parsed by the real click commands (an unknown
-option, a bad value or a missing argument fails), every ``./scripts/...`` named exists, every ``pip install
-'portx[extra]'`` names an extra pyproject.toml declares; under PORTX_SLOW=1 the ``portx`` commands whose source
-is a fixture also run. ``text`` blocks are output shown as printed, not code. docs/cli.md must equal what
+pytest FILE -->`` is written to FILE and run by pytest there. ``bash`` and ``yaml`` blocks: every ``portx``
+command is parsed by the real click commands (an unknown option, a bad value or a missing argument fails), every
+``./scripts/...`` named exists, every ``pip install 'portx[extra]'`` names an extra pyproject.toml declares;
+under PORTX_SLOW=1 the ``portx`` commands whose source is a fixture also run. ``text`` blocks are output shown as printed, not code. docs/cli.md must equal what
 scripts/cli_reference.py writes.
 """
 from __future__ import annotations
@@ -115,6 +115,10 @@ def _shell_lines(block) -> list:
     return [argv for run in runs for argv in _commands(run)]
 
 
+def _block_id(value) -> str:
+    return value.name if isinstance(value, Path) else str(value["line"])
+
+
 def all_blocks(lang=None):
     return [(page, block) for page in PAGES for block in blocks(page) if lang in (None, block["lang"])]
 
@@ -126,7 +130,7 @@ def test_every_block_names_a_known_language(page):
 
 
 @pytest.mark.parametrize("page,block", [pb for pb in all_blocks() if pb[1]["lang"] in ("bash", "yaml")],
-                         ids=lambda v: v.name if isinstance(v, Path) else str(v["line"]))
+                         ids=_block_id)
 def test_shell_commands_parse(page, block):
     for argv in _shell_lines(block):
         try:
@@ -155,13 +159,14 @@ def _script(block) -> str:
     directive = block["directive"] or ("run", "")
     if directive[0] != "pytest":
         return block["text"]
-    return (f"import pathlib, subprocess, sys\npathlib.Path({directive[1]!r}).parent.mkdir(parents=True, exist_ok=True)\n"
-            f"pathlib.Path({directive[1]!r}).write_text({block['text'] + chr(10)!r})\n"
+    path = f"pathlib.Path({directive[1]!r})"
+    return (f"import pathlib, subprocess, sys\n{path}.parent.mkdir(parents=True, exist_ok=True)\n"
+            f"{path}.write_text({block['text'] + chr(10)!r})\n"
             f"subprocess.run([sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', {directive[1]!r}], "
             "check=True)")
 
 
-@pytest.mark.parametrize("page,block", all_blocks("python"), ids=lambda v: v.name if isinstance(v, Path) else str(v["line"]))
+@pytest.mark.parametrize("page,block", all_blocks("python"), ids=_block_id)
 def test_python_blocks_run(page, block, fixtures, tmp_path):
     cwd = _workdir(fixtures, tmp_path)
     env = {**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": str(ROOT / "src")}
@@ -172,7 +177,7 @@ def test_python_blocks_run(page, block, fixtures, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("page,block", all_blocks("bash"), ids=lambda v: v.name if isinstance(v, Path) else str(v["line"]))
+@pytest.mark.parametrize("page,block", all_blocks("bash"), ids=_block_id)
 def test_portx_commands_run_on_fixtures(page, block, fixtures, tmp_path):
     cwd = _workdir(fixtures, tmp_path)
     runnable = [argv for argv in _shell_lines(block)
