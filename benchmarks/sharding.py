@@ -6,7 +6,7 @@ Run: KERAS_BACKEND=jax PYTHONPATH=src:. .venv/bin/python benchmarks/sharding.py 
 
 Each model is lowered, passed and emitted here (no verification: tests do that), then one child process with 8
 CPU devices (tests/support/mesh_child.py) runs the mesh proof of targets/keras_jax/mesh_proof.py for all of
-them. Prints a Markdown table (README "TPU slices (sharding)").
+them. Prints a Markdown table (docs/tpu.md "TPU slices (sharding)").
 """
 from __future__ import annotations
 

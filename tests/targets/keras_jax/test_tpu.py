@@ -35,7 +35,7 @@ def test_conversion_reports_tpu_lowering_and_exports_artifact(tmp_path):
     exported = jax.export.deserialize(bytearray(artifact.read_bytes()))
     assert set(exported.platforms) == {"tpu", "cpu"}
     x = np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype(np.float32)
-    # the README's loading recipe, with JAX and NumPy only
+    # docs/tpu.md's loading recipe, with JAX and NumPy only
     w = np.load(str(artifact) + ".weights.npz")
     trainable = [w[k] for k in sorted(w.files) if k.startswith("trainable_")]
     non_trainable = [w[k] for k in sorted(w.files) if k.startswith("non_trainable_")]

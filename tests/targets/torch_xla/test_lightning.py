@@ -1,4 +1,4 @@
-"""The emitted torch module trains unchanged inside a lightning.Trainer (CPU here; README "TPU slices" shows the
+"""The emitted torch module trains unchanged inside a lightning.Trainer (CPU here; docs/tpu.md "TPU slices" shows the
 accelerator="tpu" recipe): three SGD steps give the same losses and weights as a plain torch loop."""
 import torch
 import torch.nn.functional as F

@@ -66,7 +66,7 @@ def export_artifact(model, graph, path) -> dict:
 
     The program takes (trainable weights, non-trainable weights, *inputs); the npz holds them
     as ``trainable_0000..`` and ``non_trainable_0000..`` so the artifact loads with JAX and NumPy
-    alone (README, "TPU artifact").
+    alone (docs/tpu.md).
     """
     import numpy as np
 
