@@ -21,6 +21,16 @@ REQUIRED = _Required()
 REGISTRY: dict = {}
 #: frontend -> source op name (e.g. "aten::conv2d") -> (OpDef, rule)
 IMPORT_RULES: dict = {}
+#: trait -> what it says of an op; ``OpDef.traits`` holds these names (given in ``ops/traits.py``)
+TRAITS = {
+    "fresh_output": "its torch code makes a new tensor whose backward does not keep it, so a later op may "
+                    "overwrite it in place (torch-xla's inplace=True)",
+    "unsigned_as_is": "its torch code runs on uint16/uint32/uint64 values as they are (checked against torch's "
+                      "CPU kernels), so they need no widening to int64",
+    "unsigned_in_range": "its unsigned result stays in its operands' range, so narrowing it back needs no mask",
+    "mask_reader": "it reads an attention mask, where -inf is the masking idiom (a hidden position), not a "
+                   "broken weight",
+}
 
 
 class OpDef:
@@ -37,6 +47,7 @@ class OpDef:
     (``verification.compare.align_signs``). ``status_outputs`` (output indices) declares error statuses (LAPACK's
     ``info``): nonzero means the input lies outside the op's domain, and verification replaces such inputs
     (``verification.domain``).
+    ``traits`` (names from ``TRAITS``) are the facts other stages ask of an op, declared in ``ops/traits.py``.
     ``domain`` ({input name: lower bound}) declares inputs the op is defined on only above a bound (igamma's
     ``a > 0``); verification draws the random inputs that feed them there (``verification.domain``).
     Example: ``OpDef("softmax", inputs=("x",), attrs={"axis": REQUIRED}, layout="axis")``.
@@ -63,10 +74,17 @@ class OpDef:
         self.sign_free = {}
         self.status_outputs = ()
         self.domain = {}
+        self.traits = frozenset()
         REGISTRY[name] = self
 
     def __repr__(self):
         return f"OpDef({self.name!r})"
+
+    def has(self, trait: str) -> bool:
+        """True when the op declares ``trait`` (a key of ``TRAITS``)."""
+        if trait not in TRAITS:
+            raise KeyError(f"unknown op trait {trait!r}; known: {sorted(TRAITS)}")
+        return trait in self.traits
 
     @property
     def variadic(self) -> bool:

@@ -25,6 +25,7 @@ from . import scatter
 from . import linalg
 from . import random
 from . import special
+from .traits import declare
 
 FAMILIES = (attention, conv, dropout, elementwise, embedding, linear, norm, pad, pool, recurrent, reduce, resize,
             shape) + (fft,) + (sort,) + (scatter,) + (linalg,) + (random,) + (special,)
@@ -37,6 +38,7 @@ def register_all() -> None:
     for family in FAMILIES:
         for module in pkgutil.iter_modules(family.__path__):
             importlib.import_module(f"{family.__name__}.{module.name}")
+    declare()
 
 
 register_all()

@@ -309,13 +309,9 @@ def run_reference(graph, inputs) -> dict:
     return env
 
 
-#: ops that read an attention mask: -inf there is the masking idiom (a hidden position), not a broken weight
-_MASK_READERS = {"where", "add", "attention", "minimum", "maximum"}
-
-
 def nonfinite_params(graph) -> list:
     """A warning per parameter holding NaN or Inf (verification then checks they propagate alike), with the
-    scopes that read it; an all-``-inf``-or-finite constant read only as a mask (``_MASK_READERS``) is the
+    scopes that read it; an all-``-inf``-or-finite constant read only as a mask (trait ``mask_reader``) is the
     masking idiom and gets none."""
     notes, users = [], graph.users()
     for name, array in graph.params.items():
@@ -324,7 +320,7 @@ def nonfinite_params(graph) -> list:
             release_pages(array)  # a memory-mapped checkpoint's pages: read once here, not kept resident
             readers = users.get(graph.param_values.get(name), [])
             if not (nan or inf) or (not nan and not np.isposinf(array).any() and readers
-                                    and all(n.op.name in _MASK_READERS for n in readers)):
+                                    and all(n.op.has("mask_reader") for n in readers)):
                 continue
             where = ", ".join(sorted({n.scope or n.outputs[0].name for n in readers})) or "nothing"
             notes.append(f"parameter {name}: {nan} NaN and {inf} Inf values (read by {where})")

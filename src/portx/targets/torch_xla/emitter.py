@@ -40,7 +40,6 @@ _WEIGHT_WORDS = {"weight", "bias", "kernel", "folded", "folded_bias", "gamma", "
                  "running_mean", "running_var", "moving_mean", "moving_variance", "in_proj_weight",
                  "reordered"}  # passes/layout_rules.py: a linear weight whose columns follow a moved flatten
 #: ops whose output is a fresh tensor their backward does not keep (``overwrite``: a sole reader may overwrite it)
-_FRESH = frozenset({"conv", "conv_transpose", "batch_norm", "layer_norm", "group_norm", "linear", "add", "sub"})
 _INLINE_MAX = 16  # stored arrays with at most this many elements are written into __init__ as literals
 
 
@@ -130,7 +129,7 @@ class TorchEmitter(EmitterBase):
         hand-written PyTorch does to spare an allocation; ``value`` (and what it aliases) is then marked
         ``clobbered``, so that the trace no longer reads its variable. Allowed for a float value that one node
         input alone reads, neither an input nor an output of the graph, made fresh by an op whose backward
-        does not keep its output (``_FRESH``), or a dropout (the identity at inference) of such a value."""
+        does not keep its output (trait ``fresh_output``), or a dropout (the identity at inference) of such a value."""
         if self._reads is None:
             self._reads = {}
             for user in self.graph.nodes:
@@ -141,7 +140,8 @@ class TorchEmitter(EmitterBase):
             return False
         producer = self._producers.get(value)
         name = producer.op.name if producer is not None else ""
-        if name in _FRESH or (name == "dropout" and self.overwrite(producer.inputs[0])):
+        if (producer is not None and producer.op.has("fresh_output")) \
+                or (name == "dropout" and self.overwrite(producer.inputs[0])):
             self.clobbered.add(value)
             return True
         return False

@@ -24,23 +24,15 @@ Example:
 """
 from __future__ import annotations
 
+from ...ir import lookup
+
 __all__ = ["WIDE", "widens", "widened", "narrowed"]
 
 #: unsigned dtypes PyTorch cannot compute in (uint8 has kernels) -> the mask of their bits (None: uint64)
 WIDE = {"uint16": 0xFFFF, "uint32": 0xFFFFFFFF, "uint64": None}
-#: ops whose torch code runs on uint16/32/64 as they are (checked against torch 2.13's CPU kernels); not
-#: index_select or gather, whose index torch takes as int32/int64 only
-_MOVES = frozenset({"cast", "bitcast", "reshape", "permute", "expand", "concat", "stack", "split", "slice",
-                    "select", "tile", "where"})
-#: ops whose unsigned result stays in the operands' range, so narrowing needs no mask
-_IN_RANGE = frozenset({"div", "remainder", "fmod", "minimum", "maximum", "bitwise_and", "bitwise_or",
-                       "bitwise_xor", "bitwise_right_shift", "abs", "clamp", "amax", "amin", "flip", "roll",
-                       "gather", "index_select", "pad", "sort", "topk", "cummax", "cummin"})
-
-
 def widens(node) -> bool:
     """True when ``node`` reads a uint16/uint32/uint64 value and its op needs int64 arithmetic in torch."""
-    return node.op.name not in _MOVES and any(v is not None and v.type.dtype in WIDE for v in node.inputs)
+    return not node.op.has("unsigned_as_is") and any(v is not None and v.type.dtype in WIDE for v in node.inputs)
 
 
 def widened(expr: str, value) -> str:
@@ -51,6 +43,6 @@ def widened(expr: str, value) -> str:
 def narrowed(expr: str, dtype: str, op: str) -> str:
     """An int64 expression back in the unsigned ``dtype``, masked to its bits unless ``op`` stays in range."""
     mask = WIDE[dtype]
-    if mask is not None and op not in _IN_RANGE:
+    if mask is not None and not lookup(op).has("unsigned_in_range"):
         return f"(({expr}) & 0x{mask:X}).to(torch.{dtype})"
     return f"({expr}).to(torch.{dtype})"

@@ -1,0 +1,38 @@
+"""Which ops have which trait (``ir.opdef.TRAITS``): the facts other stages ask of an op, kept with the ops.
+
+``declare()`` sets each OpDef's ``traits``; ``ops/__init__`` calls it once every family is registered, and an
+op name here that no family declares is an error there, so a renamed op cannot drop out silently.
+
+Example:
+    >>> from portx.ir import lookup
+    >>> lookup("where").has("mask_reader")
+    True
+"""
+from __future__ import annotations
+
+from ..ir.opdef import REGISTRY, TRAITS
+
+__all__ = ["OPS_WITH", "declare"]
+
+#: trait -> the ops that have it
+OPS_WITH = {
+    "fresh_output": ("conv", "conv_transpose", "batch_norm", "layer_norm", "group_norm", "linear", "add", "sub"),
+    # not index_select or gather, whose index torch takes as int32/int64 only
+    "unsigned_as_is": ("cast", "bitcast", "reshape", "permute", "expand", "concat", "stack", "split", "slice",
+                       "select", "tile", "where"),
+    "unsigned_in_range": ("div", "remainder", "fmod", "minimum", "maximum", "bitwise_and", "bitwise_or",
+                          "bitwise_xor", "bitwise_right_shift", "abs", "clamp", "amax", "amin", "flip", "roll",
+                          "gather", "index_select", "pad", "sort", "topk", "cummax", "cummin"),
+    "mask_reader": ("where", "add", "attention", "minimum", "maximum"),
+}
+
+
+def declare() -> None:
+    """Give every OpDef its traits; an unknown trait or op name is a ValueError naming it."""
+    for trait, names in OPS_WITH.items():
+        if trait not in TRAITS:
+            raise ValueError(f"ops/traits.py: unknown trait {trait!r}")
+        for name in names:
+            if name not in REGISTRY:
+                raise ValueError(f"ops/traits.py: {trait} names op {name!r}, which no family declares")
+            REGISTRY[name].traits = REGISTRY[name].traits | {trait}
