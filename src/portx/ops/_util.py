@@ -125,3 +125,15 @@ def named_rule(rule, name: str, suffix: str):
 
 
 __all__ += ["named_rule"]
+
+
+def forward(node) -> int:
+    """The axis of a running op (cumsum, cumprod, cummax, ...), which reaches an emitter only running forward:
+    a reversed one is flipped around a forward one first (Note [decompositions] in passes/legalize/decompose.py)."""
+    if node.attrs.get("reverse"):
+        raise ValueError(f"{node.where()}: a reversed {node.op.name} reached the emitter; run the pipeline's "
+                         "decompose pass first")
+    return node.attrs["axis"]
+
+
+__all__ += ["forward"]

@@ -10,22 +10,23 @@ from .fold import drop_dropout, fold_batch_norm, fold_pool_then_reshape, merge_r
 from .fuse_attention import fuse_attention
 from .layout import to_channels_first, to_channels_last
 from .sharding import record_sharding
-from .legalize import (cast_float64_to_float32, compute_float8_in_float32, legalize_for_keras_jax,
+from .legalize import (cast_float64_to_float32, compute_float8_in_float32, decompose, legalize_for_keras_jax,
                        legalize_for_torch_xla, narrow_int64_to_int32)
 
 __all__ = ["PIPELINES", "INFERENCE_ONLY", "inference_skip", "run_passes"]
 
 #: target -> ordered passes (Graph -> Graph). After the source-level clean-ups (dead nodes; attention
-#: written out as matmul/softmax/matmul fused into one op: passes/fuse_attention.py), each runs its op
+#: written out as matmul/softmax/matmul fused into one op: passes/fuse_attention.py) and the decompositions both
+#: targets share (passes/legalize/decompose.py), each runs its op
 #: table's node rewrites (op_tables/<target>.toml, so emitters see only legal IR) and the dtype passes its
 #: table's dtype rows name; tests/passes/legalize/test_tables.py checks that every rule a table names is run.
 PIPELINES = {
-    "keras-jax": (remove_dead_nodes, fuse_attention, legalize_for_keras_jax, merge_reshapes_and_permutes,
+    "keras-jax": (remove_dead_nodes, fuse_attention, decompose, legalize_for_keras_jax, merge_reshapes_and_permutes,
                   fold_pool_then_reshape, cast_float64_to_float32, narrow_int64_to_int32, drop_dropout, fold_batch_norm,
                   to_channels_last, compute_float8_in_float32, record_sharding),
     # torch-xla: a Keras source's NHWC -> NCHW -> op -> NHWC pairs cancel (passes/layout.py); int64
     # stays (op_tables/torch_xla.toml dtype.int64: the emitted module keeps torch's index dtypes)
-    "torch-xla": (remove_dead_nodes, fuse_attention, legalize_for_torch_xla, to_channels_first,
+    "torch-xla": (remove_dead_nodes, fuse_attention, decompose, legalize_for_torch_xla, to_channels_first,
                   merge_reshapes_and_permutes, fold_pool_then_reshape, cast_float64_to_float32, drop_dropout,
                   fold_batch_norm, record_sharding),
 }

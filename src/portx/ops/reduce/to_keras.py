@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._util import named_rule
+from .._util import forward, named_rule
 from ..reduce import CUMSUM, ARGMAX, ARGMIN, LOG_SOFTMAX, REDUCE, REDUCE_TABLE, SOFTMAX, STD, VAR, VECTOR_NORM
 
 __all__ = []
@@ -123,10 +123,7 @@ def _log_softmax_to_keras(node, k):
 
 @CUMSUM.emits("keras-jax")
 def _cumsum_to_keras(node, k):
-    """``ops.cumsum``; a reversed sum runs on the flipped axis and is flipped back."""
+    """``ops.cumsum`` (a reversed sum is flipped around it by ``passes/legalize/decompose.py``)."""
     x, axis, dtype = k.ref(node.inputs[0]), node.attrs["axis"], node.output.type.dtype
     cast = "" if dtype == node.inputs[0].type.dtype else f", dtype={k.lit(dtype)}"
-    if node.attrs["reverse"]:
-        k.assign(node, f"ops.flip(ops.cumsum(ops.flip({x}, axis={axis}), axis={axis}{cast}), axis={axis})")
-    else:
-        k.assign(node, f"ops.cumsum({x}, axis={axis}{cast})")
+    k.assign(node, f"ops.cumsum({x}, axis={forward(node)}{cast})")

@@ -10,7 +10,7 @@ Example generated code:
 """
 from __future__ import annotations
 
-from .._util import named_rule
+from .._util import forward, named_rule
 from ..reduce import CUMSUM, ARGMAX, ARGMIN, LOG_SOFTMAX, REDUCE, SOFTMAX, STD, VAR, VECTOR_NORM
 
 __all__ = []
@@ -99,10 +99,7 @@ def _signed_axis(axis, rank) -> int:
 
 @CUMSUM.emits("torch-xla")
 def _cumsum_to_torch(node, t):
-    """``torch.cumsum``; a reversed sum runs on the flipped axis and is flipped back."""
-    x, axis, dtype = t.ref(node.inputs[0]), node.attrs["axis"], node.output.type.dtype
+    """``torch.cumsum`` (a reversed sum is flipped around it by ``passes/legalize/decompose.py``)."""
+    x, dtype = t.ref(node.inputs[0]), node.output.type.dtype
     cast = "" if dtype == node.inputs[0].type.dtype else f", dtype=torch.{dtype}"
-    if node.attrs["reverse"]:
-        t.assign(node, f"torch.cumsum({x}.flip({axis}), dim={axis}{cast}).flip({axis})")
-    else:
-        t.assign(node, f"torch.cumsum({x}, dim={axis}{cast})")
+    t.assign(node, f"torch.cumsum({x}, dim={forward(node)}{cast})")

@@ -13,7 +13,7 @@ Example generated code:
 """
 from __future__ import annotations
 
-from .._util import named_rule
+from .._util import forward, named_rule
 from ..sort import SCANS, SEARCHSORTED, SORT, TOPK
 
 __all__ = ["JAX_FUNCTION_LAYER", "jax_function"]
@@ -109,13 +109,11 @@ _SCAN_FUNCTIONS = {"cummax": "lax.cummax", "cummin": "lax.cummin", "logcumsumexp
 
 def _scan_rule(name):
     def emit(node, k):
-        x, axis, reverse = k.ref(node.inputs[0]), node.attrs["axis"], node.attrs["reverse"]
+        x, axis = k.ref(node.inputs[0]), forward(node)
         if name in _SCAN_FUNCTIONS:
-            k.assign(node, jax_function(k, _SCAN_FUNCTIONS[name], [x], axis=axis, reverse=reverse))
-        elif not reverse:
-            k.assign(node, f"ops.cumprod({x}, axis={axis})")
+            k.assign(node, jax_function(k, _SCAN_FUNCTIONS[name], [x], axis=axis))
         else:
-            k.assign(node, f"ops.flip(ops.cumprod(ops.flip({x}, axis={axis}), axis={axis}), axis={axis})")
+            k.assign(node, f"ops.cumprod({x}, axis={axis})")
     return named_rule(emit, name, "to_keras")
 
 

@@ -1,12 +1,13 @@
 """torch-xla emit rules for sorting and running ops: the torch function of each (torch.sort, torch.topk,
-torch.searchsorted, torch.cumprod, torch.cummax, ...); a reversed scan is flipped before and after.
+torch.searchsorted, torch.cumprod, torch.cummax, ...); a reversed scan arrives flipped around a forward one
+(``passes/legalize/decompose.py``).
 
 Example:
     sort, sort_1 = torch.sort(x, dim=1, descending=True, stable=True)
 """
 from __future__ import annotations
 
-from .._util import named_rule
+from .._util import forward, named_rule
 from ..sort import SCANS, SEARCHSORTED, SORT, TOPK
 
 __all__ = []
@@ -43,11 +44,7 @@ def _scan_rule(name):
     fn, field = _SCAN_CALLS[name]
 
     def emit(node, t):
-        x, axis = t.ref(node.inputs[0]), node.attrs["axis"]
-        if not node.attrs["reverse"]:
-            t.assign(node, f"{fn}({x}, {axis}){field}")
-            return
-        t.assign(node, f"torch.flip({fn}(torch.flip({x}, ({axis},)), {axis}){field}, ({axis},))")
+        t.assign(node, f"{fn}({t.ref(node.inputs[0])}, {forward(node)}){field}")
     return named_rule(emit, name, "to_torch")
 
 

@@ -16,10 +16,11 @@ Example (before / after ``legalize(graph, "keras-jax")``; ``op.resize`` says
 from __future__ import annotations
 
 from ...ir import Graph, IRError
+from .decompose import DECOMPOSITIONS
 from .rewriter import NODE_RULES, Rewriter
 from .tables import load_table, rules_of
 
-__all__ = ["legalize", "legalize_for_keras_jax", "legalize_for_torch_xla"]
+__all__ = ["apply_rules", "decompose", "legalize", "legalize_for_keras_jax", "legalize_for_torch_xla"]
 
 
 def _plans(table) -> dict:
@@ -37,7 +38,18 @@ def legalize(graph: Graph, table: str = "keras-jax") -> Graph:
 
     Example: ``legalize(graph, "torch-xla")`` rewrites each uneven adaptive pool and every resize.
     """
-    plans, rw, nodes = _plans(table), Rewriter(graph), []
+    return apply_rules(graph, _plans(table))
+
+
+def decompose(graph: Graph) -> Graph:
+    """Apply the decompositions both targets share (Note [decompositions] in ``decompose.py``)."""
+    return apply_rules(graph, DECOMPOSITIONS)
+
+
+def apply_rules(graph: Graph, plans: dict) -> Graph:
+    """Offer each node to the rules ``plans`` lists for its op (op name -> rules, in order); the first that
+    matches replaces it, and a node no rule matches stays as it is."""
+    rw, nodes = Rewriter(graph), []
     for node in graph.nodes:
         for rule in plans.get(node.op.name, ()):
             rw.begin(node)
