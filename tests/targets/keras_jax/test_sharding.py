@@ -100,3 +100,19 @@ def test_cli_refuses_a_bad_mesh_in_one_line(tmp_path):
                            str(tmp_path / "out"), "--mesh", "batch=2,tensor=4"], capture_output=True, text=True)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "--mesh batch=2,tensor=4: 'tensor=4' is not AXIS=SIZE" in done.stderr
+
+
+def test_a_decoder_lowers_sharded_on_abstract_weights_without_its_weights_files(tmp_path):
+    from portx.targets.keras_jax.mesh_proof import emit_structure, prove_sharded
+
+    model, inputs = tiny_llama()
+    graph, arrays, _ = lower_torch(model, *inputs)
+    graph = run_passes(graph, "keras-jax")
+    folder = emit_structure(graph, tmp_path).parent
+    assert [p.name for p in folder.iterdir()] == ["model.py"]  # no weights written, none read back
+    proof = prove_sharded(folder, MESH, arrays, abstract=True)  # a child process with 8 CPU devices
+    assert proof["verdict"] == "lowered" and proof["abstract"] and proof["passed"] is None, proof
+    assert proof["specs"]["layers_0_mlp_gate_proj/kernel"] == [None, "model"]
+    assert proof["weight_bytes"] == graph.weight_bytes() and proof["per_device_ratio"] <= 1.05, proof
+    assert proof["collectives"]["all-reduce"] > 0 and proof["tpu_export"]["devices"] == 8
+    assert proof["tpu_export"]["sharded_inputs"] > 0

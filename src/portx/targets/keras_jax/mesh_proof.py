@@ -11,6 +11,13 @@ Note [collectives]: ``jax.export`` keeps the shardings as annotations and XLA pa
 compiled for its devices, so the exported TPU module holds no collectives yet. They are counted in the program
 compiled for the CPU mesh, which the same SPMD partitioner splits.
 
+Note [abstract mesh proof]: a model above the weight budget (Note [weight budget]) is proven without its weights:
+model.py's model is built with uninitialised variables (``abstract_model``), each variable becomes a
+``jax.ShapeDtypeStruct`` carrying the ``NamedSharding`` that ``layout_map(mesh)`` gives its path, and the sharded
+forward is lowered and compiled for the CPU mesh (the collectives) and exported for TPU. Compiling allocates no
+weight buffers, so a Llama-3-8B shape costs no weight memory. Nothing runs, so there is no difference to report:
+the verdict is "lowered". ``emit_structure`` writes such a model.py without its weights files.
+
 Example:
     >>> result = prove_sharded("out/", {"batch": 2, "model": 4}, [ids])
     >>> result["passed"], result["collectives"]["all-reduce"]
@@ -31,20 +38,25 @@ from pathlib import Path
 import numpy as np
 
 from ..codegen import import_by_path
+from .emitter import KerasEmitter
+from .sharded import abstract_model
+from .sharding import layout_map_source, variable_splits
 from .tpu import stateless_fn
 
-__all__ = ["prove_sharded", "prove_on_mesh", "COLLECTIVES"]
+__all__ = ["prove_sharded", "prove_on_mesh", "prove_abstract_on_mesh", "emit_structure", "COLLECTIVES"]
 
 COLLECTIVES = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all", "collective-permute")
 _ATOL = _RTOL = 1e-5  # the issue's float32 goal: sharded within 1e-5 of one device
 
 
-def prove_sharded(folder, mesh: dict, arrays, timeout=600) -> dict:
-    """Prove the model in ``folder`` on ``mesh`` here or in a child process (Note [mesh proof devices])."""
+def prove_sharded(folder, mesh: dict, arrays, timeout=600, abstract=False) -> dict:
+    """Prove the model in ``folder`` on ``mesh`` here or in a child process (Note [mesh proof devices]);
+    ``abstract``: on abstract weights, lowered and compiled but not run (Note [abstract mesh proof])."""
     import jax
 
+    prove = prove_abstract_on_mesh if abstract else prove_on_mesh
     if jax.device_count() >= math.prod(mesh.values()):
-        return prove_on_mesh(folder, mesh, arrays)
+        return prove(folder, mesh, arrays)
     with tempfile.TemporaryDirectory(prefix="portx-mesh-") as tmp:
         inputs = Path(tmp) / "inputs.npz"
         np.savez(inputs, *arrays)
@@ -52,7 +64,7 @@ def prove_sharded(folder, mesh: dict, arrays, timeout=600) -> dict:
         env = {**os.environ, "JAX_PLATFORMS": "cpu", "KERAS_BACKEND": "jax",
                "XLA_FLAGS": f"{flags} --xla_force_host_platform_device_count={math.prod(mesh.values())}".strip(),
                "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[3])] + sys.path)}
-        args = [sys.executable, "-m", __name__, str(folder), json.dumps(mesh), str(inputs)]
+        args = [sys.executable, "-m", __name__, str(folder), json.dumps(mesh), str(inputs), prove.__name__]
         try:
             done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -66,19 +78,27 @@ def prove_sharded(folder, mesh: dict, arrays, timeout=600) -> dict:
 
 def _loaded(folder, mesh):
     """(model on one device, model in its shards, jax Mesh, warnings layout_map gave)."""
-    import jax
     import keras
 
     module = import_by_path(Path(folder) / "model.py")
+    device_mesh, layout, notes = _device_mesh(module, mesh)
+    distribution = keras.distribution.ModelParallel(layout_map=layout, batch_dim_name="batch")
+    plain = module.load_model()
+    sharded = module.load_model(distribution=distribution)
+    return plain, sharded, device_mesh.backend_mesh, notes
+
+
+def _device_mesh(module, mesh):
+    """(keras DeviceMesh of this process's first devices, layout_map(mesh), the warnings layout_map gave)."""
+    import jax
+    import keras
+
     devices = jax.devices()[: math.prod(mesh.values())]
     device_mesh = keras.distribution.DeviceMesh(tuple(mesh.values()), tuple(mesh), devices=devices)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         layout = module.layout_map(device_mesh)
-    distribution = keras.distribution.ModelParallel(layout_map=layout, batch_dim_name="batch")
-    plain = module.load_model()
-    sharded = module.load_model(distribution=distribution)
-    return plain, sharded, device_mesh.backend_mesh, [str(w.message) for w in caught]
+    return device_mesh, layout, [str(w.message) for w in caught]
 
 
 def _variables(model):
@@ -89,12 +109,9 @@ def prove_on_mesh(folder, mesh: dict, arrays) -> dict:
     """The proof in this process, which must have the mesh's devices: specs, per-device weight bytes, the
     collectives (Note [collectives]), the TPU export and the largest difference from the one-device run."""
     import jax
-    from jax.sharding import NamedSharding, PartitionSpec
 
     plain, sharded, jmesh, notes = _loaded(folder, mesh)
-    batch = mesh.get("batch", 1)
-    data = [NamedSharding(jmesh, PartitionSpec("batch") if a.ndim and a.shape[0] % batch == 0
-                          else PartitionSpec()) for a in arrays]
+    data = _data_shardings(jmesh, mesh, arrays)
     trainable, non_trainable = _variables(sharded)
     shardings = ([v.sharding for v in trainable], [v.sharding for v in non_trainable], *data)
     forward = jax.jit(stateless_fn(sharded), in_shardings=shardings)
@@ -104,11 +121,83 @@ def prove_on_mesh(folder, mesh: dict, arrays) -> dict:
         want = jax.tree.leaves(jax.jit(stateless_fn(plain))(*_variables(plain), *arrays))
         hlo = forward.lower(trainable, non_trainable, *inputs).compile().as_text()
         exported = jax.export.export(forward, platforms=["tpu"])(trainable, non_trainable, *inputs)
-    return {**_weights_report(sharded, mesh), "collectives": count_collectives(hlo),
+    return {**_weights_report(sharded, mesh), **_program_report(hlo, exported, jmesh), **_difference(got, want),
+            "notes": notes}
+
+
+def _data_shardings(jmesh, mesh, arrays):
+    """The inputs split along the batch axis where it divides their first dim, else replicated."""
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    batch = mesh.get("batch", 1)
+    return [NamedSharding(jmesh, PartitionSpec("batch") if a.ndim and a.shape[0] % batch == 0
+                          else PartitionSpec()) for a in arrays]
+
+
+def prove_abstract_on_mesh(folder, mesh: dict, arrays) -> dict:
+    """The proof on abstract weights (Note [abstract mesh proof]): per-device weight bytes from the shardings,
+    the collectives of the program compiled for the CPU mesh, and the TPU export; nothing runs."""
+    import jax
+
+    module = import_by_path(Path(folder) / "model.py")
+    device_mesh, layout, notes = _device_mesh(module, mesh)
+    jmesh, model = device_mesh.backend_mesh, abstract_model(module)
+    trainable, non_trainable = ([_sharded_spec(v, layout, jmesh) for v in variables]
+                                for variables in (model.trainable_variables, model.non_trainable_variables))
+    inputs = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s)
+              for a, s in zip(arrays, _data_shardings(jmesh, mesh, arrays))]
+    forward = jax.jit(stateless_fn(model))
+    with jax.default_matmul_precision("highest"):
+        hlo = forward.lower(trainable, non_trainable, *inputs).compile().as_text()
+        exported = jax.export.export(forward, platforms=["tpu"])(trainable, non_trainable, *inputs)
+    variables = model.trainable_variables + model.non_trainable_variables
+    return {**_spec_report(variables, trainable + non_trainable, mesh), **_program_report(hlo, exported, jmesh),
+            "abstract": True, "verdict": "lowered", "passed": None, "notes": notes}
+
+
+def _program_report(hlo, exported, jmesh) -> dict:
+    """The collectives of the CPU mesh's compiled ``hlo`` (Note [collectives]) and the TPU export's devices."""
+    return {"collectives": count_collectives(hlo),
             "tpu_export": {"platform": "tpu", "devices": exported.nr_devices,
                            "sharded_inputs": sum(not s.is_fully_replicated for s in exported.in_shardings_jax(jmesh)
-                                                 if s is not None)},
-            **_difference(got, want), "notes": notes}
+                                                 if s is not None)}}
+
+
+def emit_structure(graph, folder) -> Path:
+    """``folder``/model.py with its ``layout_map`` and no weights files, for ``prove_abstract_on_mesh`` (Note
+    [abstract mesh proof]); the weights stay where the graph holds them (memory-mapped files are not read).
+    Example: ``prove_sharded(emit_structure(graph, "out/").parent, mesh, arrays, abstract=True)``."""
+    emitter = KerasEmitter(graph)
+    code = emitter.emit_graph()
+    path = Path(folder) / "model.py"
+    path.write_text(code, encoding="utf-8")
+    splits = variable_splits(graph, abstract_model(import_by_path(path)), emitter.layer_of, emitter.weights)
+    path.write_text(code + layout_map_source(splits), encoding="utf-8")
+    return path
+
+
+def _sharded_spec(variable, layout, jmesh):
+    """``variable`` as a ShapeDtypeStruct with the NamedSharding ``layout`` gives its path (replicated if none)."""
+    import jax
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    found = layout[variable.path]
+    axes = tuple(found.axes) if found is not None else ()
+    return jax.ShapeDtypeStruct(tuple(variable.shape), jax.numpy.dtype(variable.dtype),
+                                sharding=NamedSharding(jmesh, PartitionSpec(*axes)))
+
+
+def _spec_report(variables, specs, mesh) -> dict:
+    """``_weights_report``'s fields computed from the shardings alone (every device holds one shard's shape)."""
+    total, per_device, shown = 0, 0, {}
+    for variable, spec in zip(variables, specs):
+        itemsize = spec.dtype.itemsize
+        total += math.prod(spec.shape) * itemsize
+        per_device += math.prod(spec.sharding.shard_shape(spec.shape)) * itemsize
+        axes = tuple(spec.sharding.spec)
+        shown[variable.path] = list(axes) + [None] * (len(spec.shape) - len(axes))
+    return {"mesh": mesh, "specs": shown, "weight_bytes": total, "per_device_max": per_device,
+            "per_device_min": per_device, "per_device_ratio": round(per_device / (total / mesh.get("model", 1)), 4)}
 
 
 def _weights_report(model, mesh) -> dict:
@@ -145,11 +234,12 @@ def _difference(got, want) -> dict:
             "verdict": "ok" if passed else "mismatch"}
 
 
-def _main(folder, mesh_json, inputs_path):
+def _main(folder, mesh_json, inputs_path, prove="prove_on_mesh"):
     with np.load(inputs_path) as data:
         arrays = [data[f"arr_{i}"] for i in range(len(data.files))]
-    print(json.dumps(prove_on_mesh(folder, json.loads(mesh_json), arrays), default=str))
+    proof = {"prove_on_mesh": prove_on_mesh, "prove_abstract_on_mesh": prove_abstract_on_mesh}[prove]
+    print(json.dumps(proof(folder, json.loads(mesh_json), arrays), default=str))
 
 
 if __name__ == "__main__":
-    _main(*sys.argv[1:4])
+    _main(*sys.argv[1:5])
