@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from .budget import over_budget
 from .compare import make_inputs
 
 __all__ = ["sharding_report", "proof_devices", "PROOF_CPU_DEVICES"]
@@ -27,8 +28,9 @@ def proof_devices() -> int:
 
 def sharding_report(target, folder, graph, mesh, seed, report) -> dict:
     """``target.prove_sharded`` on seeded inputs, with the roles the sharding pass gave (a count per role);
-    layout_map's notes and a mismatch become ``report["warnings"]``."""
-    result = target.prove_sharded(folder, graph, mesh, make_inputs(graph, seed))
+    layout_map's notes and a mismatch become ``report["warnings"]``. Above the weight budget the model is lowered
+    sharded on abstract weights, not run (Note [abstract mesh proof] in targets/keras_jax/mesh_proof.py)."""
+    result = target.prove_sharded(folder, graph, mesh, make_inputs(graph, seed), abstract=bool(over_budget(graph)))
     result["roles"] = dict(Counter(role for role, _ in graph.meta.get("sharding", {}).get("roles", {}).values()))
     report["warnings"].extend(result.get("notes", []))
     if result.get("verdict") in ("mismatch", "failed"):
