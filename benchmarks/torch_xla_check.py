@@ -4,7 +4,7 @@ torch-xla 2.9 needs torch 2.9, so this runs in a venv of its own, not portx's: i
 torch_xla, safetensors and NumPy (portx's ``run_on_torch_xla`` is imported from ``src/``, whose
 import is NumPy-only; Keras and JAX are not needed).
 
-    python3 -m venv /tmp/xla && /tmp/xla/bin/pip install 'torch==2.9.*' 'torch_xla==2.9.*' safetensors numpy
+    python3 -m venv /tmp/xla && /tmp/xla/bin/pip install 'torch==2.9.*' 'torch_xla==2.9.*' safetensors numpy ml_dtypes
     .venv/bin/python benchmarks/keras_to_torch.py --keep /tmp/xla_outs      # one folder per model
     PJRT_DEVICE=CPU /tmp/xla/bin/python benchmarks/torch_xla_check.py /tmp/xla_outs/*
 
@@ -91,7 +91,7 @@ def spmd_check(folder, mesh_sizes):
     arrays = seeded_inputs(report)
     module = import_by_path(folder / "model.py")
     with torch.no_grad():
-        eager = _leaves(module.load_model()(*[torch.from_numpy(a) for a in arrays]))
+        eager = [t.numpy() for t in _leaves(module.load_model()(*[torch.from_numpy(a) for a in arrays]))]
     mesh = xs.Mesh(np.arange(int(np.prod(list(mesh_sizes.values())))), tuple(mesh_sizes.values()), tuple(mesh_sizes))
     runs = []
     for annotate in (False, True):
