@@ -122,8 +122,8 @@ def abstract_row(folder):
         times["model.py"] = time.perf_counter() - start - sum(times.values())
         proof = prove_sharded(tmp, MESH, make_inputs(graph, 0), timeout=1800, abstract=True)
     times["mesh proof"] = time.perf_counter() - start - sum(times.values())
-    peaks = [resource.getrusage(who).ru_maxrss / 1024**2 for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
-    gb, c = 1024**3, proof["collectives"]
+    gb, c = 1e9, proof["collectives"]  # GB of 10**9 bytes, like the README's other tables
+    peaks = [resource.getrusage(who).ru_maxrss * 1024 / gb for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
     print("| model | weights GB | max per device GB | total/4 GB | ratio | all-gather / reduce-scatter / all-reduce / "
           "permute | TPU export | seconds | peak RSS GB (this / child) |\n|---|---|---|---|---|---|---|---|---|")
     print(f"| {Path(folder).name} (abstract) | {proof['weight_bytes'] / gb:.2f} | {proof['per_device_max'] / gb:.2f} | "
