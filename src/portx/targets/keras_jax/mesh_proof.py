@@ -4,8 +4,8 @@ shardings, runs on as many CPU devices as the mesh has, and matches the model on
 Note [mesh proof devices]: JAX fixes its device count when it starts, and
 ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` only counts before that. When this process already has
 the mesh's devices (a TPU slice, or a test session started with the flag) the proof runs here; otherwise it runs
-in a child process started with the flag (``python -m portx.targets.keras_jax.mesh_proof``), which prints the
-same result as JSON.
+in a child process started with the flag (``python -m portx.targets.keras_jax.mesh_proof``), which answers with
+the same result as JSON and stays for the next proof (Note [reused mesh process] in mesh_process.py).
 
 Note [collectives]: ``jax.export`` keeps the shardings as annotations and XLA partitions the program when it is
 compiled for its devices, so the exported TPU module holds no collectives yet. They are counted in the program
@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import subprocess
 import sys
 import tempfile
 import warnings
@@ -39,6 +37,7 @@ import numpy as np
 
 from ..codegen import import_by_path
 from .emitter import KerasEmitter
+from .mesh_process import MARK, ask
 from .sharded import abstract_model
 from .sharding import layout_map_source, variable_splits
 from .tpu import stateless_fn
@@ -46,6 +45,7 @@ from .tpu import stateless_fn
 __all__ = ["prove_sharded", "prove_on_mesh", "prove_abstract_on_mesh", "emit_structure", "COLLECTIVES"]
 
 COLLECTIVES = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all", "collective-permute")
+_CHILD_DEVICES = 8  # at least: one child serves every mesh of up to 8 devices (Note [reused mesh process])
 _ATOL = _RTOL = 1e-5  # the issue's float32 goal: sharded within 1e-5 of one device
 
 
@@ -57,23 +57,11 @@ def prove_sharded(folder, mesh: dict, arrays, timeout=600, abstract=False) -> di
     prove = prove_abstract_on_mesh if abstract else prove_on_mesh
     if jax.device_count() >= math.prod(mesh.values()):
         return prove(folder, mesh, arrays)
-    with tempfile.TemporaryDirectory(prefix="portx-mesh-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="portx-mesh-") as tmp:  # Note [reused mesh process]
         inputs = Path(tmp) / "inputs.npz"
         np.savez(inputs, *arrays)
-        flags = os.environ.get("XLA_FLAGS", "")
-        env = {**os.environ, "JAX_PLATFORMS": "cpu", "KERAS_BACKEND": "jax",
-               "XLA_FLAGS": f"{flags} --xla_force_host_platform_device_count={math.prod(mesh.values())}".strip(),
-               "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[3])] + sys.path)}
-        args = [sys.executable, "-m", __name__, str(folder), json.dumps(mesh), str(inputs), prove.__name__]
-        try:
-            done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return {"verdict": "failed", "problems": [f"the mesh proof ran past {timeout} s"]}
-    lines = done.stdout.strip().splitlines()
-    if done.returncode or not lines:
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"verdict": "failed", "problems": [f"the mesh proof's process failed: {tail[:300]}"]}
-    return json.loads(lines[-1])
+        request = {"folder": str(folder), "mesh": mesh, "inputs": str(inputs), "prove": prove.__name__}
+        return ask(__name__, max(math.prod(mesh.values()), _CHILD_DEVICES), request, timeout)
 
 
 def _loaded(folder, mesh):
@@ -129,8 +117,8 @@ def _data_shardings(jmesh, mesh, arrays):
     """The inputs split along the batch axis where it divides their first dim, else replicated."""
     from jax.sharding import NamedSharding, PartitionSpec
 
-    batch = mesh.get("batch", 1)
-    return [NamedSharding(jmesh, PartitionSpec("batch") if a.ndim and a.shape[0] % batch == 0
+    batch = mesh.get("batch")  # a mesh of "model" alone (--mesh model=8) has no batch axis to split along
+    return [NamedSharding(jmesh, PartitionSpec("batch") if batch and a.ndim and a.shape[0] % batch == 0
                           else PartitionSpec()) for a in arrays]
 
 
@@ -234,12 +222,25 @@ def _difference(got, want) -> dict:
             "verdict": "ok" if passed else "mismatch"}
 
 
-def _main(folder, mesh_json, inputs_path, prove="prove_on_mesh"):
-    with np.load(inputs_path) as data:
-        arrays = [data[f"arr_{i}"] for i in range(len(data.files))]
-    proof = {"prove_on_mesh": prove_on_mesh, "prove_abstract_on_mesh": prove_abstract_on_mesh}[prove]
-    print(json.dumps(proof(folder, json.loads(mesh_json), arrays), default=str))
+def _serve():
+    """The child's loop (Note [reused mesh process]): a JSON request a line in, one marked answer line out."""
+    import gc
+
+    import keras
+
+    proofs = {"prove_on_mesh": prove_on_mesh, "prove_abstract_on_mesh": prove_abstract_on_mesh}
+    for line in sys.stdin:
+        request = json.loads(line)
+        with np.load(request["inputs"]) as data:
+            arrays = [data[f"arr_{i}"] for i in range(len(data.files))]
+        try:
+            answer = proofs[request["prove"]](request["folder"], request["mesh"], arrays)
+        except Exception as exc:  # noqa: BLE001 - the proof's failure is its finding; the process serves on
+            answer = {"verdict": "failed", "problems": [f"{type(exc).__name__}: {str(exc)[:300]}"]}
+        print(MARK + json.dumps(answer, default=str), flush=True)
+        keras.backend.clear_session()  # the next model starts from a clean Keras state; its memory is freed
+        gc.collect()
 
 
 if __name__ == "__main__":
-    _main(*sys.argv[1:5])
+    _serve()
