@@ -13,7 +13,9 @@ them. Prints a Markdown table (README "TPU slices (sharding)").
 ``--abstract FOLDER``: the folder's model (config.json; its safetensors files are memory-mapped, not read) lowered
 and emitted as model.py alone, then lowered sharded on the 2 x 4 mesh with abstract weights (Note [abstract mesh
 proof] in targets/keras_jax/mesh_proof.py, one child process with 8 CPU devices): per-device weight bytes against
-total / 4, the collectives, the TPU export, the seconds per stage and the peak RSS of this process and the child.
+total / 4, the collectives, the TPU export, the seconds per stage and the peak RSS of this process and the child
+(an upper bound: Linux carries the parent's high-water mark into a forked child). Then the gradient check's program
+is lowered for the CPU and TPU on abstract weights (Note [abstract gradients] in verification/grad_program.py).
 """
 from __future__ import annotations
 
@@ -123,7 +125,9 @@ def abstract_row(folder):
         times["model.py"] = time.perf_counter() - start - sum(times.values())
         proof = prove_sharded(tmp, MESH, make_inputs(graph, 0), timeout=1800, abstract=True)
         stop_all()  # the proof's process ends here, so that its peak RSS is counted below
-    times["mesh proof"] = time.perf_counter() - start - sum(times.values())
+        times["mesh proof"] = time.perf_counter() - start - sum(times.values())
+        grads = _abstract_gradients(graph, Path(tmp) / "model.py")
+    times["gradient program"] = time.perf_counter() - start - sum(times.values())
     gb, c = 1e9, proof["collectives"]  # GB of 10**9 bytes, like the README's other tables
     peaks = [resource.getrusage(who).ru_maxrss * 1024 / gb for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
     print("| model | weights GB | max per device GB | total/4 GB | ratio | all-gather / reduce-scatter / all-reduce / "
@@ -131,8 +135,21 @@ def abstract_row(folder):
     print(f"| {Path(folder).name} (abstract) | {proof['weight_bytes'] / gb:.2f} | {proof['per_device_max'] / gb:.2f} | "
           f"{proof['weight_bytes'] / MESH['model'] / gb:.2f} | {proof['per_device_ratio']:.3f} | {c['all-gather']} / "
           f"{c['reduce-scatter']} / {c['all-reduce']} / {c['collective-permute']} | {proof['tpu_export']['devices']} "
-          f"devices | {sum(times.values()):.0f} | {peaks[0]:.2f} / {peaks[1]:.2f} |")
+          f"devices | {sum(times.values()) - times['gradient program']:.0f} | {peaks[0]:.2f} / {peaks[1]:.2f} |")
     print("stages: " + ", ".join(f"{k} {v:.1f} s" for k, v in times.items()) + f"; notes: {proof.get('notes')}")
+    print(f"gradient program on abstract weights (Note [abstract gradients]): {grads}")
+
+
+def _abstract_gradients(graph, code):
+    """The gradient check's program lowered for the CPU and TPU with every weight a ShapeDtypeStruct."""
+    from portx.targets.codegen import import_by_path
+    from portx.targets.keras_jax.sharded import abstract_model
+    from portx.verification.compare import make_inputs
+    from portx.verification.grad_program import abstract_program
+
+    rng = np.random.default_rng(1)
+    weights = [rng.normal(size=v.type.shape).astype(np.float32) for v in graph.outputs]
+    return abstract_program(abstract_model(import_by_path(code)), make_inputs(graph, 0), weights)
 
 
 def main(names):
