@@ -53,8 +53,8 @@ def _read(stdout, answers):
 
 
 def _stop(key):
-    """End the child of ``key`` (EOF on its stdin, then a kill after 10 s); its stderr file stays readable."""
-    child, _, _ = _CHILDREN.pop(key)
+    """End the child of ``key`` (EOF on its stdin, then a kill after 10 s) and close its stderr file."""
+    child, _, stderr = _CHILDREN.pop(key)
     if child.poll() is None:
         try:
             child.stdin.close()
@@ -62,6 +62,7 @@ def _stop(key):
         except (BrokenPipeError, subprocess.TimeoutExpired):
             child.kill()
             child.wait()
+    stderr.close()
 
 
 def _stderr_tail(stderr) -> str:
@@ -90,8 +91,10 @@ def ask(module, devices, request: dict, timeout) -> dict:
             line = None
         if line is not None:
             return json.loads(line)
-        _stop(key)  # the child died: its last line of stderr says why
-        return {"verdict": "failed", "problems": [f"the mesh proof's process failed: {_stderr_tail(stderr)}"]}
+        child.wait()  # the child died: its last line of stderr says why
+        problem = f"the mesh proof's process failed: {_stderr_tail(stderr)}"
+        _stop(key)
+        return {"verdict": "failed", "problems": [problem]}
 
 
 @atexit.register
