@@ -7,6 +7,15 @@ Run: KERAS_BACKEND=jax PYTHONPATH=src:. .venv/bin/python benchmarks/sharding.py 
 Each model is lowered, passed and emitted here (no verification: tests do that), then one child process with 8
 CPU devices (tests/support/mesh_child.py) runs the mesh proof of targets/keras_jax/mesh_proof.py for all of
 them. Prints a Markdown table (docs/tpu.md "TPU slices (sharding)").
+
+    ... benchmarks/sharding.py --abstract /work/.bench_cache/llama-8b     # a Hugging Face folder
+
+``--abstract FOLDER``: the folder's model (config.json; its safetensors files are memory-mapped, not read) lowered
+and emitted as model.py alone, then lowered sharded on the 2 x 4 mesh with abstract weights (Note [abstract mesh
+proof] in targets/keras_jax/mesh_proof.py, one child process with 8 CPU devices): per-device weight bytes against
+total / 4, the collectives, the TPU export, the seconds per stage and the peak RSS of this process and the child
+(an upper bound: Linux carries the parent's high-water mark into a forked child). Then the gradient check's program
+is lowered for the CPU and TPU on abstract weights (Note [abstract gradients] in verification/grad_program.py).
 """
 from __future__ import annotations
 
@@ -95,6 +104,54 @@ def _row(name, proof, torch_diff) -> str:
             f"{'-' if torch_diff is None else f'{torch_diff:.1e}'} |")
 
 
+def abstract_row(folder):
+    """One row for a Hugging Face folder proven sharded on abstract weights (see the module docstring)."""
+    import resource
+    import time
+
+    from portx.frontends.hf import load_hf_folder
+    from portx.targets.keras_jax.mesh_process import stop_all
+    from portx.targets.keras_jax.mesh_proof import emit_structure, prove_sharded
+    from portx.verification.compare import make_inputs
+
+    times, start = {}, time.perf_counter()
+    src = load_hf_folder(folder)
+    graph = src.lower("model")
+    times["load+lower"] = time.perf_counter() - start
+    graph = run_passes(graph, "keras-jax")
+    times["passes"] = time.perf_counter() - start - sum(times.values())
+    with tempfile.TemporaryDirectory(prefix="portx-abstract-") as tmp:
+        emit_structure(graph, tmp)
+        times["model.py"] = time.perf_counter() - start - sum(times.values())
+        proof = prove_sharded(tmp, MESH, make_inputs(graph, 0), timeout=1800, abstract=True)
+        stop_all()  # the proof's process ends here, so that its peak RSS is counted below
+        times["mesh proof"] = time.perf_counter() - start - sum(times.values())
+        grads = _abstract_gradients(graph, Path(tmp) / "model.py")
+    times["gradient program"] = time.perf_counter() - start - sum(times.values())
+    gb, c = 1e9, proof["collectives"]  # GB of 10**9 bytes, like the README's other tables
+    peaks = [resource.getrusage(who).ru_maxrss * 1024 / gb for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    print("| model | weights GB | max per device GB | total/4 GB | ratio | all-gather / reduce-scatter / all-reduce / "
+          "permute | TPU export | seconds | peak RSS GB (this / child) |\n|---|---|---|---|---|---|---|---|---|")
+    print(f"| {Path(folder).name} (abstract) | {proof['weight_bytes'] / gb:.2f} | {proof['per_device_max'] / gb:.2f} | "
+          f"{proof['weight_bytes'] / MESH['model'] / gb:.2f} | {proof['per_device_ratio']:.3f} | {c['all-gather']} / "
+          f"{c['reduce-scatter']} / {c['all-reduce']} / {c['collective-permute']} | {proof['tpu_export']['devices']} "
+          f"devices | {sum(times.values()) - times['gradient program']:.0f} | {peaks[0]:.2f} / {peaks[1]:.2f} |")
+    print("stages: " + ", ".join(f"{k} {v:.1f} s" for k, v in times.items()) + f"; notes: {proof.get('notes')}")
+    print(f"gradient program on abstract weights (Note [abstract gradients]): {grads}")
+
+
+def _abstract_gradients(graph, code):
+    """The gradient check's program lowered for the CPU and TPU with every weight a ShapeDtypeStruct."""
+    from portx.targets.codegen import import_by_path
+    from portx.targets.keras_jax.sharded import abstract_model
+    from portx.verification.compare import make_inputs
+    from portx.verification.grad_program import abstract_program
+
+    rng = np.random.default_rng(1)
+    weights = [rng.normal(size=v.type.shape).astype(np.float32) for v in graph.outputs]
+    return abstract_program(abstract_model(import_by_path(code)), make_inputs(graph, 0), weights)
+
+
 def main(names):
     warnings.simplefilter("ignore")
     with tempfile.TemporaryDirectory(prefix="portx-sharding-") as tmp:
@@ -109,4 +166,8 @@ def main(names):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or list(TRANSFORMERS + CNNS))
+    if sys.argv[1:2] == ["--abstract"]:
+        warnings.simplefilter("ignore")
+        abstract_row(sys.argv[2])
+    else:
+        main(sys.argv[1:] or list(TRANSFORMERS + CNNS))

@@ -4,7 +4,7 @@ torch-xla 2.9 needs torch 2.9, so this runs in a venv of its own, not portx's: i
 torch_xla, safetensors and NumPy (portx's ``run_on_torch_xla`` is imported from ``src/``, whose
 import is NumPy-only; Keras and JAX are not needed).
 
-    python3 -m venv /tmp/xla && /tmp/xla/bin/pip install 'torch==2.9.*' 'torch_xla==2.9.*' safetensors numpy
+    python3 -m venv /tmp/xla && /tmp/xla/bin/pip install 'torch==2.9.*' 'torch_xla==2.9.*' safetensors numpy ml_dtypes
     .venv/bin/python benchmarks/keras_to_torch.py --keep /tmp/xla_outs      # one folder per model
     PJRT_DEVICE=CPU /tmp/xla/bin/python benchmarks/torch_xla_check.py /tmp/xla_outs/*
 
@@ -13,11 +13,20 @@ on the XLA device (``PJRT_DEVICE=CPU`` here; a TPU where there is one) on the se
 shapes and dtypes ``report.json`` records, and prints one row: the ``aten::`` CPU-fallback counters
 (``none`` is the pass) and the max abs difference of the XLA outputs from eager. Exit 1 when any
 folder falls back to the CPU or differs by more than 1e-4 + 1e-4 * max|eager|.
+
+    PJRT_DEVICE=CPU /tmp/xla/bin/python benchmarks/torch_xla_check.py --spmd batch=2,model=4 /tmp/xla_outs/*
+
+``--spmd MESH``: the same folders under PyTorch/XLA SPMD on as many CPU devices as the mesh has
+(``CPU_NUM_DEVICES``, set here when unset): model.py's ``tp_plan()`` becomes ``xs.mark_sharding``
+annotations (Note [tp_plan as mark_sharding]), the inputs split along "batch", and each row prints the
+annotated weights, the largest difference from the same program unannotated (one device's layout) and
+from eager. Exit 1 when any folder differs by more than the tolerance above.
 """
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -55,10 +64,82 @@ def check(folder):
     return fallbacks, max(diffs), close and not fallbacks
 
 
+# Note [tp_plan as mark_sharding]: tp_plan() names torch.distributed ParallelStyles by submodule; under SPMD
+# the same plan is one PartitionSpec per weight over the mesh's "model" axis. ColwiseParallel splits an
+# nn.Linear's output features, weight (out, in) dim 0 and its bias; RowwiseParallel splits its input features,
+# weight dim 1, the bias stays whole; RowwiseParallel on an nn.Embedding splits the vocabulary, dim 0. The
+# Replicate() layouts of the plan need no annotation: XLA's partitioner places the gathers and reductions.
+def spmd_specs(module, plan) -> dict:
+    """{parameter: PartitionSpec tuple} of ``plan`` (tp_plan()) for ``module`` (Note [tp_plan as mark_sharding])."""
+    specs = {}
+    for path, style in plan.items():
+        sub = module.get_submodule(path)
+        colwise = type(style).__name__ == "ColwiseParallel"
+        embedding = isinstance(sub, torch.nn.Embedding)
+        specs[sub.weight] = ("model", None) if colwise or embedding else (None, "model")
+        if getattr(sub, "bias", None) is not None and colwise:
+            specs[sub.bias] = ("model",)
+    return specs
+
+
+def spmd_check(folder, mesh_sizes):
+    """(annotated weights, max |sharded - unannotated|, max |sharded - eager|, passed) under SPMD on the CPU."""
+    import torch_xla
+    import torch_xla.distributed.spmd as xs
+
+    report = json.loads((folder / "report.json").read_text())
+    arrays = seeded_inputs(report)
+    module = import_by_path(folder / "model.py")
+    with torch.no_grad():
+        eager = [t.numpy() for t in _leaves(module.load_model()(*[torch.from_numpy(a) for a in arrays]))]
+    mesh = xs.Mesh(np.arange(int(np.prod(list(mesh_sizes.values())))), tuple(mesh_sizes.values()), tuple(mesh_sizes))
+    runs = []
+    for annotate in (False, True):
+        model = module.load_model().to(torch_xla.device())
+        inputs = [torch.from_numpy(a).to(torch_xla.device()) for a in arrays]
+        specs = spmd_specs(model, module.tp_plan()) if annotate else {}
+        for tensor, spec in specs.items():
+            xs.mark_sharding(tensor, mesh, spec)
+        for x in inputs if annotate else ():
+            if x.dim() and x.shape[0] % mesh_sizes.get("batch", 1) == 0:
+                xs.mark_sharding(x, mesh, ("batch",) + (None,) * (x.dim() - 1))
+        with torch.no_grad():
+            runs.append([t.cpu().numpy() for t in _leaves(model(*inputs))])
+    plain, sharded = runs
+    to_plain = max(float(np.max(np.abs(a - b))) for a, b in zip(sharded, plain))
+    to_eager = max(float(np.max(np.abs(a - b))) for a, b in zip(sharded, eager))
+    close = all(np.max(np.abs(a - b)) <= 1e-4 + 1e-4 * float(np.max(np.abs(b), initial=0.0))
+                for a, b in zip(sharded, eager))
+    return len(specs), to_plain, to_eager, close
+
+
+def _leaves(out):
+    return [t.detach() for t in (out if isinstance(out, (tuple, list)) else [out])]
+
+
+def spmd_main(mesh_text, folders):
+    """``--spmd``: one row per folder (see the module docstring)."""
+    mesh_sizes = {k: int(v) for k, v in (part.split("=") for part in mesh_text.split(","))}
+    os.environ.setdefault("CPU_NUM_DEVICES", str(int(np.prod(list(mesh_sizes.values())))))
+    import torch_xla.runtime as xr
+
+    xr.use_spmd()
+    print(f"{'folder':<20}{'devices':>8}{'annotated':>10}{'max|sharded-plain|':>20}{'max|sharded-eager|':>20}  verdict")
+    failed = 0
+    for folder in folders:
+        count, to_plain, to_eager, ok = spmd_check(folder, mesh_sizes)
+        failed += not ok
+        print(f"{folder.name:<20}{xr.global_runtime_device_count():>8}{count:>10}{to_plain:>20.2e}{to_eager:>20.2e}"
+              f"  {'ok' if ok else 'FAIL'}", flush=True)
+    return 1 if failed or not folders else 0
+
+
 def main(argv):
     if importlib.util.find_spec("torch_xla") is None:
         print("torch_xla is not installed in this Python; see this script's docstring", file=sys.stderr)
         return 2
+    if argv[:1] == ["--spmd"]:
+        return spmd_main(argv[1], [Path(a) for a in argv[2:] if (Path(a) / "model.py").is_file()])
     folders = [Path(a) for a in argv if (Path(a) / "model.py").is_file()]
     print(f"{'folder':<20}{'torch':>8}{'fallbacks':>12}{'max|xla-eager|':>16}  verdict")
     failed = 0

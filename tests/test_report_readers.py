@@ -92,3 +92,12 @@ def test_a_gradient_row_without_numbers_prints(capsys):
     print_gradients({"passed": False, "atol": 1e-4, "rtol": 1e-3, "inputs": [], "matched": 1,
                      "parameters": [{"name": "conv_1/beta", "passed": False, "problem": "3 elements, converted 4"}]})
     assert "1 parameter(s), max rel 0 (atol 0.0001, rtol 0.001)  DIFFER" in capsys.readouterr().out
+
+
+def test_the_report_line_of_a_proof_on_abstract_weights_says_nothing_ran():
+    from portx.report_text import sharding_line
+
+    proof = {"verdict": "lowered", "abstract": True, "mesh": {"batch": 2, "model": 4}, "per_device_ratio": 1.0,
+             "collectives": {"all-reduce": 65, "all-gather": 0}}
+    assert sharding_line(proof) == ("lowered on batch=2,model=4: max 1 x weights/4 per device, all-reduce 65, "
+                                    "abstract weights, not run")

@@ -38,6 +38,7 @@ from .verification.compare import DEFAULT_ATOL, DEFAULT_RTOL, make_inputs, nonfi
 from .verification.dynamic import (ONE_TRACED_AT, check_static_batch, example_checked, find_free,  # noqa: E402
                                    plan_dims, repin, verify_example, verify_sizes)
 from .verification.grads import compare_gradients, gradient_problem, settled, start_gradients  # noqa: E402
+from .verification.grads import lower_gradients  # noqa: E402
 from .verification.recheck import prepared, verify_converted  # noqa: E402
 from .verification.trace import node_errors  # noqa: E402
 from .verification.memory import LeanStages  # noqa: E402
@@ -232,6 +233,8 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
                                              origins=emitted.get("origins"))
             if report["gradients"]["passed"] is False:
                 report["warnings"].append(gradient_problem(report["gradients"]))
+        elif streaming and grad:  # Note [abstract gradients] (verification/grad_program.py): lowered, not compared
+            report["gradients"] = stages.run("grad-lower", lower_gradients, src, graph, model, seed)
         report["tpu"] = stages.run("tpu-lower", _tpu_proof, target, model, graph, strict_tpu)
         if mesh is not None:
             report["sharding"] = stages.run("shard-proof", sharding_report, target, tmp, graph, mesh, seed, report)

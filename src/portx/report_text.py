@@ -82,8 +82,10 @@ def sharding_line(proof) -> str:
     counts = ", ".join(f"{name} {n}" for name, n in _table(proof, "collectives").items() if n) or "no collectives"
     mesh = _table(proof, "mesh")
     shape = ",".join(f"{axis}={size}" for axis, size in mesh.items()) or "?"
+    last = ("abstract weights, not run" if proof.get("abstract") else
+            f"largest difference {num(proof.get('max_abs_diff'), '.2g')}")
     return (f"{proof.get('verdict', '?')} on {shape}: max {num(proof.get('per_device_ratio'))} x weights/"
-            f"{mesh.get('model', 1)} per device, {counts}, largest difference {num(proof.get('max_abs_diff'), '.2g')}")
+            f"{mesh.get('model', 1)} per device, {counts}, {last}")
 
 
 def print_profile(profile) -> None:

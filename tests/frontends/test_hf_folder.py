@@ -76,7 +76,7 @@ def test_the_weights_are_sharded_and_load_model_reads_them(converted, monkeypatc
 
 def test_above_the_weight_budget_blocks_verify_one_at_a_time_and_the_tpu_proof_is_abstract(tmp_path, monkeypatch):
     monkeypatch.setenv("PORTX_WEIGHT_BUDGET", "100KB")  # Note [weight budget]: the folder holds 209 kB
-    result = portx.convert(_folder(tmp_path / "llama"), out=tmp_path / "out", max_shard_size="100KB")
+    result = portx.convert(_folder(tmp_path / "llama"), out=tmp_path / "out", max_shard_size="100KB", grad=True)
     report = result.report
     ver = report["verification"]  # Note [streaming verification]: each block on the source's own values
     assert ver["mode"] == "streaming" and ver["passed"] is True, ver
@@ -84,7 +84,10 @@ def test_above_the_weight_budget_blocks_verify_one_at_a_time_and_the_tpu_proof_i
                                                          "(glue)"]
     assert all(o["paired"] for row in ver["segments"] for o in row["outputs"])
     assert ver["outputs"][0]["passed"] and ver["outputs"][0]["max_abs"] is not None  # the logits, end to end
-    assert "gradients" not in report and "exceed" in report["node_errors"]["skipped"]
+    assert "exceed" in report["node_errors"]["skipped"]
+    grads = report["gradients"]  # Note [abstract gradients]: lowered for the CPU and TPU, nothing compared
+    assert grads["passed"] is None and grads["abstract"]["platforms"] == {"cpu": "lowered", "tpu": "lowered"}, grads
+    assert grads["abstract"]["parameters"] == len(result.model.trainable_variables)
     assert report["tpu"]["verdict"] in ("ok", "problems"), report["tpu"]  # lowered on ShapeDtypeStructs
     assert report["training"]["trainable_match"], report["training"]
     assert not any(v._value is not None for v in result.model.weights)  # no weight memory was allocated

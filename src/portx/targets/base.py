@@ -97,8 +97,9 @@ class Target:
         """Lower ``model`` for TPU: {"verdict": "ok"|"problems"|"failed"|"skipped", "problems": [...], ...}."""
         raise NotImplementedError
 
-    def prove_sharded(self, folder, graph, mesh, arrays) -> dict:
-        """Run the model in ``folder`` split over ``mesh`` ({axis: size}) and compare it with one device."""
+    def prove_sharded(self, folder, graph, mesh, arrays, abstract=False) -> dict:
+        """Run the model in ``folder`` split over ``mesh`` ({axis: size}) and compare it with one device;
+        ``abstract``: lower it sharded on abstract weights instead, running nothing."""
         return {"verdict": "skipped", "why": f"--to {self.name} has no mesh proof; its model.py has tp_plan()"}
 
     def export_tpu(self, model, graph, path) -> dict:

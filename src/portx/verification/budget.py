@@ -6,7 +6,9 @@ memory-mapped checkpoint, the emitted model's variables, and their activations) 
 ``weight_budget()`` bytes of weights (2 GiB, or ``PORTX_WEIGHT_BUDGET`` such as "8GB") those stages are not run:
 report.json says they were skipped and why, the emitted model is built without its weights (every variable
 uninitialised, no weight memory) for the parameter counts, and the TPU proof lowers it on abstract weights
-(``jax.ShapeDtypeStruct``, targets/keras_jax/tpu.py), which costs no weight memory either. The weights are still
+(``jax.ShapeDtypeStruct``, targets/keras_jax/tpu.py), which costs no weight memory either; so do the gradient
+program (``grad=True``: lowered for the CPU and TPU, not compared, Note [abstract gradients] in grad_program.py)
+and the proof on a mesh (Note [abstract mesh proof] in targets/keras_jax/mesh_proof.py). The weights are still
 written, shard by shard (Note [sharded keras weights]). Verification runs block by block instead, holding one
 block's weights at a time (Note [streaming verification] in streaming.py).
 
@@ -39,5 +41,5 @@ def over_budget(graph) -> str:
     if size <= budget:
         return ""
     return (f"weights of {size_text(size)} exceed the {size_text(budget)} that whole-model checks may hold "
-            f"({BUDGET_ENV}): verified block by block instead of whole; the size checks, the trace and the "
-            "gradient check were skipped; the TPU proof ran on abstract weights")
+            f"({BUDGET_ENV}): verified block by block instead of whole; the size checks and the trace were "
+            "skipped; the TPU proof (and with --grad the gradient program) lowered on abstract weights")

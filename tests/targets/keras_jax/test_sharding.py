@@ -95,8 +95,43 @@ def test_convert_with_a_mesh_writes_report_sharding(tmp_path):
     assert result.report["sharding"]["collectives"]["all-reduce"] > 0
 
 
+def test_a_model_with_no_weight_to_split_skips_the_mesh_proof_and_says_why(tmp_path):
+    import torch
+
+    class Scale(torch.nn.Module):
+        def forward(self, x):
+            return x * 2.0
+
+    result = portx.convert(Scale(), example_inputs=(torch.ones(2, 3),), out=tmp_path / "out", mesh=MESH, grad=False)
+    sharding = result.report["sharding"]
+    assert sharding["verdict"] == "skipped" and "no weight to split" in sharding["why"], sharding
+
+
 def test_cli_refuses_a_bad_mesh_in_one_line(tmp_path):
     done = subprocess.run([sys.executable, "-m", "portx.cli", "convert", str(tmp_path / "none.pt2"), "-o",
                            str(tmp_path / "out"), "--mesh", "batch=2,tensor=4"], capture_output=True, text=True)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "--mesh batch=2,tensor=4: 'tensor=4' is not AXIS=SIZE" in done.stderr
+
+
+def test_a_decoder_lowers_sharded_on_abstract_weights_without_its_weights_files(tmp_path):
+    from portx.targets.keras_jax import mesh_process
+    from portx.targets.keras_jax.mesh_proof import emit_structure, prove_sharded
+
+    model, inputs = tiny_llama()
+    graph, arrays, _ = lower_torch(model, *inputs)
+    graph = run_passes(graph, "keras-jax")
+    folder = emit_structure(graph, tmp_path).parent
+    assert [p.name for p in folder.iterdir()] == ["model.py"]  # no weights written, none read back
+    proof = prove_sharded(folder, MESH, arrays, abstract=True)  # a child process with 8 CPU devices
+    assert proof["verdict"] == "lowered" and proof["abstract"] and proof["passed"] is None, proof
+    assert proof["specs"]["layers_0_mlp_gate_proj/kernel"] == [None, "model"]
+    assert proof["weight_bytes"] == graph.weight_bytes() and proof["per_device_ratio"] <= 1.05, proof
+    assert proof["collectives"]["all-reduce"] > 0 and proof["tpu_export"]["devices"] == 8
+    assert proof["tpu_export"]["sharded_inputs"] > 0
+    child = [entry[0] for entry in mesh_process._CHILDREN.values()]  # Note [reused mesh process]
+    missing = prove_sharded(tmp_path / "nowhere", {"model": 2}, arrays, abstract=True)
+    assert missing["verdict"] == "failed" and "FileNotFoundError" in missing["problems"][0], missing
+    again = prove_sharded(folder, {"model": 2}, arrays, abstract=True)  # the same child, which served on
+    assert [entry[0] for entry in mesh_process._CHILDREN.values()] == child and again["verdict"] == "lowered", again
+    assert again["per_device_ratio"] <= 1.05 and again["tpu_export"]["devices"] == 2  # a mesh without "batch"

@@ -81,8 +81,8 @@ class KerasJax(Target):
     def prove_tpu(self, model, graph) -> dict:
         return prove_tpu_lowering(model, graph)
 
-    def prove_sharded(self, folder, graph, mesh, arrays) -> dict:
-        return prove_sharded(folder, mesh, arrays)
+    def prove_sharded(self, folder, graph, mesh, arrays, abstract=False) -> dict:
+        return prove_sharded(folder, mesh, arrays, abstract=abstract)
 
     def export_tpu(self, model, graph, path) -> dict:
         return export_artifact(model, graph, path)
