@@ -62,3 +62,18 @@ def test_a_bad_tolerance_on_the_command_line_is_one_line_and_exit_2(tmp_path):
     assert run.exit_code == 0
     run = CliRunner().invoke(main, ["verify", str(tmp_path / "m.pt2"), str(tmp_path / "out"), "--atol", "nan"])
     assert run.exit_code == 2 and run.output.strip().startswith("portx: --atol nan: a tolerance must be"), run.output
+
+
+def test_verify_and_inspect_pass_unsafe_keras_to_the_loader(tmp_path):
+    """Note [one trust]: ``verify`` and ``inspect`` read a Lambda model with --unsafe-keras, as ``convert`` does."""
+    import keras
+
+    x = keras.Input((4,))
+    keras.Model(x, keras.layers.Lambda(lambda t: t * 2.0, name="double_it")(x)).save(tmp_path / "lam.keras")
+    src, out = str(tmp_path / "lam.keras"), str(tmp_path / "missing")
+    for command in (["verify", src, out], ["inspect", src]):
+        refused = CliRunner().invoke(main, command)
+        assert refused.exit_code == 2 and "--unsafe-keras" in refused.output, refused.output
+        read = CliRunner().invoke(main, [*command, "--unsafe-keras"])
+        assert "--unsafe-keras" not in read.output, read.output  # past the loader: OUT is missing, or Lambda is listed
+    assert "missing: no such folder" in CliRunner().invoke(main, ["verify", src, out, "--unsafe-keras"]).output

@@ -23,7 +23,8 @@ from .passes.legalize import status_of  # noqa: E402
 from .oplist import op_table  # noqa: E402
 from .session import Conversion, ConversionResult  # noqa: E402
 from .session.free_dims import lower_for  # noqa: E402
-from .session.report import inventory  # noqa: E402
+from .session.report import VerifyReport  # noqa: E402
+from .session.sections import inventory  # noqa: E402
 from .targets import TARGETS, find_target  # noqa: E402
 from .targets.codegen import missing_emit_rules  # noqa: E402
 from .verification.recheck import verify_converted  # noqa: E402
@@ -130,8 +131,9 @@ def verify(source, out, *, trust=Trust(), shapes=Shapes(), checks=Checks(), chec
            **legacy) -> dict:
     """Re-check a converted folder ``out`` against ``source`` on seeded batches (seeds seed..seed+samples-1).
 
-    Only out/model.py and its weights are run; report.json is not read. Returns the report dict
-    (``passed``, per-output ``outputs``, per-seed ``samples``, ``first_divergence``, ``trace`` rows).
+    Only out/model.py and its weights are run; report.json is not read. Returns the report dict (a
+    ``session.report.VerifyReport``'s JSON form: ``schema_version``, ``passed``, per-output ``outputs``, per-seed
+    ``samples``, ``first_divergence``, ``trace`` rows).
     ``checks``: ``samples``, ``seed``, ``atol``, ``rtol``, ``trace``, ``grad`` (also compare gradients,
     ``report["gradients"]``; a difference fails the check); ``trust`` and ``shapes.inputs`` as ``convert``'s.
     ``progress``: as ``convert``'s (stages load, load-out, pair, samples with per-batch counts, trace, grad).
@@ -140,6 +142,8 @@ def verify(source, out, *, trust=Trust(), shapes=Shapes(), checks=Checks(), chec
     """
     groups = grouped("verify", legacy, trust=trust, shapes=shapes, checks=checks)
     checks = groups["checks"]
-    return verify_converted(source, out, lower=lower_for, samples=checks.samples, seed=checks.seed,
-                            atol=checks.atol, rtol=checks.rtol, inputs=groups["shapes"].inputs, trust=groups["trust"],
-                            trace=checks.trace, grad=bool(checks.grad), check=check, progress=progress)
+    report = verify_converted(source, out, lower=lower_for, samples=checks.samples, seed=checks.seed,
+                              atol=checks.atol, rtol=checks.rtol, inputs=groups["shapes"].inputs,
+                              trust=groups["trust"], trace=checks.trace, grad=bool(checks.grad), check=check,
+                              progress=progress)
+    return VerifyReport.from_dict(report).to_dict()  # typed: session/report.py, with schema_version

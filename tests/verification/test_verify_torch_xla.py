@@ -16,7 +16,7 @@ from safetensors.numpy import load_file, save_file
 import portx
 from portx import api
 from portx.cli import main
-from portx.session.report import verification_failed
+from portx.session.sections import verification_failed
 from portx.targets.torch_xla.emitter import emit_torch
 from portx.verification.compare import DEFAULT_ATOL, DEFAULT_RTOL
 from portx.verification.dynamic import verify_example

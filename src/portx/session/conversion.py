@@ -40,8 +40,9 @@ from ..verification.sharding import proof_devices, sharding_report
 from ..verification.streaming import verify_streaming
 from ..verification.trace import node_errors
 from ..weights import shard_gb
+from .report import ConversionReport
 from .free_dims import ONE_TRACED_AT, dynamic_report, emit_free, find_free, pinned_batch, plan_dims
-from .report import (GRAD_AUTO_BYTES, base_report, source_counts, training, verification_failed,
+from .sections import (GRAD_AUTO_BYTES, base_report, source_counts, training, verification_failed,
                      written_files)
 
 __all__ = ["Conversion", "ConversionResult"]
@@ -49,7 +50,8 @@ __all__ = ["Conversion", "ConversionResult"]
 
 @dataclass
 class ConversionResult:
-    """What ``convert`` returns: the live emitted model, the report dict and the written files."""
+    """What ``convert`` returns: the live emitted model, the report (as dict: report.json's content; ``typed``:
+    the ``ConversionReport`` itself) and the written files."""
 
     model: object
     report: dict
@@ -58,6 +60,7 @@ class ConversionResult:
     out: Path | None = None
     ok: bool = True
     stage_times: dict = field(default_factory=dict)
+    typed: ConversionReport | None = None
 
 
 class Conversion:
@@ -72,7 +75,7 @@ class Conversion:
             parse_mesh(checks.mesh, proof_devices())
         self.sizes = {}  # what a full disk would need: the weights are the bulk of every output folder
         self.notes = []  # stale staging folders of killed conversions (removed beside OUT), then the warnings
-        self.report, self.started = {}, None
+        self.report, self.started = None, None  # a ConversionReport from the emit stage on
         self.stages = self.tmp = self.src = self.graph = self.model = None
 
     @contextlib.contextmanager
@@ -130,11 +133,11 @@ class Conversion:
             self.stages, self.target, self.graph, self.record, self.tmp, self.src, checks.seed, checks.atol,
             checks.rtol, self.verifying, self.notes, emit_options, bool(self.too_big))
         report = self.report = base_report(self.src, self.graph, self.target, self.notes)
-        report["warnings"] += unknown_layout_notes(report["layout"], self.shapes.io_layout)  # Note [one-channel images]
-        report["training"] = training(self.graph, self.source_counts, self.target.parameter_counts(self.model),
-                                      self.output.fold_bn or self.output.inference)
-        if report["training"]["problem"]:
-            report["warnings"].append(report["training"]["problem"])
+        report.warnings += unknown_layout_notes(report.layout, self.shapes.io_layout)  # Note [one-channel images]
+        report.training = training(self.graph, self.source_counts, self.target.parameter_counts(self.model),
+                                   self.output.fold_bn or self.output.inference)
+        if report.training.problem:
+            report.warnings.append(report.training.problem)
 
     def verify(self):
         """The source against the emitted model (streamed, block by block, past the weight budget), and the free
@@ -152,59 +155,60 @@ class Conversion:
                                       checks.rtol)
         else:
             verification = {"passed": None, "skipped": self.too_big or True}
-        self.report["verification"] = verification
-        self.report["dynamic"] = dynamic_report(self.dims, graph, example_checked(self.sized, verification))
+        self.report.verification = verification
+        self.report.dynamic = dynamic_report(self.dims, graph, example_checked(self.sized, verification))
         settled(self.started)  # Note [gradient compile] (verification/grad_program.py): not under the trace's compile
 
     def trace(self):
         """report["node_errors"]: each node's error against the IR reference."""
         checks, report = self.checks, self.report
         if not self.verifying:
-            report["node_errors"] = {"skipped": self.too_big or "verification was skipped (--no-verify)", "rows": []}
+            report.node_errors = {"skipped": self.too_big or "verification was skipped (--no-verify)", "rows": []}
             return
-        report["node_errors"] = self.stages.run(
+        report.node_errors = self.stages.run(
             "trace", node_errors, self.target, self.graph, self.model, self.emitted["var_of"],
             make_inputs(self.graph, checks.seed), checks.atol, checks.rtol, self.emitted["code"],
-            report["verification"].get("passed") is True, sum(self.stages.times.values()))
+            report.verification.get("passed") is True, sum(self.stages.times.values()))
 
     def gradients(self):
         """report["gradients"] when compared (verification/grads.py); a difference is a warning."""
         if not self.grad_on:
             return
-        self.report["gradients"] = self.stages.run("grad", compare_gradients, self.src, self.graph, self.model,
-                                                   self.checks.seed, started=self.started,
-                                                   origins=self.emitted.get("origins"))
-        if self.report["gradients"]["passed"] is False:
-            self.report["warnings"].append(gradient_problem(self.report["gradients"]))
+        self.report.gradients = self.stages.run("grad", compare_gradients, self.src, self.graph, self.model,
+                                                self.checks.seed, started=self.started,
+                                                origins=self.emitted.get("origins"))
+        if self.report.gradients["passed"] is False:
+            self.report.warnings.append(gradient_problem(self.report.gradients))
 
     def tpu_proof(self):
         """report["tpu"]: the TPU lowering proof; the sharded proof on a mesh; the TPU artifact (--export-tpu)."""
         report, stages, target = self.report, self.stages, self.target
-        report["tpu"] = stages.run("tpu-lower", _tpu_proof, target, self.model, self.graph, self.checks.strict_tpu)
-        if self.mesh is not None:
-            report["sharding"] = stages.run("shard-proof", sharding_report, target, self.tmp, self.graph, self.mesh,
-                                            self.checks.seed, report)
+        report.tpu = stages.run("tpu-lower", _tpu_proof, target, self.model, self.graph, self.checks.strict_tpu)
+        if self.mesh is not None:  # sharding_report adds its notes to the report's warnings
+            report.sharding = stages.run("shard-proof", sharding_report, target, self.tmp, self.graph, self.mesh,
+                                         self.checks.seed, {"warnings": report.warnings})
         if self.output.export_tpu:
-            report["tpu"]["artifact"] = stages.run("tpu-export", target.export_tpu, self.model, self.graph,
+            report.tpu["artifact"] = stages.run("tpu-export", target.export_tpu, self.model, self.graph,
                                                    self.tmp / target.tpu_artifact)
 
     def write(self):
         """OUT/explorer/ (--explore), report.json and report.html."""
         report, tmp = self.report, self.tmp
         if self.output.explore:  # OUT/explorer/: Model Explorer graph JSON and overlays (explore.py)
-            self.stages.run("explore", write_conversion, tmp, self.src, self.graph, self.target, report["node_errors"])
-        report["stages"] = self.stages.times
+            self.stages.run("explore", write_conversion, tmp, self.src, self.graph, self.target, report.node_errors)
+        report.stages = self.stages.times
         if self.output.profile:
-            report["profile"] = self.stages.memory()
-        (tmp / "report.json").write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
-        write_report(tmp / "report.html", json.loads((tmp / "report.json").read_text(encoding="utf-8")))
+            report.profile = self.stages.memory()
+        text = report.to_json()  # Note [report fields] (report.py): the readers take its JSON form
+        (tmp / "report.json").write_text(text, encoding="utf-8")
+        write_report(tmp / "report.html", json.loads(text))
 
     def result(self) -> ConversionResult:
         """The finished conversion; VerificationFailed (``exc.result`` holds it) when its check failed."""
-        result = ConversionResult(self.model, self.report, written_files(self.out, self.target,
-                                                                         self.output.export_tpu),
-                                  self.graph, self.out, self.report["verification"].get("passed") is not False,
-                                  self.stages.times)
+        result = ConversionResult(self.model, self.report.to_dict(), written_files(self.out, self.target,
+                                                                                   self.output.export_tpu),
+                                  self.graph, self.out, self.report.verification.get("passed") is not False,
+                                  self.stages.times, self.report)
         if not result.ok:
             raise verification_failed(result)
         return result

@@ -28,6 +28,7 @@ from ..passes.pipeline import inference_skip
 from ..passes.static_batch import rebatch
 from ..verification.dynamic import one_line, verify_sizes
 from ..verification.recheck import prepared
+from .report import DynamicDim
 
 __all__ = ["ONE_TRACED_AT", "plan_dims", "find_free", "refree", "repin", "parse_dynamic", "check_static_batch",
            "pinned_batch", "emit_free", "dynamic_report", "lower_for"]
@@ -288,16 +289,16 @@ def emit_free(stages, target, graph, record, tmp, src, seed, atol, rtol, verify,
         src, graph = repin(record, free, notes)
 
 
-def dynamic_report(dims, graph, sized) -> list:
+def dynamic_report(dims, graph, sized) -> list[DynamicDim]:
     """report["dynamic"]: each candidate dim, whether it stayed free, and its checks per size."""
     free = graph.meta.get("free", {}).get("dims", {})
     checks = {row["symbol"]: row for row in sized}
-    return [{"symbol": d["symbol"], "free": d["symbol"] in free,
-             "sites": [[graph.inputs[i].name, axis] for i, axis in free.get(d["symbol"], d)["sites"]],
-             "example_size": d.get("example", d["size"]) if d["symbol"] in free else d["size"],
-             "min": d.get("min"), "max": d.get("max"),
-             **{k: d[k] for k in ("torch_symbol", "found_by") if k in d},
-             "verified": checks.get(d["symbol"], {}).get("sizes", [])} for d in dims]
+    return [DynamicDim(symbol=d["symbol"], free=d["symbol"] in free,
+                       sites=[[graph.inputs[i].name, axis] for i, axis in free.get(d["symbol"], d)["sites"]],
+                       example_size=d.get("example", d["size"]) if d["symbol"] in free else d["size"],
+                       min=d.get("min"), max=d.get("max"), torch_symbol=d.get("torch_symbol"),
+                       found_by=d.get("found_by"), verified=checks.get(d["symbol"], {}).get("sizes", []))
+            for d in dims]
 
 
 def lower_for(src, target, skip=None, raw=None, io_layout="source", free=True):
