@@ -70,9 +70,9 @@ class Conversion:
                  output=Output()):
         self.source, self.target, self.example_inputs = source, target, example_inputs
         self.trust, self.shapes, self.checks, self.output = trust, shapes, checks, output
-        self.out = Path(output.out) if output.out is not None else Path(tempfile.mkdtemp(prefix="portx-")) / "out"
         self.mesh = checks.mesh if checks.mesh is None or isinstance(checks.mesh, dict) else \
-            parse_mesh(checks.mesh, proof_devices())
+            parse_mesh(checks.mesh, proof_devices())  # BadInput before any folder is made
+        self.out = Path(output.out) if output.out is not None else Path(tempfile.mkdtemp(prefix="portx-")) / "out"
         self.sizes = {}  # what a full disk would need: the weights are the bulk of every output folder
         self.notes = []  # stale staging folders of killed conversions (removed beside OUT), then the warnings
         self.report, self.started = None, None  # a ConversionReport from the emit stage on
