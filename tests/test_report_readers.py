@@ -18,6 +18,8 @@ from portx import report_html
 from portx.report_html import write_report
 from portx.report_text import print_conversion, print_gradients, print_verification
 from portx.targets import find_target
+from tests.support.json_schema import problems
+from tests.support.paths import REPO
 
 
 class _Net(nn.Module):
@@ -42,6 +44,14 @@ def reports(tmp_path_factory):
     assert report["gradients"]["parameters"] and checked["trace"] and checked["gradients"]["parameters"]
     return {"convert": report, "verify": json.loads(json.dumps(checked, default=str)), "graph": result.graph,
             "source": load(str(source)), "out": out}
+
+
+def test_real_reports_validate_against_the_checked_in_schema(reports):
+    """report.json of a conversion (gradients, profile, dynamic sizes) and a ``verify --trace --grad`` report, against
+    docs/report.schema.json (session/report_schema.py)."""
+    schema = json.loads((REPO / "docs" / "report.schema.json").read_text(encoding="utf-8"))
+    assert problems(schema, reports["convert"]) == []
+    assert problems(schema, reports["verify"]) == []
 
 
 def _paths(doc, prefix=()):

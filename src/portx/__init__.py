@@ -6,16 +6,17 @@ pytest plugin (``portx.testing``) never changes the Keras backend of a suite tha
 
 Example:
     >>> import portx
-    >>> result = portx.convert(module, example_inputs=(x,), to="keras-jax", out="out/")
+    >>> result = portx.convert(module, "keras-jax", example_inputs=(x,), output=portx.Output(out="out/"))
     >>> result.report["verification"]["passed"]
     True
 """
 from . import ops  # noqa: F401  (registers every op; NumPy only)
 from .errors import BadInput, NotTpuLegal, PortxError, UnsupportedOps, VerificationFailed
+from .options import Checks, Output, Shapes, Trust
+from .version import __version__
 
-__version__ = "0.1.0"
 __all__ = ["convert", "inspect", "load", "verify", "ConversionResult", "PortxError", "BadInput", "UnsupportedOps",
-           "NotTpuLegal", "VerificationFailed", "__version__"]
+           "NotTpuLegal", "VerificationFailed", "Trust", "Shapes", "Checks", "Output", "__version__"]
 
 _API = {"convert", "inspect", "load", "verify", "ConversionResult"}
 

@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import signal
 import sys
 import traceback
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import click
 
+from .cli_options import check_options, output_options, shape_options, trust_options
 from .report_text import print_conversion, print_verification
 from .targets import NAMES
 
@@ -85,25 +86,6 @@ def _run(debug, fn):
     sys.exit(code)
 
 
-def _tolerance(ctx, param, value):
-    """--atol/--rtol: a finite number >= 0 (NaN, infinity or a negative value would disable verification)."""
-    if value is not None and not (math.isfinite(value) and value >= 0):
-        default = {"atol": "1e-5", "rtol": "1e-4"}.get(param.name, "0")
-        click.echo(f"portx: --{param.name} {value}: must be a finite number >= 0 (NaN, infinite or negative "
-                   f"tolerances make verification meaningless). pass e.g. --{param.name} {default} (the default)",
-                   err=True)
-        ctx.exit(2)
-    return value
-
-
-def _seed(ctx, param, value):
-    """--seed: an integer >= 0 (NumPy's generators take no negative seeds)."""
-    if value < 0:
-        click.echo(f"portx: --seed {value}: must be 0 or more. pass e.g. --seed 0", err=True)
-        ctx.exit(2)
-    return value
-
-
 @click.group()
 @click.version_option(package_name="portx")
 def main():
@@ -118,45 +100,13 @@ def main():
 @click.option("--to", "target", default=None,
               help="target: keras-jax or torch-xla (default: the other framework: Keras sources to torch-xla, "
                    "PyTorch and ONNX sources to keras-jax)")
-@click.option("-o", "--out", default=None, help="output folder (default: SRC name + _keras)")
-@click.option("--input", "inputs", multiple=True, help="NAME:SHAPE[:DTYPE], e.g. x:1x3x224x224:float32")
-@click.option("--no-verify", is_flag=True, help="skip numerical verification")
-@click.option("--atol", type=float, default=None, callback=_tolerance, help="absolute tolerance (default 1e-5)")
-@click.option("--rtol", type=float, default=None, callback=_tolerance,
-              help="tolerance relative to the output's scale (default 1e-4)")
-@click.option("--trust-pickle", is_flag=True, help="allow loading a full pickle (runs code from the file)")
-@click.option("--trust-savedmodel", is_flag=True, help="allow reading a TensorFlow SavedModel (runs its graph)")
-@click.option("--unsafe-keras", is_flag=True, help="load .keras files with safe_mode off (runs Lambda code)")
-@click.option("--force", is_flag=True, help="replace OUT if it exists and portx wrote it")
-@click.option("--strict-tpu", is_flag=True, help="fail (exit 4) unless the model lowers cleanly for TPU")
-@click.option("--fold-bn", is_flag=True, help="fold batch norms into the convolutions before them (inference only)")
-@click.option("--inference", is_flag=True, help="an inference model: fold batch norms and drop dropouts "
-                                               "(default: both kept, so the model trains like the source)")
-@click.option("--no-fold-bn", is_flag=True, hidden=True, help="the default since batch norms are kept; accepted")
-@click.option("--export-tpu", is_flag=True, help="also write OUT/model.tpu.jaxexport (jax.export, tpu+cpu)")
-@click.option("--io-layout", type=click.Choice(["source", "channels-last", "channels-first"]), default="source",
-              show_default=True, help="image input/output layout of the emitted model (source: as the source)")
-@click.option("--grad/--no-grad", default=None, help="compare gradients with the source's (default: for models "
-                                                     "of at most 64 MB of weights)")
-@click.option("--static-batch", type=int, default=None, metavar="N",
-              help="pin the batch to N (default: the batch stays free, verified at the example's, 1 and 8)")
-@click.option("--dynamic", multiple=True, metavar="NAME:AXIS[,AXIS]",
-              help="keep these input axes free too (torch.export Dims and Keras None dims are kept already)")
-@click.option("--explore", is_flag=True, help="also write OUT/explorer/: the graph and its overlays as Model "
-                                               "Explorer JSON (open with 'portx explore OUT')")
-@click.option("--profile", is_flag=True, help="also record each stage's memory (RSS) in report.json/.html")
+@output_options()
+@shape_options()
+@check_options("verify", "seed", "atol", "rtol", "grad", "strict_tpu", "mesh")
+@trust_options
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON on stdout")
 @click.option("--debug", is_flag=True, help="show tracebacks")
-@click.option("--trust-remote-code", is_flag=True, help="allow a Hugging Face config's auto_map (runs the folder's code)")
-@click.option("--dtype", type=click.Choice(["config", "float32", "bfloat16", "float16"]), default="config",
-              help="a Hugging Face folder's weights dtype (default: the config's)")
-@click.option("--max-shard-size", default=None, metavar="SIZE", help="largest weights shard, e.g. 2GB (default), 500MB")
-@click.option("--mesh", default="batch=2,model=4", show_default=True,
-              help="the mesh the sharded model is proven on (CPU devices; TPU lowering with its shardings)")
-@click.option("--no-shard-proof", is_flag=True, help="skip the proof on a mesh (report.json sharding)")
-def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, trust_savedmodel, unsafe_keras, force,
-            strict_tpu, fold_bn, inference, no_fold_bn, export_tpu, io_layout, grad, static_batch, dynamic, explore, profile, as_json,
-            debug, trust_remote_code, dtype, max_shard_size, mesh, no_shard_proof):
+def convert(src, target, output, shapes, checks, trust, as_json, debug):
     """Convert SRC (.pt2, .pt, .keras, .h5, .onnx, a Hugging Face folder) into OUT/model.py + weights, and verify it."""
     header = None
     if target is None:  # the other framework than the source's
@@ -164,23 +114,16 @@ def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, trust
 
         target = "torch-xla" if is_keras_source(src) else "keras-jax"
         header = f"converting {src} to {target} (the other framework; --to chooses)"
-    out = out or str(Path(src).parent / f"{Path(src).stem or 'model'}_{target.split('-')[0]}")
+    if output.out is None:
+        output = replace(output, out=str(Path(src).parent / f"{Path(src).stem or 'model'}_{target.split('-')[0]}"))
 
     def work():  # imports torch, Keras and JAX under _run's signal handlers
         from . import api
         from .progress import display
 
         with display(header=header, live=False if as_json else None) as reporter:  # live only on a terminal
-            return api.convert(src, to=target, out=out, inputs=inputs, verify=not no_verify,
-                               atol=api.DEFAULT_ATOL if atol is None else atol,
-                               rtol=api.DEFAULT_RTOL if rtol is None else rtol,
-                               trust_pickle=trust_pickle, trust_savedmodel=trust_savedmodel, force=force,
-                               strict_tpu=strict_tpu, export_tpu=export_tpu,
-                               fold_bn=fold_bn and not no_fold_bn, inference=inference, unsafe_keras=unsafe_keras,
-                               io_layout=io_layout, grad=grad, static_batch=static_batch, dynamic=dynamic,
-                               explore=explore, progress=reporter, profile=profile,
-                               trust_remote_code=trust_remote_code, dtype=dtype, max_shard_size=max_shard_size,
-                               debug=debug, mesh=None if no_shard_proof else mesh)
+            return api.convert(src, target, trust=trust, shapes=shapes, checks=checks, output=output,
+                               progress=reporter, debug=debug)
 
     result = _run(debug, work)
     if as_json:
@@ -192,30 +135,20 @@ def convert(src, target, out, inputs, no_verify, atol, rtol, trust_pickle, trust
 @main.command()
 @click.argument("src", type=click.Path(path_type=str))
 @click.argument("out", type=click.Path(path_type=str))
-@click.option("--samples", type=click.IntRange(min=1), default=1, show_default=True, help="seeded input batches")
-@click.option("--seed", type=int, default=0, show_default=True, callback=_seed,
-              help="first seed, 0 or more (batches use SEED..SEED+N-1)")
-@click.option("--input", "inputs", multiple=True, help="NAME:SHAPE[:DTYPE] for formats without shapes")
-@click.option("--atol", type=float, default=None, callback=_tolerance, help="absolute tolerance (default 1e-5)")
-@click.option("--rtol", type=float, default=None, callback=_tolerance,
-              help="tolerance relative to the output's scale (default 1e-4)")
-@click.option("--trust-pickle", is_flag=True, help="allow loading a full pickle (runs code from the file)")
-@click.option("--trust-savedmodel", is_flag=True, help="allow reading a TensorFlow SavedModel (runs its graph)")
-@click.option("--trace", is_flag=True, help="print each layer's error, up to the first diverging one")
-@click.option("--grad", is_flag=True, help="also compare gradients (inputs and parameters) with the source's")
+@check_options("samples", "seed", "atol", "rtol", "trace", "grad")
+@shape_options("inputs")
+@trust_options
 @click.option("--json", "as_json", is_flag=True, help="print the verification report as JSON on stdout")
 @click.option("--debug", is_flag=True, help="show tracebacks")
-def verify(src, out, samples, seed, inputs, atol, rtol, trust_pickle, trust_savedmodel, trace, grad, as_json, debug):
+def verify(src, out, checks, shapes, trust, as_json, debug):
     """Re-check OUT (written by 'portx convert') against SRC on seeded inputs; exit 1 when they differ."""
     def work():
         from . import api
         from .progress import display
 
         with display(live=False if as_json else None) as reporter:  # live only on a terminal, else plain lines
-            return api.verify(src, out, samples=samples, seed=seed, inputs=inputs, trust_pickle=trust_pickle,
-                              trust_savedmodel=trust_savedmodel, trace=trace,
-                              grad=grad, check=False, atol=api.DEFAULT_ATOL if atol is None else atol,
-                              rtol=api.DEFAULT_RTOL if rtol is None else rtol, progress=reporter, debug=debug)
+            return api.verify(src, out, trust=trust, shapes=shapes, checks=checks, check=False, progress=reporter,
+                              debug=debug)
 
     report = _run(debug, work)
     if as_json:
@@ -225,30 +158,28 @@ def verify(src, out, samples, seed, inputs, atol, rtol, trust_pickle, trust_save
     if not report.get("passed"):
         from .errors import VerificationFailed
 
-        sys.exit(_fail(VerificationFailed(report.get("problem", "the converted model differs"), hint="" if trace else "rerun with --trace to see "
-                                          "every layer's error"), False))
+        hint = "" if checks.trace else "rerun with --trace to see every layer's error"
+        sys.exit(_fail(VerificationFailed(report.get("problem", "the converted model differs"), hint=hint), False))
     if not as_json:
-        samples = len(report.get("samples") or [])
+        samples, seed = len(report.get("samples") or []), checks.seed
         click.echo(f"verified: {out} matches {report.get('source', 'the source')} on {samples} sample(s) "
                    f"(seeds {seed}..{seed + samples - 1})")
 
 
 @main.command()
 @click.argument("src", type=click.Path(path_type=str))
-@click.option("--input", "inputs", multiple=True, help="NAME:SHAPE[:DTYPE] for formats without shapes")
-@click.option("--trust-pickle", is_flag=True, help="allow loading a full pickle (runs code from the file)")
-@click.option("--trust-savedmodel", is_flag=True, help="allow reading a TensorFlow SavedModel (runs its graph)")
+@shape_options("inputs")
+@trust_options
 @click.option("--target", type=click.Choice(["keras-jax", "torch-xla", "tpu", "torch_xla"]), default=None,
               help="add each op's TPU status from that target's op table (tpu, torch_xla: older names)")
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 @click.option("--debug", is_flag=True, help="show tracebacks")
-def inspect(src, inputs, trust_pickle, trust_savedmodel, target, as_json, debug):
+def inspect(src, shapes, trust, target, as_json, debug):
     """List SRC's ops (as portx IR) with counts and source scopes."""
     def work():
         from . import api
 
-        return api.inspect(src, inputs=inputs, trust_pickle=trust_pickle, target=target,
-                           trust_savedmodel=trust_savedmodel, debug=debug)
+        return api.inspect(src, target=target, trust=trust, shapes=shapes, debug=debug)
 
     info = _run(debug, work)
     if as_json:

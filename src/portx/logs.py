@@ -36,12 +36,13 @@ def quiet_loggers(debug=False):
 
 
 def quiet_unless_debug(fn):
-    """Run ``fn`` under ``quiet_loggers``, keeping the loggers when it is called with ``debug=True``.
+    """Run ``fn`` under ``quiet_loggers``, keeping the loggers when it is called with ``debug=True``; the
+    ``debug`` keyword is taken here, so ``fn`` does not declare it.
 
-    Example: ``@quiet_unless_debug`` above ``def convert(source, *, ..., debug=False)``.
+    Example: ``@quiet_unless_debug`` above ``def convert(source, ...)``, called as ``convert(src, debug=True)``.
     """
     @functools.wraps(fn)
-    def quiet(*args, **kwargs):
-        with quiet_loggers(kwargs.get("debug", False)):
+    def quiet(*args, debug=False, **kwargs):
+        with quiet_loggers(debug):
             return fn(*args, **kwargs)
     return quiet

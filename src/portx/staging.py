@@ -15,6 +15,8 @@ import shutil
 import socket
 from pathlib import Path
 
+from .version import __version__
+
 __all__ = ["MARKER", "write_marker", "clean_stale_staging", "folder_size", "size_text"]
 
 #: the file that says "portx wrote this folder" (tiny JSON with the portx version, process and host)
@@ -25,8 +27,6 @@ _STAGING = re.compile(r"^\..*\.portx-(?!old-)[a-z0-9_]{8}$")
 
 def write_marker(folder: Path):
     """Write MARKER into ``folder``: portx, its version, and the process and host that are writing it."""
-    from . import __version__
-
     owner = {"written_by": "portx", "version": __version__, "pid": os.getpid(), "host": socket.gethostname()}
     (folder / MARKER).write_text(json.dumps(owner) + "\n", encoding="utf-8")
 

@@ -19,7 +19,7 @@ import os
 
 import numpy as np
 
-from .verification.compare import DEFAULT_ATOL, DEFAULT_RTOL
+from .options import DEFAULT_ATOL, DEFAULT_RTOL, Checks, Trust, grouped
 
 __all__ = ["assert_equivalent"]
 
@@ -37,16 +37,15 @@ def _input_specs(arrays) -> tuple:
     return tuple(specs)
 
 
-def _open_source(source, inputs, example_inputs, trust_pickle, trust_savedmodel=False):
+def _open_source(source, inputs, example_inputs, trust):
     from .frontends import KERAS_SUFFIXES, load
 
     examples = example_inputs if example_inputs is not None else inputs
     if isinstance(source, (str, os.PathLike)):
         if str(source).lower().endswith(KERAS_SUFFIXES):  # Keras files record their input shapes
-            return load(source)
+            return load(source, **trust.load_kwargs())
         arrays = [_as_array(x) for x in examples] if examples is not None else None
-        return load(source, inputs=_input_specs(arrays), trust_pickle=trust_pickle,
-                    trust_savedmodel=trust_savedmodel)
+        return load(source, inputs=_input_specs(arrays), **trust.load_kwargs())
     return load(source, example_inputs=examples)
 
 
@@ -74,24 +73,29 @@ def _num(x) -> str:
     return "n/a" if x is None else f"{x:.3g}"
 
 
-def assert_equivalent(source, converted, inputs=None, *, example_inputs=None, samples=1, seed=0,
-                      atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, trust_pickle=False, trust_savedmodel=False) -> dict:
+def assert_equivalent(source, converted, inputs=None, *, example_inputs=None, trust=Trust(), checks=Checks(),
+                      **legacy) -> dict:
     """Assert that ``converted`` computes what ``source`` computes; returns the report when it does.
 
     source: an ``nn.Module`` (with ``example_inputs``, or ``inputs``) or a model file path.
     converted: an OUT folder from ``portx convert`` (either target), its ``model.py``, or a live
     ``keras.Model``.
     inputs: arrays to run both on (one batch); by default ``samples`` seeded valid batches
-    (seeds ``seed``..``seed+samples-1``). Raises AssertionError with per-output max abs/rel errors.
-    Example: ``assert_equivalent(net, "out/", example_inputs=(x,), samples=3, atol=1e-4)``.
+    (``checks.seed``..``checks.seed+checks.samples-1``), compared within ``checks.atol``/``checks.rtol``.
+    ``trust``: as ``portx.convert``'s (Note [one trust] in options.py); flat ``samples=``, ``atol=``,
+    ``trust_pickle=`` ... still work, with a DeprecationWarning. Raises AssertionError with per-output max abs/rel
+    errors. Example: ``assert_equivalent(net, "out/", example_inputs=(x,), checks=Checks(samples=3, atol=1e-4))``.
     """
     os.environ.setdefault("KERAS_BACKEND", "jax")  # as the API does, before anything imports Keras
+    from .session.free_dims import lower_for
     from .verification.recheck import check_converted, open_converted
 
-    src = _open_source(source, inputs, example_inputs, trust_pickle, trust_savedmodel)
+    groups = grouped("assert_equivalent", legacy, trust=trust, checks=checks)
+    checks = groups["checks"]
+    src = _open_source(source, inputs, example_inputs, groups["trust"])
     batch = None if inputs is None else [_as_array(x) for x in inputs]
-    report = check_converted(src, open_converted(converted), batch=batch, samples=samples, seed=seed,
-                             atol=atol, rtol=rtol)
+    report = check_converted(src, open_converted(converted), lower=lower_for, batch=batch, samples=checks.samples,
+                             seed=checks.seed, atol=checks.atol, rtol=checks.rtol)
     if not report["passed"]:
         raise AssertionError(_explain(report))
     return report
@@ -120,5 +124,5 @@ if pytest is not None:
         Example: ``portx_equivalence("model.pt2", "out/", samples=3)``.
         """
         atol, rtol = request.config.getoption("portx_atol"), request.config.getoption("portx_rtol")
-        return functools.partial(assert_equivalent, atol=DEFAULT_ATOL if atol is None else atol,
-                                 rtol=DEFAULT_RTOL if rtol is None else rtol)
+        return functools.partial(assert_equivalent, checks=Checks(atol=DEFAULT_ATOL if atol is None else atol,
+                                                                  rtol=DEFAULT_RTOL if rtol is None else rtol))

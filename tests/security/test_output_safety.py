@@ -256,7 +256,7 @@ def test_two_real_processes_racing_for_one_out(tmp_path, source):
 
 SLOW_COMMIT = """
 import contextlib, os, sys, time
-import portx.api, portx.outputs
+import portx.api, portx.outputs, portx.session.conversion
 real = portx.outputs.staged_output
 
 @contextlib.contextmanager
@@ -270,7 +270,7 @@ def slow(*args, **kwargs):
             if not os.environ.get("SWALLOW"):
                 raise
 
-portx.api.staged_output = slow
+portx.session.conversion.staged_output = slow
 from portx.cli import main
 main()
 """

@@ -16,6 +16,7 @@ from safetensors.numpy import load_file, save_file
 import portx
 from portx import api
 from portx.cli import main
+from portx.session.sections import verification_failed
 from portx.targets.torch_xla.emitter import emit_torch
 from portx.verification.compare import DEFAULT_ATOL, DEFAULT_RTOL
 from portx.verification.dynamic import verify_example
@@ -134,7 +135,7 @@ def test_python_api_raises_and_reports(sources, converted, tampered):
 
 
 def test_convert_localises_a_corrupted_weight_in_the_written_safetensors(sources, tmp_path):
-    """convert's own check (api._verify) names the layer whose stored weight differs from the IR's."""
+    """convert's own check (Conversion.verify) names the layer whose stored weight differs from the IR's."""
     result = portx.convert(sources[0], to="torch-xla", out=tmp_path / "out")
     _scale_weight(tmp_path / "out", "head.weight", -1.0)
     emitted = emit_torch(result.graph, (tmp_path / "again").mkdir() or tmp_path / "again")
@@ -145,7 +146,7 @@ def test_convert_localises_a_corrupted_weight_in_the_written_safetensors(sources
     assert ver["passed"] is False
     assert (ver["first_divergence"]["scope"], ver["first_divergence"]["op"]) == ("head", "linear")
     result.report["verification"], result.ok = ver, False
-    assert "first diverging node: head (linear)" in str(api._verification_failed(result))
+    assert "first diverging node: head (linear)" in str(verification_failed(result))
 
 
 def test_edited_model_py_falls_back_to_outputs(sources, tampered, tmp_path):

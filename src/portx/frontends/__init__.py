@@ -31,6 +31,7 @@ import numpy as np
 
 from ..errors import BadInput
 from ..weights import is_hf_folder
+from .input_spec import resize_array
 
 __all__ = ["Source", "load", "is_keras_source", "is_onnx_source", "resize_array", "KERAS_SUFFIXES", "ONNX_SUFFIXES"]
 
@@ -55,17 +56,6 @@ class Source(Protocol):
     def dynamic_dims(self) -> list: ...
 
     def resized(self, sizes) -> "Source": ...
-
-
-def resize_array(array, axes: dict) -> np.ndarray:
-    """``array`` cut or repeated along each axis in ``axes`` ({axis: size}) to that size (rows cycle).
-
-    Example: ``resize_array(np.arange(2), {0: 5})`` -> ``[0, 1, 0, 1, 0]``.
-    """
-    array = np.asarray(array)
-    for axis, n in axes.items():
-        array = np.take(array, np.arange(n) % array.shape[axis], axis=axis)
-    return array
 
 
 def is_keras_source(source) -> bool:

@@ -12,9 +12,11 @@ from __future__ import annotations
 import math
 import re
 
+import numpy as np
+
 from ..errors import MAX_INPUT_ELEMENTS, BadInput
 
-__all__ = ["parse_input_spec", "INPUT_DTYPES"]
+__all__ = ["parse_input_spec", "INPUT_DTYPES", "resize_array"]
 
 _SPEC = re.compile(r"^(?P<name>[A-Za-z_][\w.]*)?:?(?P<shape>\d+(x\d+)*|scalar)(:(?P<dtype>\w+))?$")
 #: the dtypes a spec may name
@@ -34,3 +36,14 @@ def parse_input_spec(spec: str):
                        f"input ({MAX_INPUT_ELEMENTS:.3g})", hint="convert for a smaller example shape; "
                        "TPU programs are compiled per shape anyway")
     return m.group("name") or "", shape, m.group("dtype") or "float32"
+
+
+def resize_array(array, axes: dict) -> np.ndarray:
+    """``array`` cut or repeated along each axis in ``axes`` ({axis: size}) to that size (rows cycle).
+
+    Example: ``resize_array(np.arange(2), {0: 5})`` -> ``[0, 1, 0, 1, 0]``.
+    """
+    array = np.asarray(array)
+    for axis, n in axes.items():
+        array = np.take(array, np.arange(n) % array.shape[axis], axis=axis)
+    return array

@@ -29,19 +29,11 @@ from ..ir.validate import IRError
 from ..progress import step
 from ..ops.shape import PERMUTE
 from .keras_activations import apply_activation
-from .keras_call_args import BoundArguments, bind_arguments
+from .keras_call_args import BoundArguments, bind_arguments, rule_key
 from .jaxpr import prune_graph
 from .keras_traced import trace_function, trace_layer, traceable
 
 __all__ = ["KerasCall", "lower_keras", "input_types_for", "sequence_limit", "DEFAULT_LENGTH", "rule_key", "is_model", "functional_of", "input_name"]
-
-
-def rule_key(operation) -> str:
-    """The IMPORT_RULES["keras"] key: the class name for layers, ``"ops." + name`` for keras.ops."""
-    import keras
-
-    name = type(operation).__name__
-    return name if isinstance(operation, keras.layers.Layer) else f"ops.{name}"
 
 
 def is_model(operation) -> bool:
@@ -183,6 +175,10 @@ class _Walker:
         self.traced = False  # a layer was traced: a failed try may have left dead nodes
         self.masks = {}  # id(Keras mask tensor) -> bool Value: masks a rule bound (KerasCall.bind_mask)
 
+
+    def call(self, node, scope, args, kwargs, inputs) -> KerasCall:
+        """The ``KerasCall`` an import rule sees (also made by keras_sublayers.py for a traced layer's sublayers)."""
+        return KerasCall(self, node, scope, args, kwargs, inputs)
     def static_shape(self, shape) -> tuple:
         return tuple(self.batch if (d is None and i == 0) else d for i, d in enumerate(shape))
 
@@ -244,7 +240,7 @@ class _Walker:
             return
         args, kwargs = node.arguments.convert(lambda x: env.get(id(x)) if _is_keras_tensor(x) else x)
         kwargs = {k: v for k, v in kwargs.items() if k != "training"}
-        call = KerasCall(self, node, scope, list(args), kwargs, inputs)
+        call = self.call(node, scope, list(args), kwargs, inputs)
         try:
             result = entry[1](call)
         except Unsupported as exc:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import inspect
 
-__all__ = ["bind_arguments", "BoundArguments"]
+__all__ = ["bind_arguments", "BoundArguments", "rule_key"]
 
 
 def _signature(operation):
@@ -70,3 +70,11 @@ class BoundArguments:
         arguments = getattr(self.node, "arguments", None)
         return arguments is not None and bind_arguments(self.layer, arguments.args, arguments.kwargs).get(name) \
             is not None
+
+
+def rule_key(operation) -> str:
+    """The IMPORT_RULES["keras"] key: the class name for layers, ``"ops." + name`` for keras.ops."""
+    import keras
+
+    name = type(operation).__name__
+    return name if isinstance(operation, keras.layers.Layer) else f"ops.{name}"

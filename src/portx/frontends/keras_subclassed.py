@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import BadInput, first_line
 from ..ir import Graph
-from . import resize_array
+from .input_spec import resize_array
 from .jaxpr import lower_jaxpr
 
 __all__ = ["call_args", "lower_keras_subclassed", "needs_tracing", "param_name", "inference_context",

@@ -27,6 +27,7 @@ from jax.extend.core import Primitive
 
 from ..errors import Unsupported
 from ..ir import IMPORT_RULES
+from .keras_call_args import rule_key
 
 __all__ = ["SublayerCalls", "LAYER_CALL"]
 
@@ -53,8 +54,6 @@ class SublayerCalls:
 
     def __init__(self, layer, walker, exclude=()):
         import keras
-
-        from .keras import rule_key
 
         self.walker, self.entries, self.failed = walker, {}, set(exclude)
         rules = IMPORT_RULES.get("keras", {})
@@ -107,8 +106,6 @@ class SublayerCalls:
         """The recorded call's import rule on a KerasCall (Note [keras sublayer calls])."""
         import keras
 
-        from .keras import KerasCall, rule_key
-
         entry = self.entries.get(eqn.params["key"])
         if entry is None:
             raise Unsupported("a sublayer call recorded by another trace")
@@ -121,8 +118,8 @@ class SublayerCalls:
         outputs = [keras.KerasTensor(tuple(a.shape), str(a.dtype)) for a in entry["avals"]]
         node = SimpleNamespace(operation=layer, outputs=outputs, arguments=SimpleNamespace(keras_tensors=[]))
         try:
-            result = IMPORT_RULES["keras"][rule_key(layer)][1](KerasCall(self.walker, node, scope, list(args),
-                                                                         kwargs, list(values)))
+            call = self.walker.call(node, scope, list(args), kwargs, list(values))  # keras.py's KerasCall
+            result = IMPORT_RULES["keras"][rule_key(layer)][1](call)
         except Exception as exc:  # noqa: BLE001 - a variant its rule refuses: that sublayer is traced through
             self.failed.add(id(layer))
             raise Unsupported(f"{rule_key(layer)} at {scope}: {exc}") from exc

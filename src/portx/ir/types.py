@@ -91,7 +91,7 @@ class SymDim:
     along one axis (``batch``: axis 0 of every input). ``size`` is the example's value, which the static IR
     holds in its place.
 
-    Note [free dims]: the IR is static, built at the example's sizes. ``verification/dynamic.py`` lowers the
+    Note [free dims]: the IR is static, built at the example's sizes. ``session/free_dims.py`` lowers the
     source a second time at another size of each free symbol and diffs the two graphs; what changed becomes a
     SymDim in ``graph.meta["free"]`` (node attributes and value shapes), which emitters write as ``None``,
     ``-1`` or ``x.shape[0] * 4`` instead of the example's literal. A rule that meets a SymDim where it cannot

@@ -9,8 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import SymDim
-from .domain import RowsMix, sized_batch
-from .recheck import expected_outputs
+from .domain import RowsMix, expected_outputs, sized_batch
 
 __all__ = ["batch_reference", "chunk_problem", "chunked_outputs"]
 

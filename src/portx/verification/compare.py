@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..options import DEFAULT_ATOL, DEFAULT_RTOL  # defined with the option groups, re-exported here
 from ..weights import release_pages
 
 __all__ = ["DEFAULT_ATOL", "DEFAULT_RTOL", "ELEMENT_FLOOR", "ELEMENT_RTOL", "HALF_TOL", "LOW_PRECISION_ULPS",
@@ -38,8 +39,6 @@ __all__ = ["DEFAULT_ATOL", "DEFAULT_RTOL", "ELEMENT_FLOOR", "ELEMENT_RTOL", "HAL
            "compare", "run_reference", "index_limit", "element_check", "nonfinite_params", "random_outputs",
            "random_note", "compare_random", "sign_free_outputs", "narrow_outputs", "align_signs"]
 
-DEFAULT_ATOL = 1e-5
-DEFAULT_RTOL = 1e-4
 #: per-element rule (Note [per-element check]): floor as a fraction of the output's scale, and rtol
 ELEMENT_FLOOR = 3e-5
 ELEMENT_RTOL = 1e-3

@@ -21,12 +21,17 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import first_line
-from ..passes.layout import graph_arrays
+from ..passes.layout import graph_arrays, source_arrays
 from .compare import make_inputs
-from .recheck import expected_outputs
 
-__all__ = ["RowsMix", "cycled", "example_arrays", "example_fraction", "in_domain", "sized_batch", "status_outputs",
-           "verification_batches", "verify_in_domain"]
+__all__ = ["RowsMix", "cycled", "example_arrays", "expected_outputs", "example_fraction", "in_domain", "sized_batch",
+           "status_outputs", "verification_batches", "verify_in_domain"]
+
+
+def expected_outputs(src, graph, arrays) -> list:
+    """The source's outputs on ``arrays`` (given in the graph's I/O layout), in the graph's layout."""
+    # --io-layout may have transposed inputs/outputs: the source sees and gives its own layout
+    return graph_arrays(graph, src.run(*source_arrays(graph, arrays)))
 
 
 def example_arrays(src, graph) -> list | None:

@@ -26,16 +26,18 @@ import numpy as np
 
 from ..errors import BadInput, UnsupportedOps, VerificationFailed, first_line
 from ..frontends import load
+from ..options import Trust
 from ..passes.layout import IO_LAYOUTS, graph_arrays, set_io_layout, source_arrays
 from ..passes.pipeline import inference_skip, run_passes
 from ..progress import Stages, step
 from ..targets import DEFAULT_TARGET, target_of
 from .compare import (DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs, narrow_outputs, random_outputs, run_reference,
                       sign_free_outputs)
+from .domain import expected_outputs
 from .grads import compare_gradients, gradient_problem
 from .trace import first_failure, observe_values, trace_layers
 
-__all__ = ["Converted", "open_converted", "prepared", "lower_for", "expected_outputs", "check_converted", "verify_converted",
+__all__ = ["Converted", "open_converted", "prepared", "check_converted", "verify_converted",
            "failure_message"]
 
 # Pass sets 'portx convert' may have run (its flags are not read back: Note [trust nothing in OUT]).
@@ -87,47 +89,18 @@ def prepared(graph, target, skip, io_layout):
     return set_io_layout(graph, io_layout) if io_layout != "source" else graph
 
 
-def lower_for(src, target, skip=_PASS_VARIANTS[0], raw=None, io_layout="source", free=True):
-    """The source's IR after ``target``'s passes (minus ``skip``) and ``--io-layout``: what convert emitted,
-    with the free dims it keeps by default (``free=False``: static, as with ``--static-batch``).
-
-    ``raw`` reuses an already lowered, not yet rewritten graph (passes are pure functions).
-    Example: ``make_inputs(lower_for(load("model.pt2"), TARGETS["keras-jax"]), seed=0)``.
-    """
-    from .dynamic import find_free, plan_dims  # dynamic.py runs the source through expected_outputs here
-
-    def prepare(graph):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # convert already reported these warnings
-            return prepared(graph, target, skip, io_layout)
-
-    graph = prepare(src.lower() if raw is None else raw)
-    if not free:
-        return graph
-    try:  # the dims convert keeps free by default (Note [free dims])
-        return find_free(src, graph, lambda s: prepare(s.lower()), plan_dims(src, graph), [])[1]
-    except BadInput:
-        return graph
-
-
-def expected_outputs(src, graph, arrays) -> list:
-    """The source's outputs on ``arrays`` (given in the graph's I/O layout), in the graph's layout."""
-    # --io-layout may have transposed inputs/outputs: the source sees and gives its own layout
-    return graph_arrays(graph, src.run(*source_arrays(graph, arrays)))
-
-
 def _takes(declared, shapes) -> bool:
     """True when inputs of ``shapes`` fit the ``declared`` ones (None: a free dim takes any size)."""
     return len(declared) == len(shapes) and all(
         len(d) == len(s) and all(a is None or a == b for a, b in zip(d, s)) for d, s in zip(declared, shapes))
 
 
-def _fitting(src, raw, converted):
+def _fitting(src, raw, converted, lower):
     """(graph, io_layout) for each ``--io-layout`` whose input shapes the converted model takes (all of
     them when the model does not say), lowered lazily."""
     shapes = converted.target.input_shapes(converted.model)
     for free, io_layout in itertools.product((True, False), IO_LAYOUTS):  # free dims, then pinned ones
-        graph = lower_for(src, converted.target, raw=raw, io_layout=io_layout, free=free)
+        graph = lower(src, converted.target, raw=raw, io_layout=io_layout, free=free)
         if shapes is None or _takes(shapes, [tuple(v.type.shape) for v in graph.inputs]):
             yield graph, io_layout
 
@@ -153,13 +126,13 @@ def _origins(target, graph):
     return emitter.origins
 
 
-def _pair(src, raw, converted) -> tuple:
+def _pair(src, raw, converted, lower) -> tuple:
     """(graph, io_layout, names or None, note): the variant convert wrote as model.py (Note [trust nothing in
     OUT]); without a match, the first fitting variant and a note saying why layers are not compared."""
-    fits = _fitting(src, raw, converted)
+    fits = _fitting(src, raw, converted, lower)
     first = next(fits, None)
     if first is None:  # the model takes other shapes: check_converted reports it
-        return lower_for(src, converted.target, raw=raw), "source", None, ""
+        return lower(src, converted.target, raw=raw), "source", None, ""
     cannot = "this portx version cannot emit the source again; comparing outputs only"
     if converted.code is None:  # a live model: its layers are matched by name to the default pass set
         emitted = _emitted(converted.target, first[0])
@@ -167,7 +140,7 @@ def _pair(src, raw, converted) -> tuple:
     text = converted.code.read_text(encoding="utf-8")
     for graph, io_layout in itertools.chain([first], fits):
         for skip in _PASS_VARIANTS:
-            variant = graph if skip == _PASS_VARIANTS[0] else lower_for(src, converted.target, skip, raw, io_layout)
+            variant = graph if skip == _PASS_VARIANTS[0] else lower(src, converted.target, skip, raw, io_layout)
             emitted = _emitted(converted.target, variant)
             if emitted is None:
                 return (*first, None, cannot)
@@ -229,19 +202,22 @@ def _summary(samples) -> list:
     return merged
 
 
-def check_converted(src, converted, *, batch=None, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL,
+def check_converted(src, converted, *, lower, batch=None, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL,
                     trace=False, grad=False, stages=None) -> dict:
     """Compare a loaded source with a converted model; returns the report (see ``verify_converted``).
+
+    ``lower(src, target, skip, raw, io_layout, free)``: the source's graph as convert emits it, with its free dims
+    (session/free_dims.py ``lower_for``; passed in, as verification never imports the session).
 
     ``grad`` also compares gradients (``report["gradients"]``); a difference fails the report. ``stages``: a
     ``progress.Stages`` that times and shows the steps (pair, samples, trace, grad).
 
-    Example: ``check_converted(load("model.pt2"), open_converted("out/"), samples=3)["passed"]``.
+    Example: ``check_converted(load("model.pt2"), open_converted("out/"), lower=lower_for, samples=3)["passed"]``.
     """
     if samples < 1:
         raise BadInput(f"--samples {samples}: must be at least 1", hint="pass --samples 1 or more")
     stages = stages or Stages()
-    graph, io_layout, names, note = stages.run("pair", _pair, src, src.lower(), converted)
+    graph, io_layout, names, note = stages.run("pair", _pair, src, src.lower(), converted, lower)
     report = {"source": str(src.label), "out": converted.label, "target": converted.target.name, "atol": atol,
               "rtol": rtol, "io_layout": io_layout,
               "inputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs]}
@@ -311,23 +287,23 @@ def failure_message(report) -> str:
     return f"{report['out']}: {what}{place}"
 
 
-def verify_converted(source, out, *, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, inputs=(),
-                     trust_pickle=False, trace=False, grad=False, check=True, trust_savedmodel=False,
-                     progress=None) -> dict:
+def verify_converted(source, out, *, lower, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, inputs=(),
+                     trust=None, trace=False, grad=False, check=True, progress=None) -> dict:
     """Re-check OUT (folder written by ``portx convert``, for any target) against SOURCE on seeds
     seed..seed+samples-1.
 
     Returns the report; raises BadInput (2), or VerificationFailed (1) when ``check`` and it differs.
     ``progress``: a ``progress.Reporter`` (or ``progress(name, seconds)``) shown each stage and per-batch counts.
-    Example: ``verify_converted("model.pt2", "out/", samples=3)["passed"]``.
+    ``trust``: an ``options.Trust`` (all of it reaches ``load``: Note [one trust]); ``lower``: as ``check_converted``.
+    Example: ``verify_converted("model.pt2", "out/", lower=lower_for, samples=3)["passed"]``.
     """
     stages = Stages(progress)
-    src = stages.run("load", load, source, inputs=inputs, trust_pickle=trust_pickle, trust_savedmodel=trust_savedmodel)
+    src = stages.run("load", load, source, inputs=inputs, **(trust or Trust()).load_kwargs())
     converted = stages.run("load-out", open_converted, out)
     if converted.code is None:
         raise BadInput(f"{type(out).__name__}: OUT must be a folder or a model.py path", hint="pass the OUT folder")
-    report = check_converted(src, converted, samples=samples, seed=seed, atol=atol, rtol=rtol, trace=trace, grad=grad,
-                             stages=stages)
+    report = check_converted(src, converted, lower=lower, samples=samples, seed=seed, atol=atol, rtol=rtol,
+                             trace=trace, grad=grad, stages=stages)
     if not report["passed"] and not report["outputs"]:  # nothing compared: OUT takes or gives other tensors
         first = next((s.get("problem") for s in report["samples"] if s.get("problem")), None)
         raise BadInput(f"{report['out']}: was converted from another model or for other input shapes: "

@@ -12,6 +12,7 @@ import numpy as np
 
 from ...errors import Unsupported
 from ...ops.shape import STACK
+from .tensors import tensor_array
 
 __all__ = ["inline_if", "unroll_loop", "MAX_UNROLL"]
 
@@ -24,8 +25,6 @@ def _graph_attr(node, name):
 
 
 def _add_initializers(walker, graph):
-    from .walk import tensor_array
-
     for tensor in graph.initializer:
         walker.consts[tensor.name] = tensor_array(tensor)
 

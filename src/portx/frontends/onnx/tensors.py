@@ -12,7 +12,7 @@ import numpy as np
 from ...errors import Unsupported
 from ...ir import DTYPES
 
-__all__ = ["attribute_value", "dtype_name", "fold_node", "onnx_elem_type"]
+__all__ = ["attribute_value", "dtype_name", "fold_node", "onnx_elem_type", "tensor_array"]
 
 
 def dtype_name(dtype) -> str:
@@ -95,3 +95,12 @@ def fold_node(node, arrays, opset) -> list:
             dtype_name(array.dtype)
         out.append(array)
     return out
+
+
+def tensor_array(tensor) -> np.ndarray:
+    """A TensorProto as a NumPy array with an IR dtype (Unsupported for strings and others)."""
+    from onnx import numpy_helper
+
+    array = numpy_helper.to_array(tensor)
+    dtype_name(array.dtype)  # refuses what the IR has no name for
+    return np.ascontiguousarray(array).reshape(array.shape)  # ascontiguousarray makes 0-d arrays 1-d

@@ -37,7 +37,7 @@ from ...ir import IMPORT_RULES, GraphBuilder, TensorType, Value
 from ...ir.validate import IRError
 from ...progress import counted
 from .control import inline_if, unroll_loop
-from .tensors import attribute_value, dtype_name, fold_node
+from .tensors import attribute_value, dtype_name, fold_node, tensor_array
 
 __all__ = ["OnnxCall", "lower_onnx"]
 
@@ -297,15 +297,6 @@ def data_inputs(graph) -> list:
     """The graph inputs a caller feeds (old models list their initializers as inputs too)."""
     init = {t.name for t in graph.initializer}
     return [i for i in graph.input if i.name not in init]
-
-
-def tensor_array(tensor) -> np.ndarray:
-    """A TensorProto as a NumPy array with an IR dtype (Unsupported for strings and others)."""
-    from onnx import numpy_helper
-
-    array = numpy_helper.to_array(tensor)
-    dtype_name(array.dtype)  # refuses what the IR has no name for
-    return np.ascontiguousarray(array).reshape(array.shape)  # ascontiguousarray makes 0-d arrays 1-d
 
 
 def _without_unused_params(graph):

@@ -1,0 +1,150 @@
+"""The typed reports: ``ConversionReport`` (report.json of ``portx convert``) and ``VerifyReport`` (what
+``portx verify`` returns), with ``schema_version``; their JSON Schema is docs/report.schema.json, made from these
+dataclasses by report_schema.py.
+
+Note [report fields]: the JSON field names and shapes are the ones report.json always had, so users' scripts and
+the readers (report.html, the console, Model Explorer overlays) keep working; the readers take ``to_dict()``, the
+JSON form, and treat every field as optional (Note [optional fields] in report_text.py). Sections that
+verification modules build and grow often (``verification``, ``node_errors``, ``gradients``, ``tpu``, ...) are
+typed as JSON objects; the sections the session builds are dataclasses. A field that is None and named in
+``OMITTED`` is left out of the JSON, as it was before the report was typed.
+
+Example:
+    >>> report = ConversionReport(source="m.pt2", target="keras-jax", portx_ir_nodes=3, weight_bytes=48)
+    >>> json.loads(report.to_json())["schema_version"]
+    1
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+
+__all__ = ["SCHEMA_VERSION", "OpRow", "DynamicDim", "Training", "ConversionReport", "VerifyReport", "json_ready"]
+
+#: bumped when a field changes meaning or shape (adding an optional field does not)
+SCHEMA_VERSION = 1
+
+
+def json_ready(value):
+    """``value`` with every report dataclass replaced by its dict, omitting ``OMITTED`` fields that are None."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        omitted = getattr(value, "OMITTED", ())
+        return {f.name: json_ready(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if not (f.name in omitted and getattr(value, f.name) is None)}
+    if isinstance(value, dict):
+        return {k: json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(v) for v in value]
+    return value
+
+
+class _Typed:
+    """``to_dict`` / ``to_json`` for the report dataclasses."""
+
+    OMITTED: tuple = ()
+
+    def to_dict(self) -> dict:
+        """The JSON form (plain dicts and lists). Example: ``report.to_dict()["verification"]["passed"]``."""
+        return json_ready(self)
+
+    def to_json(self) -> str:
+        """report.json's text. Example: ``Path("out/report.json").write_text(report.to_json())``."""
+        return json.dumps(self.to_dict(), indent=2, default=str) + "\n"
+
+
+@dataclass
+class OpRow(_Typed):
+    """report["ops"][op]: how often the op occurs, its first scopes, and its status in the target's op table."""
+
+    OMITTED = ("status", "why")
+    count: int = 0
+    scopes: list[str] = field(default_factory=list)
+    status: str | None = None
+    why: str | None = None
+
+
+@dataclass
+class DynamicDim(_Typed):
+    """report["dynamic"][i]: one candidate free dim, whether it stayed free, and its checks per size."""
+
+    OMITTED = ("torch_symbol", "found_by")
+    symbol: str
+    free: bool
+    sites: list[list]
+    example_size: int | None
+    min: int | None
+    max: int | None
+    verified: list[dict] = field(default_factory=list)
+    torch_symbol: str | None = None
+    found_by: str | None = None
+
+
+@dataclass
+class Training(_Typed):
+    """report["training"]: what was folded or dropped, and the trainable/non-trainable element counts."""
+
+    mode: str
+    folded: list[dict]
+    dropped: list[dict]
+    parameters: dict
+    trainable_match: bool
+    problem: str
+
+
+@dataclass
+class ConversionReport(_Typed):
+    """report.json of one conversion (session/conversion.py fills it stage by stage)."""
+
+    OMITTED = ("training", "gradients", "sharding", "profile")
+    source: str
+    target: str
+    portx_ir_nodes: int
+    weight_bytes: int
+    ops: dict[str, OpRow] = field(default_factory=dict)
+    inputs: list[list] = field(default_factory=list)
+    outputs: list[list] = field(default_factory=list)
+    layout: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    training: Training | None = None
+    verification: dict = field(default_factory=dict)
+    dynamic: list[DynamicDim] = field(default_factory=list)
+    node_errors: dict = field(default_factory=dict)
+    gradients: dict | None = None
+    tpu: dict = field(default_factory=dict)
+    sharding: dict | None = None
+    stages: dict = field(default_factory=dict)
+    profile: dict | None = None
+    schema_version: int = SCHEMA_VERSION
+
+
+@dataclass
+class VerifyReport(_Typed):
+    """What ``portx verify`` (``api.verify``) returns: per-output and per-seed comparisons, and when traced or
+    failing, each layer's error and the first diverging one (verification/recheck.py builds it)."""
+
+    OMITTED = ("problem", "code_matches", "note", "trace", "trace_seed", "first_divergence", "gradients")
+    source: str
+    out: str
+    target: str
+    atol: float
+    rtol: float
+    io_layout: str
+    inputs: list[list]
+    passed: bool
+    outputs: list[dict]
+    samples: list[dict]
+    problem: str | None = None
+    code_matches: bool | None = None
+    note: str | None = None
+    trace: list[dict] | None = None
+    trace_seed: int | None = None
+    first_divergence: dict | None = None
+    gradients: dict | None = None
+    schema_version: int = SCHEMA_VERSION
+
+    @classmethod
+    def from_dict(cls, report: dict) -> "VerifyReport":
+        """The typed form of recheck's report dict (a TypeError names a field the dataclass lacks: a bug).
+        Example: ``VerifyReport.from_dict(verify_converted(...)).passed``."""
+        return cls(**{k: v for k, v in report.items() if k != "schema_version"})

@@ -1,0 +1,79 @@
+"""The option groups (options.py) and their CLI decorators (cli_options.py): one spelling, one check, everywhere."""
+import inspect as pyinspect
+import math
+
+import pytest
+from click.testing import CliRunner
+
+from portx.cli import main
+from portx.errors import BadInput, BadValue
+from portx.options import DEFAULT_ATOL, Checks, Output, Shapes, Trust, grouped
+
+TRUST_FLAGS = ("--trust-pickle", "--trust-savedmodel", "--unsafe-keras", "--trust-remote-code")
+
+
+@pytest.mark.parametrize("command", ["convert", "verify", "inspect"])
+def test_every_command_takes_every_trust_flag(command):
+    text = CliRunner().invoke(main, [command, "--help"]).output
+    assert all(flag in text for flag in TRUST_FLAGS), text
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"atol": math.nan}, "--atol nan: a tolerance must be a finite number >= 0"),
+    ({"rtol": -1.0}, "--rtol -1.0: a tolerance must be a finite number >= 0"),
+    ({"atol": True}, "--atol True"),
+    ({"seed": -3}, "--seed -3: must be 0 or more")])
+def test_checks_refuse_bad_values_when_made(kwargs, match):
+    with pytest.raises(BadValue, match=match):
+        Checks(**kwargs)
+
+
+def test_shapes_refuse_a_bad_static_batch_and_keep_tuples():
+    with pytest.raises(BadValue, match="--static-batch 0: a batch size is a whole number >= 1"):
+        Shapes(static_batch=0)
+    assert Shapes(inputs=["x:1x2"], dynamic=None) == Shapes(inputs=("x:1x2",))
+
+
+def test_flat_keywords_map_into_the_groups_with_a_deprecation_warning():
+    with pytest.warns(DeprecationWarning, match=r"convert\(\): flat keyword arguments \(atol, out, unsafe_keras\)"):
+        groups = grouped("convert", {"atol": 1e-3, "out": "o", "unsafe_keras": True}, trust=Trust(),
+                         shapes=Shapes(), checks=Checks(rtol=0.0), output=Output())
+    assert groups["checks"] == Checks(atol=1e-3, rtol=0.0)
+    assert groups["output"].out == "o" and groups["trust"] == Trust(unsafe_keras=True)
+    with pytest.raises(BadValue, match="--atol nan"):  # a flat tolerance is checked as a grouped one
+        grouped("convert", {"atol": math.nan}, checks=Checks())
+
+
+def test_an_unknown_flat_keyword_names_itself():
+    with pytest.raises(BadInput, match=r"verify\(\) got unexpected keyword arguments out"):
+        grouped("verify", {"out": "o"}, checks=Checks())
+
+
+def test_convert_takes_at_most_eight_parameters():
+    import portx.api
+
+    params = [p for p in pyinspect.signature(portx.api.convert).parameters.values() if p.kind != p.VAR_KEYWORD]
+    assert len(params) <= 8, [p.name for p in params]
+    assert Checks().atol == DEFAULT_ATOL
+
+
+def test_a_bad_tolerance_on_the_command_line_is_one_line_and_exit_2(tmp_path):
+    run = CliRunner().invoke(main, ["inspect", "--help"])
+    assert run.exit_code == 0
+    run = CliRunner().invoke(main, ["verify", str(tmp_path / "m.pt2"), str(tmp_path / "out"), "--atol", "nan"])
+    assert run.exit_code == 2 and run.output.strip().startswith("portx: --atol nan: a tolerance must be"), run.output
+
+
+def test_verify_and_inspect_pass_unsafe_keras_to_the_loader(tmp_path):
+    """Note [one trust]: ``verify`` and ``inspect`` read a Lambda model with --unsafe-keras, as ``convert`` does."""
+    import keras
+
+    x = keras.Input((4,))
+    keras.Model(x, keras.layers.Lambda(lambda t: t * 2.0, name="double_it")(x)).save(tmp_path / "lam.keras")
+    src, out = str(tmp_path / "lam.keras"), str(tmp_path / "missing")
+    for command in (["verify", src, out], ["inspect", src]):
+        refused = CliRunner().invoke(main, command)
+        assert refused.exit_code == 2 and "--unsafe-keras" in refused.output, refused.output
+        read = CliRunner().invoke(main, [*command, "--unsafe-keras"])
+        assert "--unsafe-keras" not in read.output, read.output  # past the loader: OUT is missing, or Lambda is listed
+    assert "missing: no such folder" in CliRunner().invoke(main, ["verify", src, out, "--unsafe-keras"]).output
