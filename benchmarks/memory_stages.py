@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from peers import run_worker  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / ".bench"
@@ -48,7 +49,6 @@ class StagePeaks:
 
 def worker(model_name):
     """Convert ``model_name`` in this process; print one JSON line: weights, per-stage peaks."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     from peer_workers import _reset_peak, _rss_mb, build_source, torchvision_on_path
 
     torchvision_on_path(BENCH / "torchvision")
@@ -68,17 +68,7 @@ def worker(model_name):
 
 def measure(src, model, timeout) -> dict:
     """One worker run with ``src`` first on the path: its STAGES line, or {"error": why}."""
-    env = dict(os.environ, KERAS_BACKEND="jax", PYTHONPATH=os.pathsep.join([str(src), str(ROOT)]))
-    try:
-        done = subprocess.run([sys.executable, __file__, "--worker", model], capture_output=True, text=True,
-                              timeout=timeout, env=env, cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout} s"}
-    for line in done.stdout.splitlines():
-        if line.startswith("STAGES "):
-            return json.loads(line[7:])
-    tail = [line for line in done.stderr.splitlines() if line.strip()][-1:] or ["no output"]
-    return {"error": f"exit {done.returncode}: {tail[0][:150]}"}
+    return run_worker([sys.executable, __file__, "--worker", model], src, "STAGES ", timeout)
 
 
 def table(rows) -> str:

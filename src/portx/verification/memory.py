@@ -32,8 +32,8 @@ import numpy as np
 from ..progress import Stages
 from ..targets.keras_jax.runtime import forget_compiles
 
-__all__ = ["LeanStages", "release", "RELEASE_BEFORE", "RELEASE_AFTER", "CLEAR_AFTER", "LEAN_BYTES", "largest_batch", "fix_mmap_threshold",
-           "per_sample_bytes", "ACTIVATION_SHARE", "ACTIVATION_FLOOR"]
+__all__ = ["LeanStages", "release", "RELEASE_BEFORE", "RELEASE_AFTER", "CLEAR_AFTER", "LEAN_BYTES", "largest_batch",
+           "fix_mmap_threshold", "per_sample_bytes", "ACTIVATION_SHARE", "ACTIVATION_FLOOR", "MMAP_THRESHOLD"]
 
 #: models with at least this many bytes of weights get cycle collections between stages (issue 14's "large")
 LEAN_BYTES = 40 * 2**20
