@@ -52,6 +52,7 @@ def worker(model_name):
     from peer_workers import _reset_peak, _rss_mb, build_source, torchvision_on_path
 
     torchvision_on_path(BENCH / "torchvision")
+    import keras  # noqa: F401  (imported before the baseline, as benchmarks/peer_workers.py does)
     import torch
 
     import portx
