@@ -5,7 +5,9 @@ of verification runs it will not make again. After each heavy stage ``LeanStages
 hands freed heap pages back to the operating system (glibc keeps them otherwise, so the next stage's
 peak stacks on the last one's); after the last run of the emitted model's own forward (the ``verify``
 stage) it also drops that forward's compiled executables, which the trace, gradient and TPU stages do not reuse
-(they compile their own functions). Verification itself is unchanged: same runs, sizes and tolerances.
+(they compile their own functions). Verification keeps its runs and tolerances; only the largest batch the size
+checks run follows the weights (Note [activations follow the weights]), and glibc's mmap threshold stays fixed
+during a conversion (Note [fixed mmap threshold]).
 
 The cycle collections are for models of at least ``LEAN_BYTES`` of weights (``weigh`` tells the size once the
 graph is known): a small model's peak is XLA's compilations, which a collection does not shrink (the sample: 2.4 s
