@@ -82,14 +82,20 @@ def interpreters() -> dict:
 def measure(python, converter, model, repeat, timeout) -> dict:
     """One worker run: its PEER JSON line, or {"error": first line} when it failed."""
     cmd = [python, str(WORKER), converter, model, "--repeat", str(repeat), "--torchvision", str(BENCH / "torchvision")]
-    env = dict(os.environ, KERAS_BACKEND="jax", PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT)]))  # this checkout
+    return run_worker(cmd, ROOT / "src", "PEER ", timeout)  # this checkout
+
+
+def run_worker(cmd, src, prefix, timeout) -> dict:
+    """Run ``cmd`` with ``src`` (a tree's src folder) first on the path: its line starting with ``prefix`` as JSON,
+    or {"error": why} (also for benchmarks/memory_stages.py)."""
+    env = dict(os.environ, KERAS_BACKEND="jax", PYTHONPATH=os.pathsep.join([str(src), str(ROOT)]))
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout} s"}
     for line in done.stdout.splitlines():
-        if line.startswith("PEER "):
-            return json.loads(line[5:])
+        if line.startswith(prefix):
+            return json.loads(line[len(prefix):])
     tail = [line for line in done.stderr.splitlines() if line.strip()][-1:] or ["no output"]
     return {"error": f"exit {done.returncode}: {tail[0][:150]}"}
 

@@ -19,7 +19,7 @@ from .chunks import batch_reference, chunk_problem
 from .compare import (DEFAULT_ATOL, DEFAULT_RTOL, compare, input_dtype, narrow_outputs, random_outputs,
                       sign_free_outputs)
 from .domain import cycled, example_fraction, sized_batch, verify_in_domain
-from .memory import release
+from .memory import largest_batch, release
 from .trace import localize
 
 __all__ = ["example_shapes", "verify_example", "verify_sizes", "example_checked", "sample_sizes", "one_line",
@@ -39,11 +39,11 @@ def one_line(exc) -> str:
     return f"{type(exc).__name__}: {body[:200]}"
 
 
-def sample_sizes(dim) -> list:
-    """The sizes a free dim is verified at: the example's, 1 and 8 for the batch, else the example's and one
-    more, inside its range. The example's is the size the user gave (``example_shapes``)."""
+def sample_sizes(dim, largest=BATCH_SAMPLES[-1]) -> list:
+    """The sizes a free dim is verified at: the example's, 1 and 8 (``largest``) for the batch, else the example's
+    and one more, inside its range. The example's is the size the user gave (``example_shapes``)."""
     size, low, high = dim.get("example", dim["size"]), dim.get("min") or 1, dim.get("max")
-    wanted = [size, *BATCH_SAMPLES] if dim["symbol"] == "batch" else [size, size + 3, max(low, size - 1)]
+    wanted = [size, *BATCH_SAMPLES[:-1], largest] if dim["symbol"] == "batch" else [size, size + 3, max(low, size - 1)]
     inside = [n for n in dict.fromkeys(wanted) if n >= low and (high is None or n <= high)]
     return inside if dim["symbol"] == "batch" else inside[:2]
 
@@ -54,8 +54,10 @@ def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFA
     compiled here but checked by convert's verify stage, which compares the same seeded batch: their entry
     says ``"by": "verify"`` until ``example_checked`` copies that stage's result in."""
     dims = graph.meta.get("free", {}).get("dims", {})
+    # Note [activations follow the weights] (verification/memory.py): a large batch only where it fits
+    largest = largest_batch(graph, dims["batch"]["size"], BATCH_SAMPLES[-1]) if "batch" in dims else None
     plan = [(symbol, n, example_shapes(graph, {symbol: n})) for symbol, dim in dims.items()
-            for n in sample_sizes(dim)]
+            for n in sample_sizes(dim, largest or BATCH_SAMPLES[-1])]
     plan = [(symbol, n, shapes) for symbol, n, shapes in plan
             if all(d >= 1 for shape in shapes for d in shape)]  # a dim that follows one with an offset: empty here
     example = repr(example_shapes(graph))

@@ -5,7 +5,9 @@ of verification runs it will not make again. After each heavy stage ``LeanStages
 hands freed heap pages back to the operating system (glibc keeps them otherwise, so the next stage's
 peak stacks on the last one's); after the last run of the emitted model's own forward (the ``verify``
 stage) it also drops that forward's compiled executables, which the trace, gradient and TPU stages do not reuse
-(they compile their own functions). Verification itself is unchanged: same runs, sizes and tolerances.
+(they compile their own functions). Verification keeps its runs and tolerances; only the largest batch the size
+checks run follows the weights (Note [activations follow the weights]), and glibc's mmap threshold stays fixed
+during a conversion (Note [fixed mmap threshold]).
 
 The cycle collections are for models of at least ``LEAN_BYTES`` of weights (``weigh`` tells the size once the
 graph is known): a small model's peak is XLA's compilations, which a collection does not shrink (the sample: 2.4 s
@@ -24,12 +26,16 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import gc
+import math
 import sys
+
+import numpy as np
 
 from ..progress import Stages
 from ..targets.keras_jax.runtime import forget_compiles
 
-__all__ = ["LeanStages", "release", "RELEASE_BEFORE", "RELEASE_AFTER", "CLEAR_AFTER", "LEAN_BYTES"]
+__all__ = ["LeanStages", "release", "RELEASE_BEFORE", "RELEASE_AFTER", "CLEAR_AFTER", "LEAN_BYTES", "largest_batch",
+           "fix_mmap_threshold", "per_sample_bytes", "ACTIVATION_SHARE", "ACTIVATION_FLOOR", "MMAP_THRESHOLD"]
 
 #: models with at least this many bytes of weights get cycle collections between stages (issue 14's "large")
 LEAN_BYTES = 40 * 2**20
@@ -39,19 +45,51 @@ LEAN_BYTES = 40 * 2**20
 RELEASE_BEFORE = frozenset({"load-emitted"})
 #: stages whose temporaries are large (emitted weights, verification batches and activations)
 RELEASE_AFTER = frozenset({"emit", "load-emitted", "verify-sizes", "verify", "trace", "grad"})
-#: stages after which no compiled executable is run again by the conversion
-CLEAR_AFTER = frozenset({"verify", "trace", "grad"})
+#: stages after which no compiled executable is run again by the conversion; and "load-emitted", whose build
+#: leaves JAX's tracing caches behind (Note [build caches])
+CLEAR_AFTER = frozenset({"load-emitted", "verify", "trace", "grad"})
+
+# Note [build caches]: building the emitted Keras model traces every layer's output spec through JAX (one small
+# cache entry per layer and shape), and those entries outlive the build: 38 MB for resnet50 (98 MB of weights),
+# 57 MB for swin_t (109 MB), held through every later stage. ``release(executables=True)`` empties JAX's caches
+# (``jax.clear_caches``) with portx's memoized forwards; a function the caller jitted before the conversion
+# compiles again at its next call, which is the only effect on it.
+
+
+# Note [fixed mmap threshold]: glibc serves an allocation of at least M_MMAP_THRESHOLD bytes with its own mmap,
+# unmapped when freed, and smaller ones from its heaps, where freed memory stays in the process. The threshold
+# starts at 128 KB but rises to the size of every mmapped block freed (up to 32 MB), so after the first large
+# arrays come and go (a weight read from the file, an activation) later ones of that size land in the heaps
+# and stay resident after they are freed: loading resnet50's emitted model peaked 127 MB above what it keeps
+# (98 MB of weights), 56 MB with the threshold fixed. ``fix_mmap_threshold`` fixes it at MMAP_THRESHOLD for
+# the process (glibc has no way to restore the rising one); what it costs is a page fault per page of each
+# large array, which a conversion's compiles and runs do not notice.
+
+#: allocations from this size on get their own mapping, returned to the OS when freed (Note [fixed mmap threshold])
+MMAP_THRESHOLD = 1 << 20
+
+
+def fix_mmap_threshold():
+    """glibc's ``mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)`` (Note [fixed mmap threshold]); a no-op elsewhere."""
+    libc = _libc()
+    if libc is not None and hasattr(libc, "mallopt"):
+        libc.mallopt(-3, MMAP_THRESHOLD)  # M_MMAP_THRESHOLD in malloc.h
+
+
+def _libc():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    except OSError:
+        return None
 
 
 def _trim():
     """glibc's ``malloc_trim(0)``: return free heap pages to the OS (a no-op elsewhere)."""
-    if not sys.platform.startswith("linux"):
-        return
-    name = ctypes.util.find_library("c")
-    try:
-        ctypes.CDLL(name or "libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # musl and others have no malloc_trim
-        pass
+    libc = _libc()
+    if libc is not None and hasattr(libc, "malloc_trim"):  # musl and others have no malloc_trim
+        libc.malloc_trim(0)
 
 
 def release(executables=False, collect=True):
@@ -59,6 +97,9 @@ def release(executables=False, collect=True):
     memoized forwards and their XLA executables (targets/keras_jax/runtime.py; nothing of the user's own)."""
     if executables:
         forget_compiles()
+        import jax
+
+        jax.clear_caches()  # Note [build caches]
     if collect:
         gc.collect()
     _trim()
@@ -73,6 +114,7 @@ class LeanStages(Stages):
 
     def __enter__(self):
         self.entered = True
+        fix_mmap_threshold()  # Note [fixed mmap threshold]
         return self
 
     def __exit__(self, *exc):
@@ -97,3 +139,38 @@ class LeanStages(Stages):
         if name in RELEASE_AFTER:
             release(executables=name in CLEAR_AFTER, collect=self.lean)
         return result
+
+
+# Note [activations follow the weights]: the size checks run the source and the emitted model at batch 8
+# (BATCH_SAMPLES), and their activations grow with the batch, not with the model: resnet50 at 224x224 holds
+# 107 MB of XLA temporaries at batch 8 (14 MB at 1) beside its 98 MB of weights, and torch's eager run as much,
+# so the check alone was over the memory goal (peak <= 2.5x the weights). The largest batch checked is the
+# largest of BATCH_SAMPLES' whose estimated activations fit ACTIVATION_SHARE of the weights (at least
+# ACTIVATION_FLOOR: small models keep batch 8), but never below 3, which differs from both the example's size
+# and the size a batch of one is traced at (ONE_TRACED_AT): the check still proves the batch free.
+
+#: the size checks' activations may take this share of the weight bytes, or ACTIVATION_FLOOR when more
+ACTIVATION_SHARE, ACTIVATION_FLOOR = 0.25, 16 << 20
+
+
+def per_sample_bytes(graph, batch) -> int:
+    """An estimate of one sample's live activations: three times the largest intermediate value (a node's input,
+    its output and one skip connection), over ``batch`` (the size the graph was traced at)."""
+    largest = max((math.prod(v.type.shape) * _itemsize(v.type.dtype) for node in graph.nodes for v in node.outputs
+                   if v.type.is_static), default=0)
+    return 3 * largest // max(1, batch)
+
+
+def _itemsize(dtype) -> int:
+    try:
+        return np.dtype(dtype).itemsize
+    except TypeError:  # ml_dtypes' floats: bfloat16 (2 bytes) and the 8-bit ones
+        return 1 if "8" in dtype else 2
+
+
+def largest_batch(graph, batch, wanted) -> int:
+    """The largest batch the size checks run (Note [activations follow the weights]): ``wanted`` unless its
+    activations exceed the share of ``graph``'s weights. Example: ``largest_batch(graph, 2, 8)`` -> 3 (resnet50)."""
+    allowed = max(ACTIVATION_FLOOR, int(ACTIVATION_SHARE * graph.weight_bytes()))
+    fits = allowed // max(1, per_sample_bytes(graph, batch))
+    return max(min(wanted, fits), min(wanted, 3))

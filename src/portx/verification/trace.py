@@ -106,7 +106,8 @@ TRACE_MAX_NODES, TRACE_MAX_BYTES = 5000, 512 << 20
 #: when verification passed (the plot is then a line under the tolerance), at most this many intermediates, evenly
 #: spaced along the graph, and at most this many of their elements (64 MB as float32: they are held together
 #: while the NumPy reference runs), are read (report.html says the plot is sampled); a failed verification
-#: reads them all
+#: reads them all. Below 256 MB of weights the elements are at most a quarter of the weight bytes' worth (at
+#: least a quarter of this): what the trace holds follows the model's size (Note [activations follow the weights])
 TRACE_SAMPLED_ROWS, TRACE_SAMPLED_ELEMENTS = 1000, 16 << 20
 #: and its trace stops after this share of the conversion's time so far, or TRACE_MIN_SECONDS when more (the
 #: NumPy reference runs in float64: on a ViT-S at 224 it is most of the trace's ~6 s in a 45 s conversion)
@@ -144,7 +145,8 @@ def _traced(target, graph, model, names, arrays, atol, rtol, code, passed, budge
     traced = [v for node in graph.nodes for v in node.outputs
               if v in names and v.name not in added and v not in graph.inputs and not graph.is_param(v)]
     elements = sum(math.prod(v.type.shape) for v in traced)
-    every = max(-(-len(traced) // TRACE_SAMPLED_ROWS), -(-elements // TRACE_SAMPLED_ELEMENTS)) if passed else 1
+    most = min(TRACE_SAMPLED_ELEMENTS, max(TRACE_SAMPLED_ELEMENTS // 4, graph.weight_bytes() // 16))
+    every = max(-(-len(traced) // TRACE_SAMPLED_ROWS), -(-elements // most)) if passed else 1
     chosen = set(traced[::every]) | set(traced[-1:])
     step(0, len(graph.nodes), "reading the emitted model's intermediates (one run)")
     observed = observe_values(target, model, graph, {v: names[v] for v in chosen}, arrays, code)

@@ -1,0 +1,110 @@
+"""portx's peak memory per conversion stage, on the same models, for this tree and another one, in one run.
+
+Run: .venv/bin/python benchmarks/memory_stages.py [--models resnet50,swin_t] [--before /work/main/src]
+
+Each model converts (``portx.convert`` as users call it: verification, size checks, trace, TPU proof) in a fresh
+process per tree, one after another. A progress reporter resets Linux's peak resident memory (VmHWM, through
+/proc/self/clear_refs) as each stage starts and reads it as the stage ends, so every stage gets its own peak.
+Columns (one row per model and tree):
+
+  weights MB     the source's state_dict bytes (MiB)
+  peak MB        the highest stage peak, minus the process's resident memory before ``convert`` (MiB)
+  /weights       peak MB over weights MB (the performance issue's goal: <= 2.5 for models of >= 40 MB)
+  stage          the stage where the peak was
+
+The models come from torchvision's definitions (``.bench/torchvision``; ``benchmarks/peers.py --setup``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from peers import run_worker  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / ".bench"
+
+
+class StagePeaks:
+    """A progress reporter (start/step/end) that records each stage's peak resident memory above ``base``."""
+
+    def __init__(self, rss, reset, base):
+        self.rss, self.reset, self.base, self.rows = rss, reset, base, []
+
+    def start(self, stage):
+        self.reset()
+
+    def step(self, done, total=None, what=""):
+        pass
+
+    def end(self, stage, seconds):
+        self.rows.append({"stage": stage, "seconds": seconds, "peak_mb": self.rss("VmHWM") - self.base})
+        self.reset()
+
+
+def worker(model_name):
+    """Convert ``model_name`` in this process; print one JSON line: weights, per-stage peaks."""
+    from peer_workers import _reset_peak, _rss_mb, build_source, torchvision_on_path
+
+    torchvision_on_path(BENCH / "torchvision")
+    import keras  # noqa: F401  (imported before the baseline, as benchmarks/peer_workers.py does)
+    import torch
+
+    import portx
+
+    model, x = build_source(model_name)
+    with torch.no_grad():
+        model(x)
+    weight_mb = sum(t.numel() * t.element_size() for t in model.state_dict().values()) / 2**20
+    peaks = StagePeaks(_rss_mb, _reset_peak, _rss_mb())
+    with tempfile.TemporaryDirectory() as tmp:
+        portx.convert(model, example_inputs=(x,), out=Path(tmp) / "out", progress=peaks)
+    print("STAGES " + json.dumps({"model": model_name, "weight_mb": weight_mb, "stages": peaks.rows}))
+
+
+def measure(src, model, timeout) -> dict:
+    """One worker run with ``src`` first on the path: its STAGES line, or {"error": why}."""
+    return run_worker([sys.executable, __file__, "--worker", model], src, "STAGES ", timeout)
+
+
+def table(rows) -> str:
+    lines = [f"{'model':<12}{'tree':<8}{'weights MB':>11}{'peak MB':>9}{'/weights':>9}  stage"]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"{r['model']:<12}{r['tree']:<8}failed: {r['error']}")
+            continue
+        top = max(r["stages"], key=lambda s: s["peak_mb"])
+        lines.append(f"{r['model']:<12}{r['tree']:<8}{r['weight_mb']:>11.1f}{top['peak_mb']:>9.0f}"
+                     f"{top['peak_mb'] / r['weight_mb']:>9.2f}  {top['stage']}")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="resnet50,swin_t")
+    parser.add_argument("--before", default=None, help="another tree's src folder, measured first ('before')")
+    parser.add_argument("--timeout", type=int, default=1800, help="seconds per conversion")
+    parser.add_argument("--stages", action="store_true", help="also print every stage's peak")
+    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        return worker(args.worker)
+    trees = ([("before", Path(args.before))] if args.before else []) + [("after", ROOT / "src")]
+    rows = []
+    for model in args.models.split(","):
+        for tree, src in trees:
+            start = time.perf_counter()
+            rows.append({"model": model, "tree": tree, **measure(src, model, args.timeout)})
+            print(f"{model} {tree}: {time.perf_counter() - start:.0f} s", flush=True)
+            if args.stages and "stages" in rows[-1]:
+                print("  " + "  ".join(f"{s['stage']} {s['peak_mb']:.0f}" for s in rows[-1]["stages"]), flush=True)
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
