@@ -36,7 +36,9 @@ class TorchXla(Target):
 
     def emit(self, graph, folder, max_shard_size=None) -> dict:
         """model.py and the weights: model.safetensors, or shards and an index past ``max_shard_size``
-        (Note [torch shards] in shards.py)."""
+        (Note [torch shards] in shards.py): bytes or text ("2GB"), or GB as a float (``shard_gb``, as api gives it)."""
+        if isinstance(max_shard_size, float):
+            max_shard_size = max(1, round(max_shard_size * 1024**3))
         return emit_torch(graph, folder, max_shard_size)
 
     def weights_path(self, folder) -> Path:
