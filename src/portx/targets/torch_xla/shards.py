@@ -20,6 +20,7 @@ import functools
 import json
 import re
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +29,8 @@ from ...errors import BadValue
 from ...ir.types import VIEWED_AS_INT
 
 __all__ = ["DEFAULT_MAX_SHARD_SIZE", "WEIGHTS_FILE", "INDEX_FILE", "SHARDED_FOOTER", "shard_bytes", "plan_shards",
-           "state_sizes", "is_sharded", "write_weights", "tensor_view", "module_on"]
+           "state_sizes", "is_sharded", "write_weights", "tensor_view", "module_on", "skeleton",
+           "meta_built", "Converted"]
 
 #: Hugging Face's default shard size (``save_pretrained(max_shard_size="2GB")``, decimal units as it counts)
 DEFAULT_MAX_SHARD_SIZE = 2 * 10**9
@@ -147,7 +149,7 @@ def write_weights(state: dict, folder: Path, max_shard_size=None, sharded=None) 
     Returns the file ``load_model()`` reads."""
     from safetensors.torch import save_file
 
-    sizes = state_sizes(state)
+    sizes = state.sizes() if isinstance(state, Converted) else state_sizes(state)
     shards = plan_shards(sizes, shard_bytes(max_shard_size))
     if not (len(shards) > 1 if sharded is None else sharded):
         path = folder / WEIGHTS_FILE
@@ -164,24 +166,62 @@ def write_weights(state: dict, folder: Path, max_shard_size=None, sharded=None) 
     return path
 
 
+def skeleton(build_model, state: dict):
+    """``build_model()`` on the meta device (no weight memory), or normally built where a module cannot be; its
+    state_dict gives each key's dtype (Note [torch shards]).
+
+    RuntimeError (a bug in an emit rule) when ``state``'s arrays do not fit the module's state_dict.
+    """
+    model = meta_built(build_model)
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    got = {k: tuple(np.shape(a)) for k, a in state.items()}
+    if expected != got:
+        diff = sorted(set(expected.items()) ^ set(got.items()))[:4]
+        raise RuntimeError(f"emit rules produced weights that do not fit the module's state_dict: {diff}")
+    return model
+
+
+def meta_built(build_model):
+    """``build_model()`` with its weights on the meta device, or normally built where a module computes with
+    them in ``__init__``."""
+    try:
+        with _meta_weights():
+            return build_model()
+    except (RuntimeError, NotImplementedError, TypeError, ValueError):  # a module that computes in __init__
+        return build_model()
+
+
+class Converted(Mapping):
+    """{key: tensor} of ``state``'s arrays as ``model``'s state_dict holds them, each made when read and
+    dropped by the reader (Note [torch shards]): a transposed kernel is copied one tensor at a time."""
+
+    def __init__(self, state: dict, model):
+        self.state, self.dtypes = state, {k: t.dtype for k, t in model.state_dict().items()}
+
+    def __getitem__(self, key):
+        return _as(tensor_view(self.state[key]), self.dtypes[key])
+
+    def __iter__(self):  # the module's order, as its state_dict() would be written
+        return iter(self.dtypes)
+
+    def __len__(self):
+        return len(self.state)
+
+    def sizes(self) -> dict:
+        """{key: bytes} without making any tensor."""
+        return {k: int(np.prod(np.shape(self.state[k]), dtype=np.int64)) * dtype.itemsize
+                for k, dtype in self.dtypes.items()}
+
+
 def module_on(build_model, state: dict):
     """``build_model()`` holding ``state``'s arrays themselves (Note [torch shards]), or, where a module cannot
     be built on the meta device, a normally built one with the arrays copied in.
 
     RuntimeError (a bug in an emit rule) when the arrays do not fit the module's state_dict.
     """
-    try:
-        with _meta_weights():
-            model = build_model()
-    except (RuntimeError, NotImplementedError, TypeError, ValueError):  # a module that computes in __init__
-        model = build_model()
+    model = skeleton(build_model, state)
     held = model.state_dict()
-    expected = {k: tuple(v.shape) for k, v in held.items()}
-    got = {k: tuple(np.shape(a)) for k, a in state.items()}
-    if expected != got:
-        diff = sorted(set(expected.items()) ^ set(got.items()))[:4]
-        raise RuntimeError(f"emit rules produced weights that do not fit the module's state_dict: {diff}")
-    tensors = {k: _as(tensor_view(a), held[k].dtype) for k, a in state.items()}
+    tensors = dict(Converted(state, model))
     if any(t.is_meta for t in held.values()) and _assigned(model, tensors):
         return model
     model = build_model() if any(t.is_meta for t in held.values()) else model
