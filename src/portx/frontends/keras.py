@@ -29,7 +29,7 @@ from ..ir.validate import IRError
 from ..progress import step
 from ..ops.shape import PERMUTE
 from .keras_activations import apply_activation
-from .keras_call_args import BoundArguments, bind_arguments
+from .keras_call_args import BoundArguments, bind_arguments, read_weight
 from .keras_pairs import with_layer_outputs
 from .jaxpr import prune_graph
 from .keras_traced import trace_function, trace_layer, traceable
@@ -100,7 +100,7 @@ class KerasCall(BoundArguments):
         for var in self.layer.weights:
             path = getattr(var, "path", var.name)
             if var.name == name or path.endswith("/" + name):
-                array = np.asarray(var.numpy() if hasattr(var, "numpy") else var)  # a rule's own copy to reorder
+                array = read_weight(var)
                 inputs = {v.type.dtype for v in self.inputs if v is not None}  # float32 (_policy_notes) unless
                 if str(array.dtype) in ("float16", "bfloat16") and str(array.dtype) not in inputs:  # inputs are half
                     array = array.astype(np.float32)

@@ -14,11 +14,12 @@ the weights:
 - Keras' ``load_weights`` then gives each variable its value straight from its HDF5 dataset, one variable
   (and one shard file) at a time;
 - lowering reads each variable as a view of that value (``np.asarray`` of a JAX CPU buffer shares its memory;
-  traced layers read ``variable.value`` the same way), and the torch-xla emitter's module takes those arrays
-  themselves (Note [torch shards]).
+  traced layers read ``variable.value`` the same way), a re-laid-out kernel stays a view of it (Note [lazy
+  relayout] in ops/_jax.py), and the torch-xla writer copies one tensor at a time (Note [torch shards]).
 
-So the weights are held once by the source model, in their stored dtype, beside what the later stages add
-(the emitted model that verification loads, a float32 copy of a bfloat16 weight a layer rule widens).
+So the weights are held once by the source model, in their stored dtype, beside what the later stages add (a
+float32 copy of a bfloat16 weight a layer rule widens; above the weight budget no stage holds the emitted model:
+verification streams one top-level layer at a time, Note [keras layer outputs]).
 A variable that no file gives a value is refused, naming it.
 
 Example:

@@ -4,10 +4,13 @@ Note [torch shards]: weights larger than ``max_shard_size`` (default 2 GB, as Hu
 ``save_pretrained`` writes them) go to ``model-00001-of-0000N.safetensors`` files plus
 ``model.safetensors.index.json`` (``{"metadata": {"total_size": N}, "weight_map": {key: file}}``), the layout
 ``transformers``, ``safetensors`` and ``huggingface_hub`` read. Each shard is written from the emitter's state
-(the IR's arrays, viewed as tensors without a copy), so writing holds one shard's bytes beyond the weights
-themselves, never a second full copy. The module that verification runs is built with its large tensors on the
-meta device and then takes those same arrays (``load_state_dict(assign=True)``): the randomly initialised
-copy ``build_model()`` would make is never allocated. A tensor too large for one shard gets a shard of its own.
+(the IR's arrays) through ``Converted``: a tensor is made when its shard is written (a view of the array, or a
+copy of a re-laid-out kernel, Note [lazy relayout] in ops/_jax.py) and dropped with the shard, so writing holds
+one shard's bytes beyond the weights themselves, never a second full copy. The module's dtypes come from a
+``skeleton``: ``build_model()`` on the meta device. The module itself (``emit``'s ``"model"``) is built only when
+read: with its large tensors on the meta device, then given those same arrays (``load_state_dict(assign=True)``),
+so the randomly initialised copy ``build_model()`` would make is never allocated. A tensor too large for one
+shard gets a shard of its own.
 
 Example:
     >>> index = write_weights({"fc.weight": w}, Path("out"), max_shard_size=1 << 20)
@@ -27,6 +30,7 @@ import numpy as np
 
 from ...errors import BadValue
 from ...ir.types import VIEWED_AS_INT
+from ...weights.safetensors_writer import write_streamed
 
 __all__ = ["DEFAULT_MAX_SHARD_SIZE", "WEIGHTS_FILE", "INDEX_FILE", "SHARDED_FOOTER", "shard_bytes", "plan_shards",
            "state_sizes", "is_sharded", "write_weights", "tensor_view", "module_on", "skeleton",
@@ -151,14 +155,20 @@ def write_weights(state: dict, folder: Path, max_shard_size=None, sharded=None) 
 
     sizes = state.sizes() if isinstance(state, Converted) else state_sizes(state)
     shards = plan_shards(sizes, shard_bytes(max_shard_size))
+
+    def write(path, keys):
+        if isinstance(state, Converted):  # one tensor at a time: Note [streamed safetensors]
+            write_streamed(path, state.layout(keys), state.data, metadata={"format": "pt"})
+        else:
+            save_file(_unshared(state, keys), str(path), metadata={"format": "pt"})
+
     if not (len(shards) > 1 if sharded is None else sharded):
-        path = folder / WEIGHTS_FILE
-        save_file(_unshared(state, state), str(path), metadata={"format": "pt"})
-        return path
+        write(folder / WEIGHTS_FILE, list(state))
+        return folder / WEIGHTS_FILE
     weight_map = {}
     for i, keys in enumerate(shards, start=1):
         name = f"model-{i:05d}-of-{len(shards):05d}.safetensors"
-        save_file(_unshared(state, keys), str(folder / name), metadata={"format": "pt"})
+        write(folder / name, keys)
         weight_map.update(dict.fromkeys(keys, name))
     index = {"metadata": {"total_size": sum(sizes.values())}, "weight_map": weight_map}
     path = folder / INDEX_FILE
@@ -206,6 +216,16 @@ class Converted(Mapping):
 
     def __len__(self):
         return len(self.state)
+
+    def layout(self, keys) -> dict:
+        """{key: (dtype name, shape)} of ``keys``, without making any tensor (Note [streamed safetensors])."""
+        return {k: (str(self.dtypes[k]).removeprefix("torch."), tuple(np.shape(self.state[k]))) for k in keys}
+
+    def data(self, key):
+        """The tensor's bytes as a NumPy uint8 array (made now, dropped by the writer)."""
+        import torch
+
+        return self[key].contiguous().reshape(-1).view(torch.uint8).numpy()
 
     def sizes(self) -> dict:
         """{key: bytes} without making any tensor."""

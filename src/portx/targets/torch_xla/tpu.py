@@ -95,7 +95,8 @@ def prove_torch_tpu_lowering(module, graph) -> dict:
     step(1, 2, "scanning the StableHLO")
     scan = scan_stablehlo(exported.mlir_module(), free=bool(free))
     return {"verdict": "problems" if scan["problems"] else "ok", "via": "torchax", "platform": "tpu",
-            "matmul_precision": "highest", "symbolic": free, "abstract_weights": _is_abstract(module), **({"note": note} if note else {}), **scan}
+            "matmul_precision": "highest", "symbolic": free, "abstract_weights": _is_abstract(module),
+            **({"note": note} if note else {}), **scan}
 
 
 def run_on_torch_xla(module, arrays):
