@@ -24,7 +24,7 @@ Only ratios mean something: absolute times depend on the shared machine. The can
 call by call (keras, eager, torchax, keras, ...), so load from other processes hits them alike.
 
 Large models: ``--presets tiny,1b,3b`` instead converts keras-hub Llama 3 presets (bfloat16, weights sharded by
-Keras at 0.5 GB) with ``portx convert PRESET --to torch-xla``, each in its own process while this one samples the
+Keras at 1 GB) with ``portx convert PRESET --to torch-xla``, each in its own process while this one samples the
 process tree's resident memory (benchmarks/large_models.py's ``watched``). A preset is made once per machine from
 large_models.py's cached Hugging Face folder (``Llama3Backbone.from_preset`` + ``save_to_preset``) as
 ``keras-llama-<size>-bf16`` beside it. Columns: seconds, peak GB, above GB (peak minus the imports' peak),
@@ -124,7 +124,7 @@ def bench(name, size, repeat, keep=None):
 
 
 _MAKE_PRESET = ("import json, sys, keras_hub; m = keras_hub.models.Llama3Backbone.from_preset(sys.argv[1], "
-                "dtype='bfloat16'); m.save_to_preset(sys.argv[2], max_shard_size=0.5); p = sys.argv[2] + "
+                "dtype='bfloat16'); m.save_to_preset(sys.argv[2], max_shard_size=1); p = sys.argv[2] + "
                 "'/config.json'; c = json.load(open(p)); c['config']['tie_word_embeddings'] = m.tie_word_embeddings; "
                 "json.dump(c, open(p, 'w'), indent=4)")  # keras-hub's get_config leaves tie_word_embeddings out
 _IMPORTS = "import portx.api, torch, jax, keras, keras_hub"

@@ -80,9 +80,9 @@ class KerasSource:
         return graph
 
     def intermediates(self, arrays, keep=None, release=None) -> dict:
-        """The top-level layers' outputs, by the IR value each was lowered to (Note [keras layer outputs]); the
-        weights stay in the model, so ``release`` is not called."""
-        return run_layers(functional_of(self.model), arrays, self.pairs, keep)
+        """The top-level layers' outputs, by the IR value each was lowered to (Note [keras layer outputs]);
+        ``release`` is told of a layer's weights once it ran."""
+        return run_layers(functional_of(self.model), arrays, self.pairs, keep, release)
 
     def dynamic_dims(self) -> list:
         """The ``None`` dims of the model's inputs other than the batch, one symbol per axis and example size

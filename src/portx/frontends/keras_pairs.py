@@ -45,9 +45,10 @@ def with_layer_outputs(graph, fn, env):
     return graph.replace(meta={**graph.meta, "layer_outputs": found})
 
 
-def run_layers(fn, arrays, pairs, keep=None) -> dict:
+def run_layers(fn, arrays, pairs, keep=None, release=None) -> dict:
     """{IR value name: the source's value} for the pairs (``meta["layer_outputs"]``) in ``keep`` (all when None),
-    from one run of the functional graph ``fn`` on the flat input ``arrays`` in inference mode."""
+    from one run of the functional graph ``fn`` on the flat input ``arrays`` in inference mode; ``release(path,
+    value)`` is told of each weight of a layer once the layer ran (Note [mapped keras weights])."""
     import keras
 
     wanted = {(layer, nth, k): name for name, (layer, nth, k) in pairs.items() if keep is None or name in keep}
@@ -59,6 +60,8 @@ def run_layers(fn, arrays, pairs, keep=None) -> dict:
                 kwargs["training"] = False
             nth = calls[op.name] = calls.get(op.name, -1) + 1
             out = op(*args, **kwargs)
+            for variable in getattr(op, "weights", ()) if release is not None else ():
+                release(variable.path, variable.value)
             for k, tensor in enumerate(keras.tree.flatten(out)):
                 name = wanted.get((op.name, nth, k))
                 if name is not None:

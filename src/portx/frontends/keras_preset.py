@@ -31,8 +31,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import BadInput
+from ..weights import LazyStore
 from .keras_archive import is_keras_folder, read_stored_folder
 from .keras_files import KerasSource, guarded_load, stored_source, vet_config
+from .keras_mapped import mapped_weights
 
 __all__ = ["is_keras_folder", "load_keras_folder"]
 
@@ -75,7 +77,8 @@ def _built_then_filled(stored, unsafe):
     pending = {id(v) for v in model.variables}
     waiting = global_state.get_global_attribute("uninitialized_variables", [])
     global_state.set_global_attribute("uninitialized_variables", [v for v in waiting if id(v) not in pending])
-    model.load_weights(stored.weights)
+    with mapped_weights(LazyStore({})):  # Note [mapped keras weights]
+        model.load_weights(stored.weights)
     empty = [v.path for v in model.variables if getattr(v, "_value", True) is None]
     if empty:
         more = f" (and {len(empty) - 3} more)" if len(empty) > 3 else ""
