@@ -27,9 +27,10 @@ __all__ = ["write_streamed", "CODES"]
 CODES = {name: code for code, name in SAFETENSORS_DTYPES.items()}
 
 
-def write_streamed(path, layout: dict, data_of, metadata=None) -> int:
+def write_streamed(path, layout: dict, data_of, metadata=None, written=None) -> int:
     """Write ``layout`` ({name: (dtype name, shape)}, in file order) to ``path``; ``data_of(name)`` gives each
-    tensor's C-ordered bytes (a NumPy array or any buffer), asked once, in order. Returns the bytes of data.
+    tensor's C-ordered bytes (a NumPy array or any buffer), asked once, in order; ``written(name)`` follows each
+    (a mapped source's pages can go: ``release_pages``). Returns the bytes of data.
 
     ValueError (a bug in the caller) when a tensor's bytes differ from what its dtype and shape declare.
     """
@@ -50,5 +51,8 @@ def write_streamed(path, layout: dict, data_of, metadata=None) -> int:
             if data.nbytes != sizes[name]:
                 raise ValueError(f"{name}: {data.nbytes} bytes given, {sizes[name]} declared")
             f.write(data)
+            del data
+            if written is not None:
+                written(name)
     return offset
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from ...errors import BadValue
 from ...ir.types import VIEWED_AS_INT
+from ...weights import release_pages
 from ...weights.safetensors_writer import write_streamed
 
 __all__ = ["DEFAULT_MAX_SHARD_SIZE", "WEIGHTS_FILE", "INDEX_FILE", "SHARDED_FOOTER", "shard_bytes", "plan_shards",
@@ -158,7 +159,8 @@ def write_weights(state: dict, folder: Path, max_shard_size=None, sharded=None) 
 
     def write(path, keys):
         if isinstance(state, Converted):  # one tensor at a time: Note [streamed safetensors]
-            write_streamed(path, state.layout(keys), state.data, metadata={"format": "pt"})
+            write_streamed(path, state.layout(keys), state.data, metadata={"format": "pt"},
+                           written=lambda key: release_pages(state.state[key]))
         else:
             save_file(_unshared(state, keys), str(path), metadata={"format": "pt"})
 
