@@ -68,3 +68,16 @@ def test_a_wrong_weight_fails_the_layer_that_holds_it(preset):
     failed = [row["block"] for row in report["segments"] if not row["passed"]]
     assert report["passed"] is False and failed == ["transformer_layer_1"], report["segments"]
     assert [s.key for s in segments(graph) if s.params and len(s.nodes) > 2] == _LAYERS
+
+
+def test_a_preset_s_variables_are_views_of_its_h5_files(preset):
+    """Note [mapped keras weights]: nothing is copied into memory when the folder is loaded."""
+    import mmap
+
+    def root(array):
+        while isinstance(array, np.ndarray) and array.base is not None:
+            array = array.base
+        return getattr(array, "obj", array)  # np.frombuffer's memoryview of the mapping
+
+    model = load(preset).model
+    assert all(isinstance(root(np.asarray(v.value)), mmap.mmap) for v in model.weights)
