@@ -22,6 +22,14 @@ statistics redrawn as the tests do):
 
 Only ratios mean something: absolute times depend on the shared machine. The candidates alternate
 call by call (keras, eager, torchax, keras, ...), so load from other processes hits them alike.
+
+Large models: ``--presets tiny,1b,3b`` instead converts keras-hub Llama 3 presets (bfloat16, weights sharded by
+Keras at 1 GB) with ``portx convert PRESET --to torch-xla``, each in its own process while this one samples the
+process tree's resident memory (benchmarks/large_models.py's ``watched``). A preset is made once per machine from
+large_models.py's cached Hugging Face folder (``Llama3Backbone.from_preset`` + ``save_to_preset``) as
+``keras-llama-<size>-bf16`` beside it. Columns: seconds, peak GB, above GB (peak minus the imports' peak),
+/weights (above over the preset's weight bytes), the verification mode and result, the TPU verdict, and the
+slowest stages from report.json.
 """
 from __future__ import annotations
 
@@ -115,14 +123,73 @@ def bench(name, size, repeat, keep=None):
             "stages": result.stage_times, **{f"{k}_ms": v for k, v in ms.items()}}
 
 
+_MAKE_PRESET = ("import json, sys, keras_hub; m = keras_hub.models.Llama3Backbone.from_preset(sys.argv[1], "
+                "dtype='bfloat16'); m.save_to_preset(sys.argv[2], max_shard_size=1); p = sys.argv[2] + "
+                "'/config.json'; c = json.load(open(p)); c['config']['tie_word_embeddings'] = m.tie_word_embeddings; "
+                "json.dump(c, open(p, 'w'), indent=4)")  # keras-hub's get_config leaves tie_word_embeddings out
+_IMPORTS = "import portx.api, torch, jax, keras, keras_hub"
+_PORTX = "import sys; from portx.cli import main; sys.argv[0] = 'portx'; main()"
+
+
+def keras_preset(size, limit):
+    """The keras-hub preset of large_models.py's Llama ``size``, made once (see the module docstring)."""
+    import large_models
+
+    folder = large_models.cached_folder(size)
+    preset = folder.parent / f"keras-llama-{size}-bf16"
+    if not (preset / "config.json").exists():
+        print(f"# writing {preset} (once per machine)", flush=True)
+        made = large_models.watched([sys.executable, "-c", _MAKE_PRESET, str(folder), f"{preset}.tmp"], limit, 3600)
+        if made["code"] != 0:
+            raise RuntimeError(f"making {preset} failed: {made['last']}")
+        os.rename(f"{preset}.tmp", preset)
+    return preset
+
+
+def bench_preset(size, limit, timeout) -> dict:
+    """One row: ``portx convert`` of the ``size`` preset to torch-xla, watched (see the module docstring)."""
+    import large_models
+
+    preset = keras_preset(size, limit)
+    weights = sum(p.stat().st_size for p in preset.glob("model*.weights.h5"))
+    base = large_models.watched([sys.executable, "-c", _IMPORTS], limit, timeout)
+    with tempfile.TemporaryDirectory(prefix="portx-bench-", dir=preset.parent) as tmp:
+        run = large_models.watched([sys.executable, "-c", _PORTX, "convert", str(preset), "--to", "torch-xla",
+                                    "-o", f"{tmp}/out", "--no-grad"], limit, timeout)
+        report = os.path.join(tmp, "out", "report.json")
+        report = json.load(open(report)) if os.path.exists(report) else {}
+    ver = report.get("verification", {})
+    slow = sorted(report.get("stages", {}).items(), key=lambda kv: -kv[1])[:3]
+    return {"size": size, "weights": weights, "seconds": run["seconds"], "peak": run["peak"],
+            "above": run["peak"] - base["peak"], "code": run["code"], "last": run["last"], "killed": run["killed"],
+            "verification": f"{ver.get('mode', 'whole')}:{ver.get('passed')}",
+            "tpu": report.get("tpu", {}).get("verdict"), "slowest": " ".join(f"{k}={v:.0f}s" for k, v in slow)}
+
+
+def presets(sizes, limit_gb, timeout):
+    print(f"{'size':<5}{'weights GB':>11}{'seconds':>9}{'peak GB':>9}{'above GB':>9}{'/weights':>9}  "
+          f"{'verification':<16}{'tpu':<9}slowest stages")
+    for size in sizes.split(","):
+        r = bench_preset(size, int(limit_gb * 1e9), timeout)
+        result = "" if r["code"] == 0 else f"  FAILED ({r['killed'] or r['code']}): {r['last']}"
+        print(f"{size:<5}{r['weights'] / 1e9:>11.3f}{r['seconds']:>9.1f}{r['peak'] / 1e9:>9.2f}{r['above'] / 1e9:>9.2f}"
+              f"{r['above'] / r['weights']:>9.2f}  {r['verification']:<16}{str(r['tpu']):<9}{r['slowest']}{result}",
+              flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
+    parser.add_argument("--presets", default=None, help="keras-hub Llama sizes (tiny,1b,3b) instead of --models")
+    parser.add_argument("--mem-limit-gb", type=float, default=16.0, help="with --presets: kill a run above this")
+    parser.add_argument("--timeout", type=float, default=3600, help="with --presets: kill a run after this many s")
     parser.add_argument("--models", default=",".join(SIZES))
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--size", type=int, default=None)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--keep", default=None, help="write each converted folder to KEEP/<model> (replacing it)")
     args = parser.parse_args()
+    if args.presets:
+        return presets(args.presets, args.mem_limit_gb, args.timeout)
     head = (f"{'model':<18}{'size':>5}{'params':>8}{'convert':>9}{'max_abs':>10}{'rel':>9}{'tpu':>6}"
             f"{'keras_ms':>10}{'eager':>8}{'ratio':>7}{'torchax':>9}{'ratio':>7}")
     print(head)

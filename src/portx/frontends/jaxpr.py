@@ -82,6 +82,16 @@ class Const:
         self.array, self.name, self.value, self.trainable = np.asarray(array), name, None, trainable
 
 
+def _viewed(eqn, args):
+    """A transpose or reshape of one known array as NumPy's view of it (Note [lazy relayout] in ops/_jax.py:
+    JAX's would be a copy of the weight); None for anything else."""
+    name, params = eqn.primitive.name, eqn.params
+    if len(args) != 1 or name not in ("transpose", "reshape") or (name == "reshape" and params.get("dimensions")):
+        return None
+    array = args[0].array
+    return np.transpose(array, params["permutation"]) if name == "transpose" else array.reshape(params["new_sizes"])
+
+
 class JaxCall:
     """What an import rule sees for one equation: typed inputs, known constants, and a way to emit nodes.
 
@@ -230,7 +240,8 @@ class _Lowering:
         if trains and (name not in _LAYOUT or len(args) != 1 or self.keep_iota):
             return None  # arithmetic on a weight stays in the graph, so that the weight still trains
         try:
-            out = eqn.primitive.bind(*[a.array for a in args], **eqn.params)
+            out = _viewed(eqn, args)
+            out = eqn.primitive.bind(*[a.array for a in args], **eqn.params) if out is None else out
         except Exception:  # not evaluable eagerly (needs a device or a trace); lower it instead
             return None
         outs = out if eqn.primitive.multiple_results else [out]

@@ -29,7 +29,8 @@ from ..ir.validate import IRError
 from ..progress import step
 from ..ops.shape import PERMUTE
 from .keras_activations import apply_activation
-from .keras_call_args import BoundArguments, bind_arguments, rule_key
+from .keras_call_args import BoundArguments, bind_arguments, read_weight, rule_key
+from .keras_pairs import with_layer_outputs
 from .jaxpr import prune_graph
 from .keras_traced import trace_function, trace_layer, traceable
 
@@ -91,7 +92,7 @@ class KerasCall(BoundArguments):
         for var in self.layer.weights:
             path = getattr(var, "path", var.name)
             if var.name == name or path.endswith("/" + name):
-                array = np.asarray(var.numpy() if hasattr(var, "numpy") else var)  # a rule's own copy to reorder
+                array = read_weight(var)
                 inputs = {v.type.dtype for v in self.inputs if v is not None}  # float32 (_policy_notes) unless
                 if str(array.dtype) in ("float16", "bfloat16") and str(array.dtype) not in inputs:  # inputs are half
                     array = array.astype(np.float32)
@@ -202,6 +203,7 @@ class _Walker:
 
         fn = functional_of(model)
         env = {id(t): v for t, v in zip(fn.inputs, in_values)}
+        self.top = self.top if prefix else env  # Note [keras layer outputs]
         done, total = 0, sum(len(nodes) for nodes in fn._nodes_by_depth.values())
         for depth in sorted(fn._nodes_by_depth, reverse=True):
             for node in fn._nodes_by_depth[depth]:
@@ -316,13 +318,10 @@ def lower_keras(model, input_types, name="model") -> "Graph":  # noqa: F821
     walker = _Walker(name, batch)
     values = [walker.builder.input(input_name(t), ty) for t, ty in zip(keras.tree.flatten(fn.inputs), input_types)]
     outs = walker.walk(model, values, "")
-    if walker.failures:
-        items = {}
-        for (key, reason), scopes in walker.failures.items():
-            items.setdefault((key, reason), []).extend(scopes)
-        raise UnsupportedOps([(k, s, r) for (k, r), s in items.items()], where=f"Keras model {model.name}")
+    if walker.failures:  # {(key, reason): scopes}
+        raise UnsupportedOps([(k, s, r) for (k, r), s in walker.failures.items()], where=f"Keras model {model.name}")
     graph = walker.builder.finish(outs)
-    return prune_graph(graph) if walker.traced else graph
+    return with_layer_outputs(prune_graph(graph) if walker.traced else graph, fn, walker.top)
 
 
 def input_name(tensor) -> str:

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import inspect
 
-__all__ = ["bind_arguments", "BoundArguments", "rule_key"]
+import numpy as np
+
+__all__ = ["bind_arguments", "BoundArguments", "read_weight", "rule_key"]
 
 
 def _signature(operation):
@@ -78,3 +80,10 @@ def rule_key(operation) -> str:
 
     name = type(operation).__name__
     return name if isinstance(operation, keras.layers.Layer) else f"ops.{name}"
+
+
+def read_weight(var) -> np.ndarray:
+    """A layer weight as NumPy: a rule's own copy of a small one (to reorder in place: GRU's bias), a read-only
+    view of a large one (Note [lazy relayout] in ops/_jax.py: the IR then holds no second copy of the model)."""
+    array = np.asarray(var.value if hasattr(var, "value") else var)
+    return array if array.nbytes >= 1 << 20 else array.copy()

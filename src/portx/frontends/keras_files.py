@@ -34,6 +34,7 @@ from .input_spec import parse_input_spec
 from .keras import functional_of, input_name, input_types_for, lower_keras, sequence_limit
 from .keras_archive import iter_objects, json_kind, object_name, read_stored_model, stored_layers
 from .keras_guards import load_guards
+from .keras_pairs import run_layers
 
 __all__ = ["KerasSource", "load_keras_source", "from_keras_model", "is_keras_model", "stored_layers", "packed_inputs",
            "checked_config", "vet_config", "guarded_load", "stored_source"]
@@ -60,6 +61,7 @@ class KerasSource:
     input_types: list
     label: str
     notes: list = field(default_factory=list)
+    pairs: dict = field(default_factory=dict)  # the last lowering's meta["layer_outputs"]
 
     def run(self, *arrays) -> list:
         """The Keras model's outputs (KERAS_BACKEND=jax, inference mode) on NumPy inputs."""
@@ -73,11 +75,14 @@ class KerasSource:
 
         ``strict_tpu`` is accepted for the Source protocol: a functional graph has no data-dependent op to refuse.
         """
-        return lower_keras(self.model, self.input_types, name)
+        graph = lower_keras(self.model, self.input_types, name)
+        self.pairs = graph.meta["layer_outputs"]
+        return graph
 
     def intermediates(self, arrays, keep=None, release=None) -> dict:
-        """Nothing: Keras layers are not paired with IR values, so a trace compares with the IR reference only."""
-        return {}
+        """The top-level layers' outputs, by the IR value each was lowered to (Note [keras layer outputs]);
+        ``release`` is told of a layer's weights once it ran."""
+        return run_layers(functional_of(self.model), arrays, self.pairs, keep, release)
 
     def dynamic_dims(self) -> list:
         """The ``None`` dims of the model's inputs other than the batch, one symbol per axis and example size

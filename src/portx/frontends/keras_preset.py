@@ -12,13 +12,15 @@ the weights:
 - the model is built inside ``keras.StatelessScope(initialize_variables=False)``, so its variables have shapes
   but no values: the randomly initialised copy that ``from_preset`` makes first is never allocated;
 - Keras' ``load_weights`` then gives each variable its value straight from its HDF5 dataset, one variable
-  (and one shard file) at a time;
+  (and one shard file) at a time: a memory-mapped view of the dataset's bytes, read only when used (Note
+  [mapped keras weights] in keras_mapped.py);
 - lowering reads each variable as a view of that value (``np.asarray`` of a JAX CPU buffer shares its memory;
-  traced layers read ``variable.value`` the same way), and the torch-xla emitter's module takes those arrays
-  themselves (Note [torch shards]).
+  traced layers read ``variable.value`` the same way), a re-laid-out kernel stays a view of it (Note [lazy
+  relayout] in ops/_jax.py), and the torch-xla writer copies one tensor at a time (Note [torch shards]).
 
-So the weights are held once by the source model, in their stored dtype, beside what the later stages add
-(the emitted model that verification loads, a float32 copy of a bfloat16 weight a layer rule widens).
+So the weights stay in the files, paged in by the stage that reads them and released after it, beside what
+the later stages add (a float32 copy of a bfloat16 weight a layer rule widens; above the weight budget no stage
+holds the emitted model: verification streams one top-level layer at a time, Note [keras layer outputs]).
 A variable that no file gives a value is refused, naming it.
 
 Example:
@@ -30,8 +32,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import BadInput
+from ..weights import LazyStore
 from .keras_archive import is_keras_folder, read_stored_folder
 from .keras_files import KerasSource, guarded_load, stored_source, vet_config
+from .keras_mapped import mapped_weights
 
 __all__ = ["is_keras_folder", "load_keras_folder"]
 
@@ -74,7 +78,9 @@ def _built_then_filled(stored, unsafe):
     pending = {id(v) for v in model.variables}
     waiting = global_state.get_global_attribute("uninitialized_variables", [])
     global_state.set_global_attribute("uninitialized_variables", [v for v in waiting if id(v) not in pending])
-    model.load_weights(stored.weights)
+    with mapped_weights(LazyStore({})) as store:  # Note [mapped keras weights]
+        model.load_weights(stored.weights)
+    model._portx_mapped = store  # the store lives as long as its views: release_pages finds their files through it
     empty = [v.path for v in model.variables if getattr(v, "_value", True) is None]
     if empty:
         more = f" (and {len(empty) - 3} more)" if len(empty) > 3 else ""

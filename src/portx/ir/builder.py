@@ -66,9 +66,9 @@ class GraphBuilder:
         return value
 
     def param(self, hint: str, array) -> Value:
-        """A new stored parameter or constant (copied, contiguous)."""
+        """A new stored parameter or constant: ``array`` itself, a strided view where it is one (Note [lazy
+        relayout] in ops/_jax.py)."""
         array = np.asarray(array)
-        array = np.ascontiguousarray(array).reshape(array.shape)
         name = self.fresh(hint)
         self.params[name] = array
         self.param_values[name] = value = param_value(name, array)

@@ -3,6 +3,11 @@
 A rule receives a ``JaxCall`` (frontends/jaxpr.py); these helpers only use its public methods, so
 ``ops`` still imports nothing but ``ir``.
 
+Note [lazy relayout]: a weight a rule rearranges (a Keras ``(in, heads, dim)`` kernel as a torch ``(out, in)``
+weight) is stored as NumPy's strided view of the source's array, not a copy: the transpose is paid when a target
+writes the tensor (``tensor_view`` in targets/torch_xla/shards.py copies one tensor at a time into its shard), so
+the IR of a model holds no second copy of its weights. Only a reshape NumPy cannot express as a view copies.
+
 Example:
     >>> w = arranged(call, 1, perm=(3, 2, 0, 1))   # HWIO kernel -> OIHW, in NumPy when it is a weight
 """
@@ -52,11 +57,11 @@ def arranged(call, i, perm=None, shape=None, fn=None):
         x = permuted(call, x, perm) if perm is not None else x
         return reshaped(call, x, shape) if shape is not None else x
     out = np.transpose(array, perm) if perm is not None else array
-    out = out.reshape(shape) if shape is not None else out
+    out = out.reshape(shape) if shape is not None else out  # a view where NumPy can: Note [lazy relayout]
     out = fn(out) if fn is not None else out
     if out is array:
         return call.input(i)
-    return call.const(np.require(out, requirements="C"), torch_name(call.const_name(i)))
+    return call.const(out, torch_name(call.const_name(i)))
 
 
 def named(rule, name: str):

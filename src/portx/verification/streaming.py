@@ -10,6 +10,10 @@ Each segment is then emitted on its own (the same emit rules as the whole model)
 values at its inputs, and compared with the source's values at its outputs: an error is found in the block that
 makes it, and is never the sum of the blocks before it. Only that segment's weights are materialised.
 
+A Keras graph (``meta["layer_outputs"]``, Note [keras layer outputs] in frontends/keras_pairs.py) is cut at its
+top-level layers instead (``layer_of``): a keras-hub decoder's blocks are ``transformer_layer_0``, ... , and the
+Keras source gives each such layer's output.
+
 Where the source does not compute a boundary value one-to-one (a pass rewrote it), the segment takes the value
 the previous emitted segment produced instead, and its outputs are compared where the source has them.
 
@@ -40,7 +44,7 @@ import numpy as np
 from ..ir import Graph
 from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare_arrays, make_inputs
 
-__all__ = ["Segment", "segments", "stream_verify", "verify_streaming", "BF16_SLACK"]
+__all__ = ["Segment", "segments", "block_of", "layer_of", "stream_verify", "verify_streaming", "BF16_SLACK"]
 
 #: a bfloat16 block passes within this many times the source's own distance to the float32 run of the block
 BF16_SLACK = 2.0
@@ -71,11 +75,18 @@ def block_of(scope: str) -> str:
     return ""
 
 
+def layer_of(scope: str) -> str:
+    """The top-level layer a Keras scope belongs to. Example: ``layer_of("transformer_layer_3.self_attention")``
+    -> ``"transformer_layer_3"``."""
+    return scope.split(".")[0]
+
+
 def segments(graph) -> list:
-    """``graph``'s nodes cut into Segments, one per block and one per stretch of glue between blocks."""
-    runs = []
+    """``graph``'s nodes cut into Segments, one per block and one per stretch of glue between blocks (one per
+    top-level layer of a Keras graph)."""
+    runs, key_of = [], layer_of if "layer_outputs" in graph.meta else block_of
     for node in graph.nodes:  # a node a pass added (no scope) stays in the block it sits in
-        key = block_of(node.scope) if node.scope or not runs else runs[-1][0]
+        key = key_of(node.scope) if node.scope or not runs else runs[-1][0]
         if runs and runs[-1][0] == key:
             runs[-1][1].append(node)
         else:

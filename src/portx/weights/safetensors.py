@@ -28,7 +28,7 @@ import numpy as np
 from ..errors import BadInput
 from ..ir.types import VIEWED_AS_INT
 
-__all__ = ["Entry", "LazyStore", "read_header", "release_pages", "SAFETENSORS_DTYPES"]
+__all__ = ["Entry", "LazyStore", "read_header", "release_pages", "itemsize", "SAFETENSORS_DTYPES"]
 
 #: safetensors dtype codes -> NumPy / ml_dtypes names (the IR's dtype names)
 SAFETENSORS_DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16", "I64": "int64",
@@ -89,7 +89,7 @@ def _entry(path, name, row, base, size) -> Entry:
     if dtype is None:
         raise BadInput(f"{path}: tensor {name} has dtype {row['dtype']}, which portx does not read",
                        hint=f"save it as one of {', '.join(SAFETENSORS_DTYPES)}")
-    want = int(np.prod(shape, dtype=np.int64)) * _itemsize(dtype)
+    want = int(np.prod(shape, dtype=np.int64)) * itemsize(dtype)
     if end - begin != want or begin < 0 or base + end > size:
         raise BadInput(f"{path}: tensor {name} {dtype}{list(shape)} needs {want} bytes at {begin}..{end} past the "
                        f"header, but the file holds {size - base}",
@@ -97,7 +97,8 @@ def _entry(path, name, row, base, size) -> Entry:
     return Entry(path, name, dtype, shape, base + begin, base + end)
 
 
-def _itemsize(dtype) -> int:
+def itemsize(dtype) -> int:
+    """Bytes per element of the dtype called ``dtype`` (ml_dtypes' bfloat16 and float8 included)."""
     import ml_dtypes
 
     return np.dtype(getattr(ml_dtypes, dtype, None) or dtype).itemsize

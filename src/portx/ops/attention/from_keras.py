@@ -60,7 +60,7 @@ def _project(call, x, dense, hint):
     """EinsumDense ``(C, N, D)`` (+ bias ``(N, D)``) as linear then reshape to ``(..., N, D)``."""
     kernel = _read(call, dense, "kernel")
     channels, heads, depth = kernel.shape
-    weight = call.param(np.ascontiguousarray(kernel.reshape(channels, heads * depth).T), f"{hint}.weight")
+    weight = call.param(kernel.reshape(channels, heads * depth).T, f"{hint}.weight")
     bias = None if dense.bias is None else call.param(_read(call, dense, "bias").reshape(-1), f"{hint}.bias")
     y = call.emit(LINEAR, [x, weight, bias], hint=hint)
     return _reshape(call, y, x.type.shape[:-1] + (heads, depth))
@@ -169,7 +169,7 @@ def _output_projection(call, x, dense):
     heads, depth = kernel.shape[:2]
     out_shape = kernel.shape[2:]
     flat = _reshape(call, x, x.type.shape[:-2] + (heads * depth,))
-    weight = call.param(np.ascontiguousarray(kernel.reshape(heads * depth, -1).T), "attention_output.weight")
+    weight = call.param(kernel.reshape(heads * depth, -1).T, "attention_output.weight")
     bias = None if dense.bias is None else call.param(_read(call, dense, "bias").reshape(-1),
                                                       "attention_output.bias")
     y = call.emit(LINEAR, [flat, weight, bias], hint="attention_output")

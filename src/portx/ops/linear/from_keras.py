@@ -29,7 +29,7 @@ def _dense_from_keras(call):
     if getattr(layer, "quantization_mode", None):  # Keras' own quantized forward, traced
         return call.traced(layer.quantized_call, call.inputs[0])
     kernel = np.asarray(layer.kernel) if getattr(layer, "lora_enabled", False) else call.weight("kernel")
-    weight = call.param(np.ascontiguousarray(kernel.T), "weight")
+    weight = call.param(kernel.T, "weight")
     bias = call.param(call.weight("bias"), "bias") if layer.use_bias else None
     y = call.emit(LINEAR, [call.inputs[0], weight, bias])
     return call.activation(y, call.layer.activation)

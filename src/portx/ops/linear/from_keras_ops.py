@@ -70,7 +70,7 @@ def emit_einsum(call, equation, a, b=None, kernel=None):
     k_size = int(np.prod(_sizes(a, "".join(batch + free_a + contract), contract)))
     if kernel is not None and not batch:
         order = [tb.index(c) for c in contract + free_b]
-        weight = np.ascontiguousarray(np.transpose(kernel, order).reshape(k_size, -1).T)
+        weight = np.transpose(kernel, order).reshape(k_size, -1).T
         n_sizes = [kernel.shape[tb.index(c)] for c in free_b]
         y = call.emit(LINEAR, [reshape_to(call, a, shape_a + [k_size]), call.param(weight, "kernel")])
     else:

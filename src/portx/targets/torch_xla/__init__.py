@@ -14,8 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..base import Target
+from ..codegen import import_by_path
 from .emitter import HEADER, WEIGHTS_FILE, TorchEmitter, emit_torch
-from .shards import INDEX_FILE
+from .shards import INDEX_FILE, meta_built
 from .runtime import load_folder, run_torch, run_torch_with_locals
 from .tpu import prove_torch_tpu_lowering
 
@@ -36,7 +37,9 @@ class TorchXla(Target):
 
     def emit(self, graph, folder, max_shard_size=None) -> dict:
         """model.py and the weights: model.safetensors, or shards and an index past ``max_shard_size``
-        (Note [torch shards] in shards.py)."""
+        (Note [torch shards] in shards.py): bytes or text ("2GB"), or GB as a float (``shard_gb``, as api gives it)."""
+        if isinstance(max_shard_size, float):
+            max_shard_size = max(1, round(max_shard_size * 1024**3))
         return emit_torch(graph, folder, max_shard_size)
 
     def weights_path(self, folder) -> Path:
@@ -46,6 +49,12 @@ class TorchXla(Target):
 
     def load(self, path):
         return load_folder(path)
+
+    def load_abstract(self, path):
+        """model.py's ``build_model()`` with its weights on the meta device (Note [weight budget] in
+        verification/budget.py): parameter counts and the TPU proof (Note [abstract torch proof] in tpu.py)."""
+        path = Path(path)
+        return meta_built(import_by_path(path / "model.py" if path.is_dir() else path).build_model).eval()
 
     def runner(self, model):
         return lambda arrays: run_torch(model, arrays)

@@ -26,7 +26,7 @@ import numpy as np
 from ...ir import DTYPES, IRError, SymDim
 from ...ops._util import kind
 from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal, module_sentences
-from .shards import INDEX_FILE, SHARDED_FOOTER, WEIGHTS_FILE, is_sharded, module_on, write_weights
+from .shards import INDEX_FILE, SHARDED_FOOTER, WEIGHTS_FILE, Converted, is_sharded, module_on, skeleton, write_weights
 from .sharding import tp_plan_source
 from .unsigned import WIDE, narrowed, widened, widens
 
@@ -365,11 +365,26 @@ def emit_torch(graph, out_dir, max_shard_size=None) -> dict:
     code_path.write_text(emitter.emit_graph(), encoding="utf-8")
     from ...progress import watch
 
+    build = import_by_path(code_path).build_model
     with watch(code_path, "build_model", "building the torch module"):  # progress.py: follows build_model's lines
-        model = module_on(import_by_path(code_path).build_model, emitter.state)
-    code_path.write_text(code_path.read_text(encoding="utf-8") + tp_plan_source(graph, model, emitter.module_of),
+        shape = skeleton(build, emitter.state)
+    code_path.write_text(code_path.read_text(encoding="utf-8") + tp_plan_source(graph, shape, emitter.module_of),
                          encoding="utf-8")
-    weights_path = write_weights(model.state_dict(), out_dir, max_shard_size, sharded=emitter.sharded)
-    model.eval()
-    return {"code": code_path, "weights": weights_path, "module_of": dict(emitter.module_of),
-            "var_of": emitter.var_of(), "origins": emitter.origins, "model": model}
+    weights_path = write_weights(Converted(emitter.state, shape), out_dir, max_shard_size, sharded=emitter.sharded)
+    return Emitted({"code": code_path, "weights": weights_path, "module_of": dict(emitter.module_of),
+                    "var_of": emitter.var_of(), "origins": emitter.origins}, lambda: module_on(build, emitter.state))
+
+
+class Emitted(dict):
+    """emit_torch's result; its ``"model"`` (the module in eval mode holding the graph's arrays) is built when
+    first read, so a caller that only writes (api, streaming verification) never holds it (Note [torch shards])."""
+
+    def __init__(self, files, build):
+        super().__init__(files)
+        self.build = build
+
+    def __missing__(self, key):
+        if key != "model":
+            raise KeyError(key)
+        self["model"] = model = self.build().eval()
+        return model

@@ -4,10 +4,13 @@ Note [torch shards]: weights larger than ``max_shard_size`` (default 2 GB, as Hu
 ``save_pretrained`` writes them) go to ``model-00001-of-0000N.safetensors`` files plus
 ``model.safetensors.index.json`` (``{"metadata": {"total_size": N}, "weight_map": {key: file}}``), the layout
 ``transformers``, ``safetensors`` and ``huggingface_hub`` read. Each shard is written from the emitter's state
-(the IR's arrays, viewed as tensors without a copy), so writing holds one shard's bytes beyond the weights
-themselves, never a second full copy. The module that verification runs is built with its large tensors on the
-meta device and then takes those same arrays (``load_state_dict(assign=True)``): the randomly initialised
-copy ``build_model()`` would make is never allocated. A tensor too large for one shard gets a shard of its own.
+(the IR's arrays) through ``Converted``: a tensor is made when its shard is written (a view of the array, or a
+copy of a re-laid-out kernel, Note [lazy relayout] in ops/_jax.py) and dropped with the shard, so writing holds
+one shard's bytes beyond the weights themselves, never a second full copy. The module's dtypes come from a
+``skeleton``: ``build_model()`` on the meta device. The module itself (``emit``'s ``"model"``) is built only when
+read: with its large tensors on the meta device, then given those same arrays (``load_state_dict(assign=True)``),
+so the randomly initialised copy ``build_model()`` would make is never allocated. A tensor too large for one
+shard gets a shard of its own.
 
 Example:
     >>> index = write_weights({"fc.weight": w}, Path("out"), max_shard_size=1 << 20)
@@ -20,15 +23,19 @@ import functools
 import json
 import re
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 
 from ...errors import BadValue
 from ...ir.types import VIEWED_AS_INT
+from ...weights import release_pages
+from ...weights.safetensors_writer import write_streamed
 
 __all__ = ["DEFAULT_MAX_SHARD_SIZE", "WEIGHTS_FILE", "INDEX_FILE", "SHARDED_FOOTER", "shard_bytes", "plan_shards",
-           "state_sizes", "is_sharded", "write_weights", "tensor_view", "module_on"]
+           "state_sizes", "is_sharded", "write_weights", "tensor_view", "module_on", "skeleton",
+           "meta_built", "Converted"]
 
 #: Hugging Face's default shard size (``save_pretrained(max_shard_size="2GB")``, decimal units as it counts)
 DEFAULT_MAX_SHARD_SIZE = 2 * 10**9
@@ -147,21 +154,85 @@ def write_weights(state: dict, folder: Path, max_shard_size=None, sharded=None) 
     Returns the file ``load_model()`` reads."""
     from safetensors.torch import save_file
 
-    sizes = state_sizes(state)
+    sizes = state.sizes() if isinstance(state, Converted) else state_sizes(state)
     shards = plan_shards(sizes, shard_bytes(max_shard_size))
+
+    def write(path, keys):
+        if isinstance(state, Converted):  # one tensor at a time: Note [streamed safetensors]
+            write_streamed(path, state.layout(keys), state.data, metadata={"format": "pt"},
+                           written=lambda key: release_pages(state.state[key]))
+        else:
+            save_file(_unshared(state, keys), str(path), metadata={"format": "pt"})
+
     if not (len(shards) > 1 if sharded is None else sharded):
-        path = folder / WEIGHTS_FILE
-        save_file(_unshared(state, state), str(path), metadata={"format": "pt"})
-        return path
+        write(folder / WEIGHTS_FILE, list(state))
+        return folder / WEIGHTS_FILE
     weight_map = {}
     for i, keys in enumerate(shards, start=1):
         name = f"model-{i:05d}-of-{len(shards):05d}.safetensors"
-        save_file(_unshared(state, keys), str(folder / name), metadata={"format": "pt"})
+        write(folder / name, keys)
         weight_map.update(dict.fromkeys(keys, name))
     index = {"metadata": {"total_size": sum(sizes.values())}, "weight_map": weight_map}
     path = folder / INDEX_FILE
     path.write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
     return path
+
+
+def skeleton(build_model, state: dict):
+    """``build_model()`` on the meta device (no weight memory), or normally built where a module cannot be; its
+    state_dict gives each key's dtype (Note [torch shards]).
+
+    RuntimeError (a bug in an emit rule) when ``state``'s arrays do not fit the module's state_dict.
+    """
+    model = meta_built(build_model)
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    got = {k: tuple(np.shape(a)) for k, a in state.items()}
+    if expected != got:
+        diff = sorted(set(expected.items()) ^ set(got.items()))[:4]
+        raise RuntimeError(f"emit rules produced weights that do not fit the module's state_dict: {diff}")
+    return model
+
+
+def meta_built(build_model):
+    """``build_model()`` with its weights on the meta device, or normally built where a module computes with
+    them in ``__init__``."""
+    try:
+        with _meta_weights():
+            return build_model()
+    except (RuntimeError, NotImplementedError, TypeError, ValueError):  # a module that computes in __init__
+        return build_model()
+
+
+class Converted(Mapping):
+    """{key: tensor} of ``state``'s arrays as ``model``'s state_dict holds them, each made when read and
+    dropped by the reader (Note [torch shards]): a transposed kernel is copied one tensor at a time."""
+
+    def __init__(self, state: dict, model):
+        self.state, self.dtypes = state, {k: t.dtype for k, t in model.state_dict().items()}
+
+    def __getitem__(self, key):
+        return _as(tensor_view(self.state[key]), self.dtypes[key])
+
+    def __iter__(self):  # the module's order, as its state_dict() would be written
+        return iter(self.dtypes)
+
+    def __len__(self):
+        return len(self.state)
+
+    def layout(self, keys) -> dict:
+        """{key: (dtype name, shape)} of ``keys``, without making any tensor (Note [streamed safetensors])."""
+        return {k: (str(self.dtypes[k]).removeprefix("torch."), tuple(np.shape(self.state[k]))) for k in keys}
+
+    def data(self, key):
+        """The tensor's bytes as a NumPy uint8 array (made now, dropped by the writer)."""
+        import torch
+
+        return self[key].contiguous().reshape(-1).view(torch.uint8).numpy()
+
+    def sizes(self) -> dict:
+        """{key: bytes} without making any tensor."""
+        return {k: int(np.prod(np.shape(self.state[k]), dtype=np.int64)) * dtype.itemsize
+                for k, dtype in self.dtypes.items()}
 
 
 def module_on(build_model, state: dict):
@@ -170,18 +241,9 @@ def module_on(build_model, state: dict):
 
     RuntimeError (a bug in an emit rule) when the arrays do not fit the module's state_dict.
     """
-    try:
-        with _meta_weights():
-            model = build_model()
-    except (RuntimeError, NotImplementedError, TypeError, ValueError):  # a module that computes in __init__
-        model = build_model()
+    model = skeleton(build_model, state)
     held = model.state_dict()
-    expected = {k: tuple(v.shape) for k, v in held.items()}
-    got = {k: tuple(np.shape(a)) for k, a in state.items()}
-    if expected != got:
-        diff = sorted(set(expected.items()) ^ set(got.items()))[:4]
-        raise RuntimeError(f"emit rules produced weights that do not fit the module's state_dict: {diff}")
-    tensors = {k: _as(tensor_view(a), held[k].dtype) for k, a in state.items()}
+    tensors = dict(Converted(state, model))
     if any(t.is_meta for t in held.values()) and _assigned(model, tensors):
         return model
     model = build_model() if any(t.is_meta for t in held.values()) else model

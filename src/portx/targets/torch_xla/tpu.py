@@ -28,12 +28,47 @@ def _lower_with_torchax(module, graph):
     import jax
     import torchax
 
-    states, fn = torchax.extract_jax(module)
+    if _is_abstract(module):  # Note [abstract torch proof]
+        state_specs, fn = _abstract_extract(module)
+    else:
+        states, fn = torchax.extract_jax(module)
+        state_specs = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), states)
     jitted = jax.jit(lambda st, *args: fn(st, args))
-    state_specs = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), states)
     with jax.default_matmul_precision("highest"):
         return jax.export.export(jitted, platforms=("tpu",))(
             state_specs, *input_specs(graph, {"int64": "int32", "float64": "float32"}))
+
+
+def _is_abstract(module) -> bool:
+    return any(t.is_meta for t in list(module.parameters()) + list(module.buffers()))
+
+
+def _abstract_extract(module):
+    """(state specs, fn) as ``torchax.extract_jax`` gives (states, fn), without its copy of every weight.
+
+    Note [abstract torch proof]: ``torchax.extract_jax`` copies each parameter into a JAX array before anything
+    is traced, so the TPU proof of a model above the weight budget (Note [weight budget]) would hold all of its
+    weights again. The module is loaded on the meta device instead (``TorchXla.load_abstract``), and the program
+    is lowered on ``jax.ShapeDtypeStruct`` states: ``fn`` is the function ``extract_jax`` returns, written out, so
+    the weights exist only as tracers.
+    """
+    import jax
+    import torchax
+    from torchax.interop import JittableModule
+    from torchax.ops.mappings import t2j_dtype
+
+    env, jit_module = torchax.default_env(), JittableModule(module)
+    states = {**jit_module.buffers, **jit_module.params}
+    specs = {k: jax.ShapeDtypeStruct(tuple(t.shape), t2j_dtype(t.dtype)) for k, t in states.items()}
+
+    def fn(values, args):
+        params = {k: values[k] for k in jit_module.params}
+        buffers = {k: values[k] for k in jit_module.buffers}
+        params, buffers, args = env.j2t_iso((params, buffers, args))
+        with env:
+            return env.t2j_iso(jit_module.functional_call("forward", params, buffers, *args))
+
+    return specs, fn
 
 
 def prove_torch_tpu_lowering(module, graph) -> dict:
@@ -60,7 +95,8 @@ def prove_torch_tpu_lowering(module, graph) -> dict:
     step(1, 2, "scanning the StableHLO")
     scan = scan_stablehlo(exported.mlir_module(), free=bool(free))
     return {"verdict": "problems" if scan["problems"] else "ok", "via": "torchax", "platform": "tpu",
-            "matmul_precision": "highest", "symbolic": free, **({"note": note} if note else {}), **scan}
+            "matmul_precision": "highest", "symbolic": free, "abstract_weights": _is_abstract(module),
+            **({"note": note} if note else {}), **scan}
 
 
 def run_on_torch_xla(module, arrays):
