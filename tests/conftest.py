@@ -13,10 +13,11 @@ import pytest  # noqa: E402
 from hypothesis import settings  # noqa: E402
 
 # ci: pull requests replay the same few examples; random: .ci/run's fuzz step, new examples every run
-# (the seed is printed: `pytest --hypothesis-seed=N` replays it); fuzz: the full nightly-style run.
+# (the seed is printed: `pytest --hypothesis-seed=N` replays it); fuzz: the campaign, 1,000 examples per fuzzer
+# (Note [fuzz budget] in tests/support/fuzz_budget.py).
 settings.register_profile("ci", max_examples=8, deadline=None, derandomize=True)
 settings.register_profile("random", max_examples=50, deadline=None, print_blob=True)
-settings.register_profile("fuzz", max_examples=200, deadline=None, print_blob=True)
+settings.register_profile("fuzz", max_examples=1000, deadline=None, print_blob=True)
 settings.load_profile({"1": "fuzz", "random": "random"}.get(os.environ.get("PORTX_FUZZ", ""), "ci"))
 
 #: skip reasons that are allowed under CI=true: opt-in sweeps, and extras marked optional_extra

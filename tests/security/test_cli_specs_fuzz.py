@@ -2,7 +2,8 @@
 
 Whatever the string, portx converts (exit 0) or refuses it in one line (exit 2, or 3 for an op it cannot
 convert at that size), never a traceback or exit 70. CI runs the "ci" hypothesis profile (a few derandomized
-examples); ``PORTX_FUZZ=1`` runs more, and scripts/fuzz_campaign.py (``cli-specs``) counts every outcome.
+examples); ``PORTX_FUZZ=1`` runs 1,000 (Note [fuzz budget]), and scripts/fuzz_campaign.py (``cli-specs``)
+counts every outcome.
 """
 import shutil
 
@@ -13,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from portx.cli import main
+from tests.support.fuzz_budget import examples
 from tests.support.pt2_hostile import Small
 
 NAMES = ["x", "y", "X", "", "batch", "x\n", "x\x00", "\u2028", "0", "-1", "../x", "x:y"]
@@ -68,7 +70,7 @@ def found(tmp_path_factory):
     return sources(tmp_path_factory.mktemp("specs"))
 
 
-@settings(max_examples=max(4, settings.default.max_examples // 2),
+@settings(max_examples=examples(share=2, floor=4),
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
 def test_input_and_dynamic_strings_convert_or_are_refused_cleanly(tmp_path, found, data):

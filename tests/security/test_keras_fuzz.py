@@ -2,7 +2,7 @@
 
 Whatever the mutation, portx answers with exit 0, 1, 2 or 3 and no traceback, never runs a payload, and leaves
 no OUT behind on failure. CI runs the "ci" hypothesis profile (a few derandomized examples); ``PORTX_FUZZ=1``
-runs 200 random examples. ``REGRESSIONS`` holds one mutation per cause of exit 70 (or of a crashed process)
+runs 1,000 random examples. ``REGRESSIONS`` holds one mutation per cause of exit 70 (or of a crashed process)
 that a 1,000-mutation campaign found before the Keras frontend checked its files (Note [keras archive checks]).
 """
 import json
@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from portx.cli import main
+from tests.support.fuzz_budget import examples
 from tests.support.keras_hostile import lambda_code, layer_config, rewrite, small_cnn
 from tests.support.pt2_hostile import mutate
 
@@ -89,7 +90,7 @@ def check(run, workdir):
     assert run.exit_code in (0, 1) or not (workdir / "out").exists()
 
 
-@settings(max_examples=max(40, settings.default.max_examples),
+@settings(max_examples=examples(floor=40),
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
 def test_mutated_keras_config_never_crashes_or_runs_code(tmp_path, bases, data):

@@ -4,7 +4,7 @@ Names that collide once sanitised (``Conv``/``conv``/``c-o-n-v``/``conv_1``), co
 characters (NUL, TAB, CR, U+0085, U+2028), dunder names and random text. Whatever the names, portx converts (the
 gradient check passing: each weight paired with its own, Note [gradient pairing]) or refuses in one line (exit 2);
 never a traceback, exit 70 or a failed gradient check. CI runs the "ci" hypothesis profile (two examples);
-``PORTX_FUZZ=1`` runs more, and scripts/fuzz_campaign.py (``keras-names``) counts every outcome.
+``PORTX_FUZZ=1`` runs 1,000 (Note [fuzz budget]), and scripts/fuzz_campaign.py (``keras-names``) counts every outcome.
 """
 import json
 import shutil
@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from portx.cli import main
+from tests.support.fuzz_budget import examples
 from tests.support.keras_hostile import edit_config
 from tests.support.pt2_hostile import rename_everywhere
 
@@ -72,7 +73,7 @@ def check(run, workdir):
         assert not (workdir / "out").exists()
 
 
-@settings(max_examples=max(2, settings.default.max_examples // 4),
+@settings(max_examples=examples(share=4, floor=2),
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
 def test_hostile_layer_names_convert_with_equal_gradients_or_are_refused(tmp_path, data):

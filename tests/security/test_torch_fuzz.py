@@ -2,7 +2,7 @@
 
 Whatever the mutation, portx answers with exit 0, 1, 2 or 3, one line and no traceback, never runs
 a payload, and leaves no OUT behind on failure. CI runs the "ci" hypothesis profile (a few
-derandomized examples each); ``PORTX_FUZZ=1`` runs 200 random examples per property.
+derandomized examples each); ``PORTX_FUZZ=1`` runs 1,000 random examples per property.
 """
 import json
 import shutil
