@@ -15,7 +15,8 @@ released once it is written (Note [lazy weights] in weights/safetensors.py).
 Note [direct dataset writes]: Keras' ``ShardedH5IOStore.__setitem__`` copies each array twice before h5py sees it
 (``backend.convert_to_numpy`` is ``np.array``, once in the sharded store and once in the H5 store), and h5py
 makes a third, C-ordered copy of a strided view: a transposed ``Dense`` kernel was copied element by element down
-the columns of the memory-mapped source (the 1B Llama folder's 2.5 GB took 46 s to write, its bytes alone 2 s). ``DirectStore`` keeps Keras' bookkeeping (its shard-size count, new shards where the next
+the columns of the memory-mapped source (the 1B Llama folder's 2.5 GB took 46 s to write; the floor writes as
+many bytes in 2 s). ``DirectStore`` keeps Keras' bookkeeping (its shard-size count, a new shard where the next
 array would not fit, the weight map's entry per group, a bfloat16 dataset's ``dtype`` attribute) and writes
 each dataset a band of rows at a time, each band copied in cache-sized tiles (Note [tiled copies] in
 weights/tiles.py): one band in memory besides the source's pages, and the datasets Keras' own writer makes
@@ -36,7 +37,7 @@ from ...staging import size_text
 from ...weights import release_pages
 from ...weights.tiles import strips
 
-__all__ = ["write_sharded", "write_dataset", "abstract_model", "SHARDED_FILE", "DEFAULT_SHARD_GB"]
+__all__ = ["write_sharded", "write_dataset", "given_layers", "abstract_model", "SHARDED_FILE", "DEFAULT_SHARD_GB"]
 
 #: the index Keras' sharded save writes; its shards are ``model_00000.weights.h5``, ...
 SHARDED_FILE = "model.weights.json"
@@ -65,16 +66,7 @@ def write_sharded(model, weights: dict, path, max_shard_size=DEFAULT_SHARD_GB) -
     from keras.src.saving import saving_lib
 
     arrays = {}
-    for name in list(weights):
-        given = weights.pop(name)
-        try:
-            layer = model if name == model.name else model.get_layer(name)
-        except ValueError:  # written before an output it feeds became a constant (_output_ref: no input
-            continue  # reaches it); Keras leaves the unreachable layer out of the model
-        expected = [tuple(v.shape) for v in layer.weights]
-        if expected != [tuple(np.shape(a)) for a in given]:
-            raise RuntimeError(f"layer {name}: emit rule produced weights {[np.shape(a) for a in given]}, layer "
-                               f"expects {expected}")
+    for layer, given in given_layers(model, weights):
         arrays.update({id(v): a for v, a in zip(layer.weights, given)})
     _check_fits(model, arrays, max_shard_size)
     store = _store_class()(Path(path), max_shard_size, arrays)
@@ -82,6 +74,23 @@ def write_sharded(model, weights: dict, path, max_shard_size=DEFAULT_SHARD_GB) -
     store.close()
     placed = store.sharding_config["weight_map"].values()  # a layer whose variables span shards lists them all
     return [Path(path).with_name(n) for n in sorted({n for v in placed for n in ([v] if isinstance(v, str) else v)})]
+
+
+def given_layers(model, weights: dict):
+    """Yield (layer, its arrays) for each layer of ``model`` named in ``weights`` ({layer name: arrays in
+    ``layer.weights`` order}; popped as yielded). A layer Keras left out of the model is skipped: it was written
+    before an output it feeds became a constant (``_output_ref``: no input reaches it)."""
+    for name in list(weights):
+        given = weights.pop(name)
+        try:
+            layer = model if name == model.name else model.get_layer(name)
+        except ValueError:
+            continue
+        expected = [tuple(v.shape) for v in layer.weights]
+        if expected != [tuple(np.shape(a)) for a in given]:
+            raise RuntimeError(f"layer {name}: emit rule produced weights {[np.shape(a) for a in given]}, layer "
+                               f"expects {expected}")
+        yield layer, given
 
 
 def _check_fits(model, arrays, max_shard_size):
@@ -112,7 +121,7 @@ def _store_class():
                 array = np.asarray(value._initializer(value.shape, dtype=value.dtype))
             array = np.asarray(array)
             self._restore_h5_file()
-            size = math.prod(array.shape) * dtype_size(standardize_dtype(array.dtype)) / 8  # as Keras counts a shard's bytes
+            size = math.prod(array.shape) * dtype_size(standardize_dtype(array.dtype)) / 8  # Keras' count
             self.total_shard_size += size
             self.current_shard_size += size
             if self.current_shard_size > self.max_shard_size:
