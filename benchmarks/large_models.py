@@ -1,7 +1,7 @@
 """Large decoders as TPU teams bring them: portx, keras-hub and the read-and-write floor on the same folder.
 
 Run: .venv/bin/python benchmarks/large_models.py [--sizes tiny,1b,3b,8b] [--mem-limit-gb 16] [--timeout 1800]
-     [--only portx,keras-hub,floor] [--json PATH] [--portx-args "--no-shard-proof"]
+     [--only portx,keras-hub,floor] [--json PATH] [--portx-args="--no-shard-proof"]
 
 For each size it writes (once per machine, cached) a Hugging Face Llama folder with random bfloat16 weights:
 ``config.json`` for ``LlamaForCausalLM``, ``model-0000k-of-0000n.safetensors`` shards of at most 5 GB (as the
@@ -197,7 +197,7 @@ def tree_rss(pid) -> int:
 def watched(cmd, limit_bytes, timeout, env=None) -> dict:
     """Run ``cmd`` in its own process group, sampling its tree's RSS; kill it past ``limit_bytes`` or ``timeout``.
 
-    Returns {"seconds", "peak", "code", "last", "killed": None | "memory" | "time"}.
+    Returns {"seconds", "peak", "code", "last", "killed": None | "memory" | "time", "tail": the last 60 lines}.
     """
     log = tempfile.TemporaryFile()
     start = time.perf_counter()
@@ -213,7 +213,7 @@ def watched(cmd, limit_bytes, timeout, env=None) -> dict:
     log.seek(0)
     lines = [line.strip() for line in log.read().decode(errors="replace").splitlines() if line.strip()]
     return {"seconds": seconds, "peak": peak, "code": proc.returncode, "last": lines[-1][:160] if lines else "",
-            "killed": killed}
+            "killed": killed, "tail": lines[-60:]}  # --json keeps it: portx's stage times, a traceback
 
 
 def _python(code, *args) -> list:
@@ -302,7 +302,7 @@ def main(argv=None):
     parser.add_argument("--timeout", type=float, default=1800, help="kill a process tree after this many seconds")
     parser.add_argument("--json", help="also write the rows to this file")
     parser.add_argument("--portx-args", default="", help="more arguments for portx convert, space-separated "
-                                                         "(e.g. --no-shard-proof)")
+                                                         "(--portx-args=\"--no-shard-proof --profile\")")
     args = parser.parse_args(argv)
     sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
     unknown = [s for s in sizes if s not in SIZES]
