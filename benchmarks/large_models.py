@@ -1,7 +1,7 @@
 """Large decoders as TPU teams bring them: portx, keras-hub and the read-and-write floor on the same folder.
 
 Run: .venv/bin/python benchmarks/large_models.py [--sizes tiny,1b,3b,8b] [--mem-limit-gb 16] [--timeout 1800]
-     [--only portx,keras-hub,floor] [--json PATH]
+     [--only portx,keras-hub,floor] [--json PATH] [--portx-args="--no-shard-proof"]
 
 For each size it writes (once per machine, cached) a Hugging Face Llama folder with random bfloat16 weights:
 ``config.json`` for ``LlamaForCausalLM``, ``model-0000k-of-0000n.safetensors`` shards of at most 5 GB (as the
@@ -197,7 +197,7 @@ def tree_rss(pid) -> int:
 def watched(cmd, limit_bytes, timeout, env=None) -> dict:
     """Run ``cmd`` in its own process group, sampling its tree's RSS; kill it past ``limit_bytes`` or ``timeout``.
 
-    Returns {"seconds", "peak", "code", "last", "killed": None | "memory" | "time"}.
+    Returns {"seconds", "peak", "code", "last", "killed": None | "memory" | "time", "tail": the last 60 lines}.
     """
     log = tempfile.TemporaryFile()
     start = time.perf_counter()
@@ -213,7 +213,7 @@ def watched(cmd, limit_bytes, timeout, env=None) -> dict:
     log.seek(0)
     lines = [line.strip() for line in log.read().decode(errors="replace").splitlines() if line.strip()]
     return {"seconds": seconds, "peak": peak, "code": proc.returncode, "last": lines[-1][:160] if lines else "",
-            "killed": killed}
+            "killed": killed, "tail": lines[-60:]}  # --json keeps it: portx's stage times, a traceback
 
 
 def _python(code, *args) -> list:
@@ -246,14 +246,16 @@ def floor(folder: Path, out: Path) -> tuple:
     return read, time.perf_counter() - start
 
 
-def measure(size, only, limit, timeout, log=print) -> list:
-    """Rows for one size: imports, portx, keras-hub, the floor (those in ``only``)."""
+def measure(size, only, limit, timeout, log=print, portx_args=()) -> list:
+    """Rows for one size: imports, portx, keras-hub, the floor (those in ``only``); ``portx_args`` go after
+    ``portx convert FOLDER --to keras-jax -o OUT`` (``--no-shard-proof``)."""
     folder = cached_folder(size, log)
     env = {**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": os.pathsep.join(
         [str(ROOT / "src")] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
     rows = [dict(size=size, what="imports", **watched(_python(_IMPORTS), limit, timeout, env))]
     with tempfile.TemporaryDirectory(prefix="portx-bench-", dir=folder.parent) as tmp:
-        runs = {"portx": _python(_PORTX, "convert", str(folder), "--to", "keras-jax", "-o", f"{tmp}/portx"),
+        runs = {"portx": _python(_PORTX, "convert", str(folder), "--to", "keras-jax", "-o", f"{tmp}/portx",
+                                 *portx_args),
                 "keras-hub": _python(_KERAS_HUB, str(folder), f"{tmp}/keras-hub")}
         for what, cmd in runs.items():
             if what in only:
@@ -299,6 +301,8 @@ def main(argv=None):
     parser.add_argument("--mem-limit-gb", type=float, default=16.0, help="kill a process tree above this RSS")
     parser.add_argument("--timeout", type=float, default=1800, help="kill a process tree after this many seconds")
     parser.add_argument("--json", help="also write the rows to this file")
+    parser.add_argument("--portx-args", default="", help="more arguments for portx convert, space-separated "
+                                                         "(--portx-args=\"--no-shard-proof --profile\")")
     args = parser.parse_args(argv)
     sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
     unknown = [s for s in sizes if s not in SIZES]
@@ -307,9 +311,11 @@ def main(argv=None):
     limit = int(args.mem_limit_gb * 1e9)
     rows = []
     for size in sizes:
-        rows += measure(size, set(args.only.split(",")), limit, args.timeout, log=lambda m: print(m, flush=True))
+        rows += measure(size, set(args.only.split(",")), limit, args.timeout, log=lambda m: print(m, flush=True),
+                        portx_args=args.portx_args.split())
     print(f"\n{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores, "
-          f"limit {args.mem_limit_gb:g} GB\n" + table(rows, limit))
+          f"limit {args.mem_limit_gb:g} GB{', portx ' + args.portx_args if args.portx_args else ''}\n"
+          + table(rows, limit))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
 

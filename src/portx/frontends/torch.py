@@ -375,14 +375,14 @@ def walk_program(ep):
     return ep, low
 
 
-def lower_exported(ep, name="model", strict_tpu=False) -> Graph:
+def lower_exported(ep, name="model", strict_tpu=False, walk=walk_program) -> Graph:
     """Lower an ExportedProgram to a validated-by-construction IR Graph.
 
     Raises UnsupportedOps listing every op without an import rule, with scopes and counts, and
-    every data-dependent op (NotTpuLegal, exit 4, when ``strict_tpu``).
+    every data-dependent op (NotTpuLegal, exit 4, when ``strict_tpu``). ``walk``: walk_program, or one that keeps it.
     """
     refuse_data_dependent(ep, strict_tpu)
-    ep, low = walk_program(ep)
+    ep, low = walk(ep)
     if low.failures:
         items = [(op, scopes, reason) for (op, reason), scopes in low.failures.items()]
         raise UnsupportedOps(items)

@@ -23,7 +23,7 @@ import torch
 from ..errors import BadInput, first_line
 from ..ir import batch_inputs
 from .input_spec import parse_input_spec
-from .torch import export_module, lower_exported
+from .torch import export_module, lower_exported, walk_program
 from .torch_arrays import array_of
 
 __all__ = ["TorchSource", "load_torch_source", "from_module", "output_structure"]
@@ -43,6 +43,7 @@ class TorchSource:
     notes: list = field(default_factory=list)  # warnings for the report (renamed names, pinned dims)
     declared: list = field(default_factory=list)  # dynamic dims the program declares (``dynamic_dims``)
     batch_given: int = 0  # the example's batch as given, where it was traced at another (Note [batch of one])
+    _walked: tuple = field(default=None, init=False, repr=False, compare=False)  # (program, prepared, lowering)
 
     def dynamic_dims(self) -> list:
         """The dims a .pt2 declares with ``torch.export.Dim``: [{"symbol", "sites": [[input, axis]], "min",
@@ -73,7 +74,7 @@ class TorchSource:
 
     def lower(self, name="model", strict_tpu=False):
         """The IR Graph, with the program's output nesting in ``meta`` (Note [output structure])."""
-        graph = lower_exported(self.program, name=name, strict_tpu=strict_tpu)
+        graph = lower_exported(self.program, name=name, strict_tpu=strict_tpu, walk=self.walk)
         structure = output_structure(self.program)
         return graph if structure is None else graph.replace(meta={**graph.meta, "output_structure": structure})
 
@@ -89,6 +90,22 @@ class TorchSource:
             out = self.module(*self.torch_inputs(arrays))
         flat = torch.utils._pytree.tree_leaves(out)  # nested dicts/tuples/lists, in torch.export's output order
         return [array_of(t, keep_bfloat16=True) for t in flat]  # compared at bfloat16's resolution
+
+    def walk(self, program):
+        """``walk_program(program)``, kept for the last program walked (Note [one walk per program]).
+
+        Example: ``src.walk(src.program)[1].env`` maps each fx node to its IR value.
+        """
+        if self._walked is None or self._walked[0] is not program:
+            self._walked = (program, *walk_program(program))
+        return self._walked[1:]
+
+    # Note [one walk per program]: lowering a program (its decompositions, then every import rule) is most of
+    # ``lower``. The source's own run for verification needs the same walk (which IR value each fx node became),
+    # and walked the program again: 91 s of the 104 s that run took on the 1B Llama folder (a busy machine). A
+    # TorchSource keeps the walk of its program, so ``lower`` and ``intermediates`` share one; a source traced
+    # again (``resized``) is a new object that walks its own program. The walk holds the lowered nodes and views
+    # of the weights the graph holds anyway.
 
     def intermediates(self, arrays, keep=None, release=None) -> dict:
         """IR value name -> the program's own intermediate on ``arrays`` (see torch_intermediates.py)."""

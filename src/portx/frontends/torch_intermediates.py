@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from .torch import state_of, walk_program
+from .torch import state_of
 from .torch_arrays import array_of
 
 __all__ = ["source_intermediates"]
@@ -21,12 +21,12 @@ __all__ = ["source_intermediates"]
 def source_intermediates(src, arrays, keep=None, release=None) -> dict:
     """IR value name -> the source's own intermediate (torch), for the values torch computes one-to-one.
 
-    Lowers the program again to learn which IR value each fx node became, then runs the same fx
+    Takes the program's lowering to learn which IR value each fx node became, then runs the same fx
     graph with torch.fx.Interpreter, recording every node's output (only the IR names in ``keep``, when given:
     the rest is freed as the run goes). ``release(state_dict key, tensor)`` is called after a weight's last use.
     Example: ``source_intermediates(src, arrays)["conv2d"].shape``.
     """
-    ep, low = walk_program(src.program)
+    ep, low = src.walk(src.program)  # the walk ``lower`` made (Note [one walk per program])
     state, users = state_of(ep), set(ep.graph_signature.user_inputs)
     feed = iter(src.torch_inputs(arrays))
     args = [next(feed) if node.name in users else state[node.name][1]

@@ -14,6 +14,8 @@ Example:
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 __all__ = ["Target"]
@@ -58,6 +60,16 @@ class Target:
     def load(self, path):
         """The model in ``path`` (an OUT folder or its model.py), loaded as a user would (``load_model()``)."""
         raise NotImplementedError
+
+    def build(self, graph):
+        """``graph``'s model with its weights, as ``load`` gives it after ``emit``: the blocks of streaming
+        verification (verification/streaming.py). By default emitted into a scratch folder and loaded from it."""
+        folder = Path(tempfile.mkdtemp(prefix="portx-segment-"))
+        try:
+            self.emit(graph, folder)
+            return self.load(folder)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
 
     def load_abstract(self, path):
         """The model in ``path`` without its weights where the target can build it so (shapes and dtypes only,

@@ -34,10 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -234,25 +231,15 @@ def _wide(array):
 
 
 def _run_segment(target, sub, feed, built) -> list:
-    """``sub`` emitted into a scratch folder, loaded as a user would, and run on ``feed``; a segment of the
-    same structure as one run before reuses that model and its compile with ``sub``'s weights (``built``)."""
+    """``sub``'s model (``target.build``: the emitted model.py with its weights) run on ``feed``; a segment of
+    the same structure as one run before reuses that model and its compile with ``sub``'s weights (``built``)."""
     key = structure(sub)
     model, like = built.get(key, (None, None))
     if model is None or not target.rebind(model, sub, like):
         built.clear()  # one block's model at a time
-        model = _emitted(target, sub)
+        model = target.build(sub)
         built[key] = (model, sub)
     return [np.asarray(o) for o in target.run(model, feed)]
-
-
-def _emitted(target, sub):
-    folder = Path(tempfile.mkdtemp(prefix="portx-segment-"))
-    try:
-        emitted = target.emit(sub, folder)
-        emitted.pop("model", None)
-        return target.load(folder)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def structure(graph) -> tuple:

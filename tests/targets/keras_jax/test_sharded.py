@@ -84,3 +84,39 @@ def test_a_weight_larger_than_a_shard_is_one_line(tmp_path):
         portx.convert(nn.Linear(64, 64), example_inputs=(torch.randn(2, 64),), out=tmp_path / "o",
                       max_shard_size="1KB", verify=False)
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("make", [
+    lambda rng: rng.standard_normal((700, 900), dtype=np.float32).astype("bfloat16").T,  # a Dense kernel, tiled
+    lambda rng: rng.standard_normal((32, 48, 3, 3), dtype=np.float32).transpose(2, 3, 1, 0),  # a conv kernel
+    lambda rng: rng.standard_normal((300, 1000), dtype=np.float32),
+    lambda rng: np.asarray(rng.integers(0, 9, ()), np.int64),
+    lambda rng: np.zeros((0, 4), np.float32),
+    lambda rng: rng.integers(0, 2, (5, 3)).astype(bool)[:, ::2],
+], ids=["bfloat16-transposed", "conv-permuted", "contiguous", "scalar", "empty", "bool-strided"])
+def test_write_dataset_writes_what_keras_h5_store_writes(make, tmp_path, monkeypatch):
+    import ml_dtypes  # noqa: F401 - numpy's "bfloat16" dtype name
+    from keras.src.saving.saving_lib import H5IOStore
+
+    from portx.targets.keras_jax.sharded import write_dataset
+    from portx.weights import tiles
+
+    monkeypatch.setattr(tiles, "STRIP_BYTES", 64 << 10)  # several bands
+    monkeypatch.setattr(tiles, "_SMALL", 0)  # tiles even for these small arrays
+    array = make(np.random.default_rng(0))
+    theirs = H5IOStore(tmp_path / "keras.h5", mode="w")
+    theirs.make("layers/dense")
+    theirs["0"] = array
+    theirs.close()
+    with h5py.File(tmp_path / "ours.h5", "w") as f:
+        write_dataset(f.create_group("layers/dense").create_group("vars"), "0", array)
+    ours, keras_own = _contents_of(tmp_path / "ours.h5"), _contents_of(tmp_path / "keras.h5")
+    assert ours == keras_own and len(ours) == 1
+
+
+def _contents_of(path):
+    with h5py.File(path) as f:
+        found = {}
+        f.visititems(lambda name, obj: found.setdefault(name, (
+            str(obj.dtype), obj.shape, obj[()].tobytes(), dict(obj.attrs)) if isinstance(obj, h5py.Dataset) else None))
+        return {k: v for k, v in found.items() if v is not None}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import sys
+import weakref
 from pathlib import Path
 
 from ..base import Target
@@ -18,7 +19,7 @@ from .emitter import HEADER, WEIGHTS_FILE, KerasEmitter, emit_keras
 from ..codegen import import_by_path
 from .sharded import DEFAULT_SHARD_GB, abstract_model
 from .mesh_proof import prove_sharded
-from .runtime import jitted, load_folder, observe_layers, observe_locals
+from .runtime import build_in_memory, jitted, load_folder, observe_layers, observe_locals
 from .tpu import export_artifact, prove_tpu_lowering
 
 __all__ = ["KERAS_JAX", "KerasJax"]
@@ -43,6 +44,10 @@ class KerasJax(Target):
 
     def load(self, path):
         return load_folder(path)
+
+    def build(self, graph):
+        """``graph``'s model built in memory, no weights file (Note [segments in memory] in runtime.py)."""
+        return build_in_memory(graph)
 
     def load_abstract(self, path):
         """model.py's model with every variable uninitialised (Note [weight budget] in verification/budget.py)."""
@@ -69,11 +74,14 @@ class KerasJax(Target):
     def rebind(self, model, graph, like) -> bool:
         """Layer by layer, in emission order: ``graph``'s emitted weights into the layers ``like`` named
         (Note [streaming verification] in verification/streaming.py). False where the two disagree."""
-        ours, theirs = (_emitted_weights(g) for g in (like, graph))
-        if [[a.shape for a in w] for w in ours.values()] != [[a.shape for a in w] for w in theirs.values()]:
+        ours = _LAYOUTS.get(model)
+        if ours is None or ours[0] is not like:  # like's layers, emitted once per model, not once per block
+            ours = _LAYOUTS[model] = (like, _layout(_emitted_weights(like)))
+        theirs = _emitted_weights(graph)
+        if [shapes for _, shapes in ours[1]] != [shapes for _, shapes in _layout(theirs)]:
             return False
         built = {layer.name: layer for layer in model.layers}
-        for name, arrays in zip(ours, theirs.values()):
+        for (name, _), arrays in zip(ours[1], theirs.values()):
             if name in built:  # a layer Keras left out (unreachable) holds nothing to run
                 built[name].set_weights(arrays)
         return True
@@ -91,6 +99,14 @@ class KerasJax(Target):
         """A live ``keras.Model`` too (verification of a model the user loaded), besides OUT folders."""
         keras = sys.modules.get("keras")
         return (keras is not None and isinstance(out, keras.Model)) or super().owns(out)
+
+
+#: model -> (the graph it was emitted from, [(layer name, weight shapes)] in emission order); freed with the model
+_LAYOUTS = weakref.WeakKeyDictionary()
+
+
+def _layout(weights) -> list:
+    return [(name, [tuple(a.shape) for a in arrays]) for name, arrays in weights.items()]
 
 
 def _emitted_weights(graph) -> dict:

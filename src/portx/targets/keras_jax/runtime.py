@@ -8,6 +8,7 @@ Example:
 from __future__ import annotations
 
 import sys
+import tempfile
 import weakref
 from pathlib import Path
 
@@ -15,9 +16,11 @@ import numpy as np
 
 from ..codegen import flatten_outputs, import_by_path
 from .cheap_init import cheap_initializers
-from .emitter import WEIGHTS_FILE
+from .emitter import WEIGHTS_FILE, KerasEmitter
+from .sharded import abstract_model, given_layers
 
-__all__ = ["load_folder", "jitted", "forget_compiles", "run_jitted", "build_with_locals", "observe_locals",
+__all__ = ["load_folder", "build_in_memory",
+           "jitted", "forget_compiles", "run_jitted", "build_with_locals", "observe_locals",
            "observe_layers"]
 
 
@@ -34,6 +37,31 @@ def load_folder(path):
     # only the tensors: a local holding the model itself would keep it alive through the table
     _LOCALS[model] = (code.resolve(), {k: v for k, v in tensors.items() if isinstance(v, keras.KerasTensor)})
     return model
+
+
+def build_in_memory(graph):
+    """``graph``'s Keras model with the weights its emit rules give, no weights file written or read (Note
+    [segments in memory]). Example: ``run_jitted(build_in_memory(segment_graph), arrays)``."""
+    emitter = KerasEmitter(graph)
+    code = emitter.emit_graph()
+    with tempfile.TemporaryDirectory(prefix="portx-segment-") as folder:
+        path = Path(folder) / "model.py"
+        path.write_text(code, encoding="utf-8")
+        module = import_by_path(path)
+    model = abstract_model(module)  # no initial values: each variable's first is its emitted array
+    for layer, arrays in given_layers(model, emitter.weights):
+        layer.set_weights(arrays)  # XLA copies a transposed view in tiles of its own
+    return model
+
+
+# Note [segments in memory]: streaming verification (verification/streaming.py) builds one model per distinct
+# block of a large model. Emitted as OUT is and loaded back with ``load_weights``, a block's weights went through
+# the sharded writer (model.py, .h5 shards on disk) and back through Keras' H5 store, which copies each array
+# twice more before JAX copies it into the variable; the final glue of the 1B Llama (norm and a tied 525 MB
+# head) took 40 s. Built here, model.py is still imported from a file (the code a user gets), the model is built
+# without initial values (``abstract_model``: no zeros to allocate and replace) and each layer is handed its
+# emitted arrays, which JAX copies once into the variables (a transposed view included: XLA transposes in tiles,
+# faster than NumPy's element-by-element copy and without a C-ordered copy in between).
 
 
 #: model -> (its model.py, build_model's locals): the KerasTensors of every intermediate; weak, freed with the model
