@@ -6,10 +6,10 @@ share such a prefix are one block (``block_runs``; verification/streaming.py cut
 same way). Two blocks are *the same* when their op subgraphs are equal up to parameter values and sizes:
 the same ops in the same order, the same attribute names, the same dtypes and ranks, and the same wiring
 (which earlier node of the block, or which outside value in order of first use, each input reads).
-``record_blocks`` keeps, in ``graph.meta["blocks"]``, the blocks of every structure that occurs at least
-twice; the emitters write such a block once (a Keras function, a torch ``nn.Module`` class) and call it
-per block, after checking that the code they wrote for each is the same up to names and numbers
-(targets/structure.py). Everything else stays flat.
+``record_blocks`` keeps every block in ``graph.meta["blocks"]`` with its structure's number (``kind``). The
+emitters write the blocks of a kind that occurs at least twice once (a Keras function, a torch ``nn.Module``
+class) and call it per block, after checking that the code they wrote for each is the same up to names and
+numbers (Note [structured code] in targets/structure.py). Everything else stays flat.
 
 Example (meta only; nodes unchanged)::
 
@@ -77,7 +77,8 @@ def block_structure(graph, nodes) -> tuple:
 
 
 def record_blocks(graph):
-    """Record the repeated blocks in ``graph.meta["blocks"]`` (Note [repeated blocks]); nodes unchanged.
+    """Record the numbered blocks and their structures in ``graph.meta["blocks"]`` (Note [repeated blocks]);
+    nodes unchanged.
 
     Example: ``record_blocks(graph).meta["blocks"][0]["key"]`` -> ``"layer1.0"``.
     """
@@ -92,7 +93,4 @@ def record_blocks(graph):
             kind = kinds.setdefault(block_structure(graph, own), len(kinds))
             found.append({"key": key, "start": start, "stop": start + len(own), "kind": kind})
         start += len(nodes)
-    counts = {}
-    for row in found:
-        counts[row["kind"]] = counts.get(row["kind"], 0) + 1
-    return graph.replace(meta={**graph.meta, "blocks": [row for row in found if counts[row["kind"]] > 1]})
+    return graph.replace(meta={**graph.meta, "blocks": found})

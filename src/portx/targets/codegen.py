@@ -211,7 +211,7 @@ class EmitterBase:
         self.names = {}  # Value -> the expression that holds it in the generated code
         self._readers = None  # Value -> how many nodes read it (``ownable``), counted on first use
         self.clobbered = set()  # values a later node overwrote in place: their variables no longer hold them
-        self.spans = {}  # node index -> (first line, end line) of self.body it wrote (targets/structure.py)
+        self.spans = {}  # node index -> (``marks`` before, after) its rule (Note [structured code] in structure.py)
         self.origins = {}  # a key of the ``HELD`` dict -> the trainable params its weights came from (origins.py)
 
     def var_of(self) -> dict:
@@ -304,6 +304,10 @@ class EmitterBase:
         self.body.line(f"{', '.join(targets)} = {expr}")
 
     # -- the walk ---------------------------------------------------------------------------
+    def marks(self) -> tuple:
+        """How far each line writer has got (``spans``: the lines each node wrote); torch adds ``__init__``'s."""
+        return (len(self.body),)
+
     def check(self, node) -> None:
         """Refuse IR this target cannot print (a bug upstream, not the user's model); subclasses override."""
 
@@ -319,10 +323,10 @@ class EmitterBase:
             try:
                 if rule is None:
                     raise Unsupported(f"no {self.TARGET} emitter")
-                written, held = len(self.body), len(getattr(self, self.HELD))
+                written, held, marks = len(self.body), len(getattr(self, self.HELD)), self.marks()
                 try:
                     rule(node, self)
-                    self.spans[done] = (written, len(self.body))
+                    self.spans[done] = (marks, self.marks())
                     record_origins(self, node, held)  # targets/origins.py: the weights it wrote came from node
                 except (FreeDimRefused, TypeError, ValueError) as exc:
                     if free is plain and not isinstance(exc, FreeDimRefused):

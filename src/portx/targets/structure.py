@@ -25,11 +25,13 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 
-__all__ = ["Instance", "Group", "block_groups", "pieces", "render", "loops", "number_params", "ident"]
+__all__ = ["Instance", "Group", "block_groups", "block_lines", "instance", "pieces", "render", "loops",
+           "number_params", "ident", "param_name", "family_name", "find_outputs"]
 
 _LHS = re.compile(r"^([A-Za-z_]\w*(?:, [A-Za-z_]\w*)*) = ")
 _SAFE_SUFFIX = re.compile(r"^[0-9A-Za-z_]*$")
 _MAX_PARAMS = 8  # a block with more varying numbers than this is not written as one function
+_MIN_LINES = 2  # a block of one statement stays flat: a function for it would not read better
 
 
 def ident(key: str) -> str:
@@ -38,37 +40,40 @@ def ident(key: str) -> str:
 
 
 def pieces(text: str, prefix: str, variables) -> list:
-    """One statement as [(kind, value)]: ("t", text), ("v", variable), ("s", suffix after ``prefix``), ("n", number).
+    """One statement as [(kind, value)]: ("t", text), ("v", variable), ("s", suffix of a name after ``prefix``),
+    ("a", suffix of a ``self.<prefix>_...`` attribute), ("n", number).
 
     Example: ``pieces("a = f(b, 3, name='p_a')", "p", {"a", "b"})`` ->
     ``[("v", "a"), ("t", " = f("), ("v", "b"), ("t", ", "), ("n", "3"), ("t", ", name="), ("s", "_a"), ("t", ")")]``.
     """
-    out, col, prev = [], 0, None
-    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-        if tok.type in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER) or tok.start[0] != 1:
-            continue
-        start, end = tok.start[1], tok.end[1]
-        kind = None
-        if tok.type == tokenize.NAME and tok.string in variables and not (prev and prev.string == "."):
-            kind = "v"
+    toks = [t for t in tokenize.generate_tokens(io.StringIO(text).readline)
+            if t.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER) and t.start[0] == 1]
+    out, col, depth = [], 0, 0
+    for i, tok in enumerate(toks):
+        depth += (tok.string in "([{") - (tok.string in ")]}") if tok.type == tokenize.OP else 0
+        before = [t.string for t in toks[max(i - 2, 0):i]]
+        kind = value = None
+        if tok.type == tokenize.NAME and before == ["self", "."] and tok.string.startswith(prefix + "_"):
+            kind, value = "a", tok.string[len(prefix) + 1:]
+        elif tok.type == tokenize.NAME and tok.string in variables and before[-1:] != ["."] \
+                and not (depth and i + 1 < len(toks) and toks[i + 1].string == "="):  # a keyword argument
+            kind, value = "v", tok.string
         elif tok.type == tokenize.NUMBER:
-            kind = "n"
+            kind, value = "n", tok.string
         elif tok.type == tokenize.STRING and tok.string[0] in "'\"":
-            value = ast.literal_eval(tok.string)
-            if isinstance(value, str) and (value == prefix or value.startswith(prefix + "_")) \
-                    and _SAFE_SUFFIX.match(value[len(prefix):]):
-                kind, tok_value = "s", value[len(prefix):]
+            name = ast.literal_eval(tok.string)
+            if isinstance(name, str) and (name == prefix or name.startswith(prefix + "_")) \
+                    and _SAFE_SUFFIX.match(name[len(prefix):]):
+                kind, value = "s", name[len(prefix):]
         if kind is not None:
-            out.append(("t", text[col:start]))
-            out.append((kind, tok_value if kind == "s" else tok.string))
-            col = end
-        prev = tok
+            out += [("t", text[col:tok.start[1]]), (kind, value)]
+            col = tok.end[1]
     out.append(("t", text[col:]))
     return [p for p in out if p != ("t", "")]
 
 
-def render(parts, var=lambda v: v, number=lambda i, n: n, string=None) -> str:
-    """A statement from its ``pieces``, with variables, numbers (by position) and names mapped."""
+def render(parts, var=lambda v: v, number=lambda i, n: n, string=None, attr=None) -> str:
+    """A statement from its ``pieces``, with variables, numbers (by position), names and attributes mapped."""
     text, count = [], 0
     for kind, value in parts:
         if kind == "v":
@@ -76,10 +81,12 @@ def render(parts, var=lambda v: v, number=lambda i, n: n, string=None) -> str:
         elif kind == "n":
             text.append(number(count, value))
             count += 1
-        elif kind == "s" and string is not None:
+        elif kind == "s":
             text.append(string(value))
+        elif kind == "a":
+            text.append(attr(value))
         else:
-            text.append(value if kind != "s" else None)
+            text.append(value)
     return "".join(text)
 
 
@@ -115,9 +122,15 @@ class Group:
     columns: list  # parameter index -> the column it was first found in
 
 
-def _instance(rows, block, spans, variables) -> Instance | None:
-    start, stop = spans[block["start"]][0], spans[block["stop"] - 1][1]
-    prefix, key = ident(block["key"]), block["key"]
+def block_lines(spans, block, writer=0) -> tuple:
+    """(first line, end line) of ``block`` in one of the emitter's writers (``spans``: node -> (marks before,
+    marks after), Note [structured code])."""
+    return spans[block["start"]][0][writer], spans[block["stop"] - 1][1][writer]
+
+
+def instance(rows, start, stop, key, variables) -> Instance | None:
+    """Block ``key``'s statements ``rows[start:stop]`` as an Instance; None where they cannot be templated."""
+    prefix = ident(key)
     inst = Instance(key, prefix, start, stop, [])
     for indent, text, comment in rows[start:stop]:
         if indent != rows[start][0] or not text:
@@ -147,16 +160,11 @@ def block_groups(rows, spans, blocks, variables, reads) -> list:
     for block in blocks:
         if any(spans.get(i) is None for i in range(block["start"], block["stop"])):
             continue
-        inst = _instance(rows, block, spans, variables)
+        inst = instance(rows, *block_lines(spans, block), block["key"], variables)
         if inst is None or not inst.rows:
             continue
-        later = {}
-        for i, names in enumerate(reads):
-            for v in names.intersection(inst.locals) if not inst.start <= i < inst.stop else ():
-                later.setdefault(v, set()).add(i)
-        inst.outputs = [v for v in inst.locals if v in later]
-        inst.read_at = set().union(*later.values())
-        if inst.outputs:
+        find_outputs(inst, reads)
+        if inst.outputs and len(inst.rows) >= _MIN_LINES:
             found.setdefault((block["kind"], inst.template()), []).append(inst)
     groups = []
     for insts in found.values():
@@ -164,6 +172,17 @@ def block_groups(rows, spans, blocks, variables, reads) -> list:
         if params is not None:
             groups.append(Group(insts, *params))
     return groups
+
+
+def find_outputs(inst, reads) -> None:
+    """Set ``inst.outputs`` (its locals read outside its lines; ``reads``: per line the variables it reads, and a
+    last row for the returned ones) and ``inst.read_at`` (the lines that read them)."""
+    later = {}
+    for i, names in enumerate(reads):
+        for v in names.intersection(inst.locals) if not inst.start <= i < inst.stop else ():
+            later.setdefault(v, set()).add(i)
+    inst.outputs = [v for v in inst.locals if v in later]
+    inst.read_at = set().union(*later.values())
 
 
 def number_params(numbers) -> tuple | None:
@@ -227,3 +246,49 @@ def _chain(last, inst, first):
     pos = inst.inputs.index(last.outputs[0])
     same = all(a == b for i, (a, b) in enumerate(zip(inst.inputs, first.inputs)) if i != pos)
     return pos if same else None
+
+
+#: the names of the first positional arguments of layers and modules, for the numbers a block passes them
+ARG_NAMES = {"Conv1D": ("filters",), "Conv2D": ("filters",), "Conv3D": ("filters",), "Dense": ("units",),
+             "Conv2DTranspose": ("filters",), "Conv1d": ("in_channels", "out_channels"),
+             "Conv2d": ("in_channels", "out_channels"), "Linear": ("in_features", "out_features"),
+             "BatchNorm2d": ("num_features",), "BatchNorm1d": ("num_features",), "LayerNorm": ("normalized_shape",),
+             "Embedding": ("num_embeddings", "embedding_dim"), "GroupNorm": ("num_groups", "num_channels")}
+
+
+def family_name(group) -> str:
+    """``layer`` for blocks of ``model.layers``, ``block`` for blocks of several containers."""
+    parents = {inst.key.rpartition(".")[0] for inst in group.instances}
+    if len(parents) != 1:
+        return "block"
+    last = ident(parents.pop().rpartition(".")[2]) or "block"
+    return last[:-1] if last.endswith("s") and len(last) > 2 else f"{last}_block"
+
+
+def param_name(inst, col) -> str:
+    """A name for number column ``col``: its keyword, or the layer's first positional argument's name."""
+    count = 0
+    for parts, _ in inst.rows:
+        for j, (kind, value) in enumerate(parts):
+            if kind != "n":
+                continue
+            if count == col:
+                before = parts[j - 1][1] if j and parts[j - 1][0] == "t" else ""
+                if before.rstrip().endswith("="):
+                    return before.rstrip()[:-1].rsplit(" ", 1)[-1].rsplit("(", 1)[-1]
+                return _positional(parts[:j])
+            count += 1
+    return "size"
+
+
+def _positional(parts) -> str:
+    """The name of the positional argument a number at the end of ``parts`` is: ``nn.Conv2d(8, `` -> out_channels."""
+    position = 0
+    for kind, value in reversed(parts):
+        if kind == "t" and value.endswith("("):
+            names = ARG_NAMES.get(value[:-1].rsplit(".", 1)[-1].rsplit("(", 1)[-1], ())
+            return names[position] if position < len(names) else "size"
+        if kind != "n" and not (kind == "t" and value == ", "):
+            return "size"
+        position += kind == "n"
+    return "size"

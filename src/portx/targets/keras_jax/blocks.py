@@ -10,14 +10,9 @@ Example:
 from __future__ import annotations
 
 from ..codegen import LineWriter, Namespace, literal
-from ..structure import block_groups, ident, loops, pieces, render
+from ..structure import block_groups, family_name, ident, loops, param_name, pieces, render
 
-__all__ = ["write_blocks", "ARG_NAMES"]
-
-#: a varying first positional argument of these layers is named like Keras names it
-ARG_NAMES = {"Conv1D": "filters", "Conv2D": "filters", "Conv3D": "filters", "Conv2DTranspose": "filters",
-             "Dense": "units", "Linear": "out_features", "Conv2d": "out_channels", "Conv1d": "out_channels"}
-
+__all__ = ["write_blocks"]
 
 def _variables(emitter) -> set:
     found = set(emitter.names.values())
@@ -92,10 +87,10 @@ def _call(emitter, body, run, pos, fn, group, rename) -> None:
 def _function(emitter, group, width) -> str:
     """Write the group's function into ``emitter.functions``; returns its name."""
     first = group.instances[0]
-    fn = emitter.ns.name(_function_name(group), "block")
+    fn = emitter.ns.name(family_name(group), "block")
     local = Namespace({"keras", "layers", "ops", "np", "name", "Constant", "FreeShape"})
     inputs = {v: local.name("x" if i == 0 else v, "x") for i, v in enumerate(first.inputs)}
-    params = [local.name(_param_name(first, col), "size") for col in group.columns]
+    params = [local.name(param_name(first, col), "size") for col in group.columns]
     names = {v: local.name(v[len(first.prefix) + 1:] if v.startswith(first.prefix + "_") else
                            "out" if v == first.prefix else v, "v") for v in first.locals}
     names.update(inputs)
@@ -123,30 +118,3 @@ def _function(emitter, group, width) -> str:
     for inst in group.instances:
         emitter.hidden.update(v for v in inst.locals if v not in inst.outputs)
     return fn
-
-
-def _function_name(group) -> str:
-    """``layer`` for blocks of ``model.layers``, ``block`` for blocks of several containers."""
-    parents = {inst.key.rpartition(".")[0] for inst in group.instances}
-    if len(parents) != 1:
-        return "block"
-    last = ident(parents.pop().rpartition(".")[2]) or "block"
-    return last[:-1] if last.endswith("s") and len(last) > 2 else f"{last}_block"
-
-
-def _param_name(inst, col) -> str:
-    """A name for number column ``col``: its keyword, or the layer's first positional argument's name."""
-    count = 0
-    for parts, _ in inst.rows:
-        for j, (kind, value) in enumerate(parts):
-            if kind != "n":
-                continue
-            if count == col:
-                before = parts[j - 1][1] if j and parts[j - 1][0] == "t" else ""
-                if before.rstrip().endswith("="):
-                    return before.rstrip()[:-1].rsplit(" ", 1)[-1].rsplit("(", 1)[-1]
-                if before.endswith("("):
-                    return ARG_NAMES.get(before[:-1].rsplit(".", 1)[-1], "size")
-                return "size"
-            count += 1
-    return "size"
