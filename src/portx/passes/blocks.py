@@ -22,21 +22,43 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["block_of", "block_runs", "block_structure", "record_blocks"]
+__all__ = ["block_of", "block_parts", "block_runs", "block_structure", "record_blocks"]
 
 _INDEX = re.compile(r"^\d+$")
+#: a Keras layer name that numbers its block, as keras.applications and keras-hub write them
+_NAMED = re.compile(r"^(?P<key>(?P<stem>.*?(?:block|layer)(?:_(?=\d+(?:_|$))|(?=\d+_)))(?P<index>\d+))(?:_|$)")
 
 
 def block_of(scope: str) -> str:
-    """The block a scope belongs to: the path up to its first numbered component, or "" (glue).
+    """The block a scope belongs to: the path up to its first numbered component (or the name up to its numbered
+    ``block``/``layer``, as Keras models name layers), or "" (glue).
 
-    Example: ``block_of("m.model.layers.3.self_attn.q_proj")`` -> ``"m.model.layers.3"``.
+    Example: ``block_of("m.model.layers.3.self_attn.q_proj")`` -> ``"m.model.layers.3"``;
+    ``block_of("conv2_block1_1_conv")`` -> ``"conv2_block1"``.
     """
     parts = scope.split(".")
     for i, part in enumerate(parts):
         if _INDEX.match(part):
             return ".".join(parts[: i + 1])
+    for i, part in enumerate(parts):
+        named = _NAMED.match(part)
+        if named:
+            return ".".join(parts[:i] + [named["key"]])
     return ""
+
+
+def block_parts(key: str) -> dict:
+    """The container a block belongs to, its number in it, and the text its layer names start with before the
+    number. Example: ``block_parts("layer1.2")`` -> ``{"parent": "layer1", "index": 2, "stem": "layer1_"}``;
+    ``block_parts("conv2_block1")`` -> ``{"parent": "conv2", "index": 1, "stem": "conv2_block"}``."""
+    head, _, last = key.rpartition(".")
+    if _INDEX.match(last):
+        return {"parent": head, "index": int(last), "stem": re.sub(r"[^0-9A-Za-z_]+", "_", head).lower() + "_"}
+    named = _NAMED.match(last + "_")  # the key ends at its number
+    stem = named["stem"]
+    parent = re.sub(r"_?(block|layer)_?$", "", stem) or stem.rstrip("_")
+    return {"parent": f"{head}.{parent}" if head else parent, "index": int(named["index"]),
+            "stem": re.sub(r"[^0-9A-Za-z_]+", "_", f"{head}.{stem}" if head else stem).lower()}
 
 
 def block_runs(graph) -> list:
@@ -91,6 +113,6 @@ def record_blocks(graph):
             own.pop()
         if key and own and keys.count(key) == 1:  # a block split by glue is not one call
             kind = kinds.setdefault(block_structure(graph, own), len(kinds))
-            found.append({"key": key, "start": start, "stop": start + len(own), "kind": kind})
+            found.append({"key": key, "start": start, "stop": start + len(own), "kind": kind, **block_parts(key)})
         start += len(nodes)
     return graph.replace(meta={**graph.meta, "blocks": found})

@@ -96,6 +96,9 @@ class Instance:
 
     key: str
     prefix: str
+    parent: str  # the source container, its number in it, its names' text before the number (passes/blocks.py)
+    index: int
+    stem: str
     start: int
     stop: int
     rows: list  # (pieces, comment) per statement
@@ -128,10 +131,11 @@ def block_lines(spans, block, writer=0) -> tuple:
     return spans[block["start"]][0][writer], spans[block["stop"] - 1][1][writer]
 
 
-def instance(rows, start, stop, key, variables) -> Instance | None:
-    """Block ``key``'s statements ``rows[start:stop]`` as an Instance; None where they cannot be templated."""
+def instance(rows, start, stop, block, variables) -> Instance | None:
+    """``block``'s statements ``rows[start:stop]`` as an Instance; None where they cannot be templated."""
+    key = block["key"]
     prefix = ident(key)
-    inst = Instance(key, prefix, start, stop, [])
+    inst = Instance(key, prefix, block["parent"], block["index"], block["stem"], start, stop, [])
     for indent, text, comment in rows[start:stop]:
         if indent != rows[start][0] or not text:
             return None
@@ -160,7 +164,7 @@ def block_groups(rows, spans, blocks, variables, reads) -> list:
     for block in blocks:
         if any(spans.get(i) is None for i in range(block["start"], block["stop"])):
             continue
-        inst = instance(rows, *block_lines(spans, block), block["key"], variables)
+        inst = instance(rows, *block_lines(spans, block), block, variables)
         if inst is None or not inst.rows:
             continue
         find_outputs(inst, reads)
@@ -235,11 +239,9 @@ def _chain(last, inst, first):
     """The input position at which ``inst`` reads ``last``'s output, when the two may share a loop."""
     if last is None or last.stop != inst.start or len(inst.outputs) != 1 or len(last.outputs) != 1:
         return None
-    parent, _, index = inst.key.rpartition(".")
-    lparent, _, lindex = last.key.rpartition(".")
-    if parent != lparent or not (index.isdigit() and lindex.isdigit()) or int(index) != int(lindex) + 1:
+    if inst.parent != last.parent or inst.index != last.index + 1:
         return None
-    if inst.prefix != f"{ident(parent)}_{index}" or inst.numbers != first.numbers:
+    if inst.prefix != f"{inst.stem}{inst.index}" or inst.numbers != first.numbers:
         return None
     if last.outputs[0] not in inst.inputs or not last.read_at <= set(range(inst.start, inst.stop)):
         return None
@@ -258,7 +260,7 @@ ARG_NAMES = {"Conv1D": ("filters",), "Conv2D": ("filters",), "Conv3D": ("filters
 
 def family_name(group) -> str:
     """``layer`` for blocks of ``model.layers``, ``block`` for blocks of several containers."""
-    parents = {inst.key.rpartition(".")[0] for inst in group.instances}
+    parents = {inst.parent for inst in group.instances}
     if len(parents) != 1:
         return "block"
     last = ident(parents.pop().rpartition(".")[2]) or "block"

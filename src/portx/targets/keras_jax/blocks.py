@@ -70,14 +70,14 @@ def _call(emitter, body, run, pos, fn, group, rename) -> None:
         args.append(f"name={literal(first.prefix)}")
         body.line(f"{', '.join(first.outputs)} = {fn}({', '.join(args)})", f"source block {first.key}")
         return
-    parent = first.key.rpartition(".")[0]
-    chain = emitter.ns.name(ident(parent), "x")
+    chain = emitter.ns.name(ident(first.parent), "x")
     body.line(f"{chain} = {args[pos]}")
     args[pos] = chain
-    stem, lo, hi = ident(parent), first.key.rpartition(".")[2], run[-1].key.rpartition(".")[2]
-    body.line(f"for i in range({lo + ', ' if lo != '0' else ''}{int(hi) + 1}):", f"source blocks {parent}.{lo}-{hi}")
+    lo, hi = first.index, run[-1].index
+    body.line(f"for i in range({f'{lo}, ' if lo else ''}{hi + 1}):", f"source blocks {first.key} to {run[-1].key}")
     body.indent = 2
-    body.line(f"{chain} = {fn}({', '.join(args + [f'name=f{chr(34)}{stem}_{{i}}{chr(34)}'])})")
+    name = 'f"' + first.stem + '{i}"'
+    body.line(f"{chain} = {fn}({', '.join(args + [f'name={name}'])})")
     body.indent = 1
     rename[run[-1].outputs[0]] = chain
     for inst in run:

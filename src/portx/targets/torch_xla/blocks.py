@@ -38,16 +38,15 @@ def _candidates(emitter, variables, reads, taken) -> dict:
     for block in emitter.graph.meta.get("blocks") or []:
         if any(emitter.spans.get(i) is None for i in range(block["start"], block["stop"])):
             continue
-        parent, _, index = block["key"].rpartition(".")
-        init = instance(emitter.init.rows, *block_lines(emitter.spans, block, 1), block["key"], variables)
-        body = instance(emitter.body.rows, *block_lines(emitter.spans, block, 0), block["key"], variables)
+        init = instance(emitter.init.rows, *block_lines(emitter.spans, block, 1), block, variables)
+        body = instance(emitter.body.rows, *block_lines(emitter.spans, block, 0), block, variables)
         ok = init is not None and body is not None and not init.locals and not init.inputs and body.rows
         if ok:
             find_outputs(body, reads)
             ok = bool(body.outputs) and _own_attributes(init, body, taken)
-        found.setdefault(parent, []).append((int(index), block, init, body) if ok else None)
-    return {parent: [row[1:] for row in rows] for parent, rows in found.items()
-            if None not in rows and [row[0] for row in rows] == list(range(len(rows)))}
+        found.setdefault(block["parent"], []).append((block["index"], block, init, body) if ok else None)
+    return {parent: [row[1:] for row in rows] for parent, rows in found.items()  # numbered from 0 (torch) or 1
+            if None not in rows and [row[0] for row in rows] in (list(range(len(rows))), list(range(1, len(rows) + 1)))}
 
 
 def _own_attributes(init, body, taken) -> bool:
@@ -59,9 +58,15 @@ def _own_attributes(init, body, taken) -> bool:
                 own = j + 1 < len(parts) and parts[j + 1][0] == "a" and value.endswith("self.")
                 if kind == "t" and value.count("self.") > own:
                     return False
-                if kind == "a" and (not value.isidentifier() or keyword.iskeyword(value) or value in taken):
+                if kind == "a" and (not attr_name(value).isidentifier() or keyword.iskeyword(value) or value in taken):
                     return False
     return True
+
+
+def attr_name(rest: str) -> str:
+    """A block's submodule name: the flat name without the block's prefix; ``_1_conv`` for keras.applications'
+    ``conv2_block1_1_conv``, whose rest starts with a digit."""
+    return f"_{rest}" if rest[:1].isdigit() else rest
 
 
 def _template(init, body) -> tuple:
@@ -145,7 +150,7 @@ def _class(emitter, members, names):
 def _lines(w, rows, names, number, offset) -> None:
     for parts, comment in rows:
         w.line(render(parts, lambda v: names[v], lambda i, t: number(offset + i, t),
-                      lambda s: repr(s.lstrip("_")), lambda a: a), comment)
+                      lambda s: repr(attr_name(s.lstrip("_"))), attr_name), comment)
         offset += sum(kind == "n" for kind, _ in parts)
 
 
@@ -174,7 +179,7 @@ def _rewrite(emitter, containers, written, variables) -> None:
             for parts, _ in init.rows:
                 for kind, value in parts:
                     if kind == "a":
-                        paths[f"{init.prefix}_{value}"] = f"{attr}.{index}.{value}"
+                        paths[f"{init.prefix}_{value}"] = f"{attr}.{index}.{attr_name(value)}"
     skip_init = {i for rows in containers.values() for _, init, _ in rows for i in range(init.start, init.stop)}
     skip_body = {i for rows in containers.values() for _, _, body in rows for i in range(body.start, body.stop)}
     init = LineWriter()
@@ -220,7 +225,7 @@ def _container(w, indent, attr, made, sequential) -> None:
     if len(set(calls)) == 1:
         many = f"{calls[0]} for _ in range({len(calls)})"
         w.line(f"self.{attr} = nn.Sequential(*[{many}])" if sequential else
-               f"self.{attr} = nn.ModuleList([{many}])", f"source blocks {made[0][2].key[:-1]}0-{len(calls) - 1}")
+               f"self.{attr} = nn.ModuleList([{many}])", f"source blocks {made[0][2].key} to {made[-1][2].key}")
         return
     w.line(f"self.{attr} = nn.Sequential(" if sequential else f"self.{attr} = nn.ModuleList([")
     w.indent = indent + 1
