@@ -55,6 +55,10 @@ def pieces(text: str, prefix: str, variables) -> list:
         kind = value = None
         if tok.type == tokenize.NAME and before == ["self", "."] and tok.string.startswith(prefix + "_"):
             kind, value = "a", tok.string[len(prefix) + 1:]
+        elif tok.type == tokenize.NAME and before == ["self", "."] and f"self.{tok.string}" in variables:
+            out += [("t", text[col:toks[i - 2].start[1]]), ("v", f"self.{tok.string}")]  # the model's own attribute
+            col = tok.end[1]
+            continue
         elif tok.type == tokenize.NAME and tok.string in variables and before[-1:] != ["."] \
                 and not (depth and i + 1 < len(toks) and toks[i + 1].string == "="):  # a keyword argument
             kind, value = "v", tok.string

@@ -25,11 +25,31 @@ __all__ = ["write_modules"]
 
 
 def _variables(emitter) -> set:
+    """forward's variables, and the model's own attributes (``self.cos``): a block reads those as inputs."""
     found = set(emitter.names.values())
     for _, text, _ in emitter.body.rows:
         if " = " in text:
             found.update(t.strip() for t in text.split(" = ", 1)[0].split(","))
-    return {v for v in found if v.isidentifier()}
+    own = {m.group(1) or m.group(2) for _, text, _ in emitter.init.rows
+           for m in [_DEFINES.match(text)] if m}
+    return {v for v in found if v.isidentifier()} | {f"self.{a}" for a in own}
+
+
+_DEFINES = re.compile(r"^self\.(\w+) = |^self\.register_buffer\('(\w+)'")
+
+
+def _hoist(init) -> None:
+    """Leave in Model.__init__ the statements of ``init`` that define no attribute of the block's own (a buffer
+    the block was the first to read: later blocks read it too); ``init.hoisted`` holds their lines."""
+    kept, numbers = [], []
+    init.hoisted = set()
+    for j, (parts, comment) in enumerate(init.rows):
+        if any(kind in "as" for kind, _ in parts[:3]):
+            kept.append((parts, comment))
+            numbers += [v for kind, v in parts if kind == "n"]
+        else:
+            init.hoisted.add(init.start + j)
+    init.rows, init.numbers = kept, numbers
 
 
 def _candidates(emitter, variables, reads, taken) -> dict:
@@ -40,7 +60,10 @@ def _candidates(emitter, variables, reads, taken) -> dict:
             continue
         init = instance(emitter.init.rows, *block_lines(emitter.spans, block, 1), block, variables)
         body = instance(emitter.body.rows, *block_lines(emitter.spans, block, 0), block, variables)
-        ok = init is not None and body is not None and not init.locals and not init.inputs and body.rows
+        ok = init is not None and body is not None and body.rows
+        if ok:
+            _hoist(init)
+            ok = not any(kind == "v" for parts, _ in init.rows for kind, _ in parts)
         if ok:
             find_outputs(body, reads)
             ok = bool(body.outputs) and _own_attributes(init, body, taken)
@@ -113,7 +136,7 @@ def _class(emitter, members, names):
     local = Namespace({"self", "torch", "nn", "F", "math"})
     args = [local.name(param_name(_Joined(init, body), col), "size") for col in columns]
     split = len(init.numbers)
-    inputs = {v: local.name("x" if i == 0 else v, "x") for i, v in enumerate(body.inputs)}
+    inputs = {v: local.name("x" if i == 0 else v.replace("self.", ""), "x") for i, v in enumerate(body.inputs)}
     locals_ = {v: local.name(v[len(body.prefix) + 1:] if v.startswith(body.prefix + "_") else
                              re.sub(r"_+\d+$", "", v), "v") for v in body.locals}
 
@@ -180,7 +203,8 @@ def _rewrite(emitter, containers, written, variables) -> None:
                 for kind, value in parts:
                     if kind == "a":
                         paths[f"{init.prefix}_{value}"] = f"{attr}.{index}.{attr_name(value)}"
-    skip_init = {i for rows in containers.values() for _, init, _ in rows for i in range(init.start, init.stop)}
+    skip_init = {i for rows in containers.values() for _, init, _ in rows
+                 for i in range(init.start, init.stop) if i not in init.hoisted}
     skip_body = {i for rows in containers.values() for _, _, body in rows for i in range(body.start, body.stop)}
     init = LineWriter()
     for i, (indent, text, comment) in enumerate(emitter.init.rows):
