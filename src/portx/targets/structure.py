@@ -111,6 +111,7 @@ class Instance:
     outputs: list = field(default_factory=list)
     numbers: list = field(default_factory=list)
     read_at: set = field(default_factory=set)  # lines outside the block that read its outputs
+    hoisted: list = field(default_factory=list)  # lines it only happened to write first (``instance``)
 
     def template(self) -> tuple:
         """What must be equal for two blocks to be written once (Note [structured code])."""
@@ -135,12 +136,16 @@ def block_lines(spans, block, writer=0) -> tuple:
     return spans[block["start"]][0][writer], spans[block["stop"] - 1][1][writer]
 
 
-def instance(rows, start, stop, block, variables) -> Instance | None:
-    """``block``'s statements ``rows[start:stop]`` as an Instance; None where they cannot be templated."""
+def instance(rows, start, stop, block, variables, inputs=frozenset()) -> Instance | None:
+    """``block``'s statements ``rows[start:stop]`` as an Instance; None where they cannot be templated.
+
+    A statement that reads nothing but the model's ``inputs`` and names nothing of the block's (a constant the
+    block was the first to need, which later blocks read too) is left where it is (``hoisted``), not templated.
+    """
     key = block["key"]
     prefix = ident(key)
     inst = Instance(key, prefix, block["parent"], block["index"], block["stem"], start, stop, [])
-    for indent, text, comment in rows[start:stop]:
+    for line, (indent, text, comment) in enumerate(rows[start:stop], start):
         if indent != rows[start][0] or not text:
             return None
         try:
@@ -148,6 +153,10 @@ def instance(rows, start, stop, block, variables) -> Instance | None:
         except (tokenize.TokenError, SyntaxError, ValueError):
             return None
         made = _LHS.match(text)
+        reads = [v for kind, v in parts[1:] if kind == "v"]
+        if made and parts[0][0] == "v" and all(kind in "tnv" for kind, _ in parts) and set(reads) <= inputs:
+            inst.hoisted.append(line)
+            continue
         for kind, value in parts:
             if kind == "v" and value not in inst.locals and value not in inst.inputs:
                 (inst.locals if made and value in made.group(1).split(", ") else inst.inputs).append(value)
@@ -157,18 +166,19 @@ def instance(rows, start, stop, block, variables) -> Instance | None:
     return inst
 
 
-def block_groups(rows, spans, blocks, variables, reads) -> list:
+def block_groups(rows, spans, blocks, variables, reads, inputs=frozenset()) -> list:
     """The Groups of blocks that can be written once (Note [structured code]).
 
     ``rows``: the body's (indent, statement, comment); ``spans``: node index -> (first line, end line);
     ``blocks``: graph.meta["blocks"]; ``variables``: every variable the body binds (and the inputs);
-    ``reads``: per line the variables it reads, and a last row for those the model returns.
+    ``reads``: per line the variables it reads, and a last row for those the model returns; ``inputs``: the
+    model's inputs (``instance``).
     """
     found = {}
     for block in blocks:
         if any(spans.get(i) is None for i in range(block["start"], block["stop"])):
             continue
-        inst = instance(rows, *block_lines(spans, block), block, variables)
+        inst = instance(rows, *block_lines(spans, block), block, variables, inputs)
         if inst is None or not inst.rows:
             continue
         find_outputs(inst, reads)

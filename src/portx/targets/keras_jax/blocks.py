@@ -36,7 +36,8 @@ def write_blocks(emitter, outs, width=100) -> list:
     if not blocks:
         return outs
     variables = _variables(emitter)
-    groups = block_groups(rows, emitter.spans, blocks, variables, _reads(rows, variables, outs))
+    inputs = {emitter.names[v] for v in emitter.graph.inputs} | {"anchor"}
+    groups = block_groups(rows, emitter.spans, blocks, variables, _reads(rows, variables, outs), inputs)
     if not groups:
         return outs
     calls, rename = {}, {}
@@ -51,6 +52,9 @@ def write_blocks(emitter, outs, width=100) -> list:
         if i in calls:
             run, pos, fn, group = calls[i]
             skip.update(range(run[0].start, run[-1].stop))
+            for line in (line for inst in run for line in inst.hoisted):  # before the calls that read them
+                body.indent = rows[line][0]
+                body.line(rows[line][1], rows[line][2])
             _call(emitter, body, run, pos, fn, group, rename)
         if i in skip:
             continue

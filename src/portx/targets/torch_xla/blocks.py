@@ -59,7 +59,8 @@ def _candidates(emitter, variables, reads, taken) -> dict:
         if any(emitter.spans.get(i) is None for i in range(block["start"], block["stop"])):
             continue
         init = instance(emitter.init.rows, *block_lines(emitter.spans, block, 1), block, variables)
-        body = instance(emitter.body.rows, *block_lines(emitter.spans, block, 0), block, variables)
+        body = instance(emitter.body.rows, *block_lines(emitter.spans, block, 0), block, variables,
+                        {emitter.names[v] for v in emitter.graph.inputs})
         ok = init is not None and body is not None and body.rows
         if ok:
             _hoist(init)
@@ -216,6 +217,11 @@ def _rewrite(emitter, containers, written, variables) -> None:
     body = LineWriter()
     for i, (indent, text, comment) in enumerate(emitter.body.rows):
         if i in body_at:
+            _, index, inst, rows, pos = body_at[i]
+            hoisted = inst.hoisted if pos is None else [n for _, _, b in rows for n in b.hoisted] if not index else []
+            for line in hoisted:  # before the call (or the loop) that reads them
+                body.indent = indent
+                body.line(emitter.body.rows[line][1], emitter.body.rows[line][2])
             _block_call(emitter, body, indent, *body_at[i], rename)
         if i not in skip_body:
             body.indent = indent
