@@ -9,7 +9,8 @@ from portx.passes.pipeline import inference_skip
 from portx.targets import TARGETS
 from portx.verification.compare import make_inputs
 from portx.verification.recheck import prepared
-from portx.verification.streaming import block_of, segments, stream_verify
+from portx.passes.blocks import block_of
+from portx.verification.streaming import segments, stream_verify
 
 transformers = pytest.importorskip("transformers")
 

@@ -26,7 +26,6 @@ import keyword
 import math
 import re
 import sys
-import textwrap
 import uuid
 from pathlib import Path
 
@@ -35,6 +34,7 @@ import numpy as np
 from ..errors import Unsupported, UnsupportedOps
 from ..ir import FreeDimRefused, SymDim
 from ..progress import step
+from .comments import comment_text, module_comment, module_sentences
 from .linewrap import wrap_line
 from .origins import record_origins
 
@@ -113,25 +113,25 @@ class LineWriter:
     ``w.line("x = 1"); w.text()``."""
 
     def __init__(self, width=None):
-        self._lines = []  # (indent, statement, trailing comment)
+        self.rows = []  # (indent, statement, trailing comment); targets/structure.py rewrites them
         self.indent = 0
         self.width = width
 
     def line(self, text: str = "", comment: str = "") -> None:
         """Append one line at the current indent, with an optional trailing ``# comment``."""
-        self._lines.append((self.indent, text, comment))
+        self.rows.append((self.indent, text, comment))
 
     def comment_last(self, comment: str) -> None:
         """Give the last line the trailing ``# comment`` (after the one it has, if any)."""
-        indent, text, old = self._lines[-1]
-        self._lines[-1] = (indent, text, f"{old}; {comment}" if old else comment)
+        indent, text, old = self.rows[-1]
+        self.rows[-1] = (indent, text, f"{old}; {comment}" if old else comment)
 
     def __len__(self) -> int:
-        return len(self._lines)
+        return len(self.rows)
 
     def text(self) -> str:
         """All lines joined, ending in a newline."""
-        return "\n".join(row for line in self._lines for row in self._render(*line)) + "\n"
+        return "\n".join(row for line in self.rows for row in self._render(*line)) + "\n"
 
     def _render(self, indent, text, comment) -> list:
         pad = "    " * indent
@@ -211,6 +211,7 @@ class EmitterBase:
         self.names = {}  # Value -> the expression that holds it in the generated code
         self._readers = None  # Value -> how many nodes read it (``ownable``), counted on first use
         self.clobbered = set()  # values a later node overwrote in place: their variables no longer hold them
+        self.spans = {}  # node index -> (``marks`` before, after) its rule (Note [structured code] in structure.py)
         self.origins = {}  # a key of the ``HELD`` dict -> the trainable params its weights came from (origins.py)
 
     def var_of(self) -> dict:
@@ -303,6 +304,10 @@ class EmitterBase:
         self.body.line(f"{', '.join(targets)} = {expr}")
 
     # -- the walk ---------------------------------------------------------------------------
+    def marks(self) -> tuple:
+        """How far each line writer has got (``spans``: the lines each node wrote); torch adds ``__init__``'s."""
+        return (len(self.body),)
+
     def check(self, node) -> None:
         """Refuse IR this target cannot print (a bug upstream, not the user's model); subclasses override."""
 
@@ -318,9 +323,10 @@ class EmitterBase:
             try:
                 if rule is None:
                     raise Unsupported(f"no {self.TARGET} emitter")
-                written, held = len(self.body), len(getattr(self, self.HELD))
+                written, held, marks = len(self.body), len(getattr(self, self.HELD)), self.marks()
                 try:
                     rule(node, self)
+                    self.spans[done] = (marks, self.marks())
                     record_origins(self, node, held)  # targets/origins.py: the weights it wrote came from node
                 except (FreeDimRefused, TypeError, ValueError) as exc:
                     if free is plain and not isinstance(exc, FreeDimRefused):
@@ -356,45 +362,3 @@ def _sym_dims(data):
     elif isinstance(data, (tuple, list)):
         for v in data:
             yield from _sym_dims(v)
-
-
-def comment_text(raw: str) -> str:
-    """A model file's name as it may appear in a comment or docstring: letters, digits, ``_`` and ``.``.
-
-    Note [untrusted names] holds here too: nothing can end the comment or the docstring.
-    Example: ``comment_text("stem.1 (bn)\\n")`` -> ``"stem.1_bn"``.
-    """
-    return re.sub(r"[^0-9A-Za-z_.]+", "_", str(raw)).strip("_")[:64] or "_"
-
-
-#: how a folded IR op is named in a trailing comment (the docstring spells it out)
-_FOLDED_KINDS = {"batch_norm": "BN"}
-
-
-def module_comment(graph, node) -> str:
-    """The trailing comment for ``node``'s line: the source modules a pass folded into it
-    (``graph.meta["folded"]``) and those the frontend dropped right after it (``graph.meta["dropped"]``).
-
-    Example: ``"features.1 (BN) folded in"``, ``"classifier.0 (Dropout) dropped after"``.
-    """
-    name = node.outputs[0].name
-    rows = [f"{comment_text(r['scope'] or 'functional')} ({_FOLDED_KINDS.get(r['op'], r['op'])}) folded in"
-            for r in graph.meta.get("folded", {}).get(name, ())]
-    rows += [f"{comment_text(r['scope'] or 'functional')} ({comment_text(r['kind'])}) dropped after"
-             for r in graph.meta.get("dropped", ()) if r["after"] == name]
-    return "; ".join(rows)
-
-
-def module_sentences(graph, width=100) -> list:
-    """The docstring lines naming the batch norms folded into convolutions and the modules dropped at
-    inference (Dropout, noise), from ``graph.meta``; [] when there are none."""
-    folded = [comment_text(r["scope"] or "functional") for rows in graph.meta.get("folded", {}).values()
-              for r in rows if r["op"] == "batch_norm"]
-    dropped = [f"{comment_text(r['scope'] or 'functional')} ({comment_text(r['kind'])})"
-               for r in graph.meta.get("dropped", ())]
-    text = []
-    if folded:
-        text.append("BatchNorm folded into the preceding convolutions: " + ", ".join(folded) + ".")
-    if dropped:
-        text.append("Dropped as identities at inference: " + ", ".join(dropped) + ".")
-    return textwrap.wrap(" ".join(text), width) if text else []

@@ -33,20 +33,18 @@ Example:
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..ir import Graph
+from ..passes.blocks import block_of, block_runs
 from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare_arrays, make_inputs
 
 __all__ = ["Segment", "segments", "block_of", "layer_of", "stream_verify", "verify_streaming", "BF16_SLACK"]
 
 #: a bfloat16 block passes within this many times the source's own distance to the float32 run of the block
 BF16_SLACK = 2.0
-
-_INDEX = re.compile(r"^\d+$")
 
 
 @dataclass(frozen=True)
@@ -60,18 +58,6 @@ class Segment:
     params: tuple  # names of the parameters its nodes read
 
 
-def block_of(scope: str) -> str:
-    """The block a scope belongs to: the path up to its first numbered component, or "" (glue).
-
-    Example: ``block_of("m.model.layers.3.self_attn.q_proj")`` -> ``"m.model.layers.3"``.
-    """
-    parts = scope.split(".")
-    for i, part in enumerate(parts):
-        if _INDEX.match(part):
-            return ".".join(parts[: i + 1])
-    return ""
-
-
 def layer_of(scope: str) -> str:
     """The top-level layer a Keras scope belongs to. Example: ``layer_of("transformer_layer_3.self_attention")``
     -> ``"transformer_layer_3"``."""
@@ -80,15 +66,9 @@ def layer_of(scope: str) -> str:
 
 def segments(graph) -> list:
     """``graph``'s nodes cut into Segments, one per block and one per stretch of glue between blocks (one per
-    top-level layer of a Keras graph)."""
-    runs, key_of = [], layer_of if "layer_outputs" in graph.meta else block_of
-    for node in graph.nodes:  # a node a pass added (no scope) stays in the block it sits in
-        key = key_of(node.scope) if node.scope or not runs else runs[-1][0]
-        if runs and runs[-1][0] == key:
-            runs[-1][1].append(node)
-        else:
-            runs.append((key, [node]))
-    result = []
+    top-level layer of a Keras graph, whose source gives those layers' outputs: Note [keras layer outputs])."""
+    key_of = layer_of if "layer_outputs" in graph.meta else block_of  # Note [repeated blocks] in passes/blocks.py
+    runs, result = block_runs(graph, key_of), []
     for (key, nodes), after in zip(runs, _reads_after(graph, runs)):
         made = {v for n in nodes for v in n.outputs}
         inputs, params = [], []

@@ -16,8 +16,8 @@ def test_tp_plan_on_2_and_4_gloo_processes_matches_one_process(tmp_path):
     emit_torch(run_passes(lower_torch(model, *inputs)[0], "torch-xla"), tmp_path)
     module = import_by_path(tmp_path / "model.py")
     plan = module.tp_plan()
-    assert type(plan["layers_0_self_attn_q_proj"]).__name__ == "ColwiseParallel"
-    assert type(plan["layers_1_mlp_down_proj"]).__name__ == "RowwiseParallel"
+    assert type(plan["layers.0.self_attn_q_proj"]).__name__ == "ColwiseParallel"
+    assert type(plan["layers.1.mlp_down_proj"]).__name__ == "RowwiseParallel"
     assert type(plan["embed_tokens"]).__name__ == "RowwiseParallel" and "lm_head" in plan
     ids = inputs[0].numpy()
     with torch.no_grad():

@@ -22,6 +22,7 @@ from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, litera
 from .style import VariableNames, auto_names_in, layer_args, layout_sentence
 from ..constants import evaluate_constant, live_values
 from ..refused import refused_build
+from .blocks import write_blocks
 from .sharded import DEFAULT_SHARD_GB, SHARDED_FILE, abstract_model, write_sharded
 from .sharding import layout_map_source, variable_splits
 from .model_classes import DRAW_MODEL, FREE_SHAPE_LAYER, constant_model_body, draws_random
@@ -93,6 +94,8 @@ class KerasEmitter(EmitterBase):
         self.var_names = VariableNames(graph)
         self.live = live_values(graph)  # values computed from the inputs: KerasTensors in build_model
         self._anchor = None
+        self.functions = []  # repeated blocks written once, above build_model (blocks.py)
+        self.hidden = set()  # variables inside those functions: not build_model's locals
 
     def layer_ready(self, node) -> bool:
         """True when a weightless Keras layer computes exactly what ``node`` computes: its inputs are
@@ -285,8 +288,12 @@ class KerasEmitter(EmitterBase):
             self.define("DrawModel", DRAW_MODEL)
         self._anchor = self.names[self.graph.inputs[0]] if not drawn else "anchor"
         self.emit_nodes()
-        outs = [self._output_ref(v) for v in self.graph.outputs]
+        outs = write_blocks(self, [self._output_ref(v) for v in self.graph.outputs], _WIDTH)
         return self._module_text(head.text() + self.body.text(), outs)
+
+    def var_of(self) -> dict:
+        """Value -> variable for the values build_model binds (those inside block functions left out)."""
+        return {v: n for v, n in super().var_of().items() if n not in self.hidden}
 
     def _module_text(self, body: str, outs: list) -> str:
         w = LineWriter()
@@ -319,6 +326,7 @@ class KerasEmitter(EmitterBase):
             text += ("\n# Keras builds functional graphs recursively, a few frames per layer; this model is deep.\n"
                      f"sys.setrecursionlimit(max(sys.getrecursionlimit(), {20 * len(self.graph.nodes) + 1000}))\n")
         text += "\n".join(self.definitions.values())
+        text += "".join("\n\n" + fn for fn in self.functions)
         text += "\n\ndef build_model():\n"
         text += '    """The architecture, with freshly initialised weights."""\n'
         text += body
@@ -382,4 +390,4 @@ def emit_keras(graph, out_dir, max_shard_size=DEFAULT_SHARD_GB) -> dict:
         code_path.write_text(code + layout_map_source(splits), encoding="utf-8")
         shards = write_sharded(model, emitter.weights, weights_path, max_shard_size)
     return {"code": code_path, "weights": weights_path, "shards": shards, "layer_of": emitter.layer_of,
-            "var_of": dict(emitter.names), "origins": emitter.origins, "model": model}  # weightless: structure only
+            "var_of": emitter.var_of(), "origins": emitter.origins, "model": model}  # weightless: structure only

@@ -26,6 +26,7 @@ import numpy as np
 from ...ir import DTYPES, IRError, SymDim
 from ...ops._util import kind
 from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal, module_sentences
+from .blocks import write_modules
 from .shards import INDEX_FILE, SHARDED_FOOTER, WEIGHTS_FILE, Converted, is_sharded, module_on, skeleton, write_weights
 from .sharding import tp_plan_source
 from .unsigned import WIDE, narrowed, widened, widens
@@ -100,6 +101,8 @@ class TorchEmitter(EmitterBase):
         self._widened = False  # the node being written computes its unsigned operands in int64
         self._reads = None  # Value -> how many node inputs read it
         self.max_shard_size = None  # bytes or "2GB": weights past it are written as shards (Note [torch shards])
+        self.classes = []  # repeated blocks as nn.Module classes, above Model (blocks.py)
+        self.hidden = set()  # forward's variables now inside those classes
 
     # -- values ---------------------------------------------------------------------------
     def operand(self, value, other=None, result=None) -> str:
@@ -285,7 +288,16 @@ class TorchEmitter(EmitterBase):
         self._widened = False
         outs = [self.ref(v) for v in self.graph.outputs]
         self.body.line("return " + (outs[0] if len(outs) == 1 else ", ".join(outs)))
+        write_modules(self, _module_attributes())  # Note [nested torch modules]
         return self._module_text(args)
+
+    def marks(self) -> tuple:
+        """How far ``forward`` and ``__init__`` have got (the lines each node wrote: blocks.py)."""
+        return len(self.body), len(self.init)
+
+    def var_of(self) -> dict:
+        """Value -> variable for the values ``Model.forward`` binds (those inside block classes left out)."""
+        return {v: n for v, n in super().var_of().items() if n not in self.hidden}
 
     def check(self, node) -> None:
         """channels_last IR is a bug upstream: the torch-xla pipeline makes every node channels-first.
@@ -310,6 +322,7 @@ class TorchEmitter(EmitterBase):
             (WEIGHTS_FILE, WEIGHTS_FILE)
         text = _HEADER.format(weights=literal(weights), weights_text=wording, modules=modules,
                               json="import json\n" if self.sharded else "")
+        text += "".join("\n\n" + cls for cls in self.classes)
         text += "\n\nclass Model(nn.Module):\n"
         text += '    """The converted network: channels-first inside, static shapes but for free dims."""\n\n'
         text += "    def __init__(self):\n        super().__init__()\n"

@@ -1,0 +1,94 @@
+"""Emitted lines per model, flat (before) and structured (after): repeated blocks written once (Note [structured
+code] in src/portx/targets/structure.py).
+
+Run: .venv/bin/python benchmarks/emitted_lines.py [--models a,b]
+
+Prints one plain-text table, one row per (model, target):
+
+  model    resnet50: torchvision's ResNet-50 layout (tests/support/structured_models.py, torchvision does not
+           import here), input (1, 3, 64, 64); decoder32: tiny_llama's decoder with 32 blocks (width 32);
+           keras_resnet50: keras.applications.ResNet50(weights=None), input (1, 32, 32, 3); vit: the small ViT
+  flat     lines of model.py with the blocks left flat (graph.meta["blocks"] emptied: what portx wrote before)
+  after    lines of model.py as portx writes it now
+  defs     block functions (Keras) or classes (torch) written; loops: Keras for-loops / torch chained containers
+
+Both counts are the model code that ``emit_graph`` returns; the layout map or tp_plan table appended after it
+(one line per weight, the same either way) is not counted.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import warnings
+from pathlib import Path
+
+os.environ.setdefault("KERAS_BACKEND", "jax")
+# benchmarks/transformers.py would shadow the transformers package
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from portx import ops  # noqa: E402,F401  (registers every op)
+from portx.frontends import load  # noqa: E402
+from portx.passes.pipeline import inference_skip, run_passes  # noqa: E402
+from portx.targets import TARGETS  # noqa: E402
+from tests.support.structured_models import ResNet, keras_resnet, small_decoder, small_vit  # noqa: E402
+
+
+def resnet50():
+    import torch
+
+    torch.manual_seed(0)
+    return load(ResNet().eval(), example_inputs=(torch.randn(1, 3, 64, 64),))
+
+
+def decoder32():
+    model, inputs = small_decoder(layers=32)
+    return load(model, example_inputs=inputs)
+
+
+def keras_resnet50():
+    import keras
+
+    keras.utils.set_random_seed(0)
+    return load(keras.applications.ResNet50(weights=None, input_shape=(32, 32, 3)))
+
+
+def vit():
+    model, inputs = small_vit()
+    return load(model, example_inputs=inputs)
+
+
+MODELS = {"resnet50": (resnet50, ("keras-jax", "torch-xla")), "decoder32": (decoder32, ("keras-jax", "torch-xla")),
+          "keras_resnet50": (keras_resnet50, ("torch-xla",)), "vit": (vit, ("keras-jax", "torch-xla")),
+          "keras_resnet_small": (lambda: load(keras_resnet()), ("torch-xla", "keras-jax"))}
+
+
+def emitted(graph, target) -> tuple:
+    """(flat lines, structured lines, block definitions, loops) of ``graph`` emitted for ``target``."""
+    flat = TARGETS[target].emitter(graph.replace(meta={**graph.meta, "blocks": []})).emit_graph()
+    emitter = TARGETS[target].emitter(graph)
+    text = emitter.emit_graph()
+    defs = len(getattr(emitter, "functions", None) or getattr(emitter, "classes", []))
+    loops = text.count("    for i in range(") + text.count("    for block in self.") + text.count("= nn.Sequential(")
+    return len(flat.splitlines()), len(text.splitlines()), defs, loops
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="resnet50,decoder32,keras_resnet50")
+    args = parser.parse_args(argv)
+    print(f"{'model':<20}{'target':<11}{'flat':>7}{'after':>7}{'defs':>6}{'loops':>7}")
+    for name in args.models.split(","):
+        make, targets = MODELS[name]
+        raw = make().lower()
+        for target in targets:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                graph = run_passes(raw, target, skip=inference_skip())
+            flat, after, defs, loops = emitted(graph, target)
+            print(f"{name:<20}{target:<11}{flat:>7}{after:>7}{defs:>6}{loops:>7}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+"""Repeated source blocks, found from the nodes' scopes and checked structurally.
+
+Note [repeated blocks]: a path component that is a number names one block of a ``ModuleList`` or
+``nn.Sequential`` (``layer1.2``, ``model.layers.7``, ``blocks.3``); the consecutive nodes whose scopes
+share such a prefix are one block (``block_runs``; verification/streaming.py cuts its segments the
+same way). Two blocks are *the same* when their op subgraphs are equal up to parameter values and sizes:
+the same ops in the same order, the same attribute names, the same dtypes and ranks, and the same wiring
+(which earlier node of the block, or which outside value in order of first use, each input reads).
+``record_blocks`` keeps every block in ``graph.meta["blocks"]`` with its structure's number (``kind``). The
+emitters write the blocks of a kind that occurs at least twice once (a Keras function, a torch ``nn.Module``
+class) and call it per block, after checking that the code they wrote for each is the same up to names and
+numbers (Note [structured code] in targets/structure.py). Everything else stays flat.
+
+Example (meta only; nodes unchanged)::
+
+    %a = conv(%x) scope=layer1.0.conv1           meta["blocks"] = [
+    %b = relu(%a) scope=layer1.0.relu      ->        {"key": "layer1.0", "start": 0, "stop": 2, "kind": 0},
+    %c = conv(%b) scope=layer1.1.conv1               {"key": "layer1.1", "start": 2, "stop": 4, "kind": 0}]
+    %d = relu(%c) scope=layer1.1.relu
+"""
+from __future__ import annotations
+
+import re
+
+__all__ = ["block_of", "block_parts", "block_runs", "block_structure", "record_blocks"]
+
+_INDEX = re.compile(r"^\d+$")
+#: a Keras layer name that numbers its block, as keras.applications and keras-hub write them
+_NAMED = re.compile(r"^(?P<key>(?P<stem>.*?(?:block|layer)(?:_(?=\d+(?:_|$))|(?=\d+_)))(?P<index>\d+))(?:_|$)")
+
+
+def block_of(scope: str) -> str:
+    """The block a scope belongs to: the path up to its first numbered component (or the name up to its numbered
+    ``block``/``layer``, as Keras models name layers), or "" (glue).
+
+    Example: ``block_of("m.model.layers.3.self_attn.q_proj")`` -> ``"m.model.layers.3"``;
+    ``block_of("conv2_block1_1_conv")`` -> ``"conv2_block1"``.
+    """
+    parts = scope.split(".")
+    for i, part in enumerate(parts):
+        if _INDEX.match(part):
+            return ".".join(parts[: i + 1])
+    for i, part in enumerate(parts):
+        named = _NAMED.match(part)
+        if named:
+            return ".".join(parts[:i] + [named["key"]])
+    return ""
+
+
+def block_parts(key: str) -> dict:
+    """The container a block belongs to, its number in it, and the text its layer names start with before the
+    number. Example: ``block_parts("layer1.2")`` -> ``{"parent": "layer1", "index": 2, "stem": "layer1_"}``;
+    ``block_parts("conv2_block1")`` -> ``{"parent": "conv2", "index": 1, "stem": "conv2_block"}``."""
+    head, _, last = key.rpartition(".")
+    if _INDEX.match(last):
+        return {"parent": head, "index": int(last), "stem": re.sub(r"[^0-9A-Za-z_]+", "_", head).lower() + "_"}
+    named = _NAMED.match(last + "_")  # the key ends at its number
+    stem = named["stem"]
+    parent = re.sub(r"_?(block|layer)_?$", "", stem) or stem.rstrip("_")
+    return {"parent": f"{head}.{parent}" if head else parent, "index": int(named["index"]),
+            "stem": re.sub(r"[^0-9A-Za-z_]+", "_", f"{head}.{stem}" if head else stem).lower()}
+
+
+def block_runs(graph, key_of=None) -> list:
+    """(block key, [nodes]) for each stretch of consecutive nodes of one block ("" for glue between blocks);
+    ``key_of(scope)`` gives a scope's block (default ``block_of``).
+
+    A node a pass added (no scope) stays in the block it sits in.
+    Example: ``[key for key, _ in block_runs(graph)]`` -> ``["", "layer1.0", "layer1.1", ""]``.
+    """
+    runs, key_of = [], key_of or block_of
+    for node in graph.nodes:
+        key = key_of(node.scope) if node.scope or not runs else runs[-1][0]
+        if runs and runs[-1][0] == key:
+            runs[-1][1].append(node)
+        else:
+            runs.append((key, [node]))
+    return runs
+
+
+def block_structure(graph, nodes) -> tuple:
+    """What two blocks share when they are the same up to parameter values and sizes (Note [repeated blocks])."""
+    made, outside, rows = {}, {}, []
+    for i, node in enumerate(nodes):
+        reads = []
+        for v in node.inputs:
+            if v is None:
+                reads.append(None)
+            elif v in made:
+                reads.append(("node", made[v]))
+            elif graph.is_param(v):
+                reads.append(("param", v.type.dtype, v.type.rank))
+            else:
+                reads.append(("outside", outside.setdefault(v, len(outside)), v.type.dtype, v.type.rank))
+        for k, v in enumerate(node.outputs):
+            made[v] = (i, k)
+        rows.append((node.op.name, tuple(sorted(node.attrs)), tuple(reads),
+                     tuple((v.type.dtype, v.type.rank) for v in node.outputs)))
+    return tuple(rows)
+
+
+def record_blocks(graph):
+    """Record the numbered blocks and their structures in ``graph.meta["blocks"]`` (Note [repeated blocks]);
+    nodes unchanged.
+
+    Example: ``record_blocks(graph).meta["blocks"][0]["key"]`` -> ``"layer1.0"``.
+    """
+    runs, start, found = block_runs(graph), 0, []
+    keys = [key for key, _ in runs]
+    kinds = {}
+    for key, nodes in runs:
+        own = list(nodes)
+        while own and not own[-1].scope:  # top-level code after the block (``x.mean()`` in forward) is glue
+            own.pop()
+        if key and own and keys.count(key) == 1:  # a block split by glue is not one call
+            kind = kinds.setdefault(block_structure(graph, own), len(kinds))
+            found.append({"key": key, "start": start, "stop": start + len(own), "kind": kind, **block_parts(key)})
+        start += len(nodes)
+    return graph.replace(meta={**graph.meta, "blocks": found})

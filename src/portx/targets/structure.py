@@ -1,0 +1,310 @@
+"""Repeated blocks in the written code: the statements of each block of ``graph.meta["blocks"]`` as a template,
+the blocks whose templates are equal grouped, and what a function or class per group takes as arguments.
+
+Note [structured code]: passes/blocks.py finds the blocks that are the same in the IR (Note [repeated
+blocks]); here the emitter's own statements for each such block are compared, token by token, after
+replacing what may differ between blocks: variables made inside the block (its locals), variables made
+before it (its inputs, in order of first use), numbers (the sizes), and names that begin with the block's
+own name (``'layer1_0_conv1'`` is ``name + '_conv1'``). Blocks whose statements are then equal are written
+once by the target (a Keras function, a torch ``nn.Module`` class) and called per block; the numbers that
+differ between them become the function's arguments (one per distinct column; a column that is a whole
+multiple of an earlier one is written as such, ``4 * filters``). A block whose statements match no other
+block's stays flat, so structure never changes what the code computes. Consecutive calls in which each
+block reads the previous one's output and the arguments agree become a loop (``loops``).
+
+Example:
+    >>> groups = block_groups(emitter.body.rows, emitter.spans, graph.meta["blocks"], variables, reads)
+    >>> [len(g.instances) for g in groups]
+    [3, 2]
+"""
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from dataclasses import dataclass, field
+
+__all__ = ["Instance", "Group", "block_groups", "block_lines", "instance", "pieces", "render", "loops",
+           "number_params", "ident", "param_name", "family_name", "find_outputs"]
+
+_LHS = re.compile(r"^([A-Za-z_]\w*(?:, [A-Za-z_]\w*)*) = ")
+_SAFE_SUFFIX = re.compile(r"^[0-9A-Za-z_]*$")
+_MAX_PARAMS = 8  # a block with more varying numbers than this is not written as one function
+_MIN_LINES = 2  # a block of one statement stays flat: a function for it would not read better
+
+
+def ident(key: str) -> str:
+    """The identifier form of a source path, as Namespace writes it: ``layer1.0`` -> ``layer1_0``."""
+    return re.sub(r"[^0-9A-Za-z_]+", "_", key).strip("_").lower()
+
+
+def pieces(text: str, prefix: str, variables) -> list:
+    """One statement as [(kind, value)]: ("t", text), ("v", variable), ("s", suffix of a name after ``prefix``),
+    ("a", suffix of a ``self.<prefix>_...`` attribute), ("n", number).
+
+    Example: ``pieces("a = f(b, 3, name='p_a')", "p", {"a", "b"})`` ->
+    ``[("v", "a"), ("t", " = f("), ("v", "b"), ("t", ", "), ("n", "3"), ("t", ", name="), ("s", "_a"), ("t", ")")]``.
+    """
+    toks = [t for t in tokenize.generate_tokens(io.StringIO(text).readline)
+            if t.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER) and t.start[0] == 1]
+    out, col, depth = [], 0, 0
+    for i, tok in enumerate(toks):
+        depth += (tok.string in "([{") - (tok.string in ")]}") if tok.type == tokenize.OP else 0
+        before = [t.string for t in toks[max(i - 2, 0):i]]
+        kind = value = None
+        if tok.type == tokenize.NAME and before == ["self", "."] and tok.string.startswith(prefix + "_"):
+            kind, value = "a", tok.string[len(prefix) + 1:]
+        elif tok.type == tokenize.NAME and before == ["self", "."] and f"self.{tok.string}" in variables:
+            out += [("t", text[col:toks[i - 2].start[1]]), ("v", f"self.{tok.string}")]  # the model's own attribute
+            col = tok.end[1]
+            continue
+        elif tok.type == tokenize.NAME and tok.string in variables and before[-1:] != ["."] \
+                and not (depth and i + 1 < len(toks) and toks[i + 1].string == "="):  # a keyword argument
+            kind, value = "v", tok.string
+        elif tok.type == tokenize.NUMBER:
+            kind, value = "n", tok.string
+        elif tok.type == tokenize.STRING and tok.string[0] in "'\"":
+            name = ast.literal_eval(tok.string)
+            if isinstance(name, str) and (name == prefix or name.startswith(prefix + "_")) \
+                    and _SAFE_SUFFIX.match(name[len(prefix):]):
+                kind, value = "s", name[len(prefix):]
+        if kind is not None:
+            out += [("t", text[col:tok.start[1]]), (kind, value)]
+            col = tok.end[1]
+    out.append(("t", text[col:]))
+    return [p for p in out if p != ("t", "")]
+
+
+def render(parts, var=lambda v: v, number=lambda i, n: n, string=None, attr=None) -> str:
+    """A statement from its ``pieces``, with variables, numbers (by position), names and attributes mapped."""
+    text, count = [], 0
+    for kind, value in parts:
+        if kind == "v":
+            text.append(var(value))
+        elif kind == "n":
+            text.append(number(count, value))
+            count += 1
+        elif kind == "s":
+            text.append(string(value))
+        elif kind == "a":
+            text.append(attr(value))
+        else:
+            text.append(value)
+    return "".join(text)
+
+
+@dataclass
+class Instance:
+    """One block's statements: lines [start, stop) of the body, its locals, inputs, outputs and numbers."""
+
+    key: str
+    prefix: str
+    parent: str  # the source container, its number in it, its names' text before the number (passes/blocks.py)
+    index: int
+    stem: str
+    start: int
+    stop: int
+    rows: list  # (pieces, comment) per statement
+    locals: list = field(default_factory=list)
+    inputs: list = field(default_factory=list)
+    outputs: list = field(default_factory=list)
+    numbers: list = field(default_factory=list)
+    read_at: set = field(default_factory=set)  # lines outside the block that read its outputs
+    hoisted: list = field(default_factory=list)  # lines it only happened to write first (``instance``)
+
+    def template(self) -> tuple:
+        """What must be equal for two blocks to be written once (Note [structured code])."""
+        where = {v: ("L", i) for i, v in enumerate(self.locals)} | {v: ("I", i) for i, v in enumerate(self.inputs)}
+        rows = tuple((tuple(where[v] if k == "v" else ("N", "." in v or "e" in v) if k == "n" else (k, v)
+                            for k, v in parts), comment) for parts, comment in self.rows)
+        return rows, tuple(self.locals.index(v) for v in self.outputs), len(self.inputs)
+
+
+@dataclass
+class Group:
+    """Blocks written by one function or class: ``instances`` in body order, ``params`` per number column."""
+
+    instances: list
+    params: dict  # number column -> (parameter index, multiple) ; absent: the same number in every block
+    columns: list  # parameter index -> the column it was first found in
+
+
+def block_lines(spans, block, writer=0) -> tuple:
+    """(first line, end line) of ``block`` in one of the emitter's writers (``spans``: node -> (marks before,
+    marks after), Note [structured code])."""
+    return spans[block["start"]][0][writer], spans[block["stop"] - 1][1][writer]
+
+
+def instance(rows, start, stop, block, variables, inputs=frozenset()) -> Instance | None:
+    """``block``'s statements ``rows[start:stop]`` as an Instance; None where they cannot be templated.
+
+    A statement that reads nothing but the model's ``inputs`` and names nothing of the block's (a constant the
+    block was the first to need, which later blocks read too) is left where it is (``hoisted``), not templated.
+    """
+    key = block["key"]
+    prefix = ident(key)
+    inst = Instance(key, prefix, block["parent"], block["index"], block["stem"], start, stop, [])
+    for line, (indent, text, comment) in enumerate(rows[start:stop], start):
+        if indent != rows[start][0] or not text:
+            return None
+        try:
+            parts = pieces(text, prefix, variables)
+        except (tokenize.TokenError, SyntaxError, ValueError):
+            return None
+        made = _LHS.match(text)
+        reads = [v for kind, v in parts[1:] if kind == "v"]
+        if made and parts[0][0] == "v" and all(kind in "tnv" for kind, _ in parts) and set(reads) <= inputs:
+            inst.hoisted.append(line)
+            continue
+        for kind, value in parts:
+            if kind == "v" and value not in inst.locals and value not in inst.inputs:
+                (inst.locals if made and value in made.group(1).split(", ") else inst.inputs).append(value)
+            elif kind == "n":
+                inst.numbers.append(value)
+        inst.rows.append((parts, comment.replace(key + ".", "").replace(key, "")))
+    return inst
+
+
+def block_groups(rows, spans, blocks, variables, reads, inputs=frozenset()) -> list:
+    """The Groups of blocks that can be written once (Note [structured code]).
+
+    ``rows``: the body's (indent, statement, comment); ``spans``: node index -> (first line, end line);
+    ``blocks``: graph.meta["blocks"]; ``variables``: every variable the body binds (and the inputs);
+    ``reads``: per line the variables it reads, and a last row for those the model returns; ``inputs``: the
+    model's inputs (``instance``).
+    """
+    found = {}
+    for block in blocks:
+        if any(spans.get(i) is None for i in range(block["start"], block["stop"])):
+            continue
+        inst = instance(rows, *block_lines(spans, block), block, variables, inputs)
+        if inst is None or not inst.rows:
+            continue
+        find_outputs(inst, reads)
+        if inst.outputs and len(inst.rows) >= _MIN_LINES:
+            found.setdefault((block["kind"], inst.template()), []).append(inst)
+    groups = []
+    for insts in found.values():
+        params = number_params([inst.numbers for inst in insts]) if len(insts) > 1 else None
+        if params is not None:
+            groups.append(Group(insts, *params))
+    return groups
+
+
+def find_outputs(inst, reads) -> None:
+    """Set ``inst.outputs`` (its locals read outside its lines; ``reads``: per line the variables it reads, and a
+    last row for the returned ones) and ``inst.read_at`` (the lines that read them)."""
+    later = {}
+    for i, names in enumerate(reads):
+        for v in names.intersection(inst.locals) if not inst.start <= i < inst.stop else ():
+            later.setdefault(v, set()).add(i)
+    inst.outputs = [v for v in inst.locals if v in later]
+    inst.read_at = set().union(*later.values())
+
+
+def number_params(numbers) -> tuple | None:
+    """({column: (parameter, multiple)}, [first column per parameter]) over the blocks' ``numbers``, or None
+    past ``_MAX_PARAMS`` parameters. Example: ``number_params([["4", "16"], ["8", "32"]])`` -> ``({0: (0, 1),
+    1: (0, 4)}, [0])``."""
+    params, columns = {}, []
+    for col, values in enumerate(zip(*numbers)):
+        if len(set(values)) == 1:
+            continue
+        for p, first in enumerate(columns):
+            base = [n[first] for n in numbers]
+            multiple = _multiple(base, values)
+            if multiple:
+                params[col] = (p, multiple)
+                break
+        else:
+            params[col] = (len(columns), 1)
+            columns.append(col)
+    return (params, columns) if len(columns) <= _MAX_PARAMS else None
+
+
+def _multiple(base, values) -> int:
+    """The whole number ``m`` with values == m * base in every block (ints only), else 0."""
+    if not all(v.isdigit() and b.isdigit() and int(b) for v, b in zip(values, base)):
+        return 0
+    ratios = {int(v) // int(b) if int(v) % int(b) == 0 else 0 for v, b in zip(values, base)}
+    return ratios.pop() if len(ratios) == 1 and 0 not in ratios else 0
+
+
+def loops(group) -> list:
+    """The group's instances cut into runs a loop writes: consecutive blocks ``parent.i``, ``parent.i+1``, ...,
+    each reading the previous one's only output at one input, the other inputs and the numbers the same.
+
+    Returns [(instances, chained input position or None)]; a run of one is a plain call.
+    """
+    runs = []
+    for inst in group.instances:
+        last = runs[-1][0][-1] if runs else None
+        pos = _chain(last, inst, runs[-1][0][0] if runs else None)
+        if pos is not None and (runs[-1][1] is None or runs[-1][1] == pos):
+            runs[-1][0].append(inst)
+            runs[-1] = (runs[-1][0], pos)
+        else:
+            runs.append(([inst], None))
+    return runs
+
+
+def _chain(last, inst, first):
+    """The input position at which ``inst`` reads ``last``'s output, when the two may share a loop."""
+    if last is None or last.stop != inst.start or len(inst.outputs) != 1 or len(last.outputs) != 1:
+        return None
+    if inst.parent != last.parent or inst.index != last.index + 1:
+        return None
+    if inst.prefix != f"{inst.stem}{inst.index}" or inst.numbers != first.numbers:
+        return None
+    if last.outputs[0] not in inst.inputs or not last.read_at <= set(range(inst.start, inst.stop)):
+        return None
+    pos = inst.inputs.index(last.outputs[0])
+    same = all(a == b for i, (a, b) in enumerate(zip(inst.inputs, first.inputs)) if i != pos)
+    return pos if same else None
+
+
+#: the names of the first positional arguments of layers and modules, for the numbers a block passes them
+ARG_NAMES = {"Conv1D": ("filters",), "Conv2D": ("filters",), "Conv3D": ("filters",), "Dense": ("units",),
+             "Conv2DTranspose": ("filters",), "Conv1d": ("in_channels", "out_channels"),
+             "Conv2d": ("in_channels", "out_channels"), "Linear": ("in_features", "out_features"),
+             "BatchNorm2d": ("num_features",), "BatchNorm1d": ("num_features",), "LayerNorm": ("normalized_shape",),
+             "Embedding": ("num_embeddings", "embedding_dim"), "GroupNorm": ("num_groups", "num_channels")}
+
+
+def family_name(group) -> str:
+    """``layer`` for blocks of ``model.layers``, ``block`` for blocks of several containers."""
+    parents = {inst.parent for inst in group.instances}
+    if len(parents) != 1:
+        return "block"
+    last = ident(parents.pop().rpartition(".")[2]) or "block"
+    return last[:-1] if last.endswith("s") and len(last) > 2 else f"{last}_block"
+
+
+def param_name(inst, col) -> str:
+    """A name for number column ``col``: its keyword, or the layer's first positional argument's name."""
+    count = 0
+    for parts, _ in inst.rows:
+        for j, (kind, value) in enumerate(parts):
+            if kind != "n":
+                continue
+            if count == col:
+                before = parts[j - 1][1] if j and parts[j - 1][0] == "t" else ""
+                if before.rstrip().endswith("="):
+                    return before.rstrip()[:-1].rsplit(" ", 1)[-1].rsplit("(", 1)[-1]
+                return _positional(parts[:j])
+            count += 1
+    return "size"
+
+
+def _positional(parts) -> str:
+    """The name of the positional argument a number at the end of ``parts`` is: ``nn.Conv2d(8, `` -> out_channels."""
+    position = 0
+    for kind, value in reversed(parts):
+        if kind == "t" and value.endswith("("):
+            names = ARG_NAMES.get(value[:-1].rsplit(".", 1)[-1].rsplit("(", 1)[-1], ())
+            return names[position] if position < len(names) else "size"
+        if kind != "n" and not (kind == "t" and value == ", "):
+            return "size"
+        position += kind == "n"
+    return "size"

@@ -1,0 +1,300 @@
+"""Repeated blocks as nested ``nn.Module`` classes, held in ``nn.Sequential`` / ``nn.ModuleList`` containers named
+after the source's (Note [structured code] in targets/structure.py), as torchvision writes ResNet.
+
+Note [nested torch modules]: the blocks ``layer1.0``, ``layer1.1``, ... of one source container become
+``self.layer1 = nn.Sequential(Bottleneck(...), Block(...), ...)``; a submodule the flat code named
+``layer1_1_conv1`` is then ``layer1[1].conv1``, and its state_dict key ``layer1.1.conv1.weight``. A container
+is nested only when every block in it can be (its statements templated, its attributes its own, numbered
+0, 1, ... in order) and at least two of them share a class; otherwise it stays flat, as before. The emitter's
+``state``, ``module_of`` and ``origins`` are renamed to the nested paths, so the weights file, the tp_plan,
+the gradient pairing and every loader read the nested keys.
+
+Example:
+    >>> write_modules(emitter)   # emitter.init / emitter.body rewritten, emitter.classes holds the classes
+"""
+from __future__ import annotations
+
+import keyword
+import re
+
+from ..codegen import LineWriter, Namespace, literal
+from ..structure import block_lines, family_name, find_outputs, ident, instance, number_params, param_name, pieces, \
+    render
+
+__all__ = ["write_modules"]
+
+
+def _variables(emitter) -> set:
+    """forward's variables, and the model's own attributes (``self.cos``): a block reads those as inputs."""
+    found = set(emitter.names.values())
+    for _, text, _ in emitter.body.rows:
+        if " = " in text:
+            found.update(t.strip() for t in text.split(" = ", 1)[0].split(","))
+    own = {m.group(1) or m.group(2) for _, text, _ in emitter.init.rows
+           for m in [_DEFINES.match(text)] if m}
+    return {v for v in found if v.isidentifier()} | {f"self.{a}" for a in own}
+
+
+_DEFINES = re.compile(r"^self\.(\w+) = |^self\.register_buffer\('(\w+)'")
+
+
+def _hoist(init) -> None:
+    """Leave in Model.__init__ the statements of ``init`` that define no attribute of the block's own (a buffer
+    the block was the first to read: later blocks read it too); ``init.hoisted`` holds their lines."""
+    kept, numbers = [], []
+    init.hoisted = set()
+    for j, (parts, comment) in enumerate(init.rows):
+        if any(kind in "as" for kind, _ in parts[:3]):
+            kept.append((parts, comment))
+            numbers += [v for kind, v in parts if kind == "n"]
+        else:
+            init.hoisted.add(init.start + j)
+    init.rows, init.numbers = kept, numbers
+
+
+def _candidates(emitter, variables, reads, taken) -> dict:
+    """{container: [(block, init Instance, forward Instance)]} for the containers that can be nested."""
+    found = {}
+    for block in emitter.graph.meta.get("blocks") or []:
+        if any(emitter.spans.get(i) is None for i in range(block["start"], block["stop"])):
+            continue
+        init = instance(emitter.init.rows, *block_lines(emitter.spans, block, 1), block, variables)
+        body = instance(emitter.body.rows, *block_lines(emitter.spans, block, 0), block, variables,
+                        {emitter.names[v] for v in emitter.graph.inputs})
+        ok = init is not None and body is not None and body.rows
+        if ok:
+            _hoist(init)
+            ok = not any(kind == "v" for parts, _ in init.rows for kind, _ in parts)
+        if ok:
+            find_outputs(body, reads)
+            ok = bool(body.outputs) and _own_attributes(init, body, taken)
+        found.setdefault(block["parent"], []).append((block["index"], block, init, body) if ok else None)
+    return {parent: [row[1:] for row in rows] for parent, rows in found.items()  # numbered from 0 (torch) or 1
+            if None not in rows and [row[0] for row in rows] in (list(range(len(rows))), list(range(1, len(rows) + 1)))}
+
+
+def _own_attributes(init, body, taken) -> bool:
+    """True when every ``self.`` attribute the block reads is its own (``self.<prefix>_<name>``), and each of its
+    own names is a plain attribute name there."""
+    for inst in (init, body):
+        for parts, _ in inst.rows:
+            for j, (kind, value) in enumerate(parts):
+                own = j + 1 < len(parts) and parts[j + 1][0] == "a" and value.endswith("self.")
+                if kind == "t" and value.count("self.") > own:
+                    return False
+                if kind == "a" and (not attr_name(value).isidentifier() or keyword.iskeyword(value) or value in taken):
+                    return False
+    return True
+
+
+def attr_name(rest: str) -> str:
+    """A block's submodule name: the flat name without the block's prefix; ``_1_conv`` for keras.applications'
+    ``conv2_block1_1_conv``, whose rest starts with a digit."""
+    return f"_{rest}" if rest[:1].isdigit() else rest
+
+
+def _template(init, body) -> tuple:
+    return init.template()[0], body.template()
+
+
+def write_modules(emitter, taken) -> None:
+    """Nest the containers whose blocks repeat (Note [nested torch modules]); ``taken``: the names a submodule must
+    not shadow. Rewrites ``emitter.init``, ``emitter.body``, ``state``, ``module_of`` and ``origins``."""
+    variables = _variables(emitter)
+    reads = [{v for k, v in pieces(t, "\0", variables) if k == "v"} if t else set() for _, t, _ in emitter.body.rows]
+    containers = _candidates(emitter, variables, reads, taken)
+    classes = {}  # template -> [(init, body)]
+    for rows in containers.values():
+        for _, init, body in rows:
+            classes.setdefault(_template(init, body), []).append((init, body))
+    containers = {p: rows for p, rows in containers.items()
+                  if any(len(classes[_template(i, b)]) > 1 for _, i, b in rows)}
+    if not containers:
+        return
+    written, names = {}, Namespace(set(taken) | {"Model", "torch", "nn", "F", "os", "math", "load_file"})
+    for rows in containers.values():
+        for _, init, body in rows:
+            key = _template(init, body)
+            if key not in written:
+                members = [pair for pair in classes[key] if any(pair[0] is i for r in containers.values()
+                                                                   for _, i, _ in r)]
+                written[key] = _class(emitter, members, names)
+                if written[key] is None:
+                    emitter.classes.clear()
+                    return  # too many varying numbers: everything stays flat
+    _rewrite(emitter, containers, written, variables)
+
+
+def _class(emitter, members, names):
+    """Write one block class into ``emitter.classes``; returns (class name, params, columns) or None."""
+    numbers = [init.numbers + body.numbers for init, body in members]
+    found = number_params(numbers) if len(members) > 1 else ({}, [])
+    if found is None:
+        return None
+    params, columns = found
+    init, body = members[0]
+    cls = names.name(family_name(_Group([b for _, b in members])), "block").title().replace("_", "")
+    local = Namespace({"self", "torch", "nn", "F", "math"})
+    args = [local.name(param_name(_Joined(init, body), col), "size") for col in columns]
+    split = len(init.numbers)
+    inputs = {v: local.name("x" if i == 0 else v.replace("self.", ""), "x") for i, v in enumerate(body.inputs)}
+    locals_ = {v: local.name(v[len(body.prefix) + 1:] if v.startswith(body.prefix + "_") else
+                             re.sub(r"_+\d+$", "", v), "v") for v in body.locals}
+
+    def number(i, text, forward=False):
+        if i not in params:
+            return text
+        p, multiple = params[i]
+        name = f"self.{args[p]}" if forward else args[p]
+        return name if multiple == 1 else f"{multiple} * {name}"
+
+    w = LineWriter()
+    w.line(f"class {cls}(nn.Module):")
+    w.indent = 1
+    keys = ", ".join(b.key for _, b in members)
+    w.line(f'"""Source blocks {keys if len(keys) <= 70 else body.key + ", ..."}."""')
+    w.line("")
+    w.line(f"def __init__({', '.join(['self'] + args)}):")
+    w.indent = 2
+    w.line("super().__init__()")
+    used = {params[c][0] for c in params if c >= split}
+    for p in sorted(used):
+        w.line(f"self.{args[p]} = {args[p]}")
+    _lines(w, init.rows, {}, number, 0)
+    w.indent = 1
+    w.line("")
+    w.line(f"def forward({', '.join(['self'] + list(inputs.values()))}):")
+    w.indent = 2
+    _lines(w, body.rows, {**locals_, **inputs}, lambda i, t: number(i, t, True), split)
+    w.line(f"return {', '.join(locals_[v] for v in body.outputs)}")
+    emitter.classes.append(w.text())
+    return cls, columns
+
+
+def _lines(w, rows, names, number, offset) -> None:
+    for parts, comment in rows:
+        w.line(render(parts, lambda v: names[v], lambda i, t: number(offset + i, t),
+                      lambda s: repr(attr_name(s.lstrip("_"))), attr_name), comment)
+        offset += sum(kind == "n" for kind, _ in parts)
+
+
+class _Group:
+    def __init__(self, instances):
+        self.instances = instances
+
+
+class _Joined:
+    """An init and a forward Instance read as one, for ``param_name``'s column count."""
+
+    def __init__(self, init, body):
+        self.rows = init.rows + body.rows
+
+
+def _rewrite(emitter, containers, written, variables) -> None:
+    """Replace each nested container's lines by one submodule and its calls; rename the state keys."""
+    init_at, body_at, paths, rename = {}, {}, {}, {}
+    for parent, rows in containers.items():
+        attr = emitter.attrs.name(ident(parent), "blocks")
+        made = [(written[_template(i, b)], i, b) for _, i, b in rows]
+        pos = _chain(rows)
+        init_at[rows[0][1].start] = (attr, made, pos is not None and len(rows[0][2].inputs) == 1)
+        for index, (_, init, body) in enumerate(rows):
+            body_at[body.start] = (attr, index, body, rows, pos)
+            for parts, _ in init.rows:
+                for kind, value in parts:
+                    if kind == "a":
+                        paths[f"{init.prefix}_{value}"] = f"{attr}.{index}.{attr_name(value)}"
+    skip_init = {i for rows in containers.values() for _, init, _ in rows
+                 for i in range(init.start, init.stop) if i not in init.hoisted}
+    skip_body = {i for rows in containers.values() for _, _, body in rows for i in range(body.start, body.stop)}
+    init = LineWriter()
+    for i, (indent, text, comment) in enumerate(emitter.init.rows):
+        if i in init_at:
+            _container(init, indent, *init_at[i])
+        if i not in skip_init:
+            init.indent = indent
+            init.line(text, comment)
+    body = LineWriter()
+    for i, (indent, text, comment) in enumerate(emitter.body.rows):
+        if i in body_at:
+            _, index, inst, rows, pos = body_at[i]
+            hoisted = inst.hoisted if pos is None else [n for _, _, b in rows for n in b.hoisted] if not index else []
+            for line in hoisted:  # before the call (or the loop) that reads them
+                body.indent = indent
+                body.line(emitter.body.rows[line][1], emitter.body.rows[line][2])
+            _block_call(emitter, body, indent, *body_at[i], rename)
+        if i not in skip_body:
+            body.indent = indent
+            body.line(render(pieces(text, "\0", variables), lambda v: rename.get(v, v)) if text else text, comment)
+    emitter.init, emitter.body = init, body
+    _rename_paths(emitter, paths)
+
+
+def _chain(rows):
+    """The input position at which each block reads the one before's only output, when the container's blocks are
+    called one after the other that way (their other inputs the same): a loop, or one ``nn.Sequential`` call."""
+    bodies = [body for _, _, body in rows]
+    pos = None
+    for last, body in zip(bodies, bodies[1:]):
+        if last.stop != body.start or len(last.outputs) != 1 or len(body.outputs) != 1 \
+                or last.outputs[0] not in body.inputs or not last.read_at <= set(range(body.start, body.stop)):
+            return None
+        at = body.inputs.index(last.outputs[0])
+        if (pos is not None and at != pos) or len(body.inputs) != len(bodies[0].inputs) or \
+                any(a != b for i, (a, b) in enumerate(zip(body.inputs, bodies[0].inputs)) if i != at):
+            return None
+        pos = at
+    return pos if len(bodies) > 1 and len(bodies[-1].outputs) == 1 else None
+
+
+def _container(w, indent, attr, made, sequential) -> None:
+    """``self.layer1 = nn.Sequential(...)`` (blocks called one after the other on one input) or ``nn.ModuleList``:
+    one line per block, or a comprehension when all are alike."""
+    calls = [f"{cls}({', '.join(inst.numbers[c] for c in columns)})" for (cls, columns), inst, _ in made]
+    w.indent = indent
+    if len(set(calls)) == 1:
+        many = f"{calls[0]} for _ in range({len(calls)})"
+        w.line(f"self.{attr} = nn.Sequential(*[{many}])" if sequential else
+               f"self.{attr} = nn.ModuleList([{many}])", f"source blocks {made[0][2].key} to {made[-1][2].key}")
+        return
+    w.line(f"self.{attr} = nn.Sequential(" if sequential else f"self.{attr} = nn.ModuleList([")
+    w.indent = indent + 1
+    for call, (_, _, body) in zip(calls, made):
+        w.line(f"{call},", f"source block {body.key}")
+    w.indent = indent
+    w.line(")" if sequential else "])")
+
+
+def _block_call(emitter, w, indent, attr, index, body, rows, pos, rename) -> None:
+    """The call of one block, or at the first block of a chained container, the call of them all."""
+    w.indent = indent
+    for inst in [body] if pos is None else [b for _, _, b in rows]:
+        emitter.hidden.update(v for v in inst.locals if v not in inst.outputs or pos is not None)
+    if pos is None:
+        args = ", ".join(rename.get(v, v) for v in body.inputs)
+        w.line(f"{', '.join(body.outputs)} = self.{attr}[{index}]({args})")
+        return
+    if index:
+        return
+    args = [rename.get(v, v) for v in body.inputs]
+    if len(args) == 1:
+        rename[rows[-1][2].outputs[0]] = out = emitter.ns.name(attr, "x")
+        w.line(f"{out} = self.{attr}({args[0]})")
+        return
+    rename[rows[-1][2].outputs[0]] = out = emitter.ns.name(attr, "x")
+    w.line(f"{out} = {args[pos]}")
+    args[pos] = out
+    w.line(f"for block in self.{attr}:")
+    w.indent = indent + 1
+    w.line(f"{out} = block({', '.join(args)})")
+
+
+def _rename_paths(emitter, paths) -> None:
+    """State keys, submodule paths and origins from the flat attribute names to the nested paths."""
+    def moved(key):
+        attr, dot, rest = key.partition(".")
+        return paths[attr] + dot + rest if attr in paths else key
+
+    emitter.state = {moved(k): v for k, v in emitter.state.items()}
+    emitter.origins = {moved(k): v for k, v in emitter.origins.items()}
+    emitter.module_of = {v: moved(m) for v, m in emitter.module_of.items()}

@@ -1,0 +1,143 @@
+"""Small models whose blocks repeat, for the structured-code golden files (tests/targets/*/test_golden*.py) and
+benchmarks/emitted_lines.py: a torchvision-style ResNet (Bottleneck blocks in ``layer1``..), a ViT (pre-norm
+blocks in ``blocks``), the Llama-shaped decoder of tiny_llama.py, and a keras.applications-style ResNet (layers
+named ``conv2_block1_1_conv`` by ``block1(x, filters, stride, name)``, as keras.applications writes them).
+
+Example: ``model, (x,) = small_resnet()``.
+"""
+import torch
+from torch import nn
+
+from tests.support.tiny_llama import tiny_llama
+
+__all__ = ["Bottleneck", "ResNet", "small_resnet", "small_vit", "small_decoder", "keras_resnet"]
+
+
+class Bottleneck(nn.Module):
+    """torchvision's Bottleneck: 1x1, 3x3 (stride), 1x1 to 4x the width, a projection shortcut where needed."""
+
+    def __init__(self, inplanes, planes, stride=1):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(inplanes, planes, 1, bias=False), nn.BatchNorm2d(planes)
+        self.conv2, self.bn2 = nn.Conv2d(planes, planes, 3, stride, 1, bias=False), nn.BatchNorm2d(planes)
+        self.conv3, self.bn3 = nn.Conv2d(planes, planes * 4, 1, bias=False), nn.BatchNorm2d(planes * 4)
+        self.relu = nn.ReLU(inplace=True)
+        self.downsample = None
+        if stride != 1 or inplanes != planes * 4:
+            self.downsample = nn.Sequential(nn.Conv2d(inplanes, planes * 4, 1, stride, bias=False),
+                                            nn.BatchNorm2d(planes * 4))
+
+    def forward(self, x):
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(out))
+        return self.relu(out + (x if self.downsample is None else self.downsample(x)))
+
+
+class ResNet(nn.Module):
+    """torchvision's ResNet layout: stem, ``layer1``..``layerN`` of Bottlenecks, average pool, ``fc``."""
+
+    def __init__(self, layers=(3, 4, 6, 3), width=64, classes=1000):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, width, 7, 2, 3, bias=False)
+        self.bn1, self.relu = nn.BatchNorm2d(width), nn.ReLU(inplace=True)
+        self.maxpool = nn.MaxPool2d(3, 2, 1)
+        inplanes = width
+        for i, count in enumerate(layers):
+            planes = width * 2 ** i
+            blocks = [Bottleneck(inplanes, planes, 1 if i == 0 else 2)]
+            blocks += [Bottleneck(planes * 4, planes) for _ in range(count - 1)]
+            setattr(self, f"layer{i + 1}", nn.Sequential(*blocks))
+            inplanes = planes * 4
+        self.stages = len(layers)
+        self.fc = nn.Linear(inplanes, classes)
+
+    def forward(self, x):
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        for i in range(self.stages):
+            x = getattr(self, f"layer{i + 1}")(x)
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
+def small_resnet(layers=(2, 2), width=4, size=32):
+    """(a seed-0 ResNet in eval mode, (an input of shape (1, 3, size, size),)); ResNet-50 is layers=(3, 4, 6, 3),
+    width=64."""
+    torch.manual_seed(0)
+    return ResNet(layers, width, 10).eval(), (torch.randn(1, 3, size, size),)
+
+
+class ViTBlock(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)
+        self.mlp = nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, dim))
+
+    def forward(self, x):
+        h = self.norm1(x)
+        x = x + self.attn(h, h, h, need_weights=False)[0]
+        return x + self.mlp(self.norm2(x))
+
+
+class ViT(nn.Module):
+    """Patches, a class token, learned positions, pre-norm blocks, the class token's head."""
+
+    def __init__(self, dim=16, depth=3, heads=2, patch=4, size=16, classes=10):
+        super().__init__()
+        self.patch_embed = nn.Conv2d(3, dim, patch, patch)
+        self.cls_token = nn.Parameter(torch.randn(1, 1, dim))
+        self.pos_embed = nn.Parameter(torch.randn(1, (size // patch) ** 2 + 1, dim))
+        self.blocks = nn.Sequential(*[ViTBlock(dim, heads) for _ in range(depth)])
+        self.norm, self.head = nn.LayerNorm(dim), nn.Linear(dim, classes)
+
+    def forward(self, x):
+        x = self.patch_embed(x).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1) + self.pos_embed
+        return self.head(self.norm(self.blocks(x))[:, 0])
+
+
+def small_vit():
+    """(a seed-0 ViT in eval mode, (an input of shape (1, 3, 16, 16),))."""
+    torch.manual_seed(0)
+    return ViT().eval(), (torch.randn(1, 3, 16, 16),)
+
+
+def small_decoder(layers=3):
+    """(tiny_llama's decoder with ``layers`` blocks, (token ids,))."""
+    return tiny_llama(batch=1, layers=layers)
+
+
+def keras_resnet(stages=(2, 2), width=4, size=16):
+    """A keras.applications-style ResNet (``block1`` and ``stack1`` of keras/applications/resnet.py, smaller),
+    seed 0."""
+    import keras
+    from keras import layers
+
+    def block1(x, filters, stride=1, conv_shortcut=True, name=None):
+        if conv_shortcut:
+            shortcut = layers.Conv2D(4 * filters, 1, strides=stride, name=name + "_0_conv")(x)
+            shortcut = layers.BatchNormalization(epsilon=1.001e-5, name=name + "_0_bn")(shortcut)
+        else:
+            shortcut = x
+        x = layers.Conv2D(filters, 1, strides=stride, name=name + "_1_conv")(x)
+        x = layers.BatchNormalization(epsilon=1.001e-5, name=name + "_1_bn")(x)
+        x = layers.Activation("relu", name=name + "_1_relu")(x)
+        x = layers.Conv2D(filters, 3, padding="SAME", name=name + "_2_conv")(x)
+        x = layers.BatchNormalization(epsilon=1.001e-5, name=name + "_2_bn")(x)
+        x = layers.Activation("relu", name=name + "_2_relu")(x)
+        x = layers.Conv2D(4 * filters, 1, name=name + "_3_conv")(x)
+        x = layers.BatchNormalization(epsilon=1.001e-5, name=name + "_3_bn")(x)
+        x = layers.Add(name=name + "_add")([shortcut, x])
+        return layers.Activation("relu", name=name + "_out")(x)
+
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((size, size, 3))
+    x = layers.Conv2D(width, 3, padding="same", name="conv1_conv")(inputs)
+    x = layers.Activation("relu", name="conv1_relu")(x)
+    for i, count in enumerate(stages):
+        name = f"conv{i + 2}"
+        x = block1(x, width * 2 ** i, stride=1 if i == 0 else 2, name=name + "_block1")
+        for b in range(2, count + 1):
+            x = block1(x, width * 2 ** i, conv_shortcut=False, name=f"{name}_block{b}")
+    x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
+    return keras.Model(inputs, layers.Dense(10, name="predictions")(x), name="resnet")
