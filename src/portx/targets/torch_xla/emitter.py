@@ -28,6 +28,7 @@ from ...ops._util import kind
 from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal, module_sentences
 from .blocks import write_modules
 from .shards import INDEX_FILE, SHARDED_FOOTER, WEIGHTS_FILE, Converted, is_sharded, module_on, skeleton, write_weights
+from .literals import plain, scalar_result
 from .sharding import tp_plan_source
 from .unsigned import WIDE, narrowed, widened, widens
 
@@ -40,7 +41,6 @@ _RESERVED = {"torch", "nn", "F", "os", "math", "load_file", "self", "Model", "bu
 _WEIGHT_WORDS = {"weight", "bias", "kernel", "folded", "folded_bias", "gamma", "beta", "embeddings",
                  "running_mean", "running_var", "moving_mean", "moving_variance", "in_proj_weight",
                  "reordered"}  # passes/layout_rules.py: a linear weight whose columns follow a moved flatten
-#: ops whose output is a fresh tensor their backward does not keep (``overwrite``: a sole reader may overwrite it)
 _INLINE_MAX = 16  # stored arrays with at most this many elements are written into __init__ as literals
 
 
@@ -51,27 +51,6 @@ def _module_attributes() -> frozenset:
 
     # dir() of an instance: class attributes and those __init__ sets (training, _parameters, ...)
     return frozenset(dir(torch.nn.Module())) | {"forward"}
-
-
-def _plain(array):
-    """Nested Python data for an array; float32/float16 values in their shortest round-trip form, but for one
-    whose shortest form lies past the dtype's largest finite value (float32's max is ``3.4028235e+38`` shortest,
-    above the max itself): that one keeps its exact value, since torch refuses a Python number that overflows the
-    tensor's dtype (``torch.where(m, 3.4028235e+38, x)``: nan_to_num's ``finfo.max``)."""
-    array = np.asarray(array)
-    if str(array.dtype) in ("float32", "float16", "bfloat16"):
-        narrow = array.astype(np.float32) if str(array.dtype) == "bfloat16" else array
-        top = float(np.finfo(array.dtype).max)
-        short = [float(str(v)) for v in narrow.ravel()]
-        short = [s if abs(s) <= top or np.isinf(v) else float(v) for s, v in zip(short, narrow.ravel())]
-        return np.array(short, dtype=object).reshape(array.shape).tolist()
-    return array.tolist()
-
-
-def _scalar_result(dtype: str, scalar_dtype: str) -> str:
-    """torch's dtype for ``tensor(dtype) OP python_scalar``: the scalar only lifts the category."""
-    lifted = kind(scalar_dtype)
-    return dtype if lifted <= kind(dtype) else {1: "int64", 2: "float32", 3: "complex64"}[lifted]
 
 
 class TorchEmitter(EmitterBase):
@@ -116,9 +95,9 @@ class TorchEmitter(EmitterBase):
             return self.ref(value)
         if other is None or isinstance(other, str) or other.type.rank == 0 or self.is_param(other):
             return self.ref(value)
-        if _scalar_result(other.type.dtype, value.type.dtype) != (result or other.type.dtype):
+        if scalar_result(other.type.dtype, value.type.dtype) != (result or other.type.dtype):
             return self.ref(value)
-        text = literal(_plain(self.param(value)))
+        text = literal(plain(self.param(value)))
         return f"({text})" if text.startswith("-") else text  # -2.0 ** x would negate the power
 
     def ref(self, value) -> str:
@@ -174,7 +153,7 @@ class TorchEmitter(EmitterBase):
             kept = "" if array.size else ", persistent=False"
             self.init.line(f"self.register_buffer({literal(name)}, {zeros}{kept})")
         else:
-            self.init.line(f"self.register_buffer({literal(name)}, torch.tensor({literal(_plain(array))}, "
+            self.init.line(f"self.register_buffer({literal(name)}, torch.tensor({literal(plain(array))}, "
                            f"dtype={dtype}), persistent=False)")
         return f"self.{name}"
 
