@@ -187,7 +187,8 @@ def convert(source, *, to="keras-jax", out=None, example_inputs=None, inputs=(),
         src = stages.run("load", load, source, example_inputs=example_inputs, inputs=inputs, trust_pickle=trust_pickle,
                          unsafe_keras=unsafe_keras, trust_savedmodel=trust_savedmodel,
                          trust_remote_code=trust_remote_code, dtype=dtype,
-                         batch=None if static_batch is not None or dynamic else ONE_TRACED_AT)  # Note [batch of one]
+                         batch=None if static_batch is not None or dynamic else ONE_TRACED_AT,  # Note [batch of one]
+                         free=dynamic)  # Note [symbolic export] (frontends/torch_symbols.py)
         graph = stages.run("lower", src.lower, "model", strict_tpu)
         if static_batch is not None:
             src, graph = _pinned_batch(src, graph, static_batch, strict_tpu)

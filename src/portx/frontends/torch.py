@@ -26,12 +26,12 @@ from ..ir import IMPORT_RULES, Graph, Node, TensorType, Value, fresh_name, infer
 from ..ir.validate import IRError
 from ..progress import counted
 from .torch_arrays import array_of
-from .torch_names import op_name as _op_name
-from .torch_names import module_kind, scope_of
+from .torch_names import module_kind, op_name as _op_name, scope_of
 from .torch_records import type_error
 from .torch_training import (casts_to_bfloat16, decompose_keeping_dropout, functional_inplace, rearranges,
                              remove_effect_tokens, stops_gradient)
 from .torch_dynamic import computed_at_run_time, explain_export_failure, known_sizes, refuse_data_dependent
+from .torch_symbols import size_hints
 
 __all__ = ["lower_exported", "walk_program", "export_module", "torch_dtype_name", "TorchCall", "rule_for", "state_of"]
 
@@ -127,8 +127,8 @@ class TorchCall:
 class _Lowering:
     """Walks one ExportedProgram; holds the value environment and the nodes emitted so far."""
 
-    def __init__(self, ep):
-        self.ep, self.sizes = ep, known_sizes(ep)  # data-dependent sizes that constants settle (Note [static sizes])
+    def __init__(self, ep, at=None):  # at: {symbol: size} of a symbolic program (Note [symbolic export])
+        self.ep, self.sizes = ep, {**known_sizes(ep), **size_hints(ep), **(at or {})}  # never int(SymInt): it guards
         self.env = {}  # fx node -> IR Value (or list of them)
         self.consts = {}  # fx node -> torch.Tensor / list, for nodes that do not depend on user inputs
         self.const_names = {}  # fx node -> preferred parameter name (state_dict key)
@@ -352,14 +352,14 @@ def state_of(ep) -> dict:
     return result
 
 
-def walk_program(ep):
-    """Prepare ``ep`` and run every import rule; returns (prepared program, lowering state).
+def walk_program(ep, at=None):
+    """Prepare ``ep`` and run every import rule, its symbols at the sizes ``at``; returns (program, lowering state).
 
     The state maps each fx node to its IR value (``env``), and holds the emitted nodes, the
     parameters, the graph inputs and the fx outputs; ``lower_exported`` assembles the Graph.
     """
     ep = _prepare(ep)
-    low = _Lowering(ep)
+    low = _Lowering(ep, at)
     state = state_of(ep)
     user_inputs = set(ep.graph_signature.user_inputs)
     low.inputs, low.fx_outputs = [], []
@@ -375,14 +375,14 @@ def walk_program(ep):
     return ep, low
 
 
-def lower_exported(ep, name="model", strict_tpu=False) -> Graph:
-    """Lower an ExportedProgram to a validated-by-construction IR Graph.
+def lower_exported(ep, name="model", strict_tpu=False, at=None) -> Graph:
+    """Lower an ExportedProgram to a validated IR Graph, a symbolic one's at the sizes ``at`` ({symbol: int}).
 
     Raises UnsupportedOps listing every op without an import rule, with scopes and counts, and
     every data-dependent op (NotTpuLegal, exit 4, when ``strict_tpu``).
     """
     refuse_data_dependent(ep, strict_tpu)
-    ep, low = walk_program(ep)
+    ep, low = walk_program(ep, at)
     if low.failures:
         items = [(op, scopes, reason) for (op, reason), scopes in low.failures.items()]
         raise UnsupportedOps(items)
