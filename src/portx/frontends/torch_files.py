@@ -46,6 +46,7 @@ class TorchSource:
     batch_given: int = 0  # the example's batch as given, where it was traced at another (Note [batch of one])
     pinned: dict = None  # {(input, axis): why} for the axes exported free that torch specialised
     at: dict = None  # {symbol: size} where the program is lowered at other sizes than its example's
+    prepared: dict = field(default_factory=dict)  # its program prepared for lowering, shared by its resized copies
 
     def symbolic(self, sites) -> bool:
         """True when every (input, axis) of ``sites`` is a symbol of the program (Note [symbolic export])."""
@@ -65,7 +66,7 @@ class TorchSource:
                                                          self.at or size_hints(self.program), sizes)
         if at is not None:  # the same program at other sizes of its symbols: no tracing (Note [symbolic export])
             return TorchSource(self.program, args, self.module, self.label, [], self.declared, self.batch_given,
-                               self.pinned, at)
+                               self.pinned, at, self.prepared)
         if isinstance(self.module, torch.jit.ScriptModule):
             from torch._export.converter import TS2EPConverter  # private API; pinned by tests/frontends
 
@@ -85,7 +86,7 @@ class TorchSource:
 
     def lower(self, name="model", strict_tpu=False):
         """The IR Graph, with the program's output nesting in ``meta`` (Note [output structure])."""
-        graph = lower_exported(self.program, name=name, strict_tpu=strict_tpu, at=self.at)
+        graph = lower_exported(self.program, name=name, strict_tpu=strict_tpu, at=self.at, cache=self.prepared)
         structure = output_structure(self.program)
         return graph if structure is None else graph.replace(meta={**graph.meta, "output_structure": structure})
 

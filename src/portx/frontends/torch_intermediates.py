@@ -26,7 +26,7 @@ def source_intermediates(src, arrays, keep=None, release=None) -> dict:
     the rest is freed as the run goes). ``release(state_dict key, tensor)`` is called after a weight's last use.
     Example: ``source_intermediates(src, arrays)["conv2d"].shape``.
     """
-    ep, low = walk_program(src.program)
+    ep, low = walk_program(src.program, src.at, src.prepared)
     state, users = state_of(ep), set(ep.graph_signature.user_inputs)
     feed = iter(src.torch_inputs(arrays))
     args = [next(feed) if node.name in users else state[node.name][1]

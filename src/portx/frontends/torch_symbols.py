@@ -1,4 +1,4 @@
-"""Free dims from torch.export's own symbols: one symbolic export, read for which input axes stayed free.
+"""Exporting torch modules: at the example's static sizes, or once with the axes that may stay free symbolic.
 
 Note [symbolic export]: a live module (and a .pt2 that declares Dims, exported again from its module) is exported
 once with ``Dim.AUTO`` on every axis that may stay free: axis 0 of each batch input (``batch_inputs``), the
@@ -9,7 +9,9 @@ torch's shape log the guard that pinned each of the others and the line of the m
 (``pinned_by``). The program is then lowered at any size of its symbols without tracing again: the sizes are
 substituted into the recorded shapes (``TorchSource.resized``, ``lower_exported(at=...)``), so the free-dims stage
 (verification/dynamic.py) diffs two lowerings of one export where it used to export again per dim, and a dim
-torch pinned is pinned with the guard as its warning, without a second lowering. Where torch.export cannot trace
+torch pinned is pinned with the guard as its warning, without a second lowering. The program is prepared for
+lowering once (its decompositions re-trace it, slowly with symbols; torch's size ops such as ``sym_size`` are folded
+from the shapes, never decomposed) and shared by every size it is lowered at. Where torch.export cannot trace
 symbolically, the module is exported at its static sizes as before and each dim is found by exporting again at a
 second size; report["dynamic"]'s ``found_by`` says which ("symbolic export" or "two lowerings").
 
@@ -20,12 +22,16 @@ Example:
 """
 from __future__ import annotations
 
+import linecache
 import logging
 import re
-import traceback
+import sys
 from pathlib import Path
 
-__all__ = ["export_free", "input_symbols", "symbol_rows", "size_hints", "pinned_by", "resized_at", "named_sites"]
+from ..errors import BadInput, first_line
+from .torch_dynamic import explain_export_failure
+
+__all__ = ["export_module", "export_free", "input_symbols", "symbol_rows", "size_hints", "pinned_by", "resized_at", "named_sites"]
 
 _SHAPES_LOG = "torch.fx.experimental.symbolic_shapes"
 _CREATED = re.compile(r"create_symbol (\w+) = \d+ for L\['(\w+)'\]\.size\(\)\[(\d+)\]")
@@ -48,9 +54,12 @@ class _ShapeLog(logging.Handler):
         elif pinned:
             self.pinned[pinned.group(1)] = int(pinned.group(2))
         elif "[guard added]" in text:
-            self.guards.append((text.split(" [guard added]")[0].split(" ", 1)[-1], _model_line()))
+            self.guards.append((text.split(" [guard added]")[0].split(" ", 1)[-1], _model_frame(self.skip)))
 
     def __enter__(self):
+        import torch
+
+        self.skip = tuple(str(Path(m.__file__).parent) for m in (torch, logging)) + (str(Path(__file__).parents[1]),)
         self.logger = logging.getLogger(_SHAPES_LOG)
         self.saved = self.logger.level, self.logger.propagate, self.logger.handlers
         self.logger.setLevel(logging.INFO)
@@ -71,17 +80,44 @@ class _LetThrough:
     disable = logging.NOTSET
 
 
-def _model_line() -> str:
-    """``file.py:12 (x.reshape(2, -1) * 2)``: the innermost frame outside torch, logging and portx, the model's
-    own line that the guard came from; '' when none."""
+def _model_frame(skip):
+    """(file, line) of the innermost frame outside the folders ``skip`` (torch, logging, portx): the model's own line
+    that a guard came from (its text is read only for a guard that pins a dim), None when none. Frames are walked,
+    not extracted: a large model adds thousands of guards."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(skip):
+        frame = frame.f_back
+    return None if frame is None else (frame.f_code.co_filename, frame.f_lineno)
+
+
+def _line_text(where) -> str:
+    """``file.py:12 (x.reshape(2, -1) * 2)`` for a ``_model_frame``, '' for None."""
+    if where is None:
+        return ""
+    text = linecache.getline(*where).strip()
+    return f"{Path(where[0]).name}:{where[1]}" + (f" ({text})" if text else "")
+
+
+def export_module(module, example_inputs):
+    """``torch.export`` a module in eval mode at the example's static sizes, with a BadInput that says how to fix
+    failures."""
     import torch
 
-    skip = (str(Path(torch.__file__).parent), str(Path(logging.__file__).parent), str(Path(__file__).parents[1]))
-    frames = [f for f in traceback.extract_stack() if not f.filename.startswith(skip)]
-    if not frames:
-        return ""
-    frame = frames[-1]
-    return f"{Path(frame.filename).name}:{frame.lineno}" + (f" ({frame.line.strip()})" if frame.line else "")
+    try:
+        module.eval()
+    except NotImplementedError:  # an ExportedProgram's module() is already in the program's mode
+        pass
+    try:
+        with torch.no_grad():
+            return torch.export.export(module, tuple(example_inputs), strict=False)
+    except Exception as exc:  # torch raises many kinds here; all mean "cannot trace"
+        plain = explain_export_failure(module, example_inputs)
+        if plain:
+            raise BadInput(f"{type(module).__name__}: {plain}") from exc
+        first = first_line(exc, 300, type(exc).__name__)
+        raise BadInput(f"torch.export could not trace {type(module).__name__}: {first}",
+                       hint="make forward() traceable (no data-dependent Python control flow, "
+                            "static shapes) or pass a .pt2 saved with torch.export.save") from exc
 
 
 def export_free(module, inputs, sites):
@@ -118,7 +154,7 @@ def pinned_by(log, ep, sites) -> dict:
         size = log.pinned.get(symbol)
         text = "torch.export specialised it" + (f" to {size}" if size is not None else "")
         if guard:
-            text += f": guard {guard[0]}" + (f" added at {guard[1]}" if guard[1] else "")
+            text += f": guard {guard[0]}" + (f" added at {_line_text(guard[1])}" if guard[1] else "")
         why[site] = text
     return why
 
