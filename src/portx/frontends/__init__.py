@@ -79,7 +79,7 @@ def is_onnx_source(source) -> bool:
 
 
 def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_keras=False,
-         trust_savedmodel=False, batch=None, trust_remote_code=False, dtype="config") -> Source:
+         trust_savedmodel=False, batch=None, trust_remote_code=False, dtype="config", free=()) -> Source:
     """Open ``source`` (a path or a live model) as a Source.
 
     Torch sources are ``.pt2``, ``.pt`` files and ``nn.Module`` (with ``example_inputs``); Keras sources are
@@ -90,7 +90,8 @@ def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_k
     runs its TensorFlow graph, so it needs ``trust_savedmodel``). ``inputs`` are
     ``NAME:SHAPE[:DTYPE]`` specs (frontends/input_spec.py). Loading is safe by default (Note [safe loading],
     Note [keras safe mode]). ``batch``: a live nn.Module's example batch of 1 is traced at this many rows
-    (Note [batch of one] in frontends/torch_files.py). A Hugging Face checkpoint folder (config.json and
+    (Note [batch of one] in frontends/torch_files.py); ``free``: its ``--dynamic`` axes, exported symbolic (Note
+    [symbolic export] in frontends/torch_symbols.py). A Hugging Face checkpoint folder (config.json and
     safetensors weights) is built by transformers and traced with its weights left on disk (frontends/hf.py;
     ``trust_remote_code`` for a config with auto_map, ``dtype`` to widen). Example: ``load("model.pt2").lower()``.
     """
@@ -120,7 +121,7 @@ def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_k
 
     if isinstance(source, (str, os.PathLike)):
         return load_torch_source(source, inputs, trust_pickle)
-    return from_module(source, example_inputs, batch=batch)
+    return from_module(source, example_inputs, batch=batch, free=free)
 
 
 def _is_keras_folder(path) -> bool:

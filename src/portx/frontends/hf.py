@@ -47,7 +47,7 @@ def load_hf_folder(path, trust_remote_code=False, dtype="config") -> TorchSource
     _assign(model, folder, path, dtype)
     ids = torch.randint(0, min(int(getattr(model.config, "vocab_size", 2) or 2), 1000), _EXAMPLE,
                         generator=torch.Generator().manual_seed(0))
-    src = from_module(_Logits(model), (ids,), label=path.name or str(path))
+    src = from_module(_Logits(model), (ids,), label=path.name or str(path), free=["input_ids:1"])
     src.declared = [{"symbol": "sequence", "sites": [[0, 1]], "min": 1, "declared": True,
                      "max": getattr(model.config, "max_position_embeddings", None)}]
     src.store = folder.store  # the seam for streaming stages: one layer's tensors by name, pages released

@@ -21,17 +21,17 @@ import operator
 import numpy as np
 import torch
 
-from ..errors import BadInput, Unsupported, UnsupportedOps, first_line
+from ..errors import BadInput, Unsupported, UnsupportedOps
 from ..ir import IMPORT_RULES, Graph, Node, TensorType, Value, fresh_name, infer_outputs, param_value
 from ..ir.validate import IRError
 from ..progress import counted
 from .torch_arrays import array_of
-from .torch_names import op_name as _op_name
-from .torch_names import module_kind, scope_of
+from .torch_names import module_kind, op_name as _op_name, scope_of
 from .torch_records import type_error
 from .torch_training import (casts_to_bfloat16, decompose_keeping_dropout, functional_inplace, rearranges,
                              remove_effect_tokens, stops_gradient)
-from .torch_dynamic import computed_at_run_time, explain_export_failure, known_sizes, refuse_data_dependent
+from .torch_dynamic import computed_at_run_time, known_sizes, refuse_data_dependent
+from .torch_symbols import export_module, size_hints
 
 __all__ = ["lower_exported", "walk_program", "export_module", "torch_dtype_name", "TorchCall", "rule_for", "state_of"]
 
@@ -53,25 +53,6 @@ def torch_dtype_name(dtype) -> str:
 def rule_for(target):
     """The (OpDef, rule) pair for an fx call target, or None."""
     return IMPORT_RULES.get("torch", {}).get(_op_name(target))
-
-
-def export_module(module, example_inputs):
-    """``torch.export`` a module in eval mode, with a BadInput that says how to fix failures."""
-    try:
-        module.eval()
-    except NotImplementedError:  # an ExportedProgram's module() is already in the program's mode
-        pass
-    try:
-        with torch.no_grad():
-            return torch.export.export(module, tuple(example_inputs), strict=False)
-    except Exception as exc:  # torch raises many kinds here; all mean "cannot trace"
-        plain = explain_export_failure(module, example_inputs)
-        if plain:
-            raise BadInput(f"{type(module).__name__}: {plain}") from exc
-        first = first_line(exc, 300, type(exc).__name__)
-        raise BadInput(f"torch.export could not trace {type(module).__name__}: {first}",
-                       hint="make forward() traceable (no data-dependent Python control flow, "
-                            "static shapes) or pass a .pt2 saved with torch.export.save") from exc
 
 
 class TorchCall:
@@ -127,8 +108,8 @@ class TorchCall:
 class _Lowering:
     """Walks one ExportedProgram; holds the value environment and the nodes emitted so far."""
 
-    def __init__(self, ep):
-        self.ep, self.sizes = ep, known_sizes(ep)  # data-dependent sizes that constants settle (Note [static sizes])
+    def __init__(self, ep, at=None):  # at: {symbol: size} of a symbolic program (Note [symbolic export])
+        self.ep, self.sizes = ep, {**known_sizes(ep), **size_hints(ep), **(at or {})}  # never int(SymInt): it guards
         self.env = {}  # fx node -> IR Value (or list of them)
         self.consts = {}  # fx node -> torch.Tensor / list, for nodes that do not depend on user inputs
         self.const_names = {}  # fx node -> preferred parameter name (state_dict key)
@@ -323,6 +304,8 @@ def _unknown_targets(ep, table) -> set:
     return {n.target for n in ep.graph.nodes
             if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)
             and rule_for(n.target) is None and _op_name(n.target) not in _SKIP
+            and not _op_name(n.target).startswith(("aten::sym_", "aten::arange"))  # always folded: re-tracing to
+            # decompose them costs a trace (Note [symbolic export]) for a constant of the same value
             and (table is None or n.target in table)}
 
 
@@ -352,14 +335,17 @@ def state_of(ep) -> dict:
     return result
 
 
-def walk_program(ep):
-    """Prepare ``ep`` and run every import rule; returns (prepared program, lowering state).
+def walk_program(ep, at=None, cache=None):
+    """Prepare ``ep`` (once per ``cache`` dict) and run every import rule, its symbols at the sizes ``at``; returns
+    (prepared program, lowering state).
 
     The state maps each fx node to its IR value (``env``), and holds the emitted nodes, the
     parameters, the graph inputs and the fx outputs; ``lower_exported`` assembles the Graph.
     """
-    ep = _prepare(ep)
-    low = _Lowering(ep)
+    ep = cache["program"] if cache and "program" in cache else _prepare(ep)
+    if cache is not None:  # re-tracing a symbolic program is slow: once for all its sizes (Note [symbolic export])
+        cache["program"] = ep
+    low = _Lowering(ep, at)
     state = state_of(ep)
     user_inputs = set(ep.graph_signature.user_inputs)
     low.inputs, low.fx_outputs = [], []
@@ -375,14 +361,14 @@ def walk_program(ep):
     return ep, low
 
 
-def lower_exported(ep, name="model", strict_tpu=False, walk=walk_program) -> Graph:
-    """Lower an ExportedProgram to a validated-by-construction IR Graph.
+def lower_exported(ep, name="model", strict_tpu=False, at=None, cache=None, walk=None) -> Graph:
+    """Lower an ExportedProgram to a validated IR Graph, a symbolic one's at the sizes ``at`` ({symbol: int}).
 
     Raises UnsupportedOps listing every op without an import rule, with scopes and counts, and
     every data-dependent op (NotTpuLegal, exit 4, when ``strict_tpu``). ``walk``: walk_program, or one that keeps it.
     """
     refuse_data_dependent(ep, strict_tpu)
-    ep, low = walk(ep)
+    ep, low = walk(ep) if walk is not None else walk_program(ep, at, cache)
     if low.failures:
         items = [(op, scopes, reason) for (op, reason), scopes in low.failures.items()]
         raise UnsupportedOps(items)

@@ -25,6 +25,7 @@ from ..ir import batch_inputs
 from .input_spec import parse_input_spec
 from .torch import export_module, lower_exported, walk_program
 from .torch_arrays import array_of
+from .torch_symbols import export_free, input_symbols, named_sites, resized_at, size_hints, symbol_rows
 
 __all__ = ["TorchSource", "load_torch_source", "from_module", "output_structure"]
 
@@ -44,6 +45,13 @@ class TorchSource:
     declared: list = field(default_factory=list)  # dynamic dims the program declares (``dynamic_dims``)
     batch_given: int = 0  # the example's batch as given, where it was traced at another (Note [batch of one])
     _walked: tuple = field(default=None, init=False, repr=False, compare=False)  # (program, prepared, lowering)
+    pinned: dict = None  # {(input, axis): why} for the axes exported free that torch specialised
+    at: dict = None  # {symbol: size} where the program is lowered at other sizes than its example's
+    prepared: dict = field(default_factory=dict)  # its program prepared for lowering, shared by its resized copies
+
+    def symbolic(self, sites) -> bool:
+        """True when every (input, axis) of ``sites`` is a symbol of the program (Note [symbolic export])."""
+        return self.pinned is not None and all(tuple(site) in input_symbols(self.program) for site in sites)
 
     def dynamic_dims(self) -> list:
         """The dims a .pt2 declares with ``torch.export.Dim``: [{"symbol", "sites": [[input, axis]], "min",
@@ -55,6 +63,11 @@ class TorchSource:
         it cannot run there (a .pt2 exported with static shapes, a view to a constant size)."""
         args = tuple(resize_tensor(t, {axis: n for (i, axis), n in sizes.items() if i == k})
                      for k, t in enumerate(self.example_inputs))
+        at = None if self.pinned is None else resized_at(self.program, input_symbols(self.program),
+                                                         self.at or size_hints(self.program), sizes)
+        if at is not None:  # the same program at other sizes of its symbols: no tracing (Note [symbolic export])
+            return TorchSource(self.program, args, self.module, self.label, [], self.declared, self.batch_given,
+                               self.pinned, at, self.prepared)
         if isinstance(self.module, torch.jit.ScriptModule):
             from torch._export.converter import TS2EPConverter  # private API; pinned by tests/frontends
 
@@ -96,8 +109,8 @@ class TorchSource:
 
         Example: ``src.walk(src.program)[1].env`` maps each fx node to its IR value.
         """
-        if self._walked is None or self._walked[0] is not program:
-            self._walked = (program, *walk_program(program))
+        if self._walked is None or self._walked[0] is not program:  # at its sizes, sharing its prepared program
+            self._walked = (program, *walk_program(program, self.at, self.prepared))
         return self._walked[1:]
 
     # Note [one walk per program]: lowering a program (its decompositions, then every import rule) is most of
@@ -142,9 +155,10 @@ def _example_from_specs(specs, path) -> tuple:
     return tuple(tensors)
 
 
-def from_module(module, example_inputs, label=None, batch=None) -> TorchSource:
+def from_module(module, example_inputs, label=None, batch=None, free=()) -> TorchSource:
     """Wrap a live ``nn.Module`` with example inputs (tensors or NumPy arrays); ``batch``: trace an example batch
-    of 1 at this many rows instead, where the module traces there (Note [batch of one])."""
+    of 1 at this many rows instead, where the module traces there (Note [batch of one]); ``free``: ``--dynamic``
+    specs (``["x:1"]``) of the axes exported symbolic besides the batch (Note [symbolic export])."""
     if not isinstance(module, torch.nn.Module):
         raise BadInput(f"{type(module).__name__} is not a torch.nn.Module", hint="pass an nn.Module or a file path")
     if example_inputs is None:
@@ -161,11 +175,20 @@ def from_module(module, example_inputs, label=None, batch=None) -> TorchSource:
     wider = _batch_at(inputs, batch) if batch else None
     if wider is not None:  # Note [batch of one]
         try:
-            return TorchSource(export_module(module, wider), wider, module, label or type(module).__name__,
-                               batch_given=1)
+            return _exported(module, wider, label or type(module).__name__, free, batch_given=1)
         except BadInput:  # not at that batch: traced at the example's, and find_free says why it stays pinned
             pass
-    return TorchSource(export_module(module, inputs), inputs, module, label or type(module).__name__)
+    return _exported(module, inputs, label or type(module).__name__, free)
+
+
+def _exported(module, inputs, label, free, batch_given=0) -> TorchSource:
+    """``module`` exported once with axis 0 of its batch inputs and the ``free`` axes (``--dynamic`` specs) symbolic
+    (Note [symbolic export]); at static sizes where torch.export cannot trace it so."""
+    sites = [(i, 0) for i in batch_inputs([tuple(t.shape) for t in inputs])] + named_sites(module, inputs, free)
+    program, pinned = export_free(module, inputs, sites) if sites else (None, None)
+    if program is None:
+        return TorchSource(export_module(module, inputs), inputs, module, label, batch_given=batch_given)
+    return TorchSource(program, inputs, module, label, batch_given=batch_given, pinned=pinned)
 
 
 def _batch_at(inputs, n):
@@ -214,7 +237,7 @@ def _load_pt2(path, trust_pickle=False) -> TorchSource:
                        hint="the file may be truncated; re-save it with torch.export.save") from None
     user = set(ep.graph_signature.user_inputs)
     placeholders = [n for n in ep.graph.nodes if n.op == "placeholder" and n.name in user]
-    declared = _declared_dims(ep, placeholders)
+    declared = symbol_rows(ep)
     args = ep.example_inputs[0] if getattr(ep, "example_inputs", None) else None
     if args is None:
         args = tuple(torch.zeros([_hint(d) for d in n.meta["val"].shape], dtype=n.meta["val"].dtype)
@@ -225,39 +248,15 @@ def _load_pt2(path, trust_pickle=False) -> TorchSource:
         raise BadInput(f"{path}: torch.export loads the archive but cannot rebuild its module "
                        f"({type(exc).__name__}: {first_line(exc, 200)})",
                        hint="the archive's models/model.json was edited or damaged: export the model again") from None
-    if declared:  # lowered at the example's sizes; the declared dims are found free again (Note [free dims])
-        ep = export_module(module, tuple(args))
-    return TorchSource(ep, tuple(args), module, path.name, notes, declared)
+    pinned = None
+    if declared:  # exported again from its module, its Dims symbolic (Note [symbolic export])
+        ep, pinned = export_free(module, tuple(args), [site for row in declared for site in row["sites"]])
+        ep = ep or export_module(module, tuple(args))
+    return TorchSource(ep, tuple(args), module, path.name, notes, declared, pinned=pinned)
 
 
 def _hint(dim) -> int:
     return int(dim.node.hint) if isinstance(dim, torch.SymInt) and dim.node.hint is not None else int(dim)
-
-
-def _bound(value):
-    """A range bound as an int, None for infinity (sympy's ``int_oo``)."""
-    try:
-        return int(value)
-    except (TypeError, ValueError, AttributeError, OverflowError):
-        return None
-
-
-def _declared_dims(ep, placeholders) -> list:
-    """The program's ``torch.export.Dim``s: one row per symbol with its input sites and its range."""
-    found = {}
-    for index, n in enumerate(placeholders):
-        for axis, dim in enumerate(getattr(n.meta.get("val"), "shape", ())):
-            if isinstance(dim, torch.SymInt):
-                expr = dim.node.expr
-                if len(expr.free_symbols) != 1 or expr != next(iter(expr.free_symbols)):
-                    continue  # a derived dim (2 * s0) follows its symbol's own site
-                row = found.setdefault(str(expr), {"symbol": f"{n.name}_{axis}", "torch_symbol": str(expr),
-                                                   "sites": [], "declared": True})
-                row["sites"].append([index, axis])
-                bounds = ep.range_constraints.get(expr)
-                if bounds is not None:
-                    row["min"], row["max"] = _bound(bounds.lower) or 1, _bound(bounds.upper)
-    return list(found.values())
 
 
 def _is_torchscript(path) -> bool:

@@ -92,7 +92,8 @@ class Conversion:
         shapes = self.shapes
         self.src = self.stages.run("load", load, self.source, example_inputs=self.example_inputs,
                                    inputs=shapes.inputs, dtype=self.output.dtype, **self.trust.load_kwargs(),
-                                   batch=None if shapes.static_batch is not None or shapes.dynamic else ONE_TRACED_AT)
+                                   batch=None if shapes.static_batch is not None or shapes.dynamic else ONE_TRACED_AT,
+                                   free=shapes.dynamic)  # Note [symbolic export] (frontends/torch_symbols.py)
 
     def lower(self):
         """The source's IR (at ``--static-batch`` when given), and what its size allows to check."""

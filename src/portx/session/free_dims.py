@@ -3,7 +3,8 @@ happens to one that cannot.
 
 ``plan_dims`` lists the candidates: the batch (axis 0 of every input) unless ``--static-batch``, the
 dims the source declares (torch.export Dims, Keras None dims) and ``--dynamic NAME:AXIS`` ones.
-``find_free`` lowers the source again at a second size of each and diffs the graphs
+``find_free`` lowers the source again at a second size of each (a substitution into the symbols of one
+torch.export where it has them: Note [symbolic export] in frontends/torch_symbols.py) and diffs the graphs
 (passes/free_dims.py); a dim the model cannot run at, or whose graph changes in a way no free dim
 explains, is pinned at the example's size with a warning that says why (a declared one the model
 fixes to a constant is an error); a source that cannot run at another batch (a static program) gets that
@@ -191,7 +192,10 @@ def _at(src, prepare, rows, symbol_sizes):
 
 
 def _diff_one(src, graph, prepare, rows, row, found) -> str:
-    """'' when ``row``'s dim is free (its diff into ``found``), else why not."""
+    """'' when ``row``'s dim is free (its diff into ``found``), else why not (for one torch pinned, its guard)."""
+    symbolic, pinned = _exported_free(src, row)
+    if pinned:
+        return row.update(found_by="symbolic export") or pinned
     other = _other_size(row)
     if other is None:
         return f"its range [{row.get('min')}, {row.get('max')}] has no second size to check"
@@ -201,13 +205,22 @@ def _diff_one(src, graph, prepare, rows, row, found) -> str:
         if row["symbol"] != "batch" or row.get("declared"):
             return f"the model does not run at {row['symbol']}={other} ({one_line(exc)})"
         g1 = None  # a static program (Note [static batch] in passes/static_batch.py)
-    row["found_by"] = "a second lowering" if g1 is not None else "the ops' shape rules"  # report.json says which
+    # report.json says which: the symbols of one export, a second export's lowering, or the ops' shape rules
+    row["found_by"] = ("symbolic export" if symbolic else "two lowerings") if g1 is not None else "the ops' shape rules"
     try:
         g1 = g1 or rebatch(graph, row["sites"], row["size"], other)
         found[row["symbol"]] = diff_free(graph, g1, row["symbol"], row["size"], other)
     except NotFree as exc:
         return str(exc)
     return ""
+
+
+def _exported_free(src, row) -> tuple:
+    """(symbolic, why pinned): whether ``row``'s sites are symbols of the source's one torch.export (its second size
+    a substitution, not a second export), and why torch specialised one of them ('' if none or not exported so)."""
+    if getattr(src, "pinned", None) is None:  # torch sources exported symbolically only (Note [symbolic export])
+        return False, ""
+    return src.symbolic(row["sites"]), next((src.pinned[tuple(s)] for s in row["sites"] if tuple(s) in src.pinned), "")
 
 
 def refree(record, symbols, notes):
