@@ -1,6 +1,6 @@
 """Conversion time with free dims found two ways, side by side: two portx trees on the same zoo models.
 
-Note [symbolic export] (frontends/torch_symbols.py): a live module is exported once with its free axes symbolic and
+Note [symbolic export] (frontends/torch/symbols.py): a live module is exported once with its free axes symbolic and
 lowered at a second size by substitution, where portx used to export it again per free dim. This prints, per
 model, the stages that changed (load: the export; free-dims: the second lowerings) and the whole conversion, for
 each tree, each conversion in a fresh process so that imports and caches are the same for both. Seconds are CPU

@@ -103,7 +103,7 @@ def _torch_row(name, build, repeat):
 def _keras_row(name, build, repeat):
     """A Keras source converts with the input specs it carries (None dims get portx's example sizes); it and
     the emitted module are timed on portx's own verification inputs."""
-    from portx.frontends.keras_files import packed_inputs
+    from portx.frontends.keras.files import packed_inputs
     from portx.verification.compare import make_inputs
 
     model = build()[0]

@@ -18,8 +18,8 @@ from torch import nn
 
 import portx
 from portx.cli import main
-from portx.explore import EXPLORER, GRAPH_FILE, free_port, prepare
-from portx.explore_graph import GRAPH_ID, namespace_of
+from portx.reporting.explorer import EXPLORER, GRAPH_FILE, free_port, prepare
+from portx.reporting.explorer_graph import GRAPH_ID, namespace_of
 from tests.support.cdp import chromium, load_page
 from tests.support.hostile_names import EVIL, Evil
 

@@ -221,7 +221,7 @@ def test_found_graph_matches_reference(text, target):
                          ids=["sum-plus-one", "mean-times-three"])
 def test_zero_d_constants_stay_zero_d(fn, target):
     """0-d constants were stored as shape (1,) (np.ascontiguousarray), so ``x.sum() + 1`` had type
-    float32[1] where torch has float32[scalar] and the import failed (fixed in frontends/torch.py)."""
+    float32[1] where torch has float32[scalar] and the import failed (fixed in frontends/torch/__init__.py)."""
     check_torch_op(fn, np.ones((2, 3), np.float32), target=target)
 
 

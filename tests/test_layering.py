@@ -21,11 +21,11 @@ LAYERS = {"ir": 0, "ops": 1, "weights": 1, "frontends": 2, "passes": 2, "targets
           "session": 4, "testing": 5, "api": 5, "cli": 6, "": 7}
 #: modules that belong to another group than their path says (the op tables are read by passes/legalize;
 #: Model Explorer output is written by the conversion session; the CLI's option decorators are the CLI's)
-GROUP_OF = {"portx.optables": "passes", "portx.explore": "session", "portx.explore_graph": "session",
-            "portx.oplist": "api", "portx.cli_options": "cli"}
+GROUP_OF = {"portx.optables": "passes", "portx.reporting.explorer": "session",
+            "portx.reporting.explorer_graph": "session", "portx.oplist": "api", "portx.cli.options": "cli"}
 #: utilities importable from anywhere; they import only each other
-LEAVES = {"portx.errors", "portx.options", "portx.outputs", "portx.staging", "portx.progress", "portx.report_html",
-          "portx.report_text", "portx.logs", "portx.version"}
+LEAVES = {"portx.errors", "portx.options", "portx.outputs", "portx.outputs.staging", "portx.progress", "portx.logs",
+          "portx.reporting", "portx.reporting.html", "portx.reporting.text", "portx.version"}
 
 
 def _module_name(path: Path) -> str:

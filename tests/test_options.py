@@ -1,4 +1,4 @@
-"""The option groups (options.py) and their CLI decorators (cli_options.py): one spelling, one check, everywhere."""
+"""The option groups (options.py) and their CLI decorators (cli/options.py): one spelling, one check, everywhere."""
 import inspect as pyinspect
 import math
 

@@ -16,7 +16,7 @@ from torch import nn
 import portx
 from portx.cli import main
 from portx.ir import parse_graph, validate
-from portx.staging import MARKER, clean_stale_staging
+from portx.outputs.staging import MARKER, clean_stale_staging
 from portx.verification.compare import nonfinite_params
 from tests.support.paths import REPO, SAMPLE
 

@@ -20,7 +20,7 @@ import portx
 from portx.cli import main
 from portx.errors import VerificationFailed
 from portx.progress import Lines, Live, Stages, reporting, step
-from portx.report_html import render
+from portx.reporting.html import render
 from portx.targets import TARGETS
 from portx.verification import trace
 from portx.verification.compare import make_inputs

@@ -1,4 +1,4 @@
-"""Every reader of a report takes every field as optional (Note [optional fields] in report_text.py).
+"""Every reader of a report takes every field as optional (Note [optional fields] in reporting/text.py).
 
 A real conversion's report (gradients, trace, dynamic sizes, profile) and a real ``verify --trace --grad`` report
 are rendered by the console printers, report.html and the Model Explorer error overlay with each field removed in
@@ -12,11 +12,11 @@ import torch
 from torch import nn
 
 import portx
-from portx.explore import write_conversion
+from portx.reporting.explorer import write_conversion
 from portx.frontends import load
-from portx import report_html
-from portx.report_html import write_report
-from portx.report_text import print_conversion, print_gradients, print_verification
+from portx.reporting import html as report_html
+from portx.reporting.html import write_report
+from portx.reporting.text import print_conversion, print_gradients, print_verification
 from portx.targets import find_target
 from tests.support.json_schema import problems
 from tests.support.paths import REPO
@@ -105,7 +105,7 @@ def test_a_gradient_row_without_numbers_prints(capsys):
 
 
 def test_the_report_line_of_a_proof_on_abstract_weights_says_nothing_ran():
-    from portx.report_text import sharding_line
+    from portx.reporting.text import sharding_line
 
     proof = {"verdict": "lowered", "abstract": True, "mesh": {"batch": 2, "model": 4}, "per_device_ratio": 1.0,
              "collectives": {"all-reduce": 65, "all-gather": 0}}

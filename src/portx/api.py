@@ -98,7 +98,7 @@ def convert(source, to="keras-jax", *, example_inputs=None, trust=Trust(), shape
     model fixes is pinned with a warning naming the op (Note [free dims] in ir/types.py; session/free_dims.py).
 
     ``shapes.io_layout``: "source", "channels-last" or "channels-first" (report["layout"] says which).
-    ``output.explore`` also writes OUT/explorer/: Model Explorer graph JSON and overlays (explore.py).
+    ``output.explore`` also writes OUT/explorer/: Model Explorer graph JSON and overlays (reporting/explorer.py).
     A Hugging Face folder keeps its config's dtype unless ``output.dtype``; ``output.max_shard_size``: the weights
     files' largest shard ("2GB" by default, "500MB", or GB). ``checks.mesh`` ("batch=2,model=4" or a dict): also
     run the model split over that mesh on CPU devices and lower it for TPU (report["sharding"]); None skips it.

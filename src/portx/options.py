@@ -1,6 +1,6 @@
 """The option groups every entry point takes: ``Trust``, ``Shapes``, ``Checks`` and ``Output``.
 
-``convert``, ``verify``, ``inspect``, ``portx.testing`` and the CLI (one click decorator per group, cli_options.py)
+``convert``, ``verify``, ``inspect``, ``portx.testing`` and the CLI (one click decorator per group, cli/options.py)
 share these frozen dataclasses, so a trust flag means the same everywhere (Note [one trust]) and a tolerance is
 checked once, when its ``Checks`` is made. A leaf module: it imports only ``errors``.
 

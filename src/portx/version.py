@@ -1,4 +1,4 @@
-"""portx's version, in a leaf module of its own so that utilities (staging.py's output marker) can read it
+"""portx's version, in a leaf module of its own so that utilities (outputs/staging.py's output marker) can read it
 without importing the package's lazy API facade.
 
 Example:

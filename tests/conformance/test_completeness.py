@@ -31,7 +31,7 @@ os.environ.setdefault("KERAS_BACKEND", "jax")
 import pytest  # noqa: E402
 
 import portx.ops  # noqa: E402,F401 - registers every import rule
-from portx.frontends.jaxpr_control import CONTROL_PRIMITIVES  # noqa: E402
+from portx.frontends.jax.control import CONTROL_PRIMITIVES  # noqa: E402
 from portx.ir import IMPORT_RULES, OpDef  # noqa: E402
 from portx.passes.legalize import load_table  # noqa: E402
 

@@ -8,8 +8,8 @@ from keras import layers
 
 from portx.verification.compare import run_reference
 from portx.errors import UnsupportedOps
-from portx.frontends.jaxpr import Const, inline_jaxpr, lower_jaxpr, scope_of
-from portx.frontends.keras_subclassed import lower_keras_subclassed, needs_tracing, param_name
+from portx.frontends.jax import Const, inline_jaxpr, lower_jaxpr, scope_of
+from portx.frontends.keras.subclassed import lower_keras_subclassed, needs_tracing, param_name
 from portx.ir import GraphBuilder, TensorType, validate
 from tests.support.unsupported import jax_unsupported
 

@@ -12,8 +12,8 @@ import pytest
 from jax import lax
 
 from portx.errors import NotTpuLegal, UnsupportedOps
-from portx.frontends.jaxpr import lower_jaxpr
-from portx.frontends.jaxpr_control import MAX_UNROLLED_EQUATIONS
+from portx.frontends.jax import lower_jaxpr
+from portx.frontends.jax.control import MAX_UNROLLED_EQUATIONS
 from portx.ir import validate
 from portx.passes.pipeline import run_passes
 from portx.targets.torch_xla.runtime import run_torch

@@ -19,7 +19,7 @@ import pytest
 
 import portx.ops  # noqa: F401  (registers rules)
 from portx.verification.compare import compare_arrays, run_reference
-from portx.frontends.keras_files import from_keras_model
+from portx.frontends.keras.files import from_keras_model
 from portx.ir import validate
 from tests.support.zoo_keras import APPLICATIONS, build_application
 

@@ -1,5 +1,5 @@
 """Keras import rules read call arguments as Keras binds them (Note [keras call arguments] in
-frontends/keras_call_args.py): every covered layer that takes more than one argument, called positionally and
+frontends/keras/call_args.py): every covered layer that takes more than one argument, called positionally and
 by keyword, converts to the same model, checked against Keras on both targets (keras.ops operations too)."""
 import keras
 import numpy as np
@@ -7,8 +7,8 @@ import pytest
 from keras import layers as L
 
 from portx.errors import UnsupportedOps
-from portx.frontends.keras_call_args import bind_arguments
-from portx.frontends.keras_files import from_keras_model
+from portx.frontends.keras.call_args import bind_arguments
+from portx.frontends.keras.files import from_keras_model
 from tests.support.harness import TARGETS
 from tests.support.keras_harness import check_keras_model, seeded
 

@@ -10,7 +10,7 @@ from keras import layers as L
 
 from portx.errors import BadInput, UnsupportedOps
 from portx.frontends.keras import DEFAULT_LENGTH, rule_key
-from portx.frontends.keras_files import from_keras_model, load_keras_source
+from portx.frontends.keras.files import from_keras_model, load_keras_source
 from portx.ops.linear import LINEAR
 from tests.support.keras_harness import check_keras_model, randomize_weights, seeded, single_layer
 from tests.support.unsupported import AlsoUnsupportedLayer, UnsupportedLayer, unsupported_op

@@ -1,11 +1,11 @@
 """In-place ops on temporaries import as their functional twins without a re-trace (Note [in-place ops] in
-frontends/torch_training.py); every other in-place op is left to torch's decompositions, and all convert right."""
+frontends/torch/training.py); every other in-place op is left to torch's decompositions, and all convert right."""
 import pytest
 import torch
 from torch import nn
 
 from portx.frontends.torch import rule_for
-from portx.frontends.torch_training import functional_inplace
+from portx.frontends.torch.training import functional_inplace
 from tests.support.harness import Wrap, check_torch_op
 
 

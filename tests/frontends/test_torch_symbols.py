@@ -1,4 +1,4 @@
-"""Note [symbolic export] (frontends/torch_symbols.py): a live module is exported once with its batch (and its
+"""Note [symbolic export] (frontends/torch/symbols.py): a live module is exported once with its batch (and its
 ``--dynamic`` axes) symbolic; the free-dims stage lowers that one program at a second size by substitution, a dim
 torch pinned is pinned with the guard and the model's line, and a module torch.export cannot trace symbolically
 falls back to exporting again at a second size ("two lowerings")."""
@@ -7,7 +7,7 @@ from torch import nn
 
 import portx
 from portx.frontends import load
-from portx.frontends.torch_symbols import export_free, input_symbols
+from portx.frontends.torch.symbols import export_free, input_symbols
 
 
 class Rows(nn.Module):

@@ -14,8 +14,8 @@ from portx.ir import format_graph, parse_graph, validate
 from portx.ops.shape import PERMUTE, RESHAPE
 from portx.passes.layout import (graph_arrays, inner_transposes, io_layouts, set_io_layout, sink_permutes,
                                  source_arrays, to_channels_first, to_channels_last)
-from portx.passes.layout_reshape import grouped_order, reshape_groups
-from portx.passes.layout_sink import count_permutes
+from portx.passes.layout.reshape import grouped_order, reshape_groups
+from portx.passes.layout.sink import count_permutes
 
 CONV = "stride=(1, 1), pads=((1, 1), (1, 1)), dilation=(1, 1), groups=1"
 

@@ -1,4 +1,4 @@
-"""One-channel image outputs under ``--io-layout`` (Note [one-channel images] in passes/layout_one_channel.py),
+"""One-channel image outputs under ``--io-layout`` (Note [one-channel images] in passes/layout/one_channel.py),
 and the I/O whose layout portx cannot tell, stated on the console and in report.json."""
 import pytest
 import torch
@@ -6,7 +6,7 @@ import torch.nn.functional as F
 
 import portx
 from portx.passes.layout import to_channels_last
-from portx.passes.layout_one_channel import inner_layouts, one_channel_layout, unknown_layout_notes
+from portx.passes.layout.one_channel import inner_layouts, one_channel_layout, unknown_layout_notes
 from tests.passes.test_layout import CONV, check
 
 #: a 1-channel conv then a nearest 2x upsampling written as reshape / expand / reshape (as legalize writes it):

@@ -1,7 +1,7 @@
 """Transposes left inside converted transformers and shuffles (report["layout"]["inner_transposes"]).
 
 The layout pass runs attention in the order its operands are stored in, splits head reshapes to their
-finest axes and keeps merged rows apart (passes/layout_refine.py, layout_rows.py); what remains is
+finest axes and keeps merged rows apart (passes/layout/refine.py, layout_rows.py); what remains is
 counted here against the last measured number, and every row says why it is left. Each model is
 built from code with a fixed seed, converted to Keras-JAX and verified (exact as before).
 """

@@ -292,7 +292,7 @@ def test_hostile_layer_names_reach_model_py_only_as_safe_identifiers(tmp_path, m
 def test_float16_examples_for_a_float32_model_are_named(tmp_path):
     import portx
     from portx.errors import BadInput
-    from portx.frontends.keras_files import from_keras_model
+    from portx.frontends.keras.files import from_keras_model
 
     keras.utils.set_random_seed(0)
     x = keras.Input((4,), name="x")
@@ -354,7 +354,7 @@ def test_deep_models_convert(tmp_path, layers, sequential):
 def test_sequential_files_load_in_linear_time(tmp_path):
     """Keras' Sequential.from_config rebuilt the graph after every layer (quadratic: 70 s for 400 layers) and
     left one stale inbound node per rebuild on each layer; portx rebuilds once."""
-    from portx.frontends.keras_files import load_keras_source
+    from portx.frontends.keras.files import load_keras_source
 
     _chain(400, sequential=True).save(tmp_path / "seq.keras")
     model = load_keras_source(tmp_path / "seq.keras").model

@@ -1,4 +1,4 @@
-"""OUT safety (issue 10, items 4-7; the rules are Note [output safety] in outputs.py): --force replaces only
+"""OUT safety (issue 10, items 4-7; the rules are Note [output safety] in outputs/__init__.py): --force replaces only
 portx's own folders; links, long names, races, signals and full disks never lose a file, leave a temp or exit 70."""
 import errno
 import os

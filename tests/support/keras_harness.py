@@ -17,7 +17,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import portx.ops  # noqa: E402,F401  (registers rules)
-from portx.frontends.keras_files import from_keras_model  # noqa: E402
+from portx.frontends.keras.files import from_keras_model  # noqa: E402
 from portx.ir import validate  # noqa: E402
 from portx.verification.compare import compare_arrays, run_reference  # noqa: E402
 from tests.support.harness import emit_and_run  # noqa: E402

@@ -63,7 +63,7 @@ def is_keras_source(source) -> bool:
     Keras when it was never loaded)."""
     if isinstance(source, (str, os.PathLike)):
         return Path(source).suffix.lower() in KERAS_SUFFIXES or _is_keras_folder(source)
-    from .keras_files import is_keras_model
+    from .keras.files import is_keras_model
 
     return is_keras_model(source)
 
@@ -83,15 +83,15 @@ def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_k
     """Open ``source`` (a path or a live model) as a Source.
 
     Torch sources are ``.pt2``, ``.pt`` files and ``nn.Module`` (with ``example_inputs``); Keras sources are
-    ``.keras``, ``.h5`` files, Keras folders (keras-hub presets, sharded weights: frontends/keras_preset.py) and
+    ``.keras``, ``.h5`` files, Keras folders (keras-hub presets, sharded weights: frontends/keras/preset.py) and
     ``keras.Model`` (subclassed models need ``example_inputs``); ONNX sources are
     ``.onnx`` files and ``onnx.ModelProto`` (frontends/onnx); TensorFlow SavedModel folders and tf.keras 2
     ``.h5`` files that Keras 3 cannot read go through tf2onnx (frontends/tf.py, the ``[tf]`` extra; a SavedModel
     runs its TensorFlow graph, so it needs ``trust_savedmodel``). ``inputs`` are
     ``NAME:SHAPE[:DTYPE]`` specs (frontends/input_spec.py). Loading is safe by default (Note [safe loading],
     Note [keras safe mode]). ``batch``: a live nn.Module's example batch of 1 is traced at this many rows
-    (Note [batch of one] in frontends/torch_files.py); ``free``: its ``--dynamic`` axes, exported symbolic (Note
-    [symbolic export] in frontends/torch_symbols.py). A Hugging Face checkpoint folder (config.json and
+    (Note [batch of one] in frontends/torch/files.py); ``free``: its ``--dynamic`` axes, exported symbolic (Note
+    [symbolic export] in frontends/torch/symbols.py). A Hugging Face checkpoint folder (config.json and
     safetensors weights) is built by transformers and traced with its weights left on disk (frontends/hf.py;
     ``trust_remote_code`` for a config with auto_map, ``dtype`` to widen). Example: ``load("model.pt2").lower()``.
     """
@@ -104,7 +104,7 @@ def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_k
 
         return load_onnx_source(source, inputs)
     if isinstance(source, (str, os.PathLike)) and _is_keras_folder(source):  # Note [keras folders]
-        from .keras_preset import load_keras_folder
+        from .keras.preset import load_keras_folder
 
         return load_keras_folder(source, inputs, unsafe_keras)
     if isinstance(source, (str, os.PathLike)) and (Path(source).is_dir() or Path(source).suffix.lower() in
@@ -117,7 +117,7 @@ def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_k
             return load_legacy_h5(source, inputs, unsafe_keras)
     if is_keras_source(source):
         return _load_keras(source, example_inputs, inputs, unsafe_keras)
-    from .torch_files import from_module, load_torch_source
+    from .torch.files import from_module, load_torch_source
 
     if isinstance(source, (str, os.PathLike)):
         return load_torch_source(source, inputs, trust_pickle)
@@ -125,14 +125,14 @@ def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_k
 
 
 def _is_keras_folder(path) -> bool:
-    from .keras_archive import is_keras_folder
+    from .keras.archive import is_keras_folder
 
     return is_keras_folder(path)
 
 
 def _load_keras(source, example_inputs, inputs, unsafe_keras):
-    from .keras_files import from_keras_model, load_keras_source
-    from .keras_subclassed import SubclassedKerasSource, needs_tracing
+    from .keras.files import from_keras_model, load_keras_source
+    from .keras.subclassed import SubclassedKerasSource, needs_tracing
 
     if isinstance(source, (str, os.PathLike)):
         return load_keras_source(source, input_specs=inputs, unsafe=unsafe_keras)

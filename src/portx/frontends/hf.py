@@ -26,7 +26,7 @@ import torch
 
 from ..errors import BadInput, first_line
 from ..weights import open_folder
-from .torch_files import TorchSource, from_module
+from .torch.files import TorchSource, from_module
 
 __all__ = ["load_hf_folder", "HF_DTYPES"]
 

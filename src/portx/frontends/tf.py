@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BadInput, UnsupportedOps, first_line
-from .keras_archive import iter_objects, read_stored_model
+from .keras.archive import iter_objects, read_stored_model
 from .onnx.source import OnnxSource, load_onnx_source
 
 __all__ = ["TF_OPSET", "UNSAFE_TF_OPS", "LEGACY_H5_CLASSES", "TfSource", "is_saved_model", "is_legacy_h5",
@@ -201,7 +201,7 @@ def load_saved_model(path, input_specs=(), trusted=False) -> TfSource:
 
 def load_legacy_h5(path, input_specs=(), unsafe=False) -> TfSource:
     """A TfSource for a tf.keras 2 ``.h5`` file Keras 3 cannot read (Note [tf sources])."""
-    from .keras_files import checked_config
+    from .keras.files import checked_config
 
     label = str(path)
     checked_config(Path(path), unsafe)  # safe mode: no Lambda code, before tf_keras reads anything

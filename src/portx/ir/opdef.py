@@ -40,7 +40,7 @@ class OpDef:
     starting with ``*`` takes any number of values (only as the last input).
     ``attrs`` maps attribute names to defaults (``REQUIRED`` when there is none).
     ``layout`` tells the layout pass how the op runs on inputs stored in another axis order when
-    ``passes/layout_rules.py`` has no rule for it: ``"axis"`` (one ``axis`` attribute is renumbered and
+    ``passes/layout/rules.py`` has no rule for it: ``"axis"`` (one ``axis`` attribute is renumbered and
     the output keeps the input's order), ``"axes"`` (likewise for a tuple ``axes``), or None (its inputs are transposed back first).
     ``sign_free`` ({output index: axis}) declares outputs defined only up to one sign per slice along ``axis``
     (eigenvectors: the columns of eigh's output 1, ``{1: -2}``); verification compares them sign-aligned

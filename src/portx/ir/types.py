@@ -93,7 +93,7 @@ class SymDim:
 
     Note [free dims]: the IR is static, built at the example's sizes. ``session/free_dims.py`` lowers the
     source a second time at another size of each free symbol (for torch, the same symbolic torch.export at other
-    sizes: Note [symbolic export] in frontends/torch_symbols.py) and diffs the two graphs; what changed becomes a
+    sizes: Note [symbolic export] in frontends/torch/symbols.py) and diffs the two graphs; what changed becomes a
     SymDim in ``graph.meta["free"]`` (node attributes and value shapes), which emitters write as ``None``,
     ``-1`` or ``x.shape[0] * 4`` instead of the example's literal. A rule that meets a SymDim where it cannot
     write one raises FreeDimRefused (``int(dim)`` does), and that symbol is pinned with a warning. A batch stays

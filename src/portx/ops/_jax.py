@@ -1,6 +1,6 @@
 """Helpers shared by the JAX import rules (``ops/*_jax.py``): layout moves that skip identities and fold constants.
 
-A rule receives a ``JaxCall`` (frontends/jaxpr.py); these helpers only use its public methods, so
+A rule receives a ``JaxCall`` (frontends/jax/__init__.py); these helpers only use its public methods, so
 ``ops`` still imports nothing but ``ir``.
 
 Note [lazy relayout]: a weight a rule rearranges (a Keras ``(in, heads, dim)`` kernel as a torch ``(out, in)``

@@ -150,7 +150,7 @@ def row_kind(array, axis):
     """(start, step) when ``array`` is ``start + step * i`` along ``axis``, else None. Both have size 1 along
     ``axis`` (the first row and the difference of the first two): one number for a plain arange (batch indices,
     positions), a row of them for an arange per line (the angles of a rotary table, Note [run-time tables] in
-    frontends/torch.py); step 0 is one row repeated."""
+    frontends/torch/__init__.py); step 0 is one row repeated."""
     first = np.take(array, [0], axis=axis)
     if array.shape[axis] < 2 or np.array_equal(array, np.broadcast_to(first, array.shape)):
         return (first, np.zeros_like(first))

@@ -25,7 +25,7 @@ PIPELINES = {
     "keras-jax": (remove_dead_nodes, fuse_attention, decompose, legalize_for_keras_jax, merge_reshapes_and_permutes,
                   fold_pool_then_reshape, cast_float64_to_float32, narrow_int64_to_int32, drop_dropout, fold_batch_norm,
                   to_channels_last, compute_float8_in_float32, record_sharding, record_blocks),
-    # torch-xla: a Keras source's NHWC -> NCHW -> op -> NHWC pairs cancel (passes/layout.py); int64
+    # torch-xla: a Keras source's NHWC -> NCHW -> op -> NHWC pairs cancel (passes/layout/__init__.py); int64
     # stays (op_tables/torch_xla.toml dtype.int64: the emitted module keeps torch's index dtypes)
     "torch-xla": (remove_dead_nodes, fuse_attention, decompose, legalize_for_torch_xla, to_channels_first,
                   merge_reshapes_and_permutes, fold_pool_then_reshape, cast_float64_to_float32, drop_dropout,

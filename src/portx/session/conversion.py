@@ -21,15 +21,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import NotTpuLegal
-from ..explore import write_conversion
+from ..reporting.explorer import write_conversion
 from ..frontends import load
 from ..options import Checks, Output, Shapes, Trust
 from ..outputs import staged_output
-from ..passes.layout_one_channel import unknown_layout_notes
+from ..passes.layout.one_channel import unknown_layout_notes
 from ..passes.legalize import PortxWarning
 from ..passes.pipeline import inference_skip
 from ..passes.sharding import parse_mesh
-from ..report_html import write_report
+from ..reporting.html import write_report
 from ..verification.budget import over_budget
 from ..verification.compare import make_inputs, nonfinite_params
 from ..verification.dynamic import example_checked, verify_example
@@ -93,7 +93,7 @@ class Conversion:
         self.src = self.stages.run("load", load, self.source, example_inputs=self.example_inputs,
                                    inputs=shapes.inputs, dtype=self.output.dtype, **self.trust.load_kwargs(),
                                    batch=None if shapes.static_batch is not None or shapes.dynamic else ONE_TRACED_AT,
-                                   free=shapes.dynamic)  # Note [symbolic export] (frontends/torch_symbols.py)
+                                   free=shapes.dynamic)  # Note [symbolic export] (frontends/torch/symbols.py)
 
     def lower(self):
         """The source's IR (at ``--static-batch`` when given), and what its size allows to check."""
@@ -198,7 +198,7 @@ class Conversion:
     def write(self):
         """OUT/explorer/ (--explore), report.json and report.html."""
         report, tmp = self.report, self.tmp
-        if self.output.explore:  # OUT/explorer/: Model Explorer graph JSON and overlays (explore.py)
+        if self.output.explore:  # OUT/explorer/: Model Explorer graph JSON and overlays (reporting/explorer.py)
             self.stages.run("explore", write_conversion, tmp, self.src, self.graph, self.target, report.node_errors)
         report.stages = self.stages.times
         if self.output.profile:

@@ -4,7 +4,7 @@ happens to one that cannot.
 ``plan_dims`` lists the candidates: the batch (axis 0 of every input) unless ``--static-batch``, the
 dims the source declares (torch.export Dims, Keras None dims) and ``--dynamic NAME:AXIS`` ones.
 ``find_free`` lowers the source again at a second size of each (a substitution into the symbols of one
-torch.export where it has them: Note [symbolic export] in frontends/torch_symbols.py) and diffs the graphs
+torch.export where it has them: Note [symbolic export] in frontends/torch/symbols.py) and diffs the graphs
 (passes/free_dims.py); a dim the model cannot run at, or whose graph changes in a way no free dim
 explains, is pinned at the example's size with a warning that says why (a declared one the model
 fixes to a constant is an error); a source that cannot run at another batch (a static program) gets that

@@ -4,7 +4,7 @@ dataclasses by report_schema.py.
 
 Note [report fields]: the JSON field names and shapes are the ones report.json always had, so users' scripts and
 the readers (report.html, the console, Model Explorer overlays) keep working; the readers take ``to_dict()``, the
-JSON form, and treat every field as optional (Note [optional fields] in report_text.py). Sections that
+JSON form, and treat every field as optional (Note [optional fields] in reporting/text.py). Sections that
 verification modules build and grow often (``verification``, ``node_errors``, ``gradients``, ``tpu``, ...) are
 typed as JSON objects; the sections the session builds are dataclasses. A field that is None and named in
 ``OMITTED`` is left out of the JSON, as it was before the report was typed.

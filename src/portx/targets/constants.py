@@ -4,7 +4,7 @@ A Keras functional model returns only KerasTensors, so an output the graph compu
 (``torch.arange(5)``, ``torch.signal.windows.hann(8)``, ``torch.eye(3)`` beside a computed output) is
 written as a stored array: each op's NumPy reference evaluates the nodes it needs here. A random op
 (``ops.random.RANDOM_OPS``) is never evaluated here: it draws at run time, so its outputs count as live
-(Note [random ops] in frontends/torch_dynamic.py).
+(Note [random ops] in frontends/torch/dynamic.py).
 
 Example:
     >>> constant_outputs(graph)          # {Value: array} for every output no input reaches

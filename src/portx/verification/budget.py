@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 
-from ..staging import size_text
+from ..outputs.staging import size_text
 from ..weights import shard_gb
 
 __all__ = ["weight_budget", "over_budget", "BUDGET_ENV"]

@@ -17,8 +17,8 @@ import threading
 
 import numpy as np
 
-from ..frontends.keras_files import packed_inputs
-from ..frontends.keras_subclassed import call_args, needs_tracing
+from ..frontends.keras.files import packed_inputs
+from ..frontends.keras.subclassed import call_args, needs_tracing
 
 __all__ = ["GRAD_COMPILE_OPTIONS", "keras_program", "abstract_program", "compiled", "start_program", "Started"]
 

@@ -10,7 +10,7 @@ Each segment is then emitted on its own (the same emit rules as the whole model)
 values at its inputs, and compared with the source's values at its outputs: an error is found in the block that
 makes it, and is never the sum of the blocks before it. Only that segment's weights are materialised.
 
-A Keras graph (``meta["layer_outputs"]``, Note [keras layer outputs] in frontends/keras_pairs.py) is cut at its
+A Keras graph (``meta["layer_outputs"]``, Note [keras layer outputs] in frontends/keras/pairs.py) is cut at its
 top-level layers instead (``layer_of``): a keras-hub decoder's blocks are ``transformer_layer_0``, ... , and the
 Keras source gives each such layer's output.
 

@@ -44,7 +44,7 @@ def observe_values(target, model, graph, names, arrays, code=None) -> dict:
 def _row(node, value, var, observed, reference, source, atol, rtol, order=None) -> dict:
     """One trace row: the emitted intermediate against the IR reference, and against the source when known.
 
-    ``order``: the axis order the layout pass stores ``value`` in (Note [stored orders] in passes/layout_sink.py).
+    ``order``: the axis order the layout pass stores ``value`` in (Note [stored orders] in passes/layout/sink.py).
     """
     ref = compare_arrays(reference[value], observed[value], atol * LAYER_SLACK, rtol * LAYER_SLACK)
     row = {"scope": node.scope, "op": node.op.name, "value": value.name, "var": var,

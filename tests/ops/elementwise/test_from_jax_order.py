@@ -5,7 +5,7 @@ import jax
 import numpy as np
 import pytest
 
-from portx.frontends.jaxpr import lower_jaxpr
+from portx.frontends.jax import lower_jaxpr
 from portx.ir import validate
 from portx.verification.compare import run_reference
 from tests.support.harness import emit_and_run

@@ -17,7 +17,7 @@ from portx.ops.fft.dft import DFT_MAX, dft_tables, irfft_tables
 from portx.passes.pipeline import run_passes
 from portx.targets.torch_xla.emitter import emit_torch
 from portx.targets.codegen import literal
-from portx.frontends.keras_subclassed import lower_keras_subclassed
+from portx.frontends.keras.subclassed import lower_keras_subclassed
 from portx.ir import validate
 from portx.verification.compare import run_reference
 from tests.support.harness import Wrap, check_torch_op, compare_outputs, emit_and_run

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from portx.errors import UnsupportedOps
-from portx.frontends.keras_subclassed import lower_keras_subclassed
+from portx.frontends.keras.subclassed import lower_keras_subclassed
 from portx.ir import validate
 from portx.verification.compare import run_reference
 from tests.support.harness import compare_outputs, emit_and_run

@@ -1,6 +1,6 @@
 """random without a tensor input: ``torch.randn(n)``, ``torch.rand(2, 3)``, ``torch.randint``, ``torch.randperm``,
 ``torch.empty(n).normal_()``, ``randn_like`` of a buffer and noise added to an activation. None of them is
-constant-folded (Note [random ops] in frontends/torch_dynamic.py): each becomes a ``random`` node with a ``shape``
+constant-folded (Note [random ops] in frontends/torch/dynamic.py): each becomes a ``random`` node with a ``shape``
 and no input, and two calls of the emitted model (both targets) draw different numbers, of the right shape and
 dtype, with a free batch dim where the shape follows the input; convert's verification checks them by shape, dtype
 and range, and the emitted Keras model saves and reloads."""

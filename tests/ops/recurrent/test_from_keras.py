@@ -5,7 +5,7 @@ import pytest
 from keras import layers as L
 
 from portx.errors import UnsupportedOps
-from portx.frontends.keras_files import from_keras_model
+from portx.frontends.keras.files import from_keras_model
 from tests.support.keras_harness import check_keras_layer, check_keras_model, keras_case, seeded, single_layer
 
 T, C, H = 5, 4, 6

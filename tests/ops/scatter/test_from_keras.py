@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from portx.frontends.keras_subclassed import lower_keras_subclassed
+from portx.frontends.keras.subclassed import lower_keras_subclassed
 from portx.ir import validate
 from portx.verification.compare import compare_arrays, run_reference
 from tests.support.harness import emit_and_run

@@ -12,7 +12,7 @@ import pytest
 import torch
 from keras import ops
 
-from portx.frontends.keras_subclassed import lower_keras_subclassed
+from portx.frontends.keras.subclassed import lower_keras_subclassed
 from portx.errors import UnsupportedOps
 from portx.ir import REGISTRY, validate
 from portx.ops import sort

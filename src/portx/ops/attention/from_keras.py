@@ -127,7 +127,7 @@ def _check_mha(call, bound):
 
 @ATTENTION.imports("keras", "MultiHeadAttention")
 def _multi_head_attention_from_keras(call):
-    layer, bound = call.layer, call.bound  # Note [keras call arguments] (frontends/keras_call_args.py)
+    layer, bound = call.layer, call.bound  # Note [keras call arguments] (frontends/keras/call_args.py)
     _check_mha(call, bound)
     query, value = bound["query"], bound["value"]
     key = bound.get("key") if bound.get("key") is not None else value

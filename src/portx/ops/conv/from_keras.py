@@ -3,7 +3,7 @@
 Keras kernels are stored spatial-first: ``(*k, in/groups, out)`` for ConvND, ``(*k, in, mult)``
 for depthwise, ``(*k, out, in)`` for transposed convolutions. The rules transpose them once, at
 import, to torch's layouts and wrap the channels-first IR op in ``to_channels_first`` /
-``to_channels_last`` (Note [keras layout] in frontends/keras.py) unless the layer itself is
+``to_channels_last`` (Note [keras layout] in frontends/keras/__init__.py) unless the layer itself is
 ``channels_first``. Keras "same" pads asymmetrically (``keras_same_pads``); "causal" pads the left.
 
 Example:

@@ -2,7 +2,7 @@
 (``aten::feature_dropout``, one mask value per channel).
 
 A program that needs decompositions first has its dropouts renamed to ``portx_ir::dropout``, which
-decompositions keep (``frontends/torch.py``, Note [kept dropout]); both names land here.
+decompositions keep (``frontends/torch/__init__.py``, Note [kept dropout]); both names land here.
 
 Example: ``nn.Dropout2d(0.2)`` on (N, C, H, W) -> ``dropout {rate=0.2, axes=(2, 3)}``.
 """

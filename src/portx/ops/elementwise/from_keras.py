@@ -1,6 +1,6 @@
 """Keras import rules for activation layers, the layers that are identities at inference, and portx's Constant.
 
-``Activation("gelu")`` goes through ``call.activation`` (frontends/keras_activations.py); ReLU with
+``Activation("gelu")`` goes through ``call.activation`` (frontends/keras/activations.py); ReLU with
 ``max_value`` / ``threshold`` / ``negative_slope`` follows ``keras.activations.relu`` term by term:
 ``clip(where(x > t, x, 0), 0, max) - slope * relu(t - x)``. Noise layers and ActivityRegularization
 do nothing at inference and return their input (Dropout is kept: ``ops/dropout/``). Rules that build several

@@ -6,7 +6,7 @@ Every op works on a batch of matrices ``(..., m, n)``. Multi-output ops list the
 logabsdet; ``lu_factor``: LU, pivots as 1-based int32 row swaps, LAPACK's; ``lu``: P, L, U with A = P L U).
 ``solve`` and ``solve_triangular`` take a matrix right-hand side ``b`` (a vector is made a one-column
 matrix by the import rules). The ``*_ex`` variants' error checks are dropped (Note [effect tokens] in
-frontends/torch_training.py): an input outside the domain (a singular or non-positive-definite matrix) gives
+frontends/torch/training.py): an input outside the domain (a singular or non-positive-definite matrix) gives
 NaN/inf instead of an error, in source and target alike on JAX. Their ``info`` output is 0, but
 ``cholesky_ex``'s, which callers test: ``cholesky_info`` computes LAPACK's (declared an error status, so
 verification replaces inputs it flags).

@@ -1,7 +1,7 @@
 """ATen import rules for linear algebra: what ``torch.linalg.*`` and friends reach after ``torch.export``.
 
 The solvers export as their ``*_ex`` forms plus an error check (Note [effect tokens] in
-frontends/torch_training.py): ``info`` is a zeros constant when read, and the LU / pivots outputs of
+frontends/torch/training.py): ``info`` is a zeros constant when read, and the LU / pivots outputs of
 ``_linalg_solve_ex`` and ``_linalg_det`` are a ``lu_factor`` node when read. A vector right-hand side is a
 one-column matrix in the IR; ``left=False`` (X A = B) solves the transposed system. ``addmv`` and
 ``addbmm`` are matmul and elementwise ops, as ``addmm`` is (ops/linear/from_torch.py).

@@ -4,7 +4,7 @@ Torch's eval-mode batch norm is ``_native_batch_norm_legit_no_training`` (stored
 batch statistics (``_native_batch_norm_legit`` and its functional forms) are in from_torch_stats.py.
 Instance norm is group_norm with one group per channel (batch statistics) or batch_norm (running
 statistics). The eval-mode batch norm has three outputs of which inference reads only the first
-(Note [unused outputs] in frontends/torch.py).
+(Note [unused outputs] in frontends/torch/__init__.py).
 
 Example:
     aten::layer_norm(x, [768], w, b, 1e-05) -> layer_norm(%x, %w, %b) {normalized_shape=(768,), eps=1e-05}

@@ -6,7 +6,7 @@ The normalized output is the family's op. The saved statistics are the mean and 
 deviation ``rsqrt(biased var + eps)`` (torch's ``rstd`` / ``save_invstd``) as mean, var and rsqrt nodes, and
 the updated running statistics are ``(1 - momentum) * running + momentum * batch``, with the unbiased batch
 variance, as torch computes them. A statistics output is built only when a user reads it (Note [unused
-outputs] in frontends/torch.py); in eval mode torch gives empty saved statistics, which stay unsupported.
+outputs] in frontends/torch/__init__.py); in eval mode torch gives empty saved statistics, which stay unsupported.
 
 Example:
     aten::native_layer_norm(x, [6], w, b, 1e-05) -> layer_norm(%x, %w, %b), mean(%x) {axes=(2,), keepdims=True},

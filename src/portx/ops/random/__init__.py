@@ -6,7 +6,7 @@ with the numbers ``params`` (``DISTRIBUTIONS`` names them): torch's ``rand_like`
 ``log_normal_``; with a ``shape`` it has no input and draws that shape (``torch.randn(3, 4)``, ``torch.rand(n)``,
 ``torch.randint(0, 10, (4,))``, ``torch.empty(n).normal_()``, ``randn_like`` of a buffer), and ``permutation`` draws
 ``torch.randperm(n)``. A random op is never constant-folded: every call of an emitted model draws fresh numbers
-(frontends/torch_dynamic.py keeps it out of the frontend's folding, targets/constants.py out of the emitters').
+(frontends/torch/dynamic.py keeps it out of the frontend's folding, targets/constants.py out of the emitters').
 ``multinomial`` draws ``num_samples`` category ids per row of (unnormalized)
 probabilities. Each node carries its own ``seed``: the NumPy reference samples with
 ``np.random.default_rng(seed)``, the Keras layer seeds its ``SeedGenerator`` with it.

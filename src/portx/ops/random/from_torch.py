@@ -4,7 +4,7 @@ forms of the in-place samplers (``uniform``, ``normal_functional``, ``cauchy``, 
 (a random negative slope: ``where(x >= 0, x, x * uniform(lower, upper))``; in eval mode its slope is the mean),
 and the samplers without a tensor input: ``randn``, ``rand``, ``randint``, ``randperm`` and a sampler of a stored
 constant (``torch.empty(n).normal_()``, ``randn_like(self.buffer)``), which become a ``random`` node with a
-``shape`` and no input (Note [random ops] in frontends/torch_dynamic.py: the frontend never folds them).
+``shape`` and no input (Note [random ops] in frontends/torch/dynamic.py: the frontend never folds them).
 
 Every random node gets its own seed from the fx node's name (``seed_of``), so the NumPy reference and the
 Keras layer draw reproducibly; a ``generator`` argument is ignored (the targets seed their own).

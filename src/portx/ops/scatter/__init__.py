@@ -12,7 +12,7 @@ Gathers are ``index_select`` (numpy.take on one axis) and ``gather`` (take_along
 torch's diagonal, as_strided, unfold, embedding_bag) into them with constant index tables, so every
 form is an XLA gather or scatter with static shapes on TPU. Ops whose output shape depends on the
 values (nonzero, unique, masked_select, boolean-mask indexing) are refused before lowering
-(``frontends/torch_dynamic.py``, exit 4 with ``--strict-tpu``).
+(``frontends/torch/dynamic.py``, exit 4 with ``--strict-tpu``).
 
 Example IR:
     %y: float32[4x5] = scatter_reduce(%x, %rows, %updates) {reduce="amax"}   # rows: int64[3x1], updates: [3x5]

@@ -138,7 +138,7 @@ def _cummax_from_aten(call):
     axis = _axis(call, x, default=None)
     values = call.emit(op, [x], {"axis": axis})
     if not call.output_read(1):
-        return [values, None]  # Note [unused outputs] in frontends/torch.py
+        return [values, None]  # Note [unused outputs] in frontends/torch/__init__.py
     shape = [1] * x.type.rank
     shape[axis] = x.type.shape[axis]
     positions = call.const(np.arange(x.type.shape[axis], dtype=np.int64).reshape(shape), "positions")

@@ -6,7 +6,7 @@ a Keras functional model needs at least one KerasTensor input, so a source whose
 outputs as weights; ``model()`` returns them, and ``model.save`` / ``keras.saving.load_model`` round-trip it.
 ``DrawModel`` is a model with no inputs that draws random numbers (``forward(self): return torch.randn(3)``):
 its outputs cannot be stored, so it wraps a functional model of one unread anchor input, and each ``model()``
-draws afresh (Note [random ops] in frontends/torch_dynamic.py).
+draws afresh (Note [random ops] in frontends/torch/dynamic.py).
 
 Example:
     >>> body = constant_model_body(emitter, "model")   # "    return ConstantModel(...)" for build_model

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import BadValue
-from ...staging import size_text
+from ...outputs.staging import size_text
 from ...weights import release_pages
 from ...weights.tiles import strips
 

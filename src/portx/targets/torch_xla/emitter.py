@@ -40,7 +40,7 @@ HEADER = '"""PyTorch model written by portx.'
 _RESERVED = {"torch", "nn", "F", "os", "math", "load_file", "self", "Model", "build_model", "load_model", "WEIGHTS"}
 _WEIGHT_WORDS = {"weight", "bias", "kernel", "folded", "folded_bias", "gamma", "beta", "embeddings",
                  "running_mean", "running_var", "moving_mean", "moving_variance", "in_proj_weight",
-                 "reordered"}  # passes/layout_rules.py: a linear weight whose columns follow a moved flatten
+                 "reordered"}  # passes/layout/rules.py: a linear weight whose columns follow a moved flatten
 _INLINE_MAX = 16  # stored arrays with at most this many elements are written into __init__ as literals
 
 

@@ -1,0 +1,4 @@
+"""``python -m portx.cli ...``: the ``portx`` command."""
+from . import main
+
+main()

@@ -1,0 +1,129 @@
+"""The console's view of a report: what ``portx convert`` and ``portx verify`` print after their work.
+
+Every reader here takes any field as optional (Note [optional fields]): a report row without ``max_rel`` (a
+gradient row whose sizes differ), a report from another portx version, a hand-edited report.json. A missing
+number prints ``n/a``, a missing list prints nothing, a missing name prints ``?``; a printer never raises.
+
+Note [optional fields]: report.json is an untyped dict written by several stages, and its readers (this module,
+reporting/html.py, reporting/explorer.py) each read it with ``.get`` and a default; tests/test_report_readers.py renders all
+three from a real report with each field removed in turn.
+
+Example:
+    >>> print_conversion(result.report, result.out)      # the lines after the progress display
+    >>> print_verification(api.verify("model.pt2", "out/"))
+"""
+from __future__ import annotations
+
+import math
+
+import click
+
+__all__ = ["print_conversion", "print_verification", "print_gradients", "print_profile", "num", "sharding_line"]
+
+#: inner transposes named on the console's layout line (the rest are counted; report.json lists them all)
+LAYOUT_SHOWN = 3
+
+
+def num(x, spec=".3g") -> str:
+    """``x`` formatted with ``spec``; ``n/a`` for None or anything that is not a number."""
+    return format(x, spec) if isinstance(x, (int, float)) and not isinstance(x, bool) else "n/a"
+
+
+def _rows(parent, key) -> list:
+    """``parent[key]`` as a list of dicts (a missing or malformed field: none)."""
+    rows = parent.get(key) if isinstance(parent, dict) else None
+    return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
+
+
+def _table(parent, key) -> dict:
+    value = parent.get(key) if isinstance(parent, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def _tolerances(row) -> str:
+    return f"(atol {num(row.get('atol'), 'g')}, rtol {num(row.get('rtol'), 'g')})"
+
+
+def print_conversion(report, out) -> None:
+    """What ``portx convert`` prints about a finished conversion (its warnings go to stderr)."""
+    for note in report.get("warnings") or []:
+        click.echo(f"  warning: {note}", err=True)
+    inner = _rows(_table(report, "layout"), "inner_transposes")
+    if inner:  # a count and the first few; report.json has them all
+        where = ", ".join(f"{row.get('origin', '?')} {row.get('value', '?')} -> {'/'.join(row.get('feeds') or []) or 'output'}"
+                          for row in inner[:LAYOUT_SHOWN])
+        more = f", and {len(inner) - LAYOUT_SHOWN} more in report.json" if len(inner) > LAYOUT_SHOWN else ""
+        click.echo(f"  layout: {len(inner)} transpose(s) inside the model: {where}{more}")
+    ver, tpu = _table(report, "verification"), _table(report, "tpu")
+    if tpu:
+        problems = tpu.get("problems") or []
+        click.echo(f"  TPU lowering: {tpu.get('verdict', 'not checked')}" + (f" ({'; '.join(problems)})" if problems else ""))
+    if report.get("sharding"):
+        click.echo(f"  sharded: {sharding_line(_table(report, 'sharding'))}")
+    if ver.get("skipped") or not ver:
+        click.echo(f"wrote {out} (verification skipped)")
+        return
+    for row in _rows(ver, "outputs"):
+        click.echo(f"  output {row.get('name', '?')}: max abs {num(row.get('max_abs'))}, max rel "
+                   f"{num(row.get('max_rel'))} {_tolerances(row)}")
+    for row in _rows(report, "dynamic"):
+        sizes = ", ".join(str(c.get("size", "?")) for c in _rows(row, "verified"))
+        click.echo(f"  {row.get('symbol', '?')}: " + (f"free, verified at {sizes}" if row.get("free") else
+                                                      f"pinned to {row.get('example_size', '?')}"))
+    print_gradients(report.get("gradients"))
+    print_profile(report.get("profile"))
+    click.echo(f"verified: {out}/model.py matches {report.get('source', 'the source')}; see {out}/report.html")
+
+
+def sharding_line(proof) -> str:
+    """``ok on batch=2,model=4: max 1.01 x weights/4 per device, all-gather 4, all-reduce 16, diff 3.8e-06``."""
+    if proof.get("verdict") in ("skipped", "failed"):
+        return f"{proof['verdict']} ({'; '.join(proof.get('problems') or []) or proof.get('why', '')})"
+    counts = ", ".join(f"{name} {n}" for name, n in _table(proof, "collectives").items() if n) or "no collectives"
+    mesh = _table(proof, "mesh")
+    shape = ",".join(f"{axis}={size}" for axis, size in mesh.items()) or "?"
+    last = ("abstract weights, not run" if proof.get("abstract") else
+            f"largest difference {num(proof.get('max_abs_diff'), '.2g')}")
+    return (f"{proof.get('verdict', '?')} on {shape}: max {num(proof.get('per_device_ratio'))} x weights/"
+            f"{mesh.get('model', 1)} per device, {counts}, {last}")
+
+
+def print_profile(profile) -> None:
+    """--profile: one line per stage with its time and the RSS after it, and the peak RSS."""
+    for row in _rows(profile, "stages"):
+        rss = num(row.get("rss_mb"), ".0f").replace("n/a", "-")
+        click.echo(f"  profile {row.get('stage', '?'):<13}{num(row.get('seconds'), '8.2f'):>8}s  RSS {rss} MB, "
+                   f"peak {num(row.get('peak_rss_mb'), '.0f')} MB", err=True)
+
+
+def print_gradients(grads) -> None:
+    """One line for report["gradients"]: what was compared and the worst relative error (or why it was skipped)."""
+    if not isinstance(grads, dict) or not grads:
+        return
+    if grads.get("passed") is None:
+        click.echo(f"  gradients: not compared ({grads.get('skipped', 'nothing to compare')})")
+        return
+    rows = _rows(grads, "inputs") + _rows(grads, "parameters")
+    rels = [r.get("max_rel") for r in rows if isinstance(r.get("max_rel"), (int, float)) and math.isfinite(r["max_rel"])]
+    matched = grads.get("matched", len(_rows(grads, "parameters")))
+    click.echo(f"  gradients: {len(_rows(grads, 'inputs'))} input(s) and {matched} parameter(s), max rel "
+               f"{num(max(rels, default=0.0))} {_tolerances(grads)}" + ("" if grads.get("passed") else "  DIFFER"))
+
+
+def print_verification(report) -> None:
+    """What ``portx verify`` prints: each output's errors, the gradients, a note, the trace rows."""
+    for row in _rows(report, "outputs"):
+        click.echo(f"  output {row.get('name', '?')}: max abs {num(row.get('max_abs'))}, max rel "
+                   f"{num(row.get('max_rel'))} {_tolerances(row)}" + ("" if row.get("passed") else "  DIFFERS"))
+    print_gradients(report.get("gradients"))
+    if report.get("note"):
+        click.echo(f"  note: {report['note']}", err=True)
+    if "trace" in report:
+        click.echo(f"  trace (seed {report.get('trace_seed', '?')}): each layer vs the IR reference | vs the source")
+    for row in _rows(report, "trace"):
+        theirs = _table(row, "source")
+        vs_source = f" | {num(theirs.get('max_abs'))} / {num(theirs.get('max_rel'))}" if theirs else ""
+        mark = "" if row.get("passed") else "   <- first divergence"
+        click.echo(f"    {(row.get('scope') or '<top>') + ' (' + str(row.get('op', '?')) + ')':<32} "
+                   f"%{str(row.get('value', '?')):<20} max abs {num(row.get('max_abs'))}, max rel "
+                   f"{num(row.get('max_rel'))}{vs_source}{mark}")
