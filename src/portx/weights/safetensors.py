@@ -28,7 +28,7 @@ import numpy as np
 from ..errors import BadInput
 from ..ir.types import VIEWED_AS_INT
 
-__all__ = ["Entry", "LazyStore", "read_header", "release_pages", "itemsize", "SAFETENSORS_DTYPES"]
+__all__ = ["Entry", "LazyStore", "read_header", "release_all", "release_pages", "itemsize", "SAFETENSORS_DTYPES"]
 
 #: safetensors dtype codes -> NumPy / ml_dtypes names (the IR's dtype names)
 SAFETENSORS_DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16", "I64": "int64",
@@ -177,6 +177,12 @@ class LazyStore:
         """The files mapped so far (those ``release`` acts on)."""
         return sorted(str(f) for f in self._maps)
 
+
+
+def release_all(arrays) -> None:
+    """``release_pages`` of each array (a layer's weights once a framework holds its own copy)."""
+    for array in arrays:
+        release_pages(array)
 
 
 def release_pages(array) -> None:

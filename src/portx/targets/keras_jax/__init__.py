@@ -14,6 +14,7 @@ import sys
 import weakref
 from pathlib import Path
 
+from ...weights import release_all
 from ..base import Target
 from .emitter import HEADER, WEIGHTS_FILE, KerasEmitter, emit_keras
 from ..codegen import import_by_path
@@ -84,6 +85,7 @@ class KerasJax(Target):
         for (name, _), arrays in zip(ours[1], theirs.values()):
             if name in built:  # a layer Keras left out (unreachable) holds nothing to run
                 built[name].set_weights(arrays)
+                release_all(arrays)  # as build_in_memory: the variables hold their copy
         return True
 
     def prove_tpu(self, model, graph) -> dict:

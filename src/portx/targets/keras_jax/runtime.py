@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ...weights import release_all
 from ..codegen import flatten_outputs, import_by_path
 from .cheap_init import cheap_initializers
 from .emitter import WEIGHTS_FILE, KerasEmitter
@@ -51,6 +52,7 @@ def build_in_memory(graph):
     model = abstract_model(module)  # no initial values: each variable's first is its emitted array
     for layer, arrays in given_layers(model, emitter.weights):
         layer.set_weights(arrays)  # XLA copies a transposed view in tiles of its own
+        release_all(arrays)  # JAX holds its copy now: the mapped checkpoint's pages need not stay resident
     return model
 
 
