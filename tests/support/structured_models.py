@@ -131,7 +131,7 @@ def keras_resnet(stages=(2, 2), width=4, size=16):
         return layers.Activation("relu", name=name + "_out")(x)
 
     keras.utils.set_random_seed(0)
-    inputs = keras.Input((size, size, 3))
+    inputs = keras.Input((size, size, 3), name="input_layer")  # a fixed name: Keras numbers unnamed ones per process
     x = layers.Conv2D(width, 3, padding="same", name="conv1_conv")(inputs)
     x = layers.Activation("relu", name="conv1_relu")(x)
     for i, count in enumerate(stages):

@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import signal
 import sys
@@ -60,10 +61,23 @@ def _quiet(debug):
     from ..logs import quiet_loggers
     from ..passes.legalize import PortxWarning
 
-    with quiet_loggers(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        warnings.simplefilter("always", PortxWarning)  # portx's own notes go into the report
-        yield
+    hook = sys.unraisablehook  # Note [quiet finalizers]
+    sys.unraisablehook = lambda unraisable: None
+    try:
+        with quiet_loggers(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            warnings.simplefilter("always", PortxWarning)  # portx's own notes go into the report
+            yield
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
+
+
+# Note [quiet finalizers]: after a failure portx has already reported in one line, framework objects may fail
+# again as they are freed, and Python prints those "Exception ignored in ..." tracebacks to stderr: h5py's dataset
+# handles of a shard that hit the file size limit (ulimit -f, a full disk) cannot flush on deallocation. Without
+# --debug the command silences Python's unraisable-exception hook while it runs, collecting what the failure
+# left before putting the hook back.
 
 
 def _run(debug, fn):

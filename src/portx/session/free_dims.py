@@ -192,10 +192,20 @@ def _at(src, prepare, rows, symbol_sizes):
 
 
 def _diff_one(src, graph, prepare, rows, row, found) -> str:
-    """'' when ``row``'s dim is free (its diff into ``found``), else why not (for one torch pinned, its guard)."""
+    """'' when ``row``'s dim is free (its diff into ``found``), else why not (for one torch pinned, its guard).
+
+    A ``--dynamic`` axis torch specialised in the symbolic export is still tried by two lowerings, as before the
+    symbolic export (an ``nn.LSTM`` pins its sequence there, yet runs at any length); the guard is the reason
+    only when that fails too."""
     symbolic, pinned = _exported_free(src, row)
-    if pinned:
+    if pinned and not row.get("flag"):
         return row.update(found_by="symbolic export") or pinned
+    why = _second_size(src, graph, prepare, rows, row, found, symbolic and not pinned)
+    return (pinned or why) if why else ""
+
+
+def _second_size(src, graph, prepare, rows, row, found, symbolic) -> str:
+    """Lower at a second size of ``row``'s dim and diff: '' when free (its diff into ``found``), else why not."""
     other = _other_size(row)
     if other is None:
         return f"its range [{row.get('min')}, {row.get('max')}] has no second size to check"

@@ -146,7 +146,7 @@ def _traced(target, graph, model, names, arrays, atol, rtol, code, passed, budge
               if v in names and v.name not in added and v not in graph.inputs and not graph.is_param(v)]
     elements = sum(math.prod(v.type.shape) for v in traced)
     most = min(TRACE_SAMPLED_ELEMENTS, max(TRACE_SAMPLED_ELEMENTS // 4, graph.weight_bytes() // 16))
-    every = max(-(-len(traced) // TRACE_SAMPLED_ROWS), -(-elements // most)) if passed else 1
+    every = max(1, -(-len(traced) // TRACE_SAMPLED_ROWS), -(-elements // most)) if passed else 1
     chosen = set(traced[::every]) | set(traced[-1:])
     step(0, len(graph.nodes), "reading the emitted model's intermediates (one run)")
     observed = observe_values(target, model, graph, {v: names[v] for v in chosen}, arrays, code)

@@ -27,6 +27,8 @@ Example:
 """
 from __future__ import annotations
 
+import contextlib
+
 import math
 from pathlib import Path
 
@@ -70,10 +72,23 @@ def write_sharded(model, weights: dict, path, max_shard_size=DEFAULT_SHARD_GB) -
         arrays.update({id(v): a for v, a in zip(layer.weights, given)})
     _check_fits(model, arrays, max_shard_size)
     store = _store_class()(Path(path), max_shard_size, arrays)
-    saving_lib._save_state(model, weights_store=store, assets_store=None, inner_path="", visited_saveables=set())
+    try:
+        saving_lib._save_state(model, weights_store=store, assets_store=None, inner_path="", visited_saveables=set())
+    except BaseException:
+        _discard(store)
+        raise
     store.close()
     placed = store.sharding_config["weight_map"].values()  # a layer whose variables span shards lists them all
     return [Path(path).with_name(n) for n in sorted({n for v in placed for n in ([v] if isinstance(v, str) else v)})]
+
+
+def _discard(store) -> None:
+    """Close the shard a failed write left open (a full disk, ``ulimit -f``), so none of its HDF5 handles is left
+    to fail again, and print, when it is freed; the caller re-raises the failure itself (its OUT is staged)."""
+    h5_file = getattr(store, "h5_file", None)
+    if h5_file is not None:
+        with contextlib.suppress(Exception):
+            h5_file.close()
 
 
 def given_layers(model, weights: dict):
