@@ -19,7 +19,6 @@ from torch import nn
 import portx
 from portx.cli import main
 from portx.errors import VerificationFailed
-from portx.passes import blocks
 from portx.progress import Lines, Live, Stages, reporting, step
 from portx.reporting.html import render
 from portx.targets import TARGETS
@@ -85,14 +84,7 @@ class Deep(nn.Module):
         return self.blocks(x)
 
 
-def _flat(monkeypatch):
-    """Deep's blocks left flat: the trace reads the emitted model's locals, and a block written once as a function
-    keeps its own inside it (the trace then sees the block outputs only: Note [structured code])."""
-    monkeypatch.setattr(blocks, "block_of", lambda scope: "")
-
-
 def test_a_long_passing_model_gets_its_error_plot_sampled(tmp_path, monkeypatch):
-    _flat(monkeypatch)
     monkeypatch.setattr(trace, "TRACE_SAMPLED_ROWS", 100)  # the sampling of a graph past 1000 intermediates
     monkeypatch.setattr(trace, "TRACE_MIN_SECONDS", 600.0)  # a loaded CI machine: the whole trace, every time
     torch.manual_seed(0)
@@ -114,7 +106,6 @@ def test_a_long_passing_model_gets_its_error_plot_sampled(tmp_path, monkeypatch)
 
 
 def test_a_passing_trace_holds_a_bounded_number_of_elements(tmp_path, monkeypatch):
-    _flat(monkeypatch)
     monkeypatch.setattr(trace, "TRACE_MIN_SECONDS", 600.0)
     monkeypatch.setattr(trace, "TRACE_SAMPLED_ELEMENTS", 40 * 2 * 4)  # 40 of Deep's (2, 4) intermediates
     torch.manual_seed(0)

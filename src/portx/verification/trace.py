@@ -15,7 +15,9 @@ Example:
 from __future__ import annotations
 
 import math
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -132,9 +134,23 @@ def node_errors(target, graph, model, names, arrays, atol=DEFAULT_ATOL, rtol=DEF
                 "layer up to the first divergence", "rows": []}
     try:
         budget = max(TRACE_MIN_SECONDS, TRACE_SHARE * spent) if passed and spent is not None else None
-        return _traced(target, graph, model, names, arrays, atol, rtol, code, passed, budget)
+        with tempfile.TemporaryDirectory(prefix="portx-trace-") as scratch:
+            names, code = _flat_for_trace(target, graph, names, code, scratch)
+            return _traced(target, graph, model, names, arrays, atol, rtol, code, passed, budget)
     except Exception as exc:  # noqa: BLE001 - a report extra: say why it is missing
         return {"skipped": f"the trace failed ({type(exc).__name__}: {str(exc)[:200]})", "rows": []}
+
+
+def _flat_for_trace(target, graph, names, code, scratch) -> tuple:
+    """(names, code) to trace: for Keras code that writes repeated blocks once (Note [structured code] in
+    targets/structure.py), whose intermediates are the locals of a block function, the same graph emitted flat into
+    ``scratch``; it is built with the converted model's own weights, layer by layer (their names are the same)."""
+    if not graph.meta.get("blocks") or code is None or target.name != "keras-jax":
+        return names, code  # torch-xla: a nested module's locals are its forward's (the trace sees block outputs)
+    emitter = target.emitter(graph.replace(meta={**graph.meta, "blocks": []}))
+    flat = Path(scratch) / "model.py"
+    flat.write_text(emitter.emit_graph(), encoding="utf-8")
+    return emitter.var_of(), flat
 
 
 def _traced(target, graph, model, names, arrays, atol, rtol, code, passed, budget) -> dict:
