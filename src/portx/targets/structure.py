@@ -26,7 +26,7 @@ import tokenize
 from dataclasses import dataclass, field
 
 __all__ = ["Instance", "Group", "block_groups", "block_lines", "instance", "pieces", "render", "loops",
-           "number_params", "ident", "param_name", "family_name", "find_outputs"]
+           "number_params", "ident", "param_name", "family_name", "find_outputs", "assigned_names"]
 
 _LHS = re.compile(r"^([A-Za-z_]\w*(?:, [A-Za-z_]\w*)*) = ")
 _SAFE_SUFFIX = re.compile(r"^[0-9A-Za-z_]*$")
@@ -308,3 +308,12 @@ def _positional(parts) -> str:
             return "size"
         position += kind == "n"
     return "size"
+
+
+def assigned_names(emitter) -> set:
+    """The variables the emitted body binds: the emitter's value names and every name left of an ``=``."""
+    found = set(emitter.names.values())
+    for _, text, _ in emitter.body.rows:
+        if " = " in text:
+            found.update(t.strip() for t in text.split(" = ", 1)[0].split(","))
+    return {v for v in found if v.isidentifier()}

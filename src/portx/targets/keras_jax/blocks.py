@@ -10,16 +10,9 @@ Example:
 from __future__ import annotations
 
 from ..codegen import LineWriter, Namespace, literal
-from ..structure import block_groups, family_name, ident, loops, param_name, pieces, render
+from ..structure import assigned_names, block_groups, family_name, ident, loops, param_name, pieces, render
 
 __all__ = ["write_blocks"]
-
-def _variables(emitter) -> set:
-    found = set(emitter.names.values())
-    for _, text, _ in emitter.body.rows:
-        if " = " in text:
-            found.update(t.strip() for t in text.split(" = ", 1)[0].split(","))
-    return {v for v in found if v.isidentifier()}
 
 
 def _reads(rows, variables, outs) -> list:
@@ -35,7 +28,7 @@ def write_blocks(emitter, outs, width=100) -> list:
     rows, blocks = emitter.body.rows, emitter.graph.meta.get("blocks") or []
     if not blocks:
         return outs
-    variables = _variables(emitter)
+    variables = assigned_names(emitter)
     inputs = {emitter.names[v] for v in emitter.graph.inputs} | {"anchor"}
     groups = block_groups(rows, emitter.spans, blocks, variables, _reads(rows, variables, outs), inputs)
     if not groups:

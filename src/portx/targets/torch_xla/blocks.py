@@ -18,7 +18,7 @@ import keyword
 import re
 
 from ..codegen import LineWriter, Namespace, literal
-from ..structure import block_lines, family_name, find_outputs, ident, instance, number_params, param_name, pieces, \
+from ..structure import assigned_names, block_lines, family_name, find_outputs, ident, instance, number_params, param_name, pieces, \
     render
 
 __all__ = ["write_modules"]
@@ -26,13 +26,9 @@ __all__ = ["write_modules"]
 
 def _variables(emitter) -> set:
     """forward's variables, and the model's own attributes (``self.cos``): a block reads those as inputs."""
-    found = set(emitter.names.values())
-    for _, text, _ in emitter.body.rows:
-        if " = " in text:
-            found.update(t.strip() for t in text.split(" = ", 1)[0].split(","))
     own = {m.group(1) or m.group(2) for _, text, _ in emitter.init.rows
            for m in [_DEFINES.match(text)] if m}
-    return {v for v in found if v.isidentifier()} | {f"self.{a}" for a in own}
+    return assigned_names(emitter) | {f"self.{a}" for a in own}
 
 
 _DEFINES = re.compile(r"^self\.(\w+) = |^self\.register_buffer\('(\w+)'")
