@@ -49,6 +49,17 @@ def test_an_unknown_flat_keyword_names_itself():
         grouped("verify", {"out": "o"}, checks=Checks())
 
 
+def test_a_group_may_be_a_folder_or_a_dict_and_anything_else_names_the_argument(tmp_path):
+    groups = grouped("convert", {}, output=tmp_path / "o", checks={"atol": 1e-3})
+    assert groups["output"] == Output(out=tmp_path / "o") and groups["checks"] == Checks(atol=1e-3)
+    with pytest.raises(BadInput, match=r"convert\(\): checks= has no field tol"):
+        grouped("convert", {}, checks={"tol": 1})
+    with pytest.raises(BadInput, match=r"convert\(\): trust= takes portx.options.Trust, not bool"):
+        grouped("convert", {}, trust=True)
+    with pytest.raises(BadValue, match="--atol nan"):  # a dict is checked as the group is
+        grouped("convert", {}, checks={"atol": math.nan})
+
+
 def test_convert_takes_at_most_eight_parameters():
     import portx.api
 

@@ -11,6 +11,7 @@ Example:
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from dataclasses import dataclass, fields, replace
 
@@ -126,6 +127,7 @@ def grouped(where, legacy, **groups) -> dict:
 
     Example: ``grouped("convert", {"atol": 1e-3}, checks=Checks())["checks"].atol`` -> 1e-3.
     """
+    groups = {name: _as_group(where, name, value) for name, value in groups.items()}
     if not legacy:
         return groups
     unknown = sorted(k for k in legacy if k not in _FLAT or _FLAT[k][0] not in groups)
@@ -139,3 +141,22 @@ def grouped(where, legacy, **groups) -> dict:
         group, name = _FLAT[key]
         moved.setdefault(group, {})[name] = value
     return {**groups, **{g: replace(groups[g], **changes) for g, changes in moved.items()}}
+
+
+def _as_group(where, name, value):
+    """``value`` as the group ``name``'s class: the object itself, a dict of its fields, or for ``output`` a folder
+    path (``output="out/"`` is ``Output(out="out/")``); anything else is BadInput naming the argument."""
+    cls = _GROUPS[name]
+    if isinstance(value, cls):
+        return value
+    if name == "output" and isinstance(value, (str, os.PathLike)):
+        return cls(out=value)
+    if isinstance(value, dict):
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(str(k) for k in value if k not in known)
+        if not unknown:
+            return cls(**value)
+        raise BadInput(f"{where}(): {name}= has no field {', '.join(unknown)}",
+                       hint=f"{cls.__name__} takes {', '.join(sorted(known))}")
+    raise BadInput(f"{where}(): {name}= takes portx.options.{cls.__name__}, not {type(value).__name__}",
+                   hint=f"e.g. {name}={cls.__name__}(...)")
