@@ -8,7 +8,8 @@ exit codes, tracebacks and distinct exit-70 causes can be reported. Run it at lo
         --log fuzz-pt2-convert.jsonl
 
 Fuzzers: pt2-inspect, pt2-convert (model.json and the weights/constants configs mutated), keras-names (hostile
-layer names through both targets with the gradient check), cli-specs (``--input`` / ``--dynamic`` strings).
+layer names through both targets with the gradient check), keras-config (``.keras`` config.json mutated, through
+``convert --to torch-xla``), cli-specs (``--input`` / ``--dynamic`` strings).
 """
 from __future__ import annotations
 
@@ -39,6 +40,11 @@ def _fuzzer(name, folder):
         from tests.security.test_keras_names_fuzz import check, fuzz_names
 
         return fuzz_names, check
+    if name == "keras-config":
+        from tests.security.test_keras_fuzz import base_models, check, fuzz_config
+
+        bases = base_models(folder)
+        return (lambda data, work: fuzz_config(data, work, bases)), check
     from tests.security.test_cli_specs_fuzz import check, fuzz_specs, sources
 
     found = sources(folder)
@@ -131,7 +137,7 @@ def summary(log) -> str:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("fuzzer", choices=["pt2-inspect", "pt2-convert", "keras-names", "cli-specs"])
+    parser.add_argument("fuzzer", choices=["pt2-inspect", "pt2-convert", "keras-names", "keras-config", "cli-specs"])
     parser.add_argument("runs", type=int)
     parser.add_argument("--log", required=True)
     args = parser.parse_args(argv)
