@@ -1,6 +1,7 @@
 """The frameworks' loggers are silent through the Python API as through the CLI (logs.py), unless debug=True."""
 import logging
 
+import pytest
 import torch
 
 import portx
@@ -36,3 +37,23 @@ def test_debug_keeps_the_loggers_and_the_state_comes_back(caplog):
         assert work() == logging.CRITICAL and not caplog.records
         assert work(debug=True) == logging.NOTSET and len(caplog.records) == 1
     assert logging.root.manager.disable == logging.NOTSET
+
+
+class _DataDependent(torch.nn.Module):
+    """``gaussian_nll_loss``'s check: ``if torch.any(var < 0)`` branches on a value, which torch.export refuses."""
+
+    def forward(self, x):
+        return x * 2 if bool(torch.any(x < 0)) else x
+
+
+def test_a_failed_trace_prints_no_graph_through_the_api(tmp_path, capfd):
+    """torch.export prints a failed trace's partial graph with a bare print (Note [framework prints]); portx's
+    one-line refusal is all that shows, and ``debug=True`` keeps torch's dump."""
+    with pytest.raises(portx.BadInput, match="torch.export could not trace _DataDependent"):
+        portx.convert(_DataDependent(), example_inputs=(torch.randn(2, 3),), to="keras-jax", out=tmp_path / "out")
+    out, err = capfd.readouterr()
+    assert err == "" and out == "", err[-2000:]
+    with pytest.raises(portx.BadInput):
+        portx.convert(_DataDependent(), example_inputs=(torch.randn(2, 3),), to="keras-jax", out=tmp_path / "o2",
+                      debug=True)
+    assert "def forward" in capfd.readouterr().err

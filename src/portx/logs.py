@@ -4,7 +4,8 @@ torch logs whole tracebacks at level ERROR for failures that portx expects and h
 does not run at (``torch.cdist`` with batch sizes that do not broadcast makes fake_tensor.py print
 ``E1205 ... failed while attempting to run meta``), an export attempt that falls back. Those are not the user's
 problem, so ``convert``, ``verify`` and ``inspect`` run with logging disabled; the previous state comes back
-afterwards, and ``debug=True`` (``--debug``) keeps every logger.
+afterwards, and ``debug=True`` (``--debug``) keeps every logger. Note [framework prints]: what torch prints without
+a logger is dropped by ``quiet_prints`` around the call that prints it.
 
 Example:
     >>> with quiet_loggers(debug=False):
@@ -13,10 +14,16 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import logging
+import sys
+import threading
 
-__all__ = ["quiet_loggers", "quiet_unless_debug"]
+__all__ = ["quiet_loggers", "quiet_prints", "quiet_unless_debug"]
+
+#: whether the frameworks are being kept quiet (inside ``quiet_loggers`` without ``debug``)
+_QUIET = contextvars.ContextVar("portx_quiet", default=False)
 
 
 @contextlib.contextmanager
@@ -28,11 +35,47 @@ def quiet_loggers(debug=False):
     disabled, raising = logging.root.manager.disable, logging.raiseExceptions
     logging.disable(logging.CRITICAL)
     logging.raiseExceptions = False  # no "--- Logging error ---" from a handler whose stream went away
+    token = _QUIET.set(True)
     try:
         yield
     finally:
+        _QUIET.reset(token)
         logging.disable(disabled)
         logging.raiseExceptions = raising
+
+
+class _OthersOnly:
+    """``sys.stderr`` for a block: what this thread writes is dropped, other threads' writes (portx's progress
+    display) go through."""
+
+    def __init__(self, stream):
+        self.stream, self.owner = stream, threading.get_ident()
+
+    def write(self, text):
+        return len(text) if threading.get_ident() == self.owner else self.stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+@contextlib.contextmanager
+def quiet_prints():
+    """Note [framework prints]: drop what this thread writes to ``sys.stderr`` in the block while the frameworks
+    are kept quiet (``quiet_loggers``; nothing changes under ``debug``). torch.export prints a failed trace's
+    partial graph (``e.partial_fx_graph``, torch/export/_trace.py ``_log_export_wrapper``) with a bare ``print``
+    that no logger setting reaches, once per failed attempt: whole graphs on stderr for a model portx then
+    exports another way or refuses in one line.
+
+    Example: ``with quiet_prints(): torch.export.export(module, inputs)``.
+    """
+    if not _QUIET.get():
+        yield
+        return
+    stream, sys.stderr = sys.stderr, _OthersOnly(sys.stderr)
+    try:
+        yield
+    finally:
+        sys.stderr = stream
 
 
 def quiet_unless_debug(fn):

@@ -44,10 +44,14 @@ def _padded(path):
     return path
 
 
+def base_models(folder):
+    """The three saved models the mutations start from (a CNN, a Sequential, a padded conv), built in ``folder``."""
+    return [small_cnn(folder / "cnn.keras"), _small_sequential(folder / "seq.keras"), _padded(folder / "pad.keras")]
+
+
 @pytest.fixture(scope="module")
 def bases(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("keras_fuzz")
-    return [small_cnn(folder / "cnn.keras"), _small_sequential(folder / "seq.keras"), _padded(folder / "pad.keras")]
+    return base_models(tmp_path_factory.mktemp("keras_fuzz"))
 
 
 def _paths(doc, prefix=()):
@@ -90,20 +94,26 @@ def check(run, workdir):
     assert run.exit_code in (0, 1) or not (workdir / "out").exists()
 
 
-@settings(max_examples=examples(floor=40),
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(data=st.data())
-def test_mutated_keras_config_never_crashes_or_runs_code(tmp_path, bases, data):
+def fuzz_config(data, workdir, bases):
+    """One draw: one to three mutations of a base model's config.json, converted (the test's body, and
+    scripts/fuzz_campaign.py's ``keras-config``); returns the CliRunner result."""
     src = data.draw(st.sampled_from(bases), label="model")
     doc = json.loads(zipfile.ZipFile(src).read("config.json"))
     for _ in range(data.draw(st.integers(1, 3), label="mutations")):
         paths = list(_paths(doc))
         path = paths[data.draw(st.integers(0, 10_000), label="path index") % len(paths)]
-        doc = mutate(doc, path, data.draw(hostile_values(tmp_path / "MARKER"), label="value"),
+        doc = mutate(doc, path, data.draw(hostile_values(workdir / "MARKER"), label="value"),
                      delete=bool(path) and data.draw(st.booleans(), label="delete"))
         if not isinstance(doc, (dict, list)):
             break
-    check(convert(src, doc, tmp_path), tmp_path)
+    return convert(src, doc, workdir)
+
+
+@settings(max_examples=examples(floor=40),
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data())
+def test_mutated_keras_config_never_crashes_or_runs_code(tmp_path, bases, data):
+    check(fuzz_config(data, tmp_path, bases), tmp_path)
 
 
 def _set(name, *keys, value):

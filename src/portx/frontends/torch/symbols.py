@@ -29,6 +29,7 @@ import sys
 from pathlib import Path
 
 from ...errors import BadInput, first_line
+from ...logs import quiet_prints
 from .dynamic import explain_export_failure
 
 __all__ = ["export_module", "export_free", "input_symbols", "symbol_rows", "size_hints", "pinned_by", "resized_at", "named_sites"]
@@ -108,7 +109,7 @@ def export_module(module, example_inputs):
     except NotImplementedError:  # an ExportedProgram's module() is already in the program's mode
         pass
     try:
-        with torch.no_grad():
+        with torch.no_grad(), quiet_prints():  # Note [framework prints]
             return torch.export.export(module, tuple(example_inputs), strict=False)
     except Exception as exc:  # torch raises many kinds here; all mean "cannot trace"
         plain = explain_export_failure(module, example_inputs)
@@ -131,7 +132,7 @@ def export_free(module, inputs, sites):
     # new tensor objects: a failed export leaves its dim markings on them, and the static export would read them
     inputs = tuple(t.detach() if isinstance(t, torch.Tensor) else t for t in inputs)
     try:
-        with _ShapeLog() as log, torch.no_grad():
+        with _ShapeLog() as log, torch.no_grad(), quiet_prints():  # Note [framework prints]
             ep = torch.export.export(module, inputs, dynamic_shapes=shapes, strict=False)
     except Exception:  # noqa: BLE001 - any failure here means "not symbolically"; the static export says why
         return None, None
