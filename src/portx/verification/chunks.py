@@ -123,7 +123,8 @@ def _leak(graph, value, before, after) -> str:
     """Why ``value`` shows rows mixed (its rows other than the first changed), or ''."""
     if before is None or after is None or before.shape != after.shape:
         return ""
-    axes = [(axis, d) for axis, d in enumerate(graph.free_shape(value)) if isinstance(d, SymDim) and "batch" in d.symbols]
+    axes = [(axis, d) for axis, d in enumerate(graph.free_shape(value))
+            if isinstance(d, SymDim) and "batch" in d.symbols]
     if not axes:
         return "" if _same(before, after) else "its output has no batch axis and changes with the first row alone"
     if len(axes) > 1:
