@@ -64,3 +64,43 @@ def test_a_declared_sequence_dim_of_a_pt2_stays_free_and_lowers_for_tpu(tmp_path
     assert _seq(result.report, "ids_1")["free"], result.report["warnings"]
     assert result.model.inputs[0].shape[1] is None
     assert result.report["tpu"]["verdict"] == "ok" and result.report["tpu"]["symbolic"] == ["batch", "ids_1"]
+
+
+class RunningPositions(nn.Module):
+    """Positions two ways over a free sequence: an arange of its length (portx counts ones) and the running sum of
+    the attention mask (Hugging Face's position_ids from a padded mask), each fed through an embedding."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb, self.pe = nn.Embedding(50, 8), nn.Embedding(32, 8)
+
+    def forward(self, ids, mask):
+        from_mask = (mask.cumsum(-1) - 1).clamp(min=0)
+        return self.emb(ids) + self.pe(torch.arange(ids.shape[1])) + self.pe(from_mask)
+
+
+@pytest.mark.parametrize("to", ["keras-jax", "torch-xla"])
+def test_running_sums_over_a_free_sequence_lower_for_tpu_without_a_dynamic_window(to, tmp_path):
+    # Note [running sums over a free axis]: JAX's cumsum over a symbolic size is stablehlo.dynamic_reduce_window
+    ids = torch.randint(0, 50, (2, 7), generator=torch.Generator().manual_seed(0))
+    mask = torch.ones(2, 7, dtype=torch.long)
+    mask[1, 4:] = 0
+    torch.manual_seed(0)
+    model = RunningPositions().eval()
+    result = portx.convert(model, to=to, example_inputs=(ids, mask), dynamic=["ids:1", "mask:1"], grad=False,
+                           out=tmp_path / "o")
+    row = _seq(result.report, "ids_1")
+    assert row["free"] and all(c["passed"] for c in row["verified"]), result.report["warnings"]
+    tpu = result.report["tpu"]
+    assert tpu["verdict"] == "ok" and "dynamic_reduce_window" not in str(tpu), tpu
+    longer_mask = torch.ones(3, 12, dtype=torch.long)
+    longer_mask[0, 9:] = 0
+    longer = torch.randint(0, 50, (3, 12), generator=torch.Generator().manual_seed(1))
+    got = find_target(to).run(result.model, [longer.numpy(), longer_mask.numpy()])[0]
+    with torch.no_grad():
+        want = model(longer, longer_mask).numpy()
+    assert got.shape == want.shape == (3, 12, 8) and np.allclose(got, want, atol=1e-5)
+    if to == "keras-jax":  # the mask's running sum is a triangular product, the arange an iota
+        assert tpu["symbolic"] == ["batch", "ids_1"]
+        code = (tmp_path / "o" / "model.py").read_text()
+        assert "counting=True)" in code and "counting=False)" in code and "ops.cumsum(" not in code

@@ -76,7 +76,7 @@ def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFA
             step(done, len(others), label)  # progress.py display
             checks[key] = _check_size(graph, run, *batches.pop(key), atol, rtol, ahead.get(key))
             if others[key][2] == "batch":
-                chunk_problem(checks[key], dims["batch"])
+                chunk_problem(checks[key], dims["batch"], graph, seed)
             release(collect=False)
     rows = []
     for symbol, dim in dims.items():

@@ -25,7 +25,7 @@ from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare_arrays, run_reference
 from .memory import release
 
 __all__ = ["LAYER_SLACK", "TRACE_MAX_NODES", "TRACE_MAX_BYTES", "TRACE_SAMPLED_ROWS", "TRACE_SAMPLED_ELEMENTS",
-           "observe_values", "trace_layers", "first_failure", "localize", "node_errors"]
+           "observe_values", "trace_layers", "first_failure", "localize", "node_errors", "reference_steps"]
 
 #: intermediate values carry more rounding than outputs: their tolerances are this many times looser
 LAYER_SLACK = 10
@@ -168,7 +168,7 @@ def _traced(target, graph, model, names, arrays, atol, rtol, code, passed, budge
     observed = observe_values(target, model, graph, {v: names[v] for v in chosen}, arrays, code)
     release(collect=False)  # the probe's compile, given back before the reference allocates (verification/memory.py)
     rows, orders = [], graph.meta.get("stored_orders", {})
-    for done, (node, reference) in enumerate(_reference_steps(graph, arrays)):
+    for done, (node, reference) in enumerate(reference_steps(graph, arrays)):
         if budget is not None and time.perf_counter() - began > budget and observed:
             stopped = {"rows": len(rows), "of": len(rows) + len(observed), "seconds": round(budget, 1),
                        "why": f"a passing model's trace gets {TRACE_SHARE:.0%} of the conversion's time, at least "
@@ -193,7 +193,7 @@ def _traced(target, graph, model, names, arrays, atol, rtol, code, passed, budge
                       "passed": r["passed"]} for r in rows]}
 
 
-def _reference_steps(graph, arrays):
+def reference_steps(graph, arrays):
     """(node, {Value: array}) per node in graph order: the IR's NumPy reference (as ``run_reference``), each value
     dropped once the last node that reads it has run, so a long graph holds only its live values."""
     env = {v: np.asarray(a) for v, a in zip(graph.inputs, arrays)}

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ir import SymDim
 from .._util import forward, named_rule
 from ..reduce import CUMSUM, ARGMAX, ARGMIN, LOG_SOFTMAX, REDUCE, REDUCE_TABLE, SOFTMAX, STD, VAR, VECTOR_NORM
+from ..shape import EXPAND
 
 __all__ = []
 
@@ -123,7 +125,58 @@ def _log_softmax_to_keras(node, k):
 
 @CUMSUM.emits("keras-jax")
 def _cumsum_to_keras(node, k):
-    """``ops.cumsum`` (a reversed sum is flipped around it by ``passes/legalize/decompose.py``)."""
-    x, axis, dtype = k.ref(node.inputs[0]), node.attrs["axis"], node.output.type.dtype
-    cast = "" if dtype == node.inputs[0].type.dtype else f", dtype={k.lit(dtype)}"
-    k.assign(node, f"ops.cumsum({x}, axis={forward(node)}{cast})")
+    """``ops.cumsum`` (a reversed sum is flipped around it by ``passes/legalize/decompose.py``); along a free axis,
+    a ``RunningSum`` layer (Note [running sums over a free axis])."""
+    x, axis, dtype = k.ref(node.inputs[0]), forward(node), node.output.type.dtype
+    if not isinstance(k.graph.free_shape(node.inputs[0])[axis], SymDim):
+        cast = "" if dtype == node.inputs[0].type.dtype else f", dtype={k.lit(dtype)}"
+        k.assign(node, f"ops.cumsum({x}, axis={axis}{cast})")
+        return
+    if dtype != node.inputs[0].type.dtype:
+        x = f"ops.cast({x}, {k.lit(dtype)})"
+    k.define("RunningSum", RUNNING_SUM_LAYER)
+    k.assign(node, f"RunningSum({axis}, counting={_counts_ones(node, k)})({x})")
+
+
+def _counts_ones(node, k) -> bool:
+    """True where the running sum is of ones (an ``expand`` of a stored array of ones): the counts
+    ``passes/free_dims.py`` writes for an arange whose length is free."""
+    source = next((n for n in k.graph.nodes if node.inputs[0] in n.outputs), None)
+    if source is None or source.op is not EXPAND or not k.is_param(source.inputs[0]):
+        return False
+    return bool(np.all(k.param(source.inputs[0]) == 1))
+
+
+# Note [running sums over a free axis]: JAX lowers every cumulative sum to a reduce_window as wide as the axis
+# (jax/_src/lax/control_flow/loops.py, cumred_reduce_window_impl); with the axis' size symbolic (jax.export with
+# free dims, the TPU proof) that window is the custom call ``stablehlo.dynamic_reduce_window``, which the proof
+# cannot show a TPU has. Every HF decoder with a free sequence has one: its positions are an arange of the
+# sequence length, which portx writes as a running count of ones (passes/free_dims.py). Along a free axis the
+# emitted model calls ``RunningSum``: a count of ones is an iota (exact, O(n)); any other running sum is a
+# product with an upper-triangular mask of ones (O(n^2) in time and n x n in memory, at matmul precision
+# "highest" so float32 sums are not cut to bfloat16 on a TPU). Along a static axis ``ops.cumsum`` stays.
+RUNNING_SUM_LAYER = '''
+@keras.saving.register_keras_serializable(package="converted")
+class RunningSum(layers.Layer):
+    """ops.cumsum along an axis whose size is free, without the reduce_window JAX lowers a cumsum to: an iota
+    where the input is known to be ones (``counting``), else a product with a triangular mask of ones."""
+
+    def __init__(self, axis, counting=False, **options):
+        options.pop("autocast", None)
+        super().__init__(autocast=False, **options)
+        self.axis, self.counting = axis, counting
+
+    def call(self, x):
+        from jax import lax
+        import jax.numpy as jnp
+        if self.counting:
+            return lax.broadcasted_iota(x.dtype, x.shape, self.axis) + jnp.ones((), x.dtype)
+        n = x.shape[self.axis]
+        upper = lax.broadcasted_iota("int32", (n, n), 0) <= lax.broadcasted_iota("int32", (n, n), 1)
+        moved = jnp.moveaxis(x, self.axis, -1)
+        total = jnp.matmul(moved, upper.astype(x.dtype), precision=lax.Precision.HIGHEST)
+        return jnp.moveaxis(total, -1, self.axis)
+
+    def get_config(self):
+        return {**super().get_config(), "axis": self.axis, "counting": self.counting}
+'''
