@@ -1,6 +1,7 @@
 """The option groups (options.py) and their CLI decorators (cli/options.py): one spelling, one check, everywhere."""
 import inspect as pyinspect
 import math
+import warnings
 
 import pytest
 from click.testing import CliRunner
@@ -42,6 +43,22 @@ def test_flat_keywords_map_into_the_groups_with_a_deprecation_warning():
     assert groups["output"].out == "o" and groups["trust"] == Trust(unsafe_keras=True)
     with pytest.raises(BadValue, match="--atol nan"):  # a flat tolerance is checked as a grouped one
         grouped("convert", {"atol": math.nan}, checks=Checks())
+
+
+@pytest.mark.parametrize("entry", ["convert", "verify", "inspect", "assert_equivalent"])
+def test_the_deprecation_warning_points_at_the_callers_line(entry, tmp_path):
+    import portx.api
+    import portx.testing
+
+    call = getattr(portx.testing if entry == "assert_equivalent" else portx.api, entry)
+    args = {"convert": (), "verify": (tmp_path,), "inspect": (), "assert_equivalent": (tmp_path,)}[entry]
+    flat = {"inspect": {"unsafe_keras": True}}.get(entry, {"atol": 1e-3})
+    with warnings.catch_warnings(record=True) as caught, pytest.raises(BadInput):
+        warnings.simplefilter("always")
+        line = pyinspect.currentframe().f_lineno + 1
+        call(tmp_path / "missing.pt2", *args, **flat)
+    [warning] = [w for w in caught if issubclass(w.category, DeprecationWarning) and "flat keyword" in str(w.message)]
+    assert (warning.filename, warning.lineno) == (__file__, line)
 
 
 def test_an_unknown_flat_keyword_names_itself():

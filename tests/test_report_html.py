@@ -21,6 +21,7 @@ from portx.cli import main
 from portx.errors import VerificationFailed
 from portx.progress import Lines, Live, Stages, reporting, step
 from portx.reporting.html import render
+from portx.session.report import ConversionReport
 from portx.targets import TARGETS
 from portx.verification import trace
 from portx.verification.compare import make_inputs
@@ -118,10 +119,11 @@ def test_a_passing_trace_holds_a_bounded_number_of_elements(tmp_path, monkeypatc
 
 def test_a_stopped_trace_says_so_under_the_plot():
     rows = [{"node": f"block.{i}", "op": "relu", "value": f"v{i}", "max_rel": 1e-7, "passed": True} for i in range(3)]
-    page = render({"source": "m.pt2", "target": "keras-jax", "verification": {"passed": True, "outputs": []},
-                   "node_errors": {"rtol": 1e-3, "atol": 1e-4, "first_divergence": None, "rows": rows,
-                                   "sampled": {"every": 2, "of": 12},
-                                   "stopped": {"rows": 3, "of": 6, "seconds": 10.0, "why": "10% of the time"}}})
+    page = render(ConversionReport.read({
+        "source": "m.pt2", "target": "keras-jax", "verification": {"passed": True, "outputs": []},
+        "node_errors": {"rtol": 1e-3, "atol": 1e-4, "first_divergence": None, "rows": rows,
+                        "sampled": {"every": 2, "of": 12},
+                        "stopped": {"rows": 3, "of": 6, "seconds": 10.0, "why": "10% of the time"}}}))
     assert "1 in 2 of the graph's 12 intermediates" in page and "<svg" in page
     assert "The plot stops early</b>: after 3 of 6 nodes, when the trace had taken its 10 s (10% of the time" in page
 
@@ -138,7 +140,7 @@ def test_names_from_model_files_are_escaped():
                                          "feeds": [HOSTILE]}]},
         "training": {"folded": [{"scope": HOSTILE, "op": "batch_norm"}], "dropped": []}, "warnings": [HOSTILE],
         "stages": {"load": 0.5}}
-    page = render(report)
+    page = render(ConversionReport.read(report))
     assert "<script" not in page and "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
     assert "&amp;amp;" in page  # an entity in a name is shown as typed, not decoded
     assert "<svg" in page  # the plot's annotation holds the name too: no mathtext error on $...$

@@ -1,8 +1,9 @@
 """Every reader of a report takes every field as optional (Note [optional fields] in reporting/text.py).
 
 A real conversion's report (gradients, trace, dynamic sizes, profile) and a real ``verify --trace --grad`` report
-are rendered by the console printers, report.html and the Model Explorer error overlay with each field removed in
-turn (in a list, the first row's fields stand for every row's). None may raise.
+are read back as typed reports (``ConversionReport.read``, ``VerifyReport.read``) with each JSON field removed in
+turn (in a list, the first row's fields stand for every row's) and rendered by the console printers, report.html and
+the Model Explorer error overlay. None may raise.
 """
 import copy
 import json
@@ -17,6 +18,7 @@ from portx.frontends import load
 from portx.reporting import html as report_html
 from portx.reporting.html import write_report
 from portx.reporting.text import print_conversion, print_gradients, print_verification
+from portx.session.report import ConversionReport, DynamicDim, OpRow, Training, VerifyReport
 from portx.targets import find_target
 from tests.support.json_schema import problems
 from tests.support.paths import REPO
@@ -79,22 +81,31 @@ def test_every_convert_report_field_is_optional_to_every_reader(reports, tmp_pat
     assert len(paths) > 100 and ("gradients", "parameters", 0, "max_rel") in paths
     plot = report_html.error_plot
     for path in paths:
-        partial = _without(report, path)
+        partial = ConversionReport.read(_without(report, path))
         print_conversion(partial, reports["out"])
-        print_verification(partial.get("verification") or {})
+        print_verification(VerifyReport.read(partial.verification))
         # the plot reads node_errors alone, and takes most of a render (0.5 s): drawn where a field of it is gone
         monkeypatch.setattr(report_html, "error_plot", plot if path[0] == "node_errors" else lambda errors: "")
         write_report(tmp_path / "report.html", partial)
         if path[0] == "node_errors":
-            write_conversion(tmp_path, reports["source"], reports["graph"], target, partial.get("node_errors") or {})
+            write_conversion(tmp_path, reports["source"], reports["graph"], target, partial)
     assert "verified:" in capsys.readouterr().out
 
 
 def test_every_verify_report_field_is_optional_to_the_console(reports, capsys):
     report = reports["verify"]
     for path in _paths(report):
-        print_verification(_without(report, path))
+        print_verification(VerifyReport.read(_without(report, path)))
     assert "trace (seed" in capsys.readouterr().out
+
+
+def test_a_report_json_reads_back_as_the_report_that_wrote_it(reports):
+    typed = ConversionReport.read(reports["convert"])
+    assert typed.to_dict() == reports["convert"]
+    assert all(isinstance(row, OpRow) for row in typed.ops.values()) and isinstance(typed.training, Training)
+    assert all(isinstance(dim, DynamicDim) for dim in typed.dynamic)
+    assert VerifyReport.read(reports["verify"]).to_dict() == reports["verify"]
+    assert ConversionReport.read({"source": "m.pt2", "extra": 1}).target is None  # missing: None; unknown: dropped
 
 
 def test_a_gradient_row_without_numbers_prints(capsys):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import warnings
 from dataclasses import dataclass, fields, replace
 
@@ -135,7 +136,8 @@ def grouped(where, legacy, **groups) -> dict:
         raise BadInput(f"{where}() got unexpected keyword arguments {', '.join(unknown)}",
                        hint=f"{where} takes the option groups {', '.join(groups)} (portx.options)")
     warnings.warn(f"{where}(): flat keyword arguments ({', '.join(sorted(legacy))}) are deprecated; pass the option "
-                  "groups of portx.options instead, e.g. checks=Checks(atol=1e-4)", DeprecationWarning, stacklevel=3)
+                  "groups of portx.options instead, e.g. checks=Checks(atol=1e-4)", DeprecationWarning,
+                  stacklevel=_first_caller_outside_portx())
     moved = {}
     for key, value in legacy.items():
         group, name = _FLAT[key]
@@ -160,3 +162,16 @@ def _as_group(where, name, value):
                        hint=f"{cls.__name__} takes {', '.join(sorted(known))}")
     raise BadInput(f"{where}(): {name}= takes portx.options.{cls.__name__}, not {type(value).__name__}",
                    hint=f"e.g. {name}={cls.__name__}(...)")
+
+
+def _first_caller_outside_portx() -> int:
+    """The ``stacklevel`` that makes a warning raised in the caller of this function point at the user's line.
+
+    The entry points reach ``grouped`` through wrappers (``logs.quiet_unless_debug``, ``api`` -> ``testing``), so
+    a fixed ``stacklevel`` points into portx whenever a wrapper is added; this counts portx's own frames instead.
+    Example: ``warnings.warn(msg, DeprecationWarning, stacklevel=_first_caller_outside_portx())`` in ``grouped``.
+    """
+    frame, level = sys._getframe(2), 2  # level 1: the function calling warnings.warn
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == "portx":
+        frame, level = frame.f_back, level + 1
+    return level

@@ -1,5 +1,5 @@
 """The op-family tests are complete: one folder per op family, each with its case table, and every registered
-op with an emit rule for every target.
+op with an emit rule for every target (or decomposed for both: Note [decompositions] in passes/legalize/decompose.py).
 
 Both targets run every family test by construction (tests/ops/conftest.py parametrizes ``target``; the
 harnesses have no default), so what is left to check is that the structure is there: a family folder under
@@ -54,5 +54,5 @@ def test_one_target_entries_name_a_family_test_and_a_target():
 
 
 def test_every_registered_op_has_an_emit_rule(target):  # target: each of TARGETS, from conftest.py
-    missing = sorted(name for name, op in REGISTRY.items() if target not in op.emit_rules)
+    missing = sorted(name for name, op in REGISTRY.items() if target not in op.emit_rules and not op.has("decomposed"))
     assert not missing, f"ops without a {target} emit rule: {missing}"

@@ -143,7 +143,7 @@ def convert(src, target, output, shapes, checks, trust, as_json, debug):
     if as_json:
         click.echo(json.dumps(result.report, indent=2, default=str))
         return
-    print_conversion(result.report, result.out)
+    print_conversion(result.typed, result.out)  # the typed report (session/report.py)
 
 
 @main.command()
@@ -165,18 +165,21 @@ def verify(src, out, checks, shapes, trust, as_json, debug):
                               debug=debug)
 
     report = _run(debug, work)
+    from ..session.report import VerifyReport  # loaded by api already
+
+    typed = VerifyReport.read(report)
     if as_json:
         click.echo(json.dumps(report, indent=2, default=str))
     else:
-        print_verification(report)
-    if not report.get("passed"):
+        print_verification(typed)
+    if not typed.passed:
         from ..errors import VerificationFailed
 
         hint = "" if checks.trace else "rerun with --trace to see every layer's error"
-        sys.exit(_fail(VerificationFailed(report.get("problem", "the converted model differs"), hint=hint), False))
+        sys.exit(_fail(VerificationFailed(typed.problem or "the converted model differs", hint=hint), False))
     if not as_json:
-        samples, seed = len(report.get("samples") or []), checks.seed
-        click.echo(f"verified: {out} matches {report.get('source', 'the source')} on {samples} sample(s) "
+        samples, seed = len(typed.samples or []), checks.seed
+        click.echo(f"verified: {out} matches {typed.source or 'the source'} on {samples} sample(s) "
                    f"(seeds {seed}..{seed + samples - 1})")
 
 

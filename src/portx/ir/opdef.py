@@ -30,6 +30,8 @@ TRAITS = {
     "unsigned_in_range": "its unsigned result stays in its operands' range, so narrowing it back needs no mask",
     "mask_reader": "it reads an attention mask, where -inf is the masking idiom (a hidden position), not a "
                    "broken weight",
+    "decomposed": "no target emits it: passes/legalize/decompose.py writes every node of it as other IR ops for "
+                  "both targets (Note [decompositions])",
 }
 
 

@@ -56,10 +56,12 @@ def write_explorer(folder, graph, target: str, label: str = "model", errors=None
     return paths
 
 
-def write_conversion(out, src, graph, target, node_errors) -> list:
-    """``convert(explore=True)``'s OUT/explorer/; ``node_errors`` is report.json's (verification/trace.py): its
-    rows become the error overlay, and where it was skipped the side panel says why."""
+def write_conversion(out, src, graph, target, report) -> list:
+    """``convert(explore=True)``'s OUT/explorer/ for the typed ``report`` (session/report.py): the rows of its
+    ``node_errors`` (verification/trace.py) become the error overlay, and where it was skipped the side panel says
+    why."""
     # Note [optional fields] (reporting/text.py): a row without its value names no node
+    node_errors = report.node_errors if isinstance(report.node_errors, dict) else {}
     rows = {row["value"]: row for row in node_errors.get("rows") or [] if isinstance(row, dict) and "value" in row}
     info = {"error overlay": f"none: {node_errors['skipped']}"} if node_errors.get("skipped") else {}
     return write_explorer(Path(out) / EXPLORER, graph, target.name, Path(str(src.label)).name or "model",

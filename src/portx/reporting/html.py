@@ -1,4 +1,5 @@
-"""report.html: the conversion report as one self-contained page, a pure function of report.json.
+"""report.html: the conversion report as one self-contained page, a pure function of report.json (read back as a
+typed ``ConversionReport``, session/report.py; Note [optional fields] in reporting/text.py).
 
 The page opens from disk with no server, no network, no script and no external file: inline CSS, and the error
 plot as inline SVG made with matplotlib (Agg, imported only here). It shows the numerical error along the graph
@@ -9,7 +10,7 @@ warnings, and the stage times (with memory when ``--profile`` was given). Every 
 file (layer and value names) is escaped: model files are untrusted.
 
 Example:
-    >>> write_report(Path("out/report.html"), json.loads(Path("out/report.json").read_text()))
+    >>> write_report(Path("out/report.html"), ConversionReport.read(json.loads(Path("out/report.json").read_text())))
     >>> "<svg" in render(report)
     True
 """
@@ -62,11 +63,11 @@ def _table(head, rows) -> str:
 
 def first_divergence(report) -> dict | None:
     """The first node that diverges: from the per-node trace, else from verification's ``first_divergence``."""
-    errors = report.get("node_errors") or {}
+    errors = report.node_errors or {}
     index = errors.get("first_divergence")
     if index is not None and index < len(errors.get("rows", [])):
         return {"index": index, **errors["rows"][index]}
-    found = (report.get("verification") or {}).get("first_divergence") or {}
+    found = (report.verification or {}).get("first_divergence") or {}
     return {"node": found.get("scope"), "op": found.get("op"), "value": found.get("value")} if found.get("op") else None
 
 
@@ -120,18 +121,18 @@ def error_plot(node_errors) -> str:
 
 
 def _summary(report) -> str:
-    ver = report.get("verification") or {}
+    ver = report.verification or {}
     first = first_divergence(report)
     where = (f'<p class="bad">First diverging node: <code>{_t(first.get("node") or "<top>")}</code> '
              f'({_t(first.get("op"))}, value <code>%{_t(first.get("value"))}</code>)</p>') if first else ""
-    return (f"<h1>portx conversion report</h1><p><code>{_t(report.get('source'))}</code> &rarr; "
-            f"<b>{_t(report.get('target'))}</b>: verification {_verdict(ver.get('passed'))}; "
-            f"{_t(report.get('portx_ir_nodes'))} IR nodes, {_num((report.get('weight_bytes') or 0) / 1e6)} MB of "
-            f"weights; TPU lowering <b>{_t((report.get('tpu') or {}).get('verdict', 'not checked'))}</b></p>{where}")
+    return (f"<h1>portx conversion report</h1><p><code>{_t(report.source)}</code> &rarr; "
+            f"<b>{_t(report.target)}</b>: verification {_verdict(ver.get('passed'))}; "
+            f"{_t(report.portx_ir_nodes)} IR nodes, {_num((report.weight_bytes or 0) / 1e6)} MB of "
+            f"weights; TPU lowering <b>{_t((report.tpu or {}).get('verdict', 'not checked'))}</b></p>{where}")
 
 
 def _plot_section(report) -> str:
-    errors = report.get("node_errors") or {}
+    errors = report.node_errors or {}
     head = "<h2>Numerical error along the graph</h2>"
     if not errors.get("rows"):
         return head + f'<p class="note">No per-node errors: {_t(errors.get("skipped") or "not traced")}.</p>'
@@ -158,7 +159,7 @@ def _sampled(errors) -> str:
 
 
 def _verification_section(report) -> str:
-    ver = report.get("verification") or {}
+    ver = report.verification or {}
     out = f"<h2>Verification</h2><p>{_verdict(ver.get('passed'))}"
     if ver.get("skipped"):
         return out + " (--no-verify)</p>"
@@ -168,42 +169,43 @@ def _verification_section(report) -> str:
                   [[f"<code>{_t(r.get('name'))}</code>", _num(r.get("max_abs")), _num(r.get("max_rel")),
                     _num(r.get("atol")), _num(r.get("rtol")), _verdict(r.get("passed")), _t(r.get("problem") or "")]
                    for r in ver.get("outputs", [])])
-    rows = [[f"<code>{_t(d.get('symbol'))}</code>", "free" if d.get("free") else f"pinned to {_t(d.get('example_size'))}",
-             ", ".join(f"{_t(s[0])}:{_t(s[1])}" for s in d.get("sites", [])), _t(c.get("size")),
+    rows = [[f"<code>{_t(d.symbol)}</code>", "free" if d.free else f"pinned to {_t(d.example_size)}",
+             ", ".join(f"{_t(s[0])}:{_t(s[1])}" for s in d.sites or []), _t(c.get("size")),
              _verdict(c.get("passed")) if c else "", _num(c.get("max_abs")), _num(c.get("max_rel")),
              _t(c.get("problem") or "") if c else "not checked at other sizes (see the warnings)"]
-            for d in report.get("dynamic", []) for c in (d.get("verified") or [{}])]
+            for d in (report.dynamic or []) for c in (d.verified or [{}])]
     out += "<h3>Per batch size (free dims)</h3>" + _table(
         ["dim", "kept", "sites", "size", "", "max abs", "max rel", "problem"], rows)
-    grads = report.get("gradients")
+    grads = report.gradients
     if grads:
         out += f"<p>Gradients: {_verdict(grads.get('passed'))} {_t(grads.get('skipped') or '')}</p>"
     return out
 
 
 def _ops_section(report) -> str:
-    rows = [[f"<code>{_t(op)}</code>", f'<span class="num">{_t(r.get("count"))}</span>', _t(r.get("status", "-")),
-             _t(r.get("why", "")), ", ".join(f"<code>{_t(s or '<top>')}</code>" for s in r.get("scopes", [])[:3])]
-            for op, r in sorted((report.get("ops") or {}).items(), key=lambda kv: -kv[1].get("count", 0))]
-    return (f"<h2>Op inventory and TPU status ({_t(report.get('target'))})</h2>"
+    rows = [[f"<code>{_t(op)}</code>", f'<span class="num">{_t(r.count)}</span>', _t(r.status),
+             _t(r.why or ""), ", ".join(f"<code>{_t(s or '<top>')}</code>" for s in (r.scopes or [])[:3])]
+            for op, r in sorted((report.ops or {}).items(), key=lambda kv: -(kv[1].count or 0))]
+    return (f"<h2>Op inventory and TPU status ({_t(report.target)})</h2>"
             + _table(["op", "count", "TPU status", "why", "first scopes"], rows))
 
 
 def _training_section(report) -> str:
-    tr = report.get("training") or {}
-    params = tr.get("parameters") or {}
+    tr = report.training  # None: a report without the section shows it empty
+    mode, problem = (tr.mode, tr.problem) if tr else (None, None)
+    folded, dropped, params = (tr.folded, tr.dropped, tr.parameters) if tr else ([], [], {})
     rows = [[k, f'<span class="num">{_t(v.get("trainable"))}</span>', f'<span class="num">{_t(v.get("non_trainable"))}</span>']
-            for k, v in params.items()]
-    return (f"<h2>Training: folded and dropped</h2><p>Mode: <b>{_t(tr.get('mode'))}</b>. {_t(tr.get('problem') or '')}</p>"
+            for k, v in (params or {}).items()]
+    return (f"<h2>Training: folded and dropped</h2><p>Mode: <b>{_t(mode)}</b>. {_t(problem or '')}</p>"
             "<h3>Folded</h3>" + _table(["scope", "op"], [[f"<code>{_t(r.get('scope'))}</code>", _t(r.get("op"))]
-                                                        for r in tr.get("folded", [])])
+                                                        for r in folded or []])
             + "<h3>Dropped</h3>" + _table(["scope", "kind"], [[f"<code>{_t(r.get('scope'))}</code>", _t(r.get("kind"))]
-                                                            for r in tr.get("dropped", [])])
+                                                            for r in dropped or []])
             + "<h3>Parameter elements</h3>" + _table(["", "trainable", "non-trainable"], rows))
 
 
 def _layout_section(report) -> str:
-    lay = report.get("layout") or {}
+    lay = report.layout or {}
     io_rows = [[kind[:-1], f"<code>{_t(r.get('name'))}</code>", _t(r.get("shape")), _t(r.get("layout")),
                 _t(r.get("source_layout")), _t(r.get("transposed_inside"))]
                for kind in ("inputs", "outputs") for r in lay.get(kind, [])]
@@ -216,22 +218,22 @@ def _layout_section(report) -> str:
 
 
 def _stages_section(report) -> str:
-    stages = report.get("stages") or {}
+    stages = report.stages or {}
     longest = max(stages.values(), default=0) or 1
-    prof = {r.get("stage"): r for r in (report.get("profile") or {}).get("stages", [])}
+    prof = {r.get("stage"): r for r in (report.profile or {}).get("stages", [])}
     head = ["stage", "seconds", ""] + (["RSS after (MB)", "peak RSS (MB)"] if prof else [])
     rows = [[_t(name), f'<span class="num">{secs:.2f}</span>', f'<span class="bar" style="width:{int(300 * secs / longest)}px">'
              "</span>"] + ([_num(prof.get(name, {}).get("rss_mb")), _num(prof.get(name, {}).get("peak_rss_mb"))] if prof else [])
             for name, secs in stages.items()]
-    peak = (report.get("profile") or {}).get("peak_rss_mb")
+    peak = (report.profile or {}).get("peak_rss_mb")
     return ("<h2>Stage times</h2>" + _table(head, rows)
             + (f"<p>Peak RSS: {_num(peak)} MB</p>" if peak is not None else
                '<p class="note">Memory per stage: convert with --profile.</p>'))
 
 
 def _other_section(report) -> str:
-    tpu = report.get("tpu") or {}
-    warnings = report.get("warnings") or []
+    tpu = report.tpu or {}
+    warnings = report.warnings or []
     return (f"<h2>TPU lowering</h2><p><b>{_t(tpu.get('verdict', 'not checked'))}</b></p>"
             + ("<ul>" + "".join(f"<li>{_t(p)}</li>" for p in tpu.get("problems", [])) + "</ul>" if tpu.get("problems") else "")
             + f"<h2>Warnings ({len(warnings)})</h2>"
@@ -239,10 +241,10 @@ def _other_section(report) -> str:
 
 
 def render(report) -> str:
-    """The whole page for ``report`` (the dict of report.json)."""
+    """The whole page for ``report`` (a ``ConversionReport``: report.json's, ``ConversionReport.read``)."""
     body = "".join(part(report) for part in (_summary, _plot_section, _verification_section, _ops_section,
                                                _training_section, _layout_section, _stages_section, _other_section))
-    title = f"portx report: {report.get('source')}"
+    title = f"portx report: {report.source}"
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_t(title)}</title>'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<style>{_CSS}</style></head><body>{body}</body></html>\n")

@@ -4,13 +4,15 @@ Every reader here takes any field as optional (Note [optional fields]): a report
 gradient row whose sizes differ), a report from another portx version, a hand-edited report.json. A missing
 number prints ``n/a``, a missing list prints nothing, a missing name prints ``?``; a printer never raises.
 
-Note [optional fields]: report.json is an untyped dict written by several stages, and its readers (this module,
-reporting/html.py, reporting/explorer.py) each read it with ``.get`` and a default; tests/test_report_readers.py renders all
-three from a real report with each field removed in turn.
+Note [optional fields]: the readers (this module, reporting/html.py, reporting/explorer.py) take the typed report
+(session/report.py: ``ConversionReport``, ``VerifyReport``) and read its fields as attributes, any of which may be
+None (a report.json read back with ``ConversionReport.read`` lacks what its writer left out); the sections typed
+as JSON objects (``verification``, ``node_errors``, ``gradients``, ``tpu`` ...) are read with ``.get`` and a
+default. tests/test_report_readers.py renders all three from a real report with each field removed in turn.
 
 Example:
-    >>> print_conversion(result.report, result.out)      # the lines after the progress display
-    >>> print_verification(api.verify("model.pt2", "out/"))
+    >>> print_conversion(result.typed, result.out)      # the lines after the progress display
+    >>> print_verification(VerifyReport.read(api.verify("model.pt2", "out/")))
 """
 from __future__ import annotations
 
@@ -29,14 +31,15 @@ def num(x, spec=".3g") -> str:
     return format(x, spec) if isinstance(x, (int, float)) and not isinstance(x, bool) else "n/a"
 
 
-def _rows(parent, key) -> list:
-    """``parent[key]`` as a list of dicts (a missing or malformed field: none)."""
-    rows = parent.get(key) if isinstance(parent, dict) else None
+def _rows(parent, key=None) -> list:
+    """``parent[key]`` (``parent`` itself without a key) as a list of dicts (a missing or malformed field: none)."""
+    rows = parent if key is None else parent.get(key) if isinstance(parent, dict) else None
     return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
 
 
-def _table(parent, key) -> dict:
-    value = parent.get(key) if isinstance(parent, dict) else None
+def _table(parent, key=None) -> dict:
+    """``parent[key]`` (``parent`` itself without a key) as a dict (a missing or malformed field: empty)."""
+    value = parent if key is None else parent.get(key) if isinstance(parent, dict) else None
     return value if isinstance(value, dict) else {}
 
 
@@ -45,34 +48,40 @@ def _tolerances(row) -> str:
 
 
 def print_conversion(report, out) -> None:
-    """What ``portx convert`` prints about a finished conversion (its warnings go to stderr)."""
-    for note in report.get("warnings") or []:
+    """What ``portx convert`` prints about a finished conversion, a ``ConversionReport`` (its warnings go to
+    stderr)."""
+    for note in report.warnings or []:
         click.echo(f"  warning: {note}", err=True)
-    inner = _rows(_table(report, "layout"), "inner_transposes")
+    inner = _rows(_table(report.layout), "inner_transposes")
     if inner:  # a count and the first few; report.json has them all
         where = ", ".join(f"{row.get('origin', '?')} {row.get('value', '?')} -> {'/'.join(row.get('feeds') or []) or 'output'}"
                           for row in inner[:LAYOUT_SHOWN])
         more = f", and {len(inner) - LAYOUT_SHOWN} more in report.json" if len(inner) > LAYOUT_SHOWN else ""
         click.echo(f"  layout: {len(inner)} transpose(s) inside the model: {where}{more}")
-    ver, tpu = _table(report, "verification"), _table(report, "tpu")
+    ver, tpu = _table(report.verification), _table(report.tpu)
     if tpu:
         problems = tpu.get("problems") or []
         click.echo(f"  TPU lowering: {tpu.get('verdict', 'not checked')}" + (f" ({'; '.join(problems)})" if problems else ""))
-    if report.get("sharding"):
-        click.echo(f"  sharded: {sharding_line(_table(report, 'sharding'))}")
+    if report.sharding:
+        click.echo(f"  sharded: {sharding_line(_table(report.sharding))}")
     if ver.get("skipped") or not ver:
         click.echo(f"wrote {out} (verification skipped)")
         return
     for row in _rows(ver, "outputs"):
         click.echo(f"  output {row.get('name', '?')}: max abs {num(row.get('max_abs'))}, max rel "
                    f"{num(row.get('max_rel'))} {_tolerances(row)}")
-    for row in _rows(report, "dynamic"):
-        sizes = ", ".join(str(c.get("size", "?")) for c in _rows(row, "verified"))
-        click.echo(f"  {row.get('symbol', '?')}: " + (f"free, verified at {sizes}" if row.get("free") else
-                                                      f"pinned to {row.get('example_size', '?')}"))
-    print_gradients(report.get("gradients"))
-    print_profile(report.get("profile"))
-    click.echo(f"verified: {out}/model.py matches {report.get('source', 'the source')}; see {out}/report.html")
+    for dim in report.dynamic or []:
+        sizes = ", ".join(str(c.get("size", "?")) for c in _rows(dim.verified))
+        click.echo(f"  {_known(dim.symbol)}: " + (f"free, verified at {sizes}" if dim.free else
+                                                  f"pinned to {_known(dim.example_size)}"))
+    print_gradients(report.gradients)
+    print_profile(report.profile)
+    click.echo(f"verified: {out}/model.py matches {_known(report.source, 'the source')}; see {out}/report.html")
+
+
+def _known(value, missing="?") -> str:
+    """``value`` as text; ``missing`` for a field the report lacks (None)."""
+    return missing if value is None else str(value)
 
 
 def sharding_line(proof) -> str:
@@ -111,16 +120,17 @@ def print_gradients(grads) -> None:
 
 
 def print_verification(report) -> None:
-    """What ``portx verify`` prints: each output's errors, the gradients, a note, the trace rows."""
-    for row in _rows(report, "outputs"):
+    """What ``portx verify`` prints about a ``VerifyReport``: each output's errors, the gradients, a note, the trace
+    rows."""
+    for row in _rows(report.outputs):
         click.echo(f"  output {row.get('name', '?')}: max abs {num(row.get('max_abs'))}, max rel "
                    f"{num(row.get('max_rel'))} {_tolerances(row)}" + ("" if row.get("passed") else "  DIFFERS"))
-    print_gradients(report.get("gradients"))
-    if report.get("note"):
-        click.echo(f"  note: {report['note']}", err=True)
-    if "trace" in report:
-        click.echo(f"  trace (seed {report.get('trace_seed', '?')}): each layer vs the IR reference | vs the source")
-    for row in _rows(report, "trace"):
+    print_gradients(report.gradients)
+    if report.note:
+        click.echo(f"  note: {report.note}", err=True)
+    if report.trace is not None:
+        click.echo(f"  trace (seed {_known(report.trace_seed)}): each layer vs the IR reference | vs the source")
+    for row in _rows(report.trace):
         theirs = _table(row, "source")
         vs_source = f" | {num(theirs.get('max_abs'))} / {num(theirs.get('max_rel'))}" if theirs else ""
         mark = "" if row.get("passed") else "   <- first divergence"

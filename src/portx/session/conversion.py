@@ -199,13 +199,13 @@ class Conversion:
         """OUT/explorer/ (--explore), report.json and report.html."""
         report, tmp = self.report, self.tmp
         if self.output.explore:  # OUT/explorer/: Model Explorer graph JSON and overlays (reporting/explorer.py)
-            self.stages.run("explore", write_conversion, tmp, self.src, self.graph, self.target, report.node_errors)
+            self.stages.run("explore", write_conversion, tmp, self.src, self.graph, self.target, report)
         report.stages = self.stages.times
         if self.output.profile:
             report.profile = self.stages.memory()
-        text = report.to_json()  # Note [report fields] (report.py): the readers take its JSON form
+        text = report.to_json()  # Note [report fields] (report.py): report.html is a function of report.json
         (tmp / "report.json").write_text(text, encoding="utf-8")
-        write_report(tmp / "report.html", json.loads(text))
+        write_report(tmp / "report.html", ConversionReport.read(json.loads(text)))
 
     def result(self) -> ConversionResult:
         """The finished conversion; VerificationFailed (``exc.result`` holds it) when its check failed."""

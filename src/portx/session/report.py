@@ -2,12 +2,13 @@
 ``portx verify`` returns), with ``schema_version``; their JSON Schema is docs/report.schema.json, made from these
 dataclasses by report_schema.py.
 
-Note [report fields]: the JSON field names and shapes are the ones report.json always had, so users' scripts and
-the readers (report.html, the console, Model Explorer overlays) keep working; the readers take ``to_dict()``, the
-JSON form, and treat every field as optional (Note [optional fields] in reporting/text.py). Sections that
+Note [report fields]: the JSON field names and shapes are the ones report.json always had, so users' scripts keep
+working. The readers (report.html, the console, Model Explorer overlays) take the typed report and read its fields as
+attributes; a report.json from disk (another portx version, a hand-edited one) becomes one with ``read``, which
+gives every missing field None or its default (Note [optional fields] in reporting/text.py). Sections that
 verification modules build and grow often (``verification``, ``node_errors``, ``gradients``, ``tpu``, ...) are
-typed as JSON objects; the sections the session builds are dataclasses. A field that is None and named in
-``OMITTED`` is left out of the JSON, as it was before the report was typed.
+typed as JSON objects and read by key; the sections the session builds are dataclasses. A field that is None and
+named in ``OMITTED`` is left out of the JSON, as it was before the report was typed.
 
 Example:
     >>> report = ConversionReport(source="m.pt2", target="keras-jax", portx_ir_nodes=3, weight_bytes=48)
@@ -40,9 +41,25 @@ def json_ready(value):
 
 
 class _Typed:
-    """``to_dict`` / ``to_json`` for the report dataclasses."""
+    """``to_dict`` / ``to_json`` / ``read`` for the report dataclasses."""
 
     OMITTED: tuple = ()
+    #: field -> how ``read`` types its JSON: a report dataclass for an object, ``[cls]`` a list, ``{cls}`` a dict
+    NESTED: dict = {}
+
+    @classmethod
+    def read(cls, data):
+        """The typed form of a JSON report (report.json's dict) that may lack any field or hold more: a missing field
+        is None or its default, an unknown one is dropped, a malformed section reads as missing.
+        Example: ``ConversionReport.read(json.loads(Path("out/report.json").read_text())).verification``."""
+        data = data if isinstance(data, dict) else {}
+        values = {}
+        for f in dataclasses.fields(cls):
+            if f.name in data:
+                values[f.name] = _read_nested(cls.NESTED.get(f.name), data[f.name])
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                values[f.name] = None
+        return cls(**values)
 
     def to_dict(self) -> dict:
         """The JSON form (plain dicts and lists). Example: ``report.to_dict()["verification"]["passed"]``."""
@@ -51,6 +68,18 @@ class _Typed:
     def to_json(self) -> str:
         """report.json's text. Example: ``Path("out/report.json").write_text(report.to_json())``."""
         return json.dumps(self.to_dict(), indent=2, default=str) + "\n"
+
+
+def _read_nested(kind, value):
+    """``value`` (JSON) read as ``kind`` says (``_Typed.NESTED``); None when its shape does not fit."""
+    if kind is None:
+        return value
+    if isinstance(kind, list):
+        return [kind[0].read(v) for v in value if isinstance(v, dict)] if isinstance(value, list) else None
+    if isinstance(kind, set):
+        [row] = kind
+        return {k: row.read(v) for k, v in value.items() if isinstance(v, dict)} if isinstance(value, dict) else None
+    return kind.read(value) if isinstance(value, dict) else None
 
 
 @dataclass
@@ -97,6 +126,7 @@ class ConversionReport(_Typed):
     """report.json of one conversion (session/conversion.py fills it stage by stage)."""
 
     OMITTED = ("training", "gradients", "sharding", "profile")
+    NESTED = {"ops": {OpRow}, "dynamic": [DynamicDim], "training": Training}
     source: str
     target: str
     portx_ir_nodes: int

@@ -44,3 +44,54 @@ def test_an_emitter_refuses_a_reversed_scan():
     node = validate(parse_graph(REVERSED.replace("OP", "cummax"))).nodes[0]
     with pytest.raises(ValueError, match="decompose pass"):
         forward(node)
+
+
+GRID = """
+graph model(%x: float32[{x}], %grid: float32[{grid}]) {{
+  %y: float32[{y}] = grid_sample(%x, %grid) {{mode="{mode}", padding="{padding}", align_corners={align}}}  # warp
+  return %y
+}}
+"""
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [True, False])
+@pytest.mark.parametrize("shapes", [("1x2x1x4", "1x3x3x2", "1x2x3x3"), ("2x3x5x6", "2x4x7x2", "2x3x4x7"),
+                                    ("2x3x4x5x6", "2x3x4x2x3", "2x3x3x4x2")], ids=["one-pixel", "2d", "3d"])
+def test_grid_sample_becomes_gathers_with_the_same_values(mode, padding, align, shapes):
+    x_shape, grid_shape, y_shape = shapes
+    text = GRID.format(x=x_shape, grid=grid_shape, y=y_shape, mode=mode, padding=padding, align=align)
+    graph = validate(parse_graph(text))
+    after = validate(decompose(graph))
+    assert "grid_sample" not in {n.op.name for n in after.nodes} and "gather" in {n.op.name for n in after.nodes}
+    assert after.outputs[0].name == "y" and {n.scope for n in after.nodes} == {"warp"}
+    rng = np.random.default_rng(0)
+    sizes = [tuple(int(d) for d in s.split("x")) for s in (x_shape, grid_shape)]
+    x, grid = rng.normal(size=sizes[0]).astype(np.float32), (rng.random(sizes[1]) * 3.0 - 1.5).astype(np.float32)
+    expected = run_reference(graph, [x, grid])[graph.outputs[0]]
+    np.testing.assert_allclose(run_reference(after, [x, grid])[after.outputs[0]], expected, rtol=1e-5, atol=1e-5)
+
+
+def test_ops_with_the_decomposed_trait_are_the_ones_always_decomposed():
+    from portx.ir import REGISTRY
+
+    decomposed = {name for name, op in REGISTRY.items() if op.has("decomposed")}
+    assert decomposed == {"grid_sample", "lu", "lu_unpack"} and decomposed <= set(DECOMPOSITIONS)
+
+
+@pytest.mark.parametrize("shape", [(2, 4, 4), (5, 3), (2, 3, 5)], ids=["square", "tall", "wide"])
+@pytest.mark.parametrize("op", ["lu", "lu_unpack"])
+def test_lu_becomes_row_swaps_with_the_same_values(op, shape):
+    from portx.ir import GraphBuilder, TensorType
+
+    b = GraphBuilder()
+    a = b.input("a", TensorType(shape, "float32"))
+    outs = b.emit("lu", [a], scope="f") if op == "lu" else b.emit("lu_unpack", b.emit("lu_factor", [a]), scope="f")
+    graph = validate(b.finish(outs))
+    after = validate(decompose(graph))
+    assert op not in {n.op.name for n in after.nodes} and [v.name for v in after.outputs] == [v.name for v in outs]
+    x = np.random.default_rng(0).normal(size=shape).astype(np.float32)
+    expected, got = run_reference(graph, [x]), run_reference(after, [x])
+    for want, have in zip(graph.outputs, after.outputs):
+        np.testing.assert_allclose(got[have], expected[want], rtol=1e-6, atol=1e-6)

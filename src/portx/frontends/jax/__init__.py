@@ -36,6 +36,7 @@ from ...ir.types import FLOAT8
 from ...ir.validate import IRError
 from ...progress import counted
 from ...ops.elementwise import CAST
+from ..call import ImportCall
 from .control import CONTROL_PRIMITIVES, lower_control
 
 __all__ = ["lower_jaxpr", "inline_jaxpr", "prune_graph", "JaxCall", "Const", "scope_of", "tensor_type"]
@@ -92,16 +93,20 @@ def _viewed(eqn, args):
     return np.transpose(array, params["permutation"]) if name == "transpose" else array.reshape(params["new_sizes"])
 
 
-class JaxCall:
-    """What an import rule sees for one equation: typed inputs, known constants, and a way to emit nodes.
+class JaxCall(ImportCall):
+    """What an import rule sees for one equation: typed inputs, known constants, and a way to emit nodes (Note
+    [import calls] in frontends/call.py).
 
     ``input(i)`` is the IR Value of operand ``i`` (a constant is stored on first use); ``const_value(i)``
-    is its array when known at conversion time, else None. ``params`` are the equation's parameters.
+    is its array when known at conversion time, else None. ``params`` are the equation's parameters (``arg``
+    reads them too).
     """
 
     def __init__(self, lowering, eqn, args, scope):
-        self._low, self.eqn, self._args, self.scope = lowering, eqn, args, scope
+        super().__init__(lowering.builder, scope, lowering.hint(scope, eqn.primitive.name))
+        self._low, self.eqn, self._args = lowering, eqn, args
         self.primitive, self.params = eqn.primitive.name, eqn.params
+        self.bound = self.params
 
     @property
     def arity(self) -> int:
@@ -144,15 +149,6 @@ class JaxCall:
     def scalar(self, number, dtype) -> Value:
         """A shared 0-d constant of ``dtype``: ``call.scalar(1, "float32")``."""
         return self._low.scalar(number, dtype)
-
-    def emit(self, op, inputs, attrs=None):
-        """Append ``op(inputs) {attrs}`` in this equation's scope; returns the output Value or a list."""
-        hint = self._low.hint(self.scope, self.primitive)
-        return self._low.builder.emit(op, list(inputs), dict(attrs or {}), self.scope, hint)
-
-    def unsupported(self, reason: str):
-        """Stop this rule: the variant cannot be expressed (collected, reported with exit 3)."""
-        raise Unsupported(reason)
 
 
 class _Lowering:

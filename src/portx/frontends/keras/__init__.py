@@ -28,6 +28,7 @@ from ...ir.builder import held_weight
 from ...ir.validate import IRError
 from ...progress import step
 from ...ops.shape import PERMUTE
+from ..call import ImportCall
 from .activations import apply_activation
 from .call_args import BoundArguments, bind_arguments, read_weight, rule_key
 from .pairs import with_layer_outputs
@@ -51,8 +52,8 @@ def functional_of(model):
     return getattr(model, "_functional", None)
 
 
-class KerasCall(BoundArguments):
-    """What an import rule sees for one call of a Keras layer or operation.
+class KerasCall(BoundArguments, ImportCall):
+    """What an import rule sees for one call of a Keras layer or operation (Note [import calls] in frontends/call.py).
 
     ``layer`` is the Keras object, ``config`` its ``get_config()``, ``scope`` the dotted layer path,
     ``inputs`` the IR Values of the tensor arguments in call order, ``args`` / ``kwargs`` the call
@@ -65,8 +66,9 @@ class KerasCall(BoundArguments):
     """
 
     def __init__(self, walker, node, scope, args, kwargs, inputs):
+        super().__init__(walker.builder, scope, prefix=scope)
         self._walker, self.node, self.layer = walker, node, node.operation
-        self.scope, self.args, self.kwargs, self.inputs = scope, args, kwargs, inputs
+        self.args, self.kwargs, self.inputs = args, kwargs, inputs
         self.bound = bind_arguments(self.layer, args, kwargs)
         self.outputs = list(node.outputs)
         self._config = None
@@ -112,22 +114,14 @@ class KerasCall(BoundArguments):
 
         return float(keras.config.epsilon())
 
-    def param(self, array, hint="const") -> Value:
-        """A stored parameter named ``SCOPE.hint``; a shared layer gets the same Value back."""
+    def const(self, array, hint="const") -> Value:
+        """A stored parameter (``param``) named ``SCOPE.hint``; a shared layer gets the same Value back."""
         value = self._walker.param(self.layer, hint, f"{self.scope}.{hint}" if self.scope else hint, array)
         index = held_weight(np.asarray(array), self._read)
         if index is not None and self._read[index][1]:  # Note [gradient pairing] (verification/grad_pairs.py)
             self._walker.builder.trainable.append(value.name)
             self._walker.builder.sources[value.name] = self._read[index][2]
         return value
-
-    def const(self, array, hint="const") -> Value:
-        """A constant (e.g. a 0-d scalar operand); the same as ``param``, named like TorchCall's."""
-        return self.param(array, hint)
-
-    def emit(self, op, inputs, attrs=None, hint=""):
-        """Append ``op(inputs) {attrs}`` under this call's scope; returns the Value (or a list)."""
-        return self._walker.builder.emit(op, list(inputs), dict(attrs or {}), self.scope, hint)
 
     def activation(self, value, name, **options) -> Value:
         """Apply a Keras activation by config name (``"relu"``), serialized dict or function;
@@ -155,14 +149,6 @@ class KerasCall(BoundArguments):
         mask = getattr(self.outputs[index], "_keras_mask", None)
         if mask is not None:
             self._walker.masks[id(mask)] = value
-
-    def unsupported(self, reason: str):
-        """Stop this rule: the layer variant cannot be expressed (collected, reported with exit 3)."""
-        raise Unsupported(reason)
-
-    def dropped(self, value, kind: str):
-        """Record that this layer (``kind``, e.g. Dropout) is dropped at inference, after ``value``."""
-        self._walker.builder.dropped.append({"scope": self.scope, "kind": kind, "after": value.name})
 
 
 class _Walker:

@@ -54,13 +54,8 @@ def bind_arguments(operation, args, kwargs) -> dict:
 
 
 class BoundArguments:
-    """The argument readers of ``KerasCall`` (frontends/keras/__init__.py), which sets ``layer``, ``node`` and ``bound``."""
-
-    def arg(self, name, default=None):
-        """The call argument bound to parameter ``name`` of ``layer.call``, positional or keyword (``default``
-        when the call leaves it out): ``call.arg("mask")``."""
-        value = self.bound.get(name, default)
-        return default if value is None else value
+    """The argument readers of ``KerasCall`` (frontends/keras/__init__.py), which sets ``layer``, ``node`` and
+    ``bound``; ``arg`` (``call.arg("mask")``) is every frontend's, from ``ImportCall`` (frontends/call.py)."""
 
     def operands(self, n) -> list:
         """The first ``n`` parameters' arguments in the signature's order, each given positionally or by keyword:

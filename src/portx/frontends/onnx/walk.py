@@ -36,6 +36,7 @@ from ...errors import MAX_INPUT_ELEMENTS, BadInput, Unsupported, UnsupportedOps,
 from ...ir import IMPORT_RULES, GraphBuilder, TensorType, Value
 from ...ir.validate import IRError
 from ...progress import counted
+from ..call import ImportCall
 from .control import inline_if, unroll_loop
 from .tensors import attribute_value, dtype_name, fold_node, tensor_array
 
@@ -47,8 +48,8 @@ _RANDOM = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLi
 _WALKER_OPS = {"If": inline_if, "Loop": unroll_loop}
 
 
-class OnnxCall:
-    """What an ONNX import rule sees for one node.
+class OnnxCall(ImportCall):
+    """What an ONNX import rule sees for one node (Note [import calls] in frontends/call.py).
 
     ``op_type``, ``scope`` (the node's name), ``opset`` (the default domain's version); ``input(i)`` the IR
     Value of input ``i`` (None when absent; a constant becomes a parameter), ``constant(i)`` its NumPy array
@@ -59,7 +60,8 @@ class OnnxCall:
     """
 
     def __init__(self, walker, node, scope):
-        self._walker, self.node, self.scope = walker, node, scope
+        super().__init__(walker.builder, scope, _hint(node.output[0] if node.output else scope), _hint(scope))
+        self._walker, self.node = walker, node
         self.op_type, self.opset = node.op_type, walker.opset
         self._attrs = {a.name: a for a in node.attribute}
 
@@ -113,15 +115,6 @@ class OnnxCall:
         """True when output ``index`` exists and something reads it."""
         return index < len(self.node.output) and self.node.output[index] in self._walker.read
 
-    def emit(self, op, inputs, attrs=None):
-        """Append ``op(inputs) {attrs}`` under this node's scope; returns the output Value (or a list)."""
-        return self._walker.builder.emit(op, list(inputs), dict(attrs or {}), self.scope,
-                                         _hint(self.node.output[0] if self.node.output else self.scope))
-
-    def const(self, array, hint="const") -> Value:
-        """A new stored constant (a scalar operand, an index table)."""
-        return self._walker.builder.param(f"{_hint(self.scope)}.{hint}", np.asarray(array))
-
     def fold(self, op_type, arrays, **attrs) -> list:
         """Run one ONNX op on constant ``arrays`` with onnx's reference (to build a constant, such as a
         resize's interpolation matrix): ``call.fold("Resize", [eye, None, scales], mode="linear")``."""
@@ -138,14 +131,6 @@ class OnnxCall:
         if name in self._walker.trainable:
             self._walker.builder.trainable.append(value.name)
         return value
-
-    def unsupported(self, reason: str):
-        """Stop this rule: the node's variant cannot be expressed (collected, reported with exit 3)."""
-        raise Unsupported(reason)
-
-    def dropped(self, value, kind: str):
-        """Record that this node (``kind``, e.g. Dropout) is the identity at inference, after ``value``."""
-        self._walker.builder.dropped.append({"scope": self.scope, "kind": kind, "after": value.name})
 
 
 def _hint(name: str) -> str:

@@ -22,9 +22,9 @@ import numpy as np
 import torch
 
 from ...errors import BadInput, Unsupported, UnsupportedOps
-from ...ir import IMPORT_RULES, Graph, Node, TensorType, Value, fresh_name, infer_outputs, param_value
-from ...ir.validate import IRError
+from ...ir import IMPORT_RULES, Graph, GraphBuilder, TensorType, Value
 from ...progress import counted
+from ..call import ImportCall
 from .arrays import array_of
 from .names import module_kind, op_name as _op_name, scope_of
 from .records import type_error
@@ -55,23 +55,18 @@ def rule_for(target):
     return IMPORT_RULES.get("torch", {}).get(_op_name(target))
 
 
-class TorchCall:
-    """What an import rule sees for one fx node: bound arguments and a way to emit IR nodes.
+class TorchCall(ImportCall):
+    """What an import rule sees for one fx node (Note [import calls] in frontends/call.py).
 
     ``arg(name)`` gives an IR Value for tensor arguments (lists of Values for Tensor[]), and plain
     Python data otherwise. ``emit`` appends a node and returns its output Value (or list).
     """
 
     def __init__(self, lowering, node):
+        super().__init__(lowering.builder, scope_of(node), node.name)
         self._low, self.node = lowering, node
-        self.scope = lowering.scope_of(node)
         self.module_kind = module_kind(node)  # class name of the source module (``Dropout``)
-        self.args = lowering.bind(node)
-
-    def arg(self, name, default=None):
-        """A bound argument by schema name (``default`` when absent or None)."""
-        value = self.args.get(name)
-        return default if value is None else value
+        self.bound = lowering.bind(node)
 
     def out_type(self, index=0) -> TensorType:
         """The type torch recorded for output ``index``."""
@@ -83,41 +78,27 @@ class TorchCall:
                    for u in self.node.users)
 
     def const(self, array, hint="const") -> Value:
-        """A new stored constant (e.g. an index table computed by the rule)."""
-        return self._low.new_param(f"{self.node.name}.{hint}", np.asarray(array))
+        """A new stored constant (e.g. an index table computed by the rule), contiguous (``_Lowering.new_param``)."""
+        return self._low.new_param(f"{self.prefix}.{hint}", array)
 
     def constant(self, value):
         """The stored array behind ``value`` (a folded constant or a parameter), else None."""
-        return self._low.params.get(value.name) if self._low.param_values.get(value.name) is value else None
-
-    def emit(self, op, inputs, attrs=None):
-        """Append ``op(inputs) {attrs}``; returns the output Value, or a list for several."""
-        return self._low.emit(op, list(inputs), dict(attrs or {}), self.scope, self.node.name)
-
-    def unsupported(self, reason: str):
-        """Stop this rule: the op variant cannot be expressed (collected, reported with exit 3)."""
-        raise Unsupported(reason)
-
-    def dropped(self, value, kind: str):
-        """Record that this node's module (``kind``, e.g. Dropout) is dropped at inference, after ``value``."""
-        row = {"scope": self.scope, "kind": kind, "after": value.name}
-        if row not in self._low.dropped:
-            self._low.dropped.append(row)
+        builder = self.builder
+        return builder.params.get(value.name) if builder.param_values.get(value.name) is value else None
 
 
 class _Lowering:
-    """Walks one ExportedProgram; holds the value environment and the nodes emitted so far."""
+    """Walks one ExportedProgram; holds the fx node -> value environment and the folded constants, and emits into
+    a ``GraphBuilder``."""
 
     def __init__(self, ep, at=None):  # at: {symbol: size} of a symbolic program (Note [symbolic export])
         self.ep, self.sizes = ep, {**known_sizes(ep), **size_hints(ep), **(at or {})}  # never int(SymInt): it guards
+        self.builder = GraphBuilder()  # the nodes, params, taken names, dropped modules and trainable params
         self.env = {}  # fx node -> IR Value (or list of them)
         self.consts = {}  # fx node -> torch.Tensor / list, for nodes that do not depend on user inputs
         self.const_names = {}  # fx node -> preferred parameter name (state_dict key)
-        self.nodes, self.params, self.param_values, self.taken = [], {}, {}, set()
         self.failures = {}  # (op, reason) -> scopes
-        self.dropped = []  # source modules that are identities at inference (meta["dropped"])
         self.trainable_fx = set()  # fx nodes holding a trainable parameter (or a view of one)
-        self.trainable = []  # IR names of the params that train in the source (meta["trainable"])
         self.parameters = set(ep.graph_signature.inputs_to_parameters)
 
     # -- environment --------------------------------------------------------------------
@@ -142,18 +123,10 @@ class _Lowering:
             shape.append(d)
         return TensorType(tuple(shape), torch_dtype_name(tensor.dtype))
 
-    def fresh(self, hint) -> str:
-        name = fresh_name(self.taken, hint)
-        self.taken.add(name)
-        return name
-
     def new_param(self, hint, array) -> Value:
+        """A parameter holding a contiguous copy of ``array`` (torch's folded constants are strided views)."""
         array = np.asarray(array)
-        array = np.ascontiguousarray(array).reshape(array.shape)  # ascontiguousarray makes 0-d arrays 1-d
-        name = self.fresh(hint)
-        self.params[name] = array
-        self.param_values[name] = value = param_value(name, array)
-        return value
+        return self.builder.param(hint, np.ascontiguousarray(array).reshape(array.shape))  # 0-d stays 0-d
 
     def value_of(self, fx):
         """IR value for an fx argument node, materialising folded constants as parameters."""
@@ -167,7 +140,7 @@ class _Lowering:
         array = array_of(const, keep_bfloat16=True)
         self.env[fx] = self.new_param(self.const_names.get(fx, fx.name), array)
         if fx in self.trainable_fx:
-            self.trainable.append(self.env[fx].name)
+            self.builder.trainable.append(self.env[fx].name)
         return self.env[fx]
 
     def bind(self, node) -> dict:
@@ -194,18 +167,6 @@ class _Lowering:
             return None
         return raw
 
-    # -- emission -----------------------------------------------------------------------
-    def emit(self, op, inputs, attrs, scope, hint):
-        where = f"node {scope or hint} ({op.name})"
-        attrs = op.normalize_attrs(attrs, where)
-        try:
-            types = infer_outputs(op, [v.type if v is not None else None for v in inputs], attrs)
-        except (ValueError, TypeError, IndexError) as exc:
-            raise IRError(f"{where}: shape rule failed: {exc}") from exc
-        outs = tuple(Value(self.fresh(hint), t) for t in types)
-        self.nodes.append(Node(op, tuple(inputs), outs, attrs, scope))
-        return outs[0] if len(outs) == 1 else list(outs)
-
     # -- walking ------------------------------------------------------------------------
     def placeholder(self, node, user_inputs, state):
         if node.name in user_inputs:
@@ -216,8 +177,7 @@ class _Lowering:
             if 0 in types[0].shape:
                 raise BadInput(f"input {node.name}: zero-size dimension in shape {types[0].shape}",
                                hint="convert with a non-empty example input (e.g. batch size 1)")
-            value = Value(self.fresh(node.name), types[0])
-            self.env[node] = value
+            self.env[node] = value = self.builder.input(node.name, types[0])
             return value
         target = state[node.name]
         self.consts[node] = target[1]
@@ -282,7 +242,7 @@ class _Lowering:
 
     def stand_in(self, node):
         """Values of the recorded types, so the walk goes on and every failure is collected."""
-        vals = [Value(self.fresh(node.name), t or TensorType((), "float32")) for t in self.meta_types(node)]
+        vals = [Value(self.builder.fresh(node.name), t or TensorType((), "float32")) for t in self.meta_types(node)]
         return vals[0] if not isinstance(node.meta.get("val"), (list, tuple)) else vals
 
     def check_result(self, node, result):
@@ -348,12 +308,10 @@ def walk_program(ep, at=None, cache=None):
     low = _Lowering(ep, at)
     state = state_of(ep)
     user_inputs = set(ep.graph_signature.user_inputs)
-    low.inputs, low.fx_outputs = [], []
+    low.fx_outputs = []
     for node in counted(ep.graph.nodes, lambda n: n.name):  # progress.py: the display's node count
         if node.op == "placeholder":
-            value = low.placeholder(node, user_inputs, state)
-            if value is not None:
-                low.inputs.append(value)
+            low.placeholder(node, user_inputs, state)
         elif node.op == "call_function":
             low.call(node)
         elif node.op == "output":  # an input the source writes in place (``x.uniform_()``) is not an output
@@ -378,9 +336,10 @@ def lower_exported(ep, name="model", strict_tpu=False, at=None, cache=None, walk
             raise BadInput(f"output {fx!r}: only tensor outputs are supported",
                            hint="return tensors (or a tuple of tensors) from forward()")
         outs.append(low.value_of(fx))
-    used = {v.name for n in low.nodes for v in n.inputs if v is not None} | {v.name for v in outs}
-    params = {k: a for k, a in low.params.items() if k in used}
-    values = {k: v for k, v in low.param_values.items() if k in used}
-    meta = {"dropped": low.dropped} if low.dropped else {}
-    meta["trainable"] = [name for name in low.trainable if name in params]
-    return Graph(tuple(low.inputs), tuple(outs), tuple(low.nodes), params, values, name, meta)
+    built = low.builder
+    used = {v.name for n in built.nodes for v in n.inputs if v is not None} | {v.name for v in outs}
+    params = {k: a for k, a in built.params.items() if k in used}
+    values = {k: v for k, v in built.param_values.items() if k in used}
+    meta = {"dropped": built.dropped} if built.dropped else {}
+    meta["trainable"] = [name for name in built.trainable if name in params]
+    return Graph(tuple(built.inputs), tuple(outs), tuple(built.nodes), params, values, name, meta)

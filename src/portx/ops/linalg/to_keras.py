@@ -1,9 +1,10 @@
 """Keras-JAX emit rules for linear algebra: ``keras.ops.linalg`` where it has the op, short compositions elsewhere.
 
 ``eigh`` and ``cholesky`` read one triangle, as torch does (Keras averages A and A^T): the emitted code
-mirrors that triangle first. ``cholesky_info`` tests the leading minors' determinants (Sylvester's criterion). ``lu_factor``'s pivots are 1-based, as torch's (JAX's are 0-based); ``lu`` unpacks ``lu_factor`` and
-applies the row swaps to ``arange`` one pivot at a time. A right-side or unit-diagonal triangular solve
-transposes or overwrites the diagonal around ``solve_triangular``; ``cholesky_solve`` is two triangular solves.
+mirrors that triangle first. ``cholesky_info`` tests the leading minors' determinants (Sylvester's criterion).
+``lu_factor``'s pivots are 1-based, as torch's (JAX's are 0-based); ``lu`` and ``lu_unpack`` reach no emitter
+(passes/legalize/decompose.py unpacks the row swaps for both targets). A right-side or unit-diagonal triangular
+solve transposes or overwrites the diagonal around ``solve_triangular``; ``cholesky_solve`` is two triangular solves.
 
 Example generated code:
     cholesky = ops.linalg.cholesky(a)
@@ -14,8 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from .._util import named_rule
-from ..linalg import (EXPM_SQUARINGS, LU_UNPACK, CDIST, CHOLESKY, CHOLESKY_INFO, CHOLESKY_INVERSE, CHOLESKY_SOLVE, DET, EIGH, EIGVALSH, INV, LU, LU_FACTOR,
-                      MATRIX_EXP, PDIST, PINV, QR, SLOGDET, SOLVE, SOLVE_TRIANGULAR, SVD, SVDVALS)
+from ..linalg import (EXPM_SQUARINGS, CDIST, CHOLESKY, CHOLESKY_INFO, CHOLESKY_INVERSE, CHOLESKY_SOLVE, DET, EIGH,
+                      EIGVALSH, INV, LU_FACTOR, MATRIX_EXP, PDIST, PINV, QR, SLOGDET, SOLVE, SOLVE_TRIANGULAR, SVD,
+                      SVDVALS)
 
 __all__ = []
 
@@ -129,36 +131,6 @@ def _eigvalsh_to_keras(node, k):
 def _lu_factor_to_keras(node, k):
     factors = k.temp(node, f"ops.linalg.lu_factor({k.ref(node.inputs[0])})", "lu")
     k.assign(node, f"{factors}[0], ops.add({factors}[1], 1)")
-
-
-@LU.emits("keras-jax")
-def _lu_to_keras(node, k):
-    factors = k.temp(node, f"ops.linalg.lu_factor({k.ref(node.inputs[0])})", "lu")
-    _unpacked(node, k, f"{factors}[0]", f"{factors}[1]")
-
-
-@LU_UNPACK.emits("keras-jax")
-def _lu_unpack_to_keras(node, k):
-    _unpacked(node, k, k.ref(node.inputs[0]), f"ops.subtract({k.ref(node.inputs[1])}, 1)")
-
-
-def _unpacked(node, k, lu, pivots):
-    """P, L, U of packed ``lu`` and 0-based ``pivots``: A[perm] = L U, so P = one_hot(perm)^T, where perm applies
-    the pivots' row swaps to arange in order."""
-    x = node.inputs[0]
-    batch, (m, n) = x.type.shape[:-2], x.type.shape[-2:]
-    size = min(m, n)
-    pivots = k.temp(node, pivots, "pivots")
-    rows = k.temp(node, f"ops.arange({m}, dtype='int32')", "rows")
-    perm = k.temp(node, f"ops.broadcast_to({rows}, {k.lit(tuple(batch) + (m,))})", "perm")
-    for j in range(size):
-        swap = k.temp(node, f"{pivots}[..., {j}:{j + 1}]", "swap")
-        perm = k.temp(node, f"ops.where(ops.equal({rows}, {j}), ops.take_along_axis({perm}, {swap}, axis=-1), "
-                            f"ops.where(ops.equal({rows}, {swap}), {perm}[..., {j}:{j + 1}], {perm}))", "perm")
-    dtype = k.lit(x.type.dtype)
-    p = _mT(f"ops.one_hot({perm}, {m}, dtype={dtype})")
-    lower = f"ops.add(ops.tril({lu}[..., :, :{size}], -1), ops.eye({m}, {size}, dtype={dtype}))"
-    k.assign(node, f"{p}, {lower}, ops.triu({lu}[..., :{size}, :])")
 
 
 def _distances(k, x1, x2, p) -> str:

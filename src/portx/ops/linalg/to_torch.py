@@ -1,5 +1,8 @@
 """torch-xla emit rules for linear algebra: each op is the ``torch.linalg`` (or ``torch``) function of its name.
 
+``lu`` and ``lu_unpack`` reach no emitter: torchax traces torch's with data-dependent slices, so
+passes/legalize/decompose.py unpacks the row swaps with static shapes for both targets.
+
 Example generated code:
     cholesky = torch.linalg.cholesky_ex(a)[0]
     u, s, vh = torch.linalg.svd(x, full_matrices=False)
@@ -7,8 +10,9 @@ Example generated code:
 from __future__ import annotations
 
 from .._util import named_rule
-from ..linalg import (LU_UNPACK, CDIST, CHOLESKY, CHOLESKY_INFO, CHOLESKY_INVERSE, CHOLESKY_SOLVE, DET, EIGH, EIGVALSH, INV, LU, LU_FACTOR,
-                      MATRIX_EXP, PDIST, PINV, QR, SLOGDET, SOLVE, SOLVE_TRIANGULAR, SVD, SVDVALS)
+from ..linalg import (CDIST, CHOLESKY, CHOLESKY_INFO, CHOLESKY_INVERSE, CHOLESKY_SOLVE, DET, EIGH, EIGVALSH, INV,
+                      LU_FACTOR, MATRIX_EXP, PDIST, PINV, QR, SLOGDET, SOLVE, SOLVE_TRIANGULAR, SVD,
+                      SVDVALS)
 
 __all__ = []
 
@@ -68,33 +72,3 @@ def _eigh_to_torch(node, t):
 def _eigvalsh_to_torch(node, t):
     t.assign(node, f"torch.linalg.eigvalsh({t.ref(node.inputs[0])}, UPLO={t.lit('U' if node.attrs['upper'] else 'L')})")
 
-
-@LU.emits("torch-xla")
-def _lu_to_torch(node, t):
-    """From ``lu_factor``: torchax traces torch.linalg.lu and lu_unpack with data-dependent slices (no TPU proof)."""
-    factors = t.temp(node, f"torch.linalg.lu_factor({t.ref(node.inputs[0])})", "lu")
-    _unpacked(node, t, f"{factors}[0]", f"{factors}[1]")
-
-
-@LU_UNPACK.emits("torch-xla")
-def _lu_unpack_to_torch(node, t):
-    _unpacked(node, t, t.ref(node.inputs[0]), t.ref(node.inputs[1]))
-
-
-def _unpacked(node, t, lu, pivots):
-    """P, L, U of packed ``lu`` and 1-based ``pivots``, with static shapes: the row swaps are applied to ``arange``
-    one at a time; A[perm] = L U, so P = one_hot(perm)^T."""
-    x = node.inputs[0]
-    batch, (m, n) = tuple(x.type.shape[:-2]), x.type.shape[-2:]
-    size = min(m, n)
-    pivots = t.temp(node, pivots, "pivots")
-    rows = t.temp(node, f"torch.arange({m}, device={pivots}.device)", "rows")
-    perm = t.temp(node, f"{rows}.expand({t.lit(batch + (m,))})", "perm")
-    for j in range(size):
-        swap = t.temp(node, f"{pivots}[..., {j}:{j + 1}].long() - 1", "swap")
-        perm = t.temp(node, f"torch.where({rows} == {j}, torch.gather({perm}, -1, {swap}), "
-                            f"torch.where({rows} == {swap}, {perm}[..., {j}:{j + 1}], {perm}))", "perm")
-    dtype = f"torch.{x.type.dtype}"
-    p = f"torch.nn.functional.one_hot({perm}, {m}).to({dtype}).mT"
-    lower = f"{lu}[..., :, :{size}].tril(-1) + torch.eye({m}, {size}, dtype={dtype}, device={rows}.device)"
-    t.assign(node, f"{p}, {lower}, {lu}[..., :{size}, :].triu()")

@@ -79,18 +79,6 @@ def _antialiased_resize_from_aten(call):
                                   for s, m, n in zip(scales, x.type.shape[2:], size)):
         call.unsupported(f"antialiased resize with scale factors {scales} that are not output/input sizes; pass "
                          "size= instead of scale_factor=")
-    return resize_like_keras(_StoringCall(call), x, size, _AA_METHODS[call.node.target._schema.name],
+    return resize_like_keras(call, x, size, _AA_METHODS[call.node.target._schema.name],
                              antialias=True, channels_last=False)
 
-
-class _StoringCall:
-    """A torch call as Keras' resize helpers use one: they store their matrices with ``param`` (torch: ``const``)."""
-
-    def __init__(self, call):
-        self._call = call
-
-    def __getattr__(self, name):
-        return getattr(self._call, name)
-
-    def param(self, array, hint="const"):
-        return self._call.const(array, hint)

@@ -8,8 +8,10 @@ so grid component i indexes spatial axis k - 1 - i. torch maps each to a pixel c
 borders (about the centres with ``align_corners``, the edges without) and clamps; "zeros" leaves
 it, and samples outside the image read 0. "bilinear" (trilinear in 3-d) mixes the 2**k
 neighbours by their distances, "nearest" reads the neighbour at the rounded coordinate (half to
-even, as ``nearbyint``). The NumPy reference here follows torch's CPU kernel, and both emit rules
-compute the same steps for any k: the coordinates, one flat gather per neighbour and a weighted sum.
+even, as ``nearbyint``). The NumPy reference here follows torch's CPU kernel; neither target has a TPU
+lowering of grid_sample, so ``passes/legalize/decompose.py`` writes the same steps once as IR ops for both
+(``grid_sample_as_gathers``, the op's trait ``decomposed``): the coordinates, one flat gather per neighbour and a
+weighted sum.
 
 Example IR:
     %y: float32[1x3x5x6] = grid_sample(%x, %grid) {mode="bilinear", padding="zeros", align_corners=False}

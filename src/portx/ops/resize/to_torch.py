@@ -7,7 +7,8 @@ therefore rewrites resizes into repeats, gathers and constant-matrix matmuls bef
 forms] in ``to_keras.py``): the identity, and ``nn.Upsample`` for 2-d nearest integer factors and
 2-d bilinear whose torch coordinate maps equal the IR's (the tables in ``resize/__init__.py`` are
 torch's own arithmetic, so this is checked, not assumed). Anything else is ``Unsupported``.
-``grid_sample`` is written out in ``to_torch_grid.py`` (PyTorch/XLA has no ``grid_sampler_2d`` / ``_3d``).
+``grid_sample`` (PyTorch/XLA has no ``grid_sampler_2d`` / ``_3d``) reaches no emitter: both targets get it as
+gathers from ``passes/legalize/decompose.py`` (Note [grid sample] in ``grid.py``).
 
 Example generated code:
     self.up = nn.Upsample(scale_factor=2.0, mode="nearest")

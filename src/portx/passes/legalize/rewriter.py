@@ -79,12 +79,17 @@ class Rewriter:
 
     def const(self, array, hint) -> Value:
         """A new stored constant named ``<scope>.<hint>`` (``up.rows``)."""
-        return self.builder.param(f"{self.node.scope or self.node.output.name}.{hint}", array)
+        return self.builder.param(f"{self.node.scope or self.node.outputs[0].name}.{hint}", array)
 
     def emit(self, op, inputs, attrs=None, hint="t") -> Value:
         """Append ``op(inputs) {attrs}`` with a fresh output ``<node output>_<hint>``; returns it."""
-        out = self.builder.emit(op, inputs, attrs, scope=self.node.scope, hint=f"{self.node.output.name}_{hint}")
-        return out if isinstance(out, Value) else out[0]
+        out = self.emit_outputs(op, inputs, attrs, hint)
+        return out[0]
+
+    def emit_outputs(self, op, inputs, attrs=None, hint="t") -> list:
+        """``emit`` for an op with several outputs: all of them, in order."""
+        out = self.builder.emit(op, inputs, attrs, scope=self.node.scope, hint=f"{self.node.outputs[0].name}_{hint}")
+        return [out] if isinstance(out, Value) else list(out)
 
     def keep(self) -> bool:
         """End the rule with the node unchanged: the target expresses it natively (returns True)."""
@@ -100,6 +105,22 @@ class Rewriter:
         self.nodes[-1] = last.replace(outputs=self.node.outputs)
         self.builder.taken.discard(value.name)
         return self.node.output
+
+    def results(self, values) -> tuple:
+        """End the rule of a node with several outputs: ``values[i]``, each a new node's output, becomes the
+        rewritten node's output ``i`` (its name and type), wherever in the new nodes it is made."""
+        if len(values) != len(self.node.outputs):
+            raise IRError(f"{self.node.where()}: rewrite ends with {len(values)} values for "
+                          f"{len(self.node.outputs)} outputs")
+        final = dict(zip(values, self.node.outputs))
+        for value, out in final.items():
+            if value.type != out.type:
+                raise IRError(f"{self.node.where()}: rewrite gives %{out.name} the type {value.type}, "
+                              f"expected {out.type}")
+        self.nodes[:] = [n.replace(inputs=tuple(final.get(v, v) for v in n.inputs),
+                                   outputs=tuple(final.get(v, v) for v in n.outputs)) for n in self.nodes]
+        self.builder.taken -= {v.name for v in values}
+        return self.node.outputs
 
 
 def _contract_axis(rw, x, matrix, axis, hint):
