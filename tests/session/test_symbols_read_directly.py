@@ -60,8 +60,8 @@ def _matches(result, to, module, inputs):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("to", ["keras-jax", "torch-xla"])
-@pytest.mark.parametrize("make, shape", [(SmallCNN, (2, 3, 16, 16)), (MLP, (3, 12))], ids=["cnn", "mlp"])
+@pytest.mark.parametrize("make, shape, to", [(SmallCNN, (2, 3, 16, 16), "keras-jax"), (SmallCNN, (2, 3, 16, 16),
+                                              "torch-xla"), (MLP, (3, 12), "keras-jax")], ids=["cnn", "cnn-torch", "mlp"])
 def test_a_cnn_and_an_mlp_are_lowered_once(make, shape, to, walks, tmp_path):
     module = make().eval()
     result = portx.convert(module, example_inputs=(torch.randn(*shape),), to=to, out=tmp_path / "o", grad=False)
