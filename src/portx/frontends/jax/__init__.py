@@ -17,16 +17,6 @@ Note [jaxpr scopes]: Keras on JAX opens ``jax.named_scope(layer.name)`` around e
 the rest is joined with dots. Plain JAX functions without named scopes get an empty scope, and
 messages fall back to the primitive name.
 
-Note [jax symbols]: a source lowered through a jaxpr (a subclassed Keras model) still finds its free dims by a
-second trace and lowering at another size (``SubclassedKerasSource.resized``, found_by "two lowerings"), not from
-``jax.export.symbolic_shape`` as torch sources do (Note [symbols read directly] in frontends/torch/symbols.py). A
-symbolic trace would give each var's aval as a dim expression (``b``, ``2*b``, ``floordiv(h, 2)``), as torch's
-``meta["val"]`` does, but this walk needs concrete shapes: it folds every equation whose inputs are known by
-running JAX on it, and its rules read ``int`` sizes. Reading the symbols would take a second, symbolic trace whose
-vars are matched to the static trace's equation by equation, feeding the same ``rebatch(..., hints)``; not done
-yet. A Keras functional model's layers are walked by their import rules with Keras' ``None`` shapes, which carry
-no expressions; its second walk (``KerasSource.resized``) traces nothing.
-
 Example:
     >>> closed = jax.make_jaxpr(f)(w, x)
     >>> graph = lower_jaxpr(closed, ["x"], {"fc.kernel": w})
