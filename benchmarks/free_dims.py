@@ -1,13 +1,14 @@
 """Conversion time with free dims found two ways, side by side: two portx trees on the same zoo models.
 
-Note [symbolic export] (frontends/torch/symbols.py): a live module is exported once with its free axes symbolic and
-lowered at a second size by substitution, where portx used to export it again per free dim. This prints, per
-model, the stages that changed (load: the export; free-dims: the second lowerings) and the whole conversion, for
-each tree, each conversion in a fresh process so that imports and caches are the same for both. Seconds are CPU
-seconds of the converting process (all its threads) unless ``--wall``: on a machine shared with other jobs, wall
-seconds measure the other jobs.
+Note [symbolic export] (frontends/torch/symbols.py): a live module is exported once with its free axes symbolic, and
+lowered once: its graph at a second size comes from torch's own shapes (Note [symbols read directly]), where portx
+used to lower it again per free dim. This prints, per model (``text-llama``: a tiny Hugging Face Llama from its
+config, batch and sequence free), the stages that changed (load: the export; free-dims: the second graphs) and the
+whole conversion, for each tree, each conversion in a fresh process so that imports and caches are the same for
+both. Seconds are CPU seconds of the converting process (all its threads) unless ``--wall``: on a machine shared
+with other jobs, wall seconds measure the other jobs.
 
-Run: .venv/bin/python benchmarks/free_dims.py --trees main=/work/main/src,branch=src [--models mlp,vit,gpt]
+Run: .venv/bin/python benchmarks/free_dims.py --trees main=/work/main/src,branch=src [--models mlp,vit,gpt,text-llama]
      [--repeat 1] [--hf /path/to/hf-folder]
 """
 from __future__ import annotations
@@ -31,15 +32,22 @@ import portx
 import portx.progress
 if {cpu!r}:  # stage times in CPU seconds of this process: wall seconds mean little on a shared machine
     portx.progress.time = type("CpuClock", (), {{"perf_counter": staticmethod(time.process_time)}})
-model = {model!r}
+model, dynamic = {model!r}, ()
 if model.startswith("hf:"):
     source, inputs = model[3:], None
+elif model.startswith("text-"):  # a tiny Hugging Face model from its config, batch and sequence free
+    import torch
+    from tests.test_hf_text import _model
+    source = _model(model[5:], "eager")
+    inputs = (torch.randint(1, 100, (2, 8), generator=torch.Generator().manual_seed(0)), torch.ones(2, 8).long())
+    dynamic = ("input_ids:1", "attention_mask:1")
 else:
     from tests.support.zoo import ZOO
     source, inputs = ZOO[model]()
 start = time.process_time() if {cpu!r} else time.perf_counter()
 with tempfile.TemporaryDirectory() as tmp:
-    result = portx.convert(source, example_inputs=inputs, out=Path(tmp) / "out", verify={verify}, grad=False)
+    result = portx.convert(source, example_inputs=inputs, out=Path(tmp) / "out", verify={verify}, grad=False,
+                           dynamic=dynamic)
 total = (time.process_time() if {cpu!r} else time.perf_counter()) - start
 found = sorted({{r.get("found_by", "-") for r in result.report["dynamic"]}})
 print("RESULT " + json.dumps({{"stages": result.stage_times, "total": total, "found_by": found,
@@ -71,7 +79,7 @@ def median_row(runs) -> dict:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trees", default=f"main=/work/main/src,branch={ROOT / 'src'}")
-    parser.add_argument("--models", default="mlp,resnet,vit,gpt,text_encoder")
+    parser.add_argument("--models", default="mlp,resnet,vit,gpt,text_encoder,text-llama")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--hf", action="append", default=[], help="a Hugging Face folder (verification off)")
     parser.add_argument("--wall", action="store_true", help="wall seconds (default: CPU seconds of the process)")

@@ -91,9 +91,10 @@ class SymDim:
     along one axis (``batch``: axis 0 of every input). ``size`` is the example's value, which the static IR
     holds in its place.
 
-    Note [free dims]: the IR is static, built at the example's sizes. ``session/free_dims.py`` lowers the
-    source a second time at another size of each free symbol (for torch, the same symbolic torch.export at other
-    sizes: Note [symbolic export] in frontends/torch/symbols.py) and diffs the two graphs; what changed becomes a
+    Note [free dims]: the IR is static, built at the example's sizes. ``session/free_dims.py`` gets the graph at
+    another size of each free symbol (for a symbolic torch.export, from torch's own shapes and the ops' rules
+    without lowering again: Note [symbols read directly] in frontends/torch/symbols.py; else by lowering the
+    source a second time) and diffs the two graphs; what changed becomes a
     SymDim in ``graph.meta["free"]`` (node attributes and value shapes), which emitters write as ``None``,
     ``-1`` or ``x.shape[0] * 4`` instead of the example's literal. A rule that meets a SymDim where it cannot
     write one raises FreeDimRefused (``int(dim)`` does), and that symbol is pinned with a warning. A batch stays

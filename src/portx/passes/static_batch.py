@@ -4,7 +4,9 @@
 inputs' batch axes at ``s1``, every value's type inferred again, and the batch literals of shape attributes (the
 leading entry of a reshape's or expand's ``shape``, a slice's ``end`` on axis 0) rewritten where the rule needs
 it. ``diff_free`` (passes/free_dims.py) then reads the free batch off the two graphs as it does for two
-lowerings; a node whose rule refuses both raises NotFree naming it.
+lowerings; a node whose rule refuses both raises NotFree naming it. With a symbolic torch.export's ``hints`` it
+builds any free dim's second graph from the one lowering (Note [symbols read directly] in
+frontends/torch/symbols.py).
 
 Example:
     >>> g3 = rebatch(g2, [[0, 0]], 2, 3)            # x: float32[2x3x8x8] -> float32[3x3x8x8], flatten (3, 192)
@@ -12,20 +14,24 @@ Example:
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from ..ir import Value, infer_outputs
-from .free_dims import NotFree
+from .free_dims import NotFree, band_of, row_kind
 
-__all__ = ["rebatch"]
+__all__ = ["rebatch", "grown"]
 
 #: attributes that hold a shape, whose leading entry is the batch where the op's input carries one
 _SHAPE_ATTRS = ("shape",)
 
 
-def rebatch(graph, sites, s0, s1):
+def rebatch(graph, sites, s0, s1, hints=None):
     """``graph`` with the batch axes ``sites`` ([[input, axis], ...]) at ``s1`` instead of ``s0`` and every
-    type inferred again; NotFree names the first node no rewrite makes fit."""
+    type inferred again; NotFree names the first node no rewrite makes fit. ``hints`` (a symbolic export's, from
+    its one lowering: Note [symbols read directly]) says each value's shape at ``s1`` and which literals follow
+    the size; with them, ``sites`` may be any free dim, not only a batch."""
     new, params, param_values = {}, dict(graph.params), dict(graph.param_values)
     for i, value in enumerate(graph.inputs):
         shape = list(value.type.shape)
@@ -35,35 +41,115 @@ def rebatch(graph, sites, s0, s1):
     nodes = []
     for node in graph.nodes:
         ins = [None if v is None else new.get(v, v) for v in node.inputs]
-        attrs, types, ins = _fitted(graph, node, ins, s0, s1)
+        if hints:
+            ins = [_regrown(graph, v, hints, new, params, param_values) for v in ins]
+        attrs, types, ins = _fitted(graph, node, ins, s0, s1, hints)
         for old, value in zip(node.inputs, ins):
-            if old is not None and graph.is_param(old) and value is not old:  # a constant the size of the batch
-                new[old], param_values[old.name] = value, value
+            if not hints and old is not None and graph.is_param(old) and value is not old:
+                new[old], param_values[old.name] = value, value  # a constant the size of the batch
                 params[old.name] = np.repeat(graph.params[old.name][:1], s1, axis=0)
         outs = [Value(v.name, t) for v, t in zip(node.outputs, types)]
         new.update(zip(node.outputs, outs))
         nodes.append(node.replace(inputs=tuple(ins), outputs=tuple(outs), attrs=attrs))
-    return graph.replace(inputs=tuple(new[v] for v in graph.inputs), outputs=tuple(new.get(v, v) for v in graph.outputs),
-                         nodes=tuple(nodes), params=params, param_values=param_values)
+    return graph.replace(inputs=tuple(new[v] for v in graph.inputs),
+                         outputs=tuple(new.get(v, v) for v in graph.outputs), nodes=tuple(nodes), params=params, param_values=param_values)
 
 
-def _fitted(graph, node, ins, s0, s1):
+def _fitted(graph, node, ins, s0, s1, hints=None):
     """(attrs, output types, inputs) of ``node`` on inputs ``ins``: its batch literals rewritten, else as they
-    are, else with its stored inputs of ``s0`` equal rows grown to ``s1`` rows (a folded mask of ones)."""
+    are, else with its stored inputs of ``s0`` equal rows grown to ``s1`` rows (a folded mask of ones). With
+    ``hints``, the literals torch computed from the size are the rewrites, and torch's shape picks among them."""
     grown = [v if v is None or not _grows(graph, v, s0) else Value(v.name, v.type.with_shape((s1, *v.type.shape[1:])))
              for v in ins]
-    rewritten = _rewritten(node.attrs, s0, s1)
-    tries = [(a, i) for i in (ins, grown) for a in (rewritten, node.attrs)]
+    candidates = _by_literals(node.attrs, hints["literals"]) if hints else [_rewritten(node.attrs, s0, s1), node.attrs]
+    want = [hints["shapes"].get(v.name) for v in node.outputs] if hints else []
     problem = None
-    for attrs, inputs in tries:
-        try:
-            types = infer_outputs(node.op, [None if v is None else v.type for v in inputs],
-                                  node.op.normalize_attrs(attrs, node.where()))
-        except (ValueError, TypeError, IndexError) as exc:
-            problem = exc
-            continue
-        return attrs, types, inputs
-    raise NotFree(f"{node.where()} does not fit batch {s1} ({problem})")
+    for inputs in ((ins,) if hints else (ins, grown)):
+        for attrs in candidates:
+            try:
+                types = infer_outputs(node.op, [None if v is None else v.type for v in inputs],
+                                      node.op.normalize_attrs(attrs, node.where()))
+            except (ValueError, TypeError, IndexError) as exc:
+                problem = exc
+                continue
+            if all(w is None or sorted(w) == sorted(t.shape) for w, t in zip(want, types)):  # the layout passes
+                return attrs, types, inputs  # may have permuted the axes torch recorded
+            problem = f"gives {types[0].shape} where torch's shapes say {want[0]}"
+    raise NotFree(f"{node.where()} does not fit {'the other size' if hints else f'batch {s1}'} ({problem})")
+
+
+#: attributes that never hold a size (an axis, a permutation, a dtype), left as they are by ``_by_literals``
+_NOT_SIZES = ("axis", "axes", "perm", "dim", "dims", "dtype")
+
+
+def _by_literals(attrs, literals, limit=64) -> list:
+    """``attrs`` as they are, then with each subset of its ints that follow the size rewritten, the fewest first:
+    a size torch computed from the symbol (``literals``: {at s0: {at s1}}), then a multiple of one (a merged
+    batch and sequence axis, ``b * s``, where only one of them moves); at most ``limit`` candidates."""
+    moves = [(a0, a1) for a0, images in literals.items() for a1 in images if a0 > 1]
+
+    def images(x):
+        exact = sorted(literals.get(x, ()))
+        return exact + sorted({x // a0 * a1 for a0, a1 in moves if x % a0 == 0 and x != a0} - set(exact))
+
+    spots = [(key, i, images(int(x))) for key, value in attrs.items() if key not in _NOT_SIZES
+             for i, x in (enumerate(value) if isinstance(value, (tuple, list)) else [(None, value)])
+             if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)) and images(int(x))]
+    out = [attrs]
+    for count in range(1, len(spots) + 1):
+        for chosen in itertools.combinations(spots, count):
+            for picks in itertools.product(*(spot[2] for spot in chosen)):
+                changed = dict(attrs)
+                for (key, i, _), n in zip(chosen, picks):
+                    changed[key] = n if i is None else type(changed[key])(
+                        n if k == i else x for k, x in enumerate(changed[key]))
+                out.append(changed)
+                if len(out) >= limit:
+                    return out
+    return out
+
+
+def _regrown(graph, value, hints, new, params, param_values):
+    """A stored input at the shape torch gives it at the other size, its rows extended (``grown``), or as it is."""
+    if value is None or not graph.is_param(value):
+        return value
+    if value.name in hints["fixed"]:
+        raise NotFree(f"stored constant {value.name} is computed from the size; its value there is not known")
+    want, array = hints["shapes"].get(value.name), graph.params[value.name]
+    if want is None and value.type.rank == 0 and array.dtype.kind in "iu" and int(array) in hints["literals"]:
+        sizes = hints["literals"][int(array)]  # a size a rule stored (an index's stride): the size it equals
+        if len(sizes) != 1:
+            raise NotFree(f"stored size {value.name} = {int(array)} could be any of {sorted(sizes)} at the other size")
+        want, array = (), np.asarray(next(iter(sizes)), array.dtype)
+    if want is None or tuple(want) == tuple(value.type.shape) and array is graph.params[value.name] or value in new:
+        return new.get(value, value)
+    params[value.name] = array = grown(array, want, value.name) if want else array
+    new[value] = param_values[value.name] = Value(value.name, value.type.with_shape(array.shape))
+    return new[value]
+
+
+def grown(array, shape, name=""):
+    """``array`` at ``shape`` (same rank), along each axis that changes its one row repeated, its arange
+    continued (``row_kind``) or its band kept (``band_of``); NotFree for any other constant."""
+    axes = [a for a in range(array.ndim) if array.shape[a] != shape[a]] if len(shape) == array.ndim else None
+    if axes is None:
+        raise NotFree(f"stored constant {name} changes rank with the size")
+    band = band_of(array, axes) if any(row_kind(array, a) is None for a in axes) else None
+    if band is not None:
+        a, b, lo, hi = band
+        offsets = np.arange(shape[b])[None, :] - np.arange(shape[a])[:, None]
+        grid = (offsets >= (-np.inf if lo is None else lo)) & (offsets <= (np.inf if hi is None else hi))
+        view = [1] * array.ndim
+        view[a], view[b] = shape[a], shape[b]
+        return np.ascontiguousarray(np.broadcast_to(grid.reshape(view), shape))
+    for axis in axes:
+        kind = row_kind(array, axis)
+        if kind is None:
+            raise NotFree(f"stored constant {name} of shape {array.shape} varies along axis {axis}, which follows "
+                          "a free dim, neither as one row repeated nor as an arange")
+        index = np.arange(shape[axis]).reshape([shape[axis] if k == axis else 1 for k in range(array.ndim)])
+        array = (kind[0] + kind[1] * index).astype(array.dtype)
+    return np.ascontiguousarray(array)
 
 
 def _grows(graph, value, s0) -> bool:

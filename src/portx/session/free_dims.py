@@ -3,8 +3,9 @@ happens to one that cannot.
 
 ``plan_dims`` lists the candidates: the batch (axis 0 of every input) unless ``--static-batch``, the
 dims the source declares (torch.export Dims, Keras None dims) and ``--dynamic NAME:AXIS`` ones.
-``find_free`` lowers the source again at a second size of each (a substitution into the symbols of one
-torch.export where it has them: Note [symbolic export] in frontends/torch/symbols.py) and diffs the graphs
+``find_free`` gets the graph at a second size of each (from a symbolic torch.export's own shapes without
+lowering again: Note [symbols read directly] in frontends/torch/symbols.py; else by lowering the source again,
+by substitution into the export's symbols where it has them) and diffs the graphs
 (passes/free_dims.py); a dim the model cannot run at, or whose graph changes in a way no free dim
 explains, is pinned at the example's size with a warning that says why (a declared one the model
 fixes to a constant is an error); a source that cannot run at another batch (a static program) gets that
@@ -33,6 +34,10 @@ from .report import DynamicDim
 
 __all__ = ["ONE_TRACED_AT", "plan_dims", "find_free", "refree", "repin", "parse_dynamic", "check_static_batch",
            "pinned_batch", "emit_free", "dynamic_report", "lower_for"]
+
+#: report.json's ``found_by`` where the one symbolic export's symbols did not settle the graph at a second size, so
+#: that export was lowered again there (Note [symbols read directly])
+FOUND_BY_SUBSTITUTION = "symbolic export, lowered twice"
 
 #: a free dim whose example size is 1 is traced at this size instead (Note [free dims]: torch specializes 1)
 ONE_TRACED_AT = 2
@@ -209,20 +214,40 @@ def _second_size(src, graph, prepare, rows, row, found, symbolic) -> str:
     other = _other_size(row)
     if other is None:
         return f"its range [{row.get('min')}, {row.get('max')}] has no second size to check"
-    try:
-        _, g1 = _at(src, prepare, rows, {row["symbol"]: other})
-    except Exception as exc:  # noqa: BLE001 - any failure there (a guard, an op) means "not free"
-        if row["symbol"] != "batch" or row.get("declared"):
-            return f"the model does not run at {row['symbol']}={other} ({one_line(exc)})"
-        g1 = None  # a static program (Note [static batch] in passes/static_batch.py)
-    # report.json says which: the symbols of one export, a second export's lowering, or the ops' shape rules
-    row["found_by"] = ("symbolic export" if symbolic else "two lowerings") if g1 is not None else "the ops' shape rules"
+    g1 = _by_symbols(src, graph, rows, row, other) if symbolic else None
+    if g1 is not None:
+        row["found_by"] = "symbolic export"
+    else:
+        try:
+            _, g1 = _at(src, prepare, rows, {row["symbol"]: other})
+        except Exception as exc:  # noqa: BLE001 - any failure there (a guard, an op) means "not free"
+            if row["symbol"] != "batch" or row.get("declared"):
+                return f"the model does not run at {row['symbol']}={other} ({one_line(exc)})"
+            g1 = None  # a static program (Note [static batch] in passes/static_batch.py)
+        # report.json says which: one export's symbols read directly (above), that export lowered at a second size,
+        # a second export's lowering, or the ops' shape rules
+        row["found_by"] = (FOUND_BY_SUBSTITUTION if symbolic else "two lowerings") if g1 is not None \
+            else "the ops' shape rules"
     try:
         g1 = g1 or rebatch(graph, row["sites"], row["size"], other)
         found[row["symbol"]] = diff_free(graph, g1, row["symbol"], row["size"], other)
     except NotFree as exc:
         return str(exc)
     return ""
+
+
+def _by_symbols(src, graph, rows, row, other):
+    """``graph`` at ``row``'s dim = ``other`` from the source's one symbolic lowering, by torch's shapes and the ops'
+    rules (Note [symbols read directly]); None where they do not settle it (the caller lowers again)."""
+    hints = src.hints(_sizes(src, rows, {row["symbol"]: other}))
+    if hints is None:
+        return None
+    try:
+        g1 = rebatch(graph, row["sites"], row["size"], other, hints)
+    except NotFree:
+        return None
+    ends = [v for v in (*g1.inputs, *g1.outputs) if not g1.is_param(v)]
+    return g1 if all(hints["shapes"].get(v.name) == tuple(v.type.shape) for v in ends) else None
 
 
 def _exported_free(src, row) -> tuple:

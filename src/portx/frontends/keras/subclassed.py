@@ -190,7 +190,19 @@ class SubclassedKerasSource:
         return []
 
     def resized(self, sizes):
-        """This model traced on the examples cut or repeated to other sizes ({(input index, axis): size})."""
+        """This model traced on the examples cut or repeated to other sizes ({(input index, axis): size}): its free
+        dims are found by a second trace and lowering (Note [jax symbols])."""
         arrays = [resize_array(a, {axis: n for (i, axis), n in sizes.items() if i == k})
                   for k, a in enumerate(self.example_arrays)]
         return SubclassedKerasSource(self.model, arrays, self.label)
+
+
+# Note [jax symbols]: a source lowered through a jaxpr (a subclassed Keras model) still finds its free dims by a
+# second trace and lowering at another size (``SubclassedKerasSource.resized``, found_by "two lowerings"), not from
+# ``jax.export.symbolic_shape`` as torch sources do (Note [symbols read directly] in frontends/torch/symbols.py). A
+# symbolic trace would give each var's aval as a dim expression (``b``, ``2*b``, ``floordiv(h, 2)``), as torch's
+# ``meta["val"]`` does, but the jaxpr walk (frontends/jax/) needs concrete shapes: it folds every equation whose
+# inputs are known by running JAX on it, and its rules read ``int`` sizes. Reading the symbols would take a second,
+# symbolic trace whose vars are matched to the static trace's equation by equation, feeding the same ``rebatch(...,
+# hints)``; not done yet. A Keras functional model's layers are walked by their import rules with Keras' ``None``
+# shapes, which carry no expressions; its second walk (``KerasSource.resized``) traces nothing.

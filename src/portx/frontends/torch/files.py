@@ -25,7 +25,7 @@ from ...ir import batch_inputs
 from ..input_spec import parse_input_spec
 from . import export_module, lower_exported, walk_program
 from .arrays import array_of
-from .symbols import export_free, input_symbols, named_sites, resized_at, size_hints, symbol_rows
+from .symbols import export_free, hints_at, input_symbols, named_sites, resized_at, size_hints, symbol_rows
 
 __all__ = ["TorchSource", "load_torch_source", "from_module", "output_structure"]
 
@@ -63,8 +63,7 @@ class TorchSource:
         it cannot run there (a .pt2 exported with static shapes, a view to a constant size)."""
         args = tuple(resize_tensor(t, {axis: n for (i, axis), n in sizes.items() if i == k})
                      for k, t in enumerate(self.example_inputs))
-        at = None if self.pinned is None else resized_at(self.program, input_symbols(self.program),
-                                                         self.at or size_hints(self.program), sizes)
+        at = self.symbols_at(sizes)
         if at is not None:  # the same program at other sizes of its symbols: no tracing (Note [symbolic export])
             return TorchSource(self.program, args, self.module, self.label, [], self.declared, self.batch_given,
                                self.pinned, at, self.prepared)
@@ -84,6 +83,19 @@ class TorchSource:
                     if "Guard failed" in str(exc) else str(exc).split(". ")[0]
                 raise BadInput(f"{self.label}: does not run at input sizes {_sizes_text(args)} ({why})") from None
         return TorchSource(program, args, self.module, self.label, [], self.declared, self.batch_given)
+
+    def symbols_at(self, sizes):
+        """{symbol: size} of the program at ``sizes`` ({(input, axis): size}) by substitution (``resized_at``), None
+        where the program is not symbolic there (Note [symbolic export])."""
+        return None if self.pinned is None else resized_at(self.program, input_symbols(self.program),
+                                                           self.at or size_hints(self.program), sizes)
+
+    def hints(self, sizes):
+        """What ``lower()`` would give at other sizes of the program's symbols (``sizes``: {(input, axis): size}),
+        read from torch's symbolic shapes without lowering again (``hints_at``, Note [symbols read directly]);
+        None where the program is not symbolic there."""
+        at = self.symbols_at(sizes)
+        return None if at is None else hints_at(self.walk(self.program)[1], at)
 
     def lower(self, name="model", strict_tpu=False):
         """The IR Graph, with the program's output nesting in ``meta`` (Note [output structure])."""

@@ -7,13 +7,31 @@ works at every size in its range and, with ``Dim.AUTO``, specialises it where an
 the placeholders' shapes say which stayed symbolic (``input_symbols``), ``ep.range_constraints`` their ranges, and
 torch's shape log the guard that pinned each of the others and the line of the model that added it
 (``pinned_by``). The program is then lowered at any size of its symbols without tracing again: the sizes are
-substituted into the recorded shapes (``TorchSource.resized``, ``lower_exported(at=...)``), so the free-dims stage
-(verification/dynamic.py) diffs two lowerings of one export where it used to export again per dim, and a dim
-torch pinned is pinned with the guard as its warning, without a second lowering. The program is prepared for
-lowering once (its decompositions re-trace it, slowly with symbols; torch's size ops such as ``sym_size`` are folded
-from the shapes, never decomposed) and shared by every size it is lowered at. Where torch.export cannot trace
-symbolically, the module is exported at its static sizes as before and each dim is found by exporting again at a
-second size; report["dynamic"]'s ``found_by`` says which ("symbolic export" or "two lowerings").
+substituted into the recorded shapes (``TorchSource.resized``, ``lower_exported(at=...)``), though in the common
+case it is not lowered again at all (Note [symbols read directly]), and a dim torch pinned is pinned with the guard
+as its warning, without a second lowering. The program is prepared for lowering once (its decompositions re-trace
+it, slowly with symbols; torch's size ops such as ``sym_size`` are folded from the shapes, never decomposed) and
+shared by every size it is lowered at. Where torch.export cannot trace symbolically, the module is exported at its
+static sizes as before and each dim is found by exporting again at a second size; report["dynamic"]'s
+``found_by`` says which ("symbolic export", "symbolic export, lowered twice" or "two lowerings").
+
+Note [symbols read directly]: the one lowering of a symbolic program is the only one in the common case. Each fx
+node's ``meta["val"]`` holds its shape as SymInt expressions over torch's symbols (``s0 * s1``, ``2 * s1 - 1``), and
+each folded size (``sym_size`` and its arithmetic) its expression; ``hints_at`` evaluates them at a second size of
+one symbol: the shape of every IR value an fx node became (stored constants included) and, for each size literal
+at the example's sizes, its value there. ``rebatch(graph, sites, s0, s1, hints)`` (passes/static_batch.py) then
+builds the prepared graph at that size from the ops' own shape rules, rewriting only literals torch computed from
+the symbol (or a multiple of one: ``b * s`` where one of them moves), choosing among rewrites the one that gives
+torch's recorded shape, growing stored constants whose torch shape grows (one row repeated, an arange, a band:
+``grown``), and taking a scalar size a rule stored (an index's stride) for the size it equals; ``diff_free`` reads
+the SymDims off the two graphs as before. Lowering again stays the fallback, with ``found_by`` "symbolic export,
+lowered twice": where the rules and torch's shapes disagree at any node, where a constant folded from a moving
+size keeps its shape (its value there is unknown: ``fixed``), where the graph's inputs and outputs are not torch's
+(``--io-layout channels-last`` permutes them). SymDims are not written into the IR while lowering because every
+pass after it (legalize, layout, fusions) computes attributes from static shapes; the second graph is what those
+passes would give, so the free-dims stage stays one diff for every source. What the shapes cannot show, a literal
+equal to a moving size by chance (a head count of 8 at a sequence of 8) read as that size, is what the checks at
+other sizes catch (verification/dynamic.py): that dim is then pinned with a warning, as before.
 
 Example:
     >>> ep, pinned = export_free(module, (x,), [(0, 0)])
@@ -32,7 +50,8 @@ from ...errors import BadInput, first_line
 from ...logs import quiet_prints
 from .dynamic import explain_export_failure
 
-__all__ = ["export_module", "export_free", "input_symbols", "symbol_rows", "size_hints", "pinned_by", "resized_at", "named_sites"]
+__all__ = ["export_module", "export_free", "input_symbols", "symbol_rows", "size_hints", "pinned_by", "resized_at",
+           "named_sites", "hints_at"]
 
 _SHAPES_LOG = "torch.fx.experimental.symbolic_shapes"
 _CREATED = re.compile(r"create_symbol (\w+) = \d+ for L\['(\w+)'\]\.size\(\)\[(\d+)\]")
@@ -254,3 +273,51 @@ def named_sites(module, inputs, specs) -> list:
             if index is not None and axis.strip().isdecimal() and int(axis) < inputs[index].dim():
                 sites.append((index, int(axis)))
     return sites
+
+
+def hints_at(low, at) -> dict:
+    """What the symbolic program's one lowering ``low`` (``walk_program``) would be at the sizes ``at`` ({symbol:
+    size}), read from torch's own shapes (Note [symbols read directly]): {"shapes": {IR value name: shape at
+    ``at``}, "literals": {int at the example's sizes: {ints at ``at``}}} for each value an fx node became and
+    each size torch computed from a symbol that changes."""
+    import torch
+
+    moved = {s for s, n in at.items() if low.sizes.get(s) != n}
+    shapes, literals = {}, {}
+
+    def read(dim):
+        if not isinstance(dim, torch.SymInt):
+            return int(dim)
+        expr = dim.node.expr
+        try:
+            now, then = int(expr.xreplace(low.sizes)), int(expr.xreplace(at))
+        except (TypeError, ValueError):  # a symbol neither size settles: no hint for this dim
+            return None
+        if expr.free_symbols & moved:
+            literals.setdefault(now, set()).add(then)
+        return then
+
+    for fx, value in low.env.items():
+        val = fx.meta.get("val")
+        vals, outs = (val, value) if isinstance(val, (list, tuple)) else ([val], [value])
+        if isinstance(val, torch.SymInt):
+            read(val)
+        for v, out in zip(vals, outs if isinstance(outs, (list, tuple)) else [outs]):
+            if isinstance(v, torch.Tensor) and hasattr(out, "type"):
+                shape = tuple(read(d) for d in v.shape)
+                if None not in shape:
+                    shapes[out.name] = shape
+    sized = set()  # fx nodes of a changing size, and the constants folded from them
+    for fx in low.ep.graph.nodes:
+        val = fx.meta.get("val")
+        dims = list(getattr(val, "shape", ())) + ([val] if isinstance(val, torch.SymInt) else [])
+        if any(isinstance(d, torch.SymInt) and d.node.expr.free_symbols & moved for d in dims) or \
+                fx in low.consts and any(n in sized and n in low.consts for n in fx.all_input_nodes):
+            sized.add(fx)
+            if isinstance(val, torch.SymInt) and fx in low.consts:  # a folded size: a literal of the rules
+                read(val)
+    # a stored constant computed from a changing size whose shape does not change (a scale 1/sqrt(seq)): its
+    # value at the other size is not in torch's shapes, so the caller lowers again
+    fixed = {v.name for fx, v in low.env.items() if fx in sized and fx in low.consts and hasattr(v, "type")
+             and shapes.get(v.name) == tuple(v.type.shape)}
+    return {"shapes": shapes, "literals": literals, "fixed": fixed}

@@ -1,0 +1,100 @@
+"""Note [symbols read directly] (frontends/torch/symbols.py): a live module is exported once with its free axes
+symbolic and lowered once; its graph at a second size comes from torch's own symbolic shapes and the ops' shape
+rules, not from lowering it again. A spy on the lowering counts the walks; the emitted models run at other batch
+sizes and lengths and match the source."""
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import portx
+from portx.options import Checks, Output, Shapes
+import portx.frontends.torch.files as torch_files
+from portx.targets import find_target
+from tests.test_hf_text import _model
+
+
+class SmallCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+                                  nn.Conv2d(8, 8, 3, padding=1), nn.ReLU())
+        self.head = nn.Linear(8 * 8 * 8, 5)
+
+    def forward(self, x):
+        return self.head(self.conv(x).flatten(1))
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.net = nn.Sequential(nn.Linear(12, 16), nn.GELU(), nn.Linear(16, 4))
+
+    def forward(self, x):
+        return self.net(x).reshape(x.shape[0], 2, 2).softmax(-1)
+
+
+@pytest.fixture
+def walks(monkeypatch):
+    """The number of times a conversion lowers (walks) a torch program."""
+    count, real = [0], torch_files.walk_program
+
+    def counted(*args, **kwargs):
+        count[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(torch_files, "walk_program", counted)
+    return count
+
+
+def _found(report):
+    return {r["symbol"]: (r["free"], r.get("found_by")) for r in report["dynamic"]}
+
+
+def _matches(result, to, module, inputs):
+    got = find_target(to).run(result.model, [x.numpy() for x in inputs])[0]
+    with torch.no_grad():
+        want = module(*inputs).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("make, shape, to", [(SmallCNN, (2, 3, 16, 16), "keras-jax"), (SmallCNN, (2, 3, 16, 16),
+                                              "torch-xla"), (MLP, (3, 12), "keras-jax")], ids=["cnn", "cnn-torch", "mlp"])
+def test_a_cnn_and_an_mlp_are_lowered_once(make, shape, to, walks, tmp_path):
+    module = make().eval()
+    result = portx.convert(module, example_inputs=(torch.randn(*shape),), to=to, out=tmp_path / "o", grad=False)
+    assert walks[0] == 1, walks
+    assert _found(result.report) == {"batch": (True, "symbolic export")}, result.report["warnings"]
+    for n in (1, 3, 8):
+        _matches(result, to, module, (torch.randn(n, *shape[1:], generator=torch.Generator().manual_seed(n)),))
+
+
+def test_a_hugging_face_decoder_keeps_batch_and_length_free_from_one_lowering(walks, tmp_path):
+    module = _model("llama", "eager")
+    ids = torch.randint(1, 100, (2, 8), generator=torch.Generator().manual_seed(0))
+    result = portx.convert(module, example_inputs=(ids, torch.ones(2, 8, dtype=torch.long)), to="keras-jax",
+                           out=tmp_path / "o", grad=False, dynamic=["input_ids:1", "attention_mask:1"])
+    assert walks[0] == 1, walks
+    assert _found(result.report) == {"batch": (True, "symbolic export"),
+                                     "input_ids_1": (True, "symbolic export")}, result.report["warnings"]
+    for batch, length in ((1, 5), (3, 8), (8, 13)):
+        ids = torch.randint(1, 100, (batch, length), generator=torch.Generator().manual_seed(length))
+        mask = torch.ones(batch, length, dtype=torch.long)
+        mask[0, length // 2:] = 0
+        _matches(result, "keras-jax", module, (ids, mask))
+
+
+def test_what_the_symbols_do_not_settle_is_lowered_twice_and_said_so(walks, tmp_path):
+    """Channels-last inputs: the graph's input axes are no longer torch's, so its one lowering is not compared
+    with torch's shapes; the export is lowered a second time at another batch instead."""
+    module = SmallCNN().eval()
+    result = portx.convert(module, example_inputs=(torch.randn(2, 3, 16, 16),), to="keras-jax",
+                           shapes=Shapes(io_layout="channels-last"), checks=Checks(grad=False),
+                           output=Output(out=tmp_path / "o"))
+    assert _found(result.report) == {"batch": (True, "symbolic export, lowered twice")}, result.report["warnings"]
+    assert walks[0] == 2
+    x = torch.randn(3, 3, 16, 16)
+    got = find_target("keras-jax").run(result.model, [x.permute(0, 2, 3, 1).numpy()])[0]
+    np.testing.assert_allclose(got, module(x).detach().numpy(), rtol=1e-4, atol=1e-4)
