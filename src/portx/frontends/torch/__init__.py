@@ -253,6 +253,8 @@ class _Lowering:
         sources = [n for n in node.all_input_nodes if n in self.consts]
         if rearranges(node) and len(sources) == 1 and sources[0] in self.trainable_fx:
             self.trainable_fx.add(node)  # a transposed or reshaped parameter still trains
+        if len(sources) == 1 and self.consts[node] is self.consts[sources[0]] and sources[0] in self.const_names:
+            self.const_names[node] = self.const_names[sources[0]]  # ``to`` its own dtype: the same tensor, named so
         return True
 
     def call(self, node):
