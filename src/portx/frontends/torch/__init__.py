@@ -302,7 +302,13 @@ class _Lowering:
 
 
 def _unknown_targets(ep, table) -> set:
-    """ATen targets without an import rule (limited to those ``table`` can decompose, if given)."""
+    """ATen targets without an import rule (limited to those ``table`` can decompose, if given); without a table,
+    also the higher-order ops of the training IR (``wrap_with_autocast``), which only the re-trace inlines."""
+    if table is None:
+        regions = {n.target for n in ep.graph.nodes if n.op == "call_function"
+                   and isinstance(n.target, torch._ops.HigherOrderOperator) and rule_for(n.target) is None}
+        if regions:
+            return regions
     return {n.target for n in ep.graph.nodes
             if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)
             and rule_for(n.target) is None and _op_name(n.target) not in _SKIP
