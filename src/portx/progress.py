@@ -104,7 +104,8 @@ def as_reporter(progress):
 
 class Stages:
     """Times named stages and reports each to ``progress`` (a Reporter, or ``progress(name, seconds)``); ``step``
-    calls made inside a stage reach it too. ``profile``: also each stage's CPU seconds and the RSS after it (``memory``).
+    calls made inside a stage reach it too. ``profile``: also each stage's CPU seconds and the RSS after it
+    (``memory``).
 
     Example: ``stages = Stages(print); graph = stages.run("lower", src.lower); stages.times["lower"]``.
     """

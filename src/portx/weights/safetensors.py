@@ -28,7 +28,8 @@ import numpy as np
 from ..errors import BadInput
 from ..ir.types import VIEWED_AS_INT
 
-__all__ = ["Entry", "LazyStore", "read_header", "release_all", "release_pages", "prefetch_pages", "itemsize", "SAFETENSORS_DTYPES"]
+__all__ = ["Entry", "LazyStore", "read_header", "release_all", "release_pages", "prefetch_pages", "itemsize",
+           "SAFETENSORS_DTYPES"]
 
 #: safetensors dtype codes -> NumPy / ml_dtypes names (the IR's dtype names)
 SAFETENSORS_DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16", "I64": "int64",
