@@ -72,6 +72,21 @@ def test_each_block_verifies_on_the_source_values_and_every_weight_is_released_o
     assert sorted(freed) == sorted(graph.params)
 
 
+def test_the_source_runs_only_as_far_as_the_next_block_needs(decoder):
+    """Note [one read per block]: block 0 is verified before the source reads block 1's weights."""
+    src, graph = decoder
+    target = TARGETS["keras-jax"]
+    graph = _graph(src, graph, target)
+    events = []
+    report = stream_verify(src, graph, target, make_inputs(graph, seed=0),
+                           release=lambda key, tensor: events.append(("source", key)),
+                           release_params=lambda names: events.append(("block", " ".join(names))))
+    assert report["passed"], report
+    block_0 = min(i for i, (who, what) in enumerate(events) if who == "block" and ".layers.0." in what)
+    source_1 = min(i for i, (who, what) in enumerate(events) if who == "source" and ".layers.1." in what)
+    assert block_0 < source_1, events
+
+
 @pytest.mark.parametrize("to", ["keras-jax", "torch-xla"])
 def test_a_wrong_weight_fails_its_own_block_only(decoder, to):
     """On keras-jax the second block reuses the first block's model with its own weights (Target.rebind)."""

@@ -98,11 +98,12 @@ def sharding_line(proof) -> str:
 
 
 def print_profile(profile) -> None:
-    """--profile: one line per stage with its time and the RSS after it, and the peak RSS."""
+    """--profile: one line per stage with its time, its CPU time and the RSS after it, and the peak RSS."""
     for row in _rows(profile, "stages"):
         rss = num(row.get("rss_mb"), ".0f").replace("n/a", "-")
-        click.echo(f"  profile {row.get('stage', '?'):<13}{num(row.get('seconds'), '8.2f'):>8}s  RSS {rss} MB, "
-                   f"peak {num(row.get('peak_rss_mb'), '.0f')} MB", err=True)
+        cpu = num(row.get("cpu_seconds"), "8.2f").replace("n/a", "-")
+        click.echo(f"  profile {row.get('stage', '?'):<13}{num(row.get('seconds'), '8.2f'):>8}s  CPU {cpu:>8}s  "
+                   f"RSS {rss} MB, peak {num(row.get('peak_rss_mb'), '.0f')} MB", err=True)
 
 
 def print_gradients(grads) -> None:

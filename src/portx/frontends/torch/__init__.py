@@ -213,6 +213,8 @@ class _Lowering:
         sources = [n for n in node.all_input_nodes if n in self.consts]
         if rearranges(node) and len(sources) == 1 and sources[0] in self.trainable_fx:
             self.trainable_fx.add(node)  # a transposed or reshaped parameter still trains
+        if len(sources) == 1 and self.consts[node] is self.consts[sources[0]] and sources[0] in self.const_names:
+            self.const_names[node] = self.const_names[sources[0]]  # ``to`` its own dtype: the same tensor, named so
         return True
 
     def call(self, node):
@@ -260,7 +262,13 @@ class _Lowering:
 
 
 def _unknown_targets(ep, table) -> set:
-    """ATen targets without an import rule (limited to those ``table`` can decompose, if given)."""
+    """ATen targets without an import rule (limited to those ``table`` can decompose, if given); without a table,
+    also the higher-order ops of the training IR (``wrap_with_autocast``), which only the re-trace inlines."""
+    if table is None:
+        regions = {n.target for n in ep.graph.nodes if n.op == "call_function"
+                   and isinstance(n.target, torch._ops.HigherOrderOperator) and rule_for(n.target) is None}
+        if regions:
+            return regions
     return {n.target for n in ep.graph.nodes
             if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)
             and rule_for(n.target) is None and _op_name(n.target) not in _SKIP

@@ -138,6 +138,12 @@ class TorchSource:
 
         return source_intermediates(self, arrays, keep, release)
 
+    def stream_intermediates(self, arrays, keep=None, release=None) -> tuple:
+        """``intermediates`` made one at a time, as far as asked: (their names, an iterator of (name, value))."""
+        from .intermediates import stream_intermediates
+
+        return stream_intermediates(self, arrays, keep, release)
+
 
 def resize_tensor(t, axes: dict):
     """``t`` cut or repeated along each axis in ``axes`` ({axis: size}) to that size (rows cycle)."""

@@ -15,7 +15,7 @@ import torch
 from . import state_of
 from .arrays import array_of
 
-__all__ = ["source_intermediates"]
+__all__ = ["source_intermediates", "stream_intermediates"]
 
 
 def source_intermediates(src, arrays, keep=None, release=None) -> dict:
@@ -26,32 +26,41 @@ def source_intermediates(src, arrays, keep=None, release=None) -> dict:
     the rest is freed as the run goes). ``release(state_dict key, tensor)`` is called after a weight's last use.
     Example: ``source_intermediates(src, arrays)["conv2d"].shape``.
     """
+    found = {}
+    for name, array in stream_intermediates(src, arrays, keep, release)[1]:
+        found.setdefault(name, array)
+    return found
+
+
+def stream_intermediates(src, arrays, keep=None, release=None) -> tuple:
+    """(the IR value names the source makes, an iterator of (name, value) in the order the run makes them): the
+    run of ``source_intermediates`` one node at a time, going on only as far as it is asked (Note [one read per
+    block] in verification/streaming.py). Example: ``names, run = stream_intermediates(src, arrays)``."""
     ep, low = src.walk(src.program)  # the walk ``lower`` made (Note [one walk per program])
+    names = {fx.name: value.name for fx, value in low.env.items() if hasattr(value, "type")}
+    wanted = {fx for fx, name in names.items() if keep is None or name in keep}
+    return {names[fx] for fx in wanted}, _run(src, ep, arrays, {fx: names[fx] for fx in wanted}, release)
+
+
+def _run(src, ep, arrays, wanted, release):
+    """Yield (IR name, value) of the ``wanted`` fx nodes as torch.fx.Interpreter's loop (``Interpreter.run``,
+    one node at a time) makes them; each weight is released after its last reader."""
     state, users = state_of(ep), set(ep.graph_signature.user_inputs)
     feed = iter(src.torch_inputs(arrays))
     args = [next(feed) if node.name in users else state[node.name][1]
             for node in ep.graph.nodes if node.op == "placeholder"]
-    names = {fx.name: value.name for fx, value in low.env.items() if hasattr(value, "type")}
-    wanted = {fx for fx, name in names.items() if keep is None or name in keep}
     done = _last_uses(ep, state) if release is not None else {}
-    seen = {}
-
-    class Recorder(torch.fx.Interpreter):
-        def run_node(self, n):
-            result = super().run_node(n)
-            if n.name in wanted:
-                seen[n.name] = result
-            for key, tensor in done.get(n.name, ()):
-                release(key, tensor)
-            return result
-
-    with torch.no_grad():
-        Recorder(ep.graph_module).run(*args)
-    found = {}
-    for fx, out in seen.items():
-        if isinstance(out, torch.Tensor):
-            found.setdefault(names[fx], array_of(out, keep_bfloat16=True))
-    return found
+    run = torch.fx.Interpreter(ep.graph_module)
+    run.env, run.args_iter = {}, iter(args)
+    for node in ep.graph.nodes:
+        with torch.no_grad():  # not around the yield: the caller runs with its own grad mode
+            result = run.env[node] = run.run_node(node)
+        for dead in run.user_to_last_uses.get(node, ()) if run.garbage_collect_values else ():
+            del run.env[dead]
+        for key, tensor in done.get(node.name, ()):
+            release(key, tensor)
+        if node.name in wanted and isinstance(result, torch.Tensor):
+            yield wanted[node.name], array_of(result, keep_bfloat16=True)
 
 
 def _last_uses(ep, state) -> dict:

@@ -29,7 +29,7 @@ __all__ = ["decompose_keeping_dropout", "rearranges", "casts_to_bfloat16", "remo
 #: ops whose folded result is the same numbers as their one input, re-arranged (a trainable input stays trainable;
 #: not ``detach``, whose result is a constant in the source too)
 _VIEWS = {"aten::permute", "aten::t", "aten::transpose", "aten::view", "aten::reshape", "aten::_unsafe_view",
-          "aten::unsqueeze", "aten::squeeze", "aten::clone", "aten::alias", "aten::_to_copy",
+          "aten::unsqueeze", "aten::squeeze", "aten::clone", "aten::alias", "aten::_to_copy", "aten::to",
           "aten::contiguous", "aten::lift_fresh_copy", "aten::flatten"}
 
 
@@ -39,10 +39,19 @@ def stops_gradient(node) -> bool:
 
 
 def _casts(node) -> bool:
-    """True for a ``_to_copy`` to another dtype (an autocast region's cast): it computes new numbers."""
-    source = node.args[0].meta.get("val") if node.args and hasattr(node.args[0], "meta") else None
-    dtype = node.kwargs.get("dtype")
-    return op_name(node.target) == "aten::_to_copy" and dtype is not None and getattr(source, "dtype", dtype) != dtype
+    """True for a ``_to_copy`` or ``to`` to another dtype (an autocast region's cast): it computes new numbers."""
+    return _cast_dtype(node) is not None
+
+
+def _cast_dtype(node):
+    """The dtype a ``_to_copy`` / ``to`` node casts to when it differs from its input's, else None (``to`` passes
+    its dtype by position or through ``other``; its result's dtype says which)."""
+    if op_name(node.target) not in ("aten::_to_copy", "aten::to") or not node.args:
+        return None
+    source = node.args[0].meta.get("val") if hasattr(node.args[0], "meta") else None
+    result = node.meta.get("val")
+    dtype = node.kwargs.get("dtype") or getattr(result, "dtype", None)
+    return dtype if dtype is not None and getattr(source, "dtype", dtype) != dtype else None
 
 
 def rearranges(node) -> bool:
@@ -54,7 +63,7 @@ def rearranges(node) -> bool:
 def casts_to_bfloat16(node) -> bool:
     """True for a cast to bfloat16, which portx keeps in the graph: folded, its constant would widen to float32
     (torch_arrays.py) and the ops after it would see float32 where the source computes in bfloat16."""
-    return _casts(node) and node.kwargs.get("dtype") == torch.bfloat16
+    return _cast_dtype(node) == torch.bfloat16
 
 
 @torch.library.custom_op("portx_ir::dropout", mutates_args=())

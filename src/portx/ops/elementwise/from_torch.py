@@ -52,7 +52,7 @@ for _name, (_, _, _aten, _) in BINARY_TABLE.items():
     BINARY[_name].imports("torch", *_aten)(_binary_import(BINARY[_name]))
 
 
-@CAST.imports("torch", "aten::_to_copy", "aten::clone", "aten::alias", "aten::lift_fresh_copy",
+@CAST.imports("torch", "aten::_to_copy", "aten::to", "aten::clone", "aten::alias", "aten::lift_fresh_copy",
               "aten::contiguous", "aten::alpha_dropout", "aten::feature_alpha_dropout")
 def _cast_from_aten(call):
     """Copies and eval-time alpha dropout are identities; ``_to_copy`` with a new dtype is a cast.

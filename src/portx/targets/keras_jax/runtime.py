@@ -17,6 +17,7 @@ import numpy as np
 from ...weights import release_all
 from ..codegen import flatten_outputs, import_by_path
 from .cheap_init import cheap_initializers
+from .cpu_dots import widened_dots
 from .emitter import WEIGHTS_FILE, KerasEmitter
 from .sharded import abstract_model, given_layers
 
@@ -110,7 +111,7 @@ def _make_jitted(model):
         out, _ = ref().stateless_call(trainable, non_trainable, args)
         return flatten_outputs(out)  # inside jit: JAX would hand a dict back with its keys sorted
 
-    run = jax.jit(forward)
+    run = jax.jit(widened_dots(forward))  # Note [bfloat16 dots on the CPU]
 
     def weights():
         live = ref()
