@@ -81,3 +81,21 @@ def test_a_preset_s_variables_are_views_of_its_h5_files(preset):
 
     model = load(preset).model
     assert all(isinstance(root(np.asarray(v.value)), mmap.mmap) for v in model.weights)
+
+
+def test_a_torch_segment_is_built_without_a_weights_file_and_holds_the_ir_arrays(preset, tmp_path, monkeypatch):
+    """Note [torch segments in memory]: nothing written but model.py; a weight kept as it is is not copied."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    target = TARGETS["torch-xla"]
+    graph = prepared(load(preset).lower(), target, inference_skip(False, False), "source")
+    seg = next(s for s in segments(graph) if s.key == "transformer_layer_0")
+    model = target.build(graph.replace(nodes=seg.nodes, inputs=seg.inputs, outputs=seg.outputs,
+                                       params={p: graph.params[p] for p in seg.params},
+                                       param_values={p: graph.param_values[p] for p in seg.params}))
+    assert not list(tmp_path.rglob("*.safetensors"))
+    pointers = {np.asarray(graph.params[p]).__array_interface__["data"][0] for p in seg.params
+                if graph.params[p].ndim == 1}  # the norms' scales keep their layout
+    held = {t.untyped_storage().data_ptr() for t in model.state_dict().values()}
+    assert pointers and pointers <= held
