@@ -51,6 +51,9 @@ def test_above_the_budget_each_layer_verifies_against_the_keras_layer_output(pre
     for row in weighty:  # every layer's output was compared with the Keras layer's own
         assert row["outputs"] and all(o["paired"] and o["max_abs"] is not None for o in row["outputs"]), row
     assert ver["outputs"][0]["paired"] and ver["outputs"][0]["max_abs"] < 1e-5
+    errors = result.report["node_errors"]  # Note [trace per segment]: the layers up to the first block
+    assert errors["segments"][-2:] == _LAYERS[:2] and errors["first_divergence"] is None, errors
+    assert {row["node"].split(".")[0] for row in errors["rows"]} >= set(_LAYERS[:2])
     index = json.loads((tmp_path / "out" / "model.safetensors.index.json").read_text())
     assert len(set(index["weight_map"].values())) >= 3  # written shard by shard
     tpu = result.report["tpu"]
