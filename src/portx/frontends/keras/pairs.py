@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .mapped import materialized
+
 __all__ = ["with_layer_outputs", "run_layers"]
 
 
@@ -65,9 +67,10 @@ def run_layers(fn, arrays, pairs, keep=None, release=None) -> dict:
             if getattr(op, "_call_has_training_arg", False):  # as Functional.call passes it
                 kwargs["training"] = False
             nth = calls[op.name] = calls.get(op.name, -1) + 1
-            out = op(*args, **kwargs)
-            if release is not None:  # Note [release after the run]
-                keras.tree.map_structure(_ready, out)
+            with materialized(getattr(op, "weights", ()) if release is not None else ()):  # Note [one copy per weight]
+                out = op(*args, **kwargs)
+                if release is not None:  # Note [release after the run]
+                    keras.tree.map_structure(_ready, out)
             for variable in getattr(op, "weights", ()) if release is not None else ():
                 release(variable.path, variable.value)
             for k, tensor in enumerate(keras.tree.flatten(out)):
