@@ -27,9 +27,10 @@ Large models: ``--presets tiny,1b,3b`` instead converts keras-hub Llama 3 preset
 Keras at 1 GB) with ``portx convert PRESET --to torch-xla``, each in its own process while this one samples the
 process tree's resident memory (benchmarks/large_models.py's ``watched``). A preset is made once per machine from
 large_models.py's cached Hugging Face folder (``Llama3Backbone.from_preset`` + ``save_to_preset``) as
-``keras-llama-<size>-bf16`` beside it. Columns: seconds, peak GB, above GB (peak minus the imports' peak),
-/weights (above over the preset's weight bytes), the verification mode and result, the TPU verdict, and the
-slowest stages from report.json.
+``keras-llama-<size>-bf16`` beside it. Columns: seconds, cpu s (user + system seconds of the conversion's
+processes), peak GB, above GB (peak minus the imports' peak), /weights (above over the preset's weight bytes), the
+verification mode and result, the TPU verdict, the stage where the process peaked (``--profile``: its peak RSS in
+GB) and the slowest stages from report.json.
 """
 from __future__ import annotations
 
@@ -154,27 +155,40 @@ def bench_preset(size, limit, timeout) -> dict:
     weights = sum(p.stat().st_size for p in preset.glob("model*.weights.h5"))
     base = large_models.watched([sys.executable, "-c", _IMPORTS], limit, timeout)
     with tempfile.TemporaryDirectory(prefix="portx-bench-", dir=preset.parent) as tmp:
+        before = _children_cpu()
         run = large_models.watched([sys.executable, "-c", _PORTX, "convert", str(preset), "--to", "torch-xla",
-                                    "-o", f"{tmp}/out", "--no-grad"], limit, timeout)
+                                    "-o", f"{tmp}/out", "--no-grad", "--profile"], limit, timeout)
+        cpu = _children_cpu() - before
         report = os.path.join(tmp, "out", "report.json")
         report = json.load(open(report)) if os.path.exists(report) else {}
     ver = report.get("verification", {})
     slow = sorted(report.get("stages", {}).items(), key=lambda kv: -kv[1])[:3]
-    return {"size": size, "weights": weights, "seconds": run["seconds"], "peak": run["peak"],
+    stages = report.get("profile", {}).get("stages", [])
+    top = max(stages, key=lambda row: row["peak_rss_mb"], default=None)
+    return {"size": size, "weights": weights, "seconds": run["seconds"], "cpu": cpu, "peak": run["peak"],
             "above": run["peak"] - base["peak"], "code": run["code"], "last": run["last"], "killed": run["killed"],
             "verification": f"{ver.get('mode', 'whole')}:{ver.get('passed')}",
-            "tpu": report.get("tpu", {}).get("verdict"), "slowest": " ".join(f"{k}={v:.0f}s" for k, v in slow)}
+            "tpu": report.get("tpu", {}).get("verdict"), "slowest": " ".join(f"{k}={v:.0f}s" for k, v in slow),
+            "peak_stage": f"{top['stage']}:{top['peak_rss_mb'] / 1e3:.2f}" if top else "-"}
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of this process's finished children and the processes they waited for."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def presets(sizes, limit_gb, timeout):
-    print(f"{'size':<5}{'weights GB':>11}{'seconds':>9}{'peak GB':>9}{'above GB':>9}{'/weights':>9}  "
-          f"{'verification':<16}{'tpu':<9}slowest stages")
+    print(f"{'size':<5}{'weights GB':>11}{'seconds':>9}{'cpu s':>8}{'peak GB':>9}{'above GB':>9}{'/weights':>9}  "
+          f"{'verification':<16}{'tpu':<9}{'peak at':<14}slowest stages")
     for size in sizes.split(","):
         r = bench_preset(size, int(limit_gb * 1e9), timeout)
         result = "" if r["code"] == 0 else f"  FAILED ({r['killed'] or r['code']}): {r['last']}"
-        print(f"{size:<5}{r['weights'] / 1e9:>11.3f}{r['seconds']:>9.1f}{r['peak'] / 1e9:>9.2f}{r['above'] / 1e9:>9.2f}"
-              f"{r['above'] / r['weights']:>9.2f}  {r['verification']:<16}{str(r['tpu']):<9}{r['slowest']}{result}",
-              flush=True)
+        print(f"{size:<5}{r['weights'] / 1e9:>11.3f}{r['seconds']:>9.1f}{r['cpu']:>8.1f}{r['peak'] / 1e9:>9.2f}"
+              f"{r['above'] / 1e9:>9.2f}{r['above'] / r['weights']:>9.2f}  {r['verification']:<16}"
+              f"{str(r['tpu']):<9}{r['peak_stage']:<14}{r['slowest']}{result}", flush=True)
 
 
 def main():

@@ -51,6 +51,9 @@ def test_above_the_budget_each_layer_verifies_against_the_keras_layer_output(pre
     for row in weighty:  # every layer's output was compared with the Keras layer's own
         assert row["outputs"] and all(o["paired"] and o["max_abs"] is not None for o in row["outputs"]), row
     assert ver["outputs"][0]["paired"] and ver["outputs"][0]["max_abs"] < 1e-5
+    errors = result.report["node_errors"]  # Note [trace per segment]: the layers up to the first block
+    assert errors["segments"][-2:] == _LAYERS[:2] and errors["first_divergence"] is None, errors
+    assert {row["node"].split(".")[0] for row in errors["rows"]} >= set(_LAYERS[:2])
     index = json.loads((tmp_path / "out" / "model.safetensors.index.json").read_text())
     assert len(set(index["weight_map"].values())) >= 3  # written shard by shard
     tpu = result.report["tpu"]
@@ -81,3 +84,21 @@ def test_a_preset_s_variables_are_views_of_its_h5_files(preset):
 
     model = load(preset).model
     assert all(isinstance(root(np.asarray(v.value)), mmap.mmap) for v in model.weights)
+
+
+def test_a_torch_segment_is_built_without_a_weights_file_and_holds_the_ir_arrays(preset, tmp_path, monkeypatch):
+    """Note [torch segments in memory]: nothing written but model.py; a weight kept as it is is not copied."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    target = TARGETS["torch-xla"]
+    graph = prepared(load(preset).lower(), target, inference_skip(False, False), "source")
+    seg = next(s for s in segments(graph) if s.key == "transformer_layer_0")
+    model = target.build(graph.replace(nodes=seg.nodes, inputs=seg.inputs, outputs=seg.outputs,
+                                       params={p: graph.params[p] for p in seg.params},
+                                       param_values={p: graph.param_values[p] for p in seg.params}))
+    assert not list(tmp_path.rglob("*.safetensors"))
+    pointers = {np.asarray(graph.params[p]).__array_interface__["data"][0] for p in seg.params
+                if graph.params[p].ndim == 1}  # the norms' scales keep their layout
+    held = {t.untyped_storage().data_ptr() for t in model.state_dict().values()}
+    assert pointers and pointers <= held

@@ -36,6 +36,7 @@ from ..verification.dynamic import example_checked, verify_example
 from ..verification.grads import compare_gradients, gradient_problem, lower_gradients, settled, start_gradients
 from ..verification.memory import LeanStages
 from ..verification.recheck import prepared
+from ..verification.segment_trace import segment_node_errors
 from ..verification.sharding import proof_devices, sharding_report
 from ..verification.streaming import verify_streaming
 from ..verification.trace import node_errors
@@ -163,6 +164,11 @@ class Conversion:
     def trace(self):
         """report["node_errors"]: each node's error against the IR reference."""
         checks, report = self.checks, self.report
+        if self.streaming:  # Note [trace per segment]
+            report.node_errors = self.stages.run("trace", segment_node_errors, self.target, self.graph,
+                                                 make_inputs(self.graph, checks.seed), report.verification,
+                                                 checks.atol, checks.rtol)
+            return
         if not self.verifying:
             report.node_errors = {"skipped": self.too_big or "verification was skipped (--no-verify)", "rows": []}
             return

@@ -41,7 +41,7 @@ from ..ir import Graph
 from ..passes.blocks import block_of, block_runs
 from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare_arrays, make_inputs
 
-__all__ = ["Segment", "segments", "block_of", "layer_of", "stream_verify", "verify_streaming", "BF16_SLACK"]
+__all__ = ["Segment", "segments", "subgraph", "block_of", "layer_of", "stream_verify", "verify_streaming", "BF16_SLACK"]
 
 #: a bfloat16 block passes within this many times the source's own distance to the float32 run of the block
 BF16_SLACK = 2.0
@@ -95,7 +95,7 @@ def _reads_after(graph, runs) -> list:
     return result[::-1]
 
 
-def _subgraph(graph, seg, float32=False) -> Graph:
+def subgraph(graph, seg, float32=False) -> Graph:
     """``seg`` as a Graph of its own (its inputs and outputs as the graph's), at the example's sizes."""
     params = {name: graph.params[name] for name in seg.params}
     values = {name: graph.param_values[name] for name in seg.params}
@@ -191,11 +191,11 @@ def stream_verify(src, graph, target, arrays, atol=DEFAULT_ATOL, rtol=DEFAULT_RT
             rows.append(_row(seg, graph, [], f"no value for input(s) {', '.join(missing)}"))
             continue
         feed = [np.asarray(a).astype(v.type.dtype, copy=False) for v, a in zip(seg.inputs, feed)]
-        got = _run_segment(target, _subgraph(graph, seg), feed, built)
+        got = _run_segment(target, subgraph(graph, seg), feed, built)
         known.update({v.name: g for v, g in zip(seg.outputs, got)})
         outs = [_compare_out(v.name, found.get(v.name), g, None, atol, rtol) for v, g in zip(seg.outputs, got)]
         if not all(o["passed"] for o in outs) and _is_narrow(graph, seg):  # Note [bfloat16 per block]
-            exact = _run_segment(target, _subgraph(graph, seg, True), [_wide(a) for a in feed], {})
+            exact = _run_segment(target, subgraph(graph, seg, True), [_wide(a) for a in feed], {})
             outs = [_compare_out(v.name, found.get(v.name), g, e, atol, rtol)
                     for v, g, e in zip(seg.outputs, got, exact)]
         rows.append(_row(seg, graph, outs, ""))

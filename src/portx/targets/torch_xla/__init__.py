@@ -17,7 +17,7 @@ from ..base import Target
 from ..codegen import import_by_path
 from .emitter import HEADER, WEIGHTS_FILE, TorchEmitter, emit_torch
 from .shards import INDEX_FILE, meta_built
-from .runtime import load_folder, run_torch, run_torch_with_locals
+from .runtime import build_in_memory, load_folder, run_torch, run_torch_with_locals
 from .tpu import prove_torch_tpu_lowering
 
 __all__ = ["TORCH_XLA", "TorchXla"]
@@ -49,6 +49,10 @@ class TorchXla(Target):
 
     def load(self, path):
         return load_folder(path)
+
+    def build(self, graph):
+        """``graph``'s module holding its arrays, no weights file (Note [torch segments in memory] in runtime.py)."""
+        return build_in_memory(graph)
 
     def load_abstract(self, path):
         """model.py's ``build_model()`` with its weights on the meta device (Note [weight budget] in

@@ -8,6 +8,7 @@ Example:
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -15,13 +16,37 @@ import numpy as np
 from ...ir.types import VIEWED_AS_INT
 from ..codegen import flatten_outputs, import_by_path
 
-__all__ = ["load_folder", "run_torch", "run_torch_with_locals", "tensor_of", "numpy_of"]
+__all__ = ["build_in_memory", "load_folder", "run_torch", "run_torch_with_locals", "tensor_of", "numpy_of"]
 
 
 def load_folder(path):
     """The module written in ``path`` (an OUT folder or its model.py), as ``load_model()`` gives it (eval mode)."""
     path = Path(path)
     return import_by_path(path / "model.py" if path.is_dir() else path).load_model()
+
+
+def build_in_memory(graph):
+    """``graph``'s module in eval mode, holding the arrays its emit rules give, with no weights file written or read
+    (Note [torch segments in memory]). Example: ``run_torch(build_in_memory(segment_graph), arrays)``."""
+    from .emitter import TorchEmitter
+    from .shards import module_on
+
+    emitter = TorchEmitter(graph)
+    with tempfile.TemporaryDirectory(prefix="portx-segment-") as folder:
+        path = Path(folder) / "model.py"
+        path.write_text(emitter.emit_graph(), encoding="utf-8")
+        build = import_by_path(path).build_model
+    return module_on(build, emitter.state).eval()
+
+
+# Note [torch segments in memory]: streaming verification (verification/streaming.py) builds one module per block
+# of a large model. Emitted as OUT is and loaded back with ``load_model()``, each block's weights were written to a
+# scratch safetensors file and read back whole (``load_file`` copies every tensor), so the 3B Llama preset wrote
+# and read its 6.4 GB once more and the embedding's segment held its 0.79 GB table twice (the written file's pages
+# and the loaded copy). Built here, model.py is still the emitted code, imported from a file, and the module is
+# built on the meta device and given the segment's arrays themselves (``module_on``, as the emit stage's model):
+# a re-laid-out kernel is copied once into its torch layout, a weight kept as it is stays a view of the mapped
+# source file, whose pages streaming verification releases after the block.
 
 
 def tensor_of(array):
