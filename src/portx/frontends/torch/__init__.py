@@ -26,7 +26,7 @@ from ...ir import IMPORT_RULES, Graph, Node, TensorType, Value, fresh_name, infe
 from ...ir.validate import IRError
 from ...progress import counted
 from .arrays import array_of
-from .names import module_kind, op_name as _op_name, scope_of
+from .names import module_classes, module_kind, op_name as _op_name, scope_of
 from .records import type_error
 from .training import (casts_to_bfloat16, decompose_keeping_dropout, functional_inplace, rearranges,
                              remove_effect_tokens, stops_gradient)
@@ -383,4 +383,5 @@ def lower_exported(ep, name="model", strict_tpu=False, at=None, cache=None, walk
     values = {k: v for k, v in low.param_values.items() if k in used}
     meta = {"dropped": low.dropped} if low.dropped else {}
     meta["trainable"] = [name for name in low.trainable if name in params]
+    meta["module_classes"] = module_classes(ep.graph)
     return Graph(tuple(low.inputs), tuple(outs), tuple(low.nodes), params, values, name, meta)
