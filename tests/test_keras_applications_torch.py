@@ -13,6 +13,7 @@ Example:
     PORTX_SLOW=1 pytest tests/test_keras_applications_torch.py -k "ConvNeXt or EfficientNet"
 """
 import json
+import re
 
 import numpy as np
 import pytest
@@ -63,6 +64,19 @@ def test_application_converts_to_torch_verifies_and_lowers_for_tpu(name, tmp_pat
     batch = result.report["dynamic"][0]  # the batch stays free, verified at 1 and 8 too
     assert batch["free"] and {1, 8} <= {c["size"] for c in batch["verified"]}, result.report["warnings"]
     _emitted_matches_keras(model, x, result.out)
+    if name == "ResNet50":
+        _nested_like_keras(model, result.model)
+
+
+def _nested_like_keras(model, net):
+    """Each block's layers under its stage, as keras.applications builds them: ``conv2_block1_1_conv`` is
+    ``net.conv2[0]._1_conv`` (Note [nested torch modules] in targets/torch_xla/blocks.py)."""
+    blocks = [(layer, re.match(r"(conv\d)_block(\d+)_(\w+)$", layer.name)) for layer in model.layers if layer.weights]
+    assert sum(found is not None for _, found in blocks) > 100
+    for layer, found in blocks:
+        if found:
+            stage, block, rest = found.groups()
+            assert net.get_submodule(f"{stage}.{int(block) - 1}._{rest}") is not None, layer.name
 
 
 @pytest.mark.parametrize("name", ["MobileNetV2"])

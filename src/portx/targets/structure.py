@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import ast
 import io
+import keyword
 import re
 import tokenize
 from dataclasses import dataclass, field
 
 __all__ = ["Instance", "Group", "block_groups", "block_lines", "instance", "pieces", "render", "loops",
-           "number_params", "ident", "param_name", "family_name", "find_outputs", "assigned_names"]
+           "number_params", "ident", "param_name", "family_name", "source_class", "find_outputs", "assigned_names"]
 
 _LHS = re.compile(r"^([A-Za-z_]\w*(?:, [A-Za-z_]\w*)*) = ")
 _SAFE_SUFFIX = re.compile(r"^[0-9A-Za-z_]*$")
@@ -279,6 +280,14 @@ def family_name(group) -> str:
         return "block"
     last = ident(parents.pop().rpartition(".")[2]) or "block"
     return last[:-1] if last.endswith("s") and len(last) > 2 else f"{last}_block"
+
+
+def source_class(keys, classes) -> str:
+    """The class every block of ``keys`` has in the source (``classes``: graph.meta["module_classes"], {source
+    path: class name}), or "". Example: ``source_class(["layer1.1", "layer2.1"], classes)`` -> ``"Bottleneck"``."""
+    found = {(classes or {}).get(key, "") for key in keys}
+    name = found.pop() if len(found) == 1 else ""
+    return name if name.isidentifier() and not keyword.iskeyword(name) else ""
 
 
 def param_name(inst, col) -> str:

@@ -46,8 +46,9 @@ def test_structured_module_verifies_trains_saves_and_reloads(tmp_path):
     result = portx.convert(source, out=tmp_path / "out", to="torch-xla", example_inputs=(x,))  # verifies, or raises
     model = result.model
     assert isinstance(model.layer1[1].conv1, torch.nn.Conv2d)
-    # the source's keys, but for the downsample Sequential inside a block, which is written flat in its class
-    assert set(model.state_dict()) == {k.replace(".downsample.", ".downsample_") for k in source.state_dict()}
+    assert set(model.state_dict()) == set(source.state_dict())  # nested at every depth: layer1.0.downsample.0
+    assert isinstance(model.layer1[0].downsample, torch.nn.Sequential) and type(model.layer1[0]).__name__ == \
+        "Layer1Bottleneck" and type(model.layer1[1]).__name__ == "Bottleneck"  # the source's class, deduplicated
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     torch.nn.functional.mse_loss(model(x), torch.zeros(1, 10)).backward()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["module_kind", "op_name", "scope_of"]
+__all__ = ["module_classes", "module_kind", "op_name", "scope_of"]
 
 
 def op_name(target) -> str:
@@ -23,8 +23,25 @@ def scope_of(node) -> str:
     stack = node.meta.get("nn_module_stack") or {}
     if not stack:
         return ""
-    path = list(stack.values())[-1][0]
+    return _clean(list(stack.values())[-1][0])
+
+
+def _clean(path: str) -> str:
     return path.replace("L['self'].", "").replace("L__self__.", "")
+
+
+def _class_name(kind) -> str:
+    return (kind if isinstance(kind, str) else getattr(kind, "__qualname__", str(kind))).rsplit(".", 1)[-1]
+
+
+def module_classes(graph) -> dict:
+    """{source module path: its class name} over an fx graph's nodes (``graph.meta["module_classes"]``: the
+    emitters name block classes after them). Example: ``{"layer1.0": "Bottleneck", "layer1": "Sequential"}``."""
+    found = {}
+    for node in graph.nodes:
+        for path, kind in (node.meta.get("nn_module_stack") or {}).values():
+            found.setdefault(_clean(path), _class_name(kind))
+    return found
 
 
 def module_kind(node) -> str:
@@ -35,5 +52,4 @@ def module_kind(node) -> str:
     stack = node.meta.get("nn_module_stack") or {}
     if not stack:
         return ""
-    kind = list(stack.values())[-1][1]
-    return (kind if isinstance(kind, str) else getattr(kind, "__qualname__", str(kind))).rsplit(".", 1)[-1]
+    return _class_name(list(stack.values())[-1][1])

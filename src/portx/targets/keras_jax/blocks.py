@@ -9,8 +9,11 @@ Example:
 """
 from __future__ import annotations
 
+import re
+
 from ..codegen import LineWriter, Namespace, literal
-from ..structure import assigned_names, block_groups, family_name, ident, loops, param_name, pieces, render
+from ..structure import assigned_names, block_groups, family_name, ident, loops, param_name, pieces, render, \
+    source_class
 
 __all__ = ["write_blocks"]
 
@@ -81,10 +84,17 @@ def _call(emitter, body, run, pos, fn, group, rename) -> None:
         emitter.hidden.update(inst.locals)
 
 
+def _snake(name: str) -> str:
+    """A source class's name as a function's, as keras.applications writes them: ``LlamaDecoderLayer`` ->
+    ``llama_decoder_layer``."""
+    return re.sub(r"(?<=[A-Za-z0-9])(?=[A-Z][a-z])", "_", name).lower()
+
+
 def _function(emitter, group, width) -> str:
     """Write the group's function into ``emitter.functions``; returns its name."""
     first = group.instances[0]
-    fn = emitter.ns.name(family_name(group), "block")
+    source = source_class([inst.key for inst in group.instances], emitter.graph.meta.get("module_classes"))
+    fn = emitter.ns.name(_snake(source) if source else family_name(group), "block")
     local = Namespace({"keras", "layers", "ops", "np", "name", "Constant", "FreeShape"})
     inputs = {v: local.name("x" if i == 0 else v, "x") for i, v in enumerate(first.inputs)}
     params = [local.name(param_name(first, col), "size") for col in group.columns]

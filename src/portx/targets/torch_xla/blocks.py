@@ -2,8 +2,11 @@
 after the source's (Note [structured code] in targets/structure.py), as torchvision writes ResNet.
 
 Note [nested torch modules]: the blocks ``layer1.0``, ``layer1.1``, ... of one source container become
-``self.layer1 = nn.Sequential(Bottleneck(...), Block(...), ...)``; a submodule the flat code named
-``layer1_1_conv1`` is then ``layer1[1].conv1``, and its state_dict key ``layer1.1.conv1.weight``. A container
+``self.layer1 = nn.Sequential(Layer1Bottleneck(), Bottleneck(16, 4), ...)``; a submodule the flat code named
+``layer1_1_conv1`` is then ``layer1[1].conv1``, and its state_dict key ``layer1.1.conv1.weight``. A class is named
+after the source's (``graph.meta["module_classes"]``, from torch's ``nn_module_stack``), the one with the most
+blocks first; another of the same source class is prefixed with its container (``_class_names``). Inside a class
+and on ``Model`` each submodule then moves to its source path (Note [nested paths] in nesting.py). A container
 is nested only when every block in it can be (its statements templated, its attributes its own, numbered
 0, 1, ... in order) and at least two of them share a class; otherwise it stays flat, as before. The emitter's
 ``state``, ``module_of`` and ``origins`` are renamed to the nested paths, so the weights file, the tp_plan,
@@ -14,12 +17,14 @@ Example:
 """
 from __future__ import annotations
 
+import builtins
 import keyword
 import re
 
 from ..codegen import LineWriter, Namespace, literal
-from ..structure import assigned_names, block_lines, family_name, find_outputs, ident, instance, number_params, param_name, pieces, \
-    render
+from ..structure import assigned_names, block_lines, family_name, find_outputs, ident, instance, number_params, \
+    param_name, pieces, render, source_class
+from .nesting import nest
 
 __all__ = ["write_modules"]
 
@@ -94,8 +99,19 @@ def _template(init, body) -> tuple:
 
 
 def write_modules(emitter, taken) -> None:
-    """Nest the containers whose blocks repeat (Note [nested torch modules]); ``taken``: the names a submodule must
-    not shadow. Rewrites ``emitter.init``, ``emitter.body``, ``state``, ``module_of`` and ``origins``."""
+    """Nest the containers whose blocks repeat (Note [nested torch modules]), then every submodule at its source
+    path (Note [nested paths] in nesting.py); ``taken``: the names a submodule must not shadow. Rewrites
+    ``emitter.init``, ``emitter.body``, ``state``, ``module_of`` and ``origins``."""
+    _write_classes(emitter, taken)
+    init, body, moved = nest(emitter.init.rows, emitter.body.rows, emitter.paths, (), taken,
+                             emitter.graph.meta.get("module_classes"))
+    if moved:
+        emitter.init.rows, emitter.body.rows = init, body
+        _rename_paths(emitter, moved)
+
+
+def _write_classes(emitter, taken) -> None:
+    """The block classes and their containers (Note [nested torch modules])."""
     variables = _variables(emitter)
     reads = [{v for k, v in pieces(t, "\0", variables) if k == "v"} if t else set() for _, t, _ in emitter.body.rows]
     containers = _candidates(emitter, variables, reads, taken)
@@ -107,21 +123,52 @@ def write_modules(emitter, taken) -> None:
                   if any(len(classes[_template(i, b)]) > 1 for _, i, b in rows)}
     if not containers:
         return
-    written, names = {}, Namespace(set(taken) | {"Model", "torch", "nn", "F", "os", "math", "load_file"})
+    chosen = {id(i) for r in containers.values() for _, i, _ in r}
+    members = {key: [pair for pair in pairs if id(pair[0]) in chosen] for key, pairs in classes.items()}
+    members = {key: pairs for key, pairs in members.items() if pairs}
+    names, written = _class_names(emitter, members), {}
     for rows in containers.values():
         for _, init, body in rows:
             key = _template(init, body)
             if key not in written:
-                members = [pair for pair in classes[key] if any(pair[0] is i for r in containers.values()
-                                                                   for _, i, _ in r)]
-                written[key] = _class(emitter, members, names)
+                written[key] = _class(emitter, members[key], names[key], taken)
                 if written[key] is None:
                     emitter.classes.clear()
                     return  # too many varying numbers: everything stays flat
     _rewrite(emitter, containers, written, variables)
 
 
-def _class(emitter, members, names):
+def _class_names(emitter, members) -> dict:
+    """{template: class name}: the source's class (``Bottleneck``, ``LlamaDecoderLayer``), given first to the
+    class with the most blocks; another class of the same source class is prefixed with its container
+    (``Layer2Bottleneck``), then numbered. Without a source class: the container's name (``Layer``, ``Block``)."""
+    used = set(dir(builtins)) | set(keyword.kwlist) | _MODULE_NAMES
+    found = {}
+    for key, pairs in sorted(members.items(), key=lambda item: -len(item[1])):
+        group = _Group([b for _, b in pairs])
+        source = source_class([b.key for b in group.instances], emitter.graph.meta.get("module_classes"))
+        family = _camel(family_name(group))
+        base = source or family
+        options = [base] + ([_camel(ident(group.instances[0].parent)) + source] if source else [])
+        name = next((o for o in options if o not in used), None)
+        n = 1
+        while name is None or name in used:
+            name, n = f"{base}{n}", n + 1
+        used.add(name)
+        found[key] = name
+    return found
+
+
+def _camel(snake: str) -> str:
+    """``layers_block`` -> ``LayersBlock``."""
+    return "".join(part[:1].upper() + part[1:] for part in snake.split("_")) or "Block"
+
+
+_MODULE_NAMES = {"Model", "torch", "nn", "F", "os", "math", "json", "load_file", "WEIGHTS", "build_model",
+                 "load_model", "tp_plan"}
+
+
+def _class(emitter, members, cls, reserved):
     """Write one block class into ``emitter.classes``; returns (class name, params, columns) or None."""
     numbers = [init.numbers + body.numbers for init, body in members]
     found = number_params(numbers) if len(members) > 1 else ({}, [])
@@ -129,7 +176,6 @@ def _class(emitter, members, names):
         return None
     params, columns = found
     init, body = members[0]
-    cls = names.name(family_name(_Group([b for _, b in members])), "block").title().replace("_", "")
     local = Namespace({"self", "torch", "nn", "F", "math"})
     args = [local.name(param_name(_Joined(init, body), col), "size") for col in columns]
     split = len(init.numbers)
@@ -156,15 +202,37 @@ def _class(emitter, members, names):
     used = {params[c][0] for c in params if c >= split}
     for p in sorted(used):
         w.line(f"self.{args[p]} = {args[p]}")
-    _lines(w, init.rows, {}, number, 0)
+    own, forward = LineWriter(), LineWriter()
+    own.indent = forward.indent = 2
+    _lines(own, init.rows, {}, number, 0)
+    _lines(forward, body.rows, {**locals_, **inputs}, lambda i, t: number(i, t, True), split)
+    forward.line(f"return {', '.join(locals_[v] for v in body.outputs)}")
+    paths, classes = _relative(emitter, members)
+    rows, forward.rows, moved = nest(own.rows, forward.rows, paths, set(args), reserved, classes)
+    w.rows += rows
     w.indent = 1
     w.line("")
     w.line(f"def forward({', '.join(['self'] + list(inputs.values()))}):")
-    w.indent = 2
-    _lines(w, body.rows, {**locals_, **inputs}, lambda i, t: number(i, t, True), split)
-    w.line(f"return {', '.join(locals_[v] for v in body.outputs)}")
+    w.rows += forward.rows
     emitter.classes.append(w.text())
-    return cls, columns
+    return cls, columns, moved
+
+
+def _relative(emitter, members) -> tuple:
+    """(paths, classes) for ``nest`` inside a block class: each attribute's source path after
+    the block's own, where every block of the class has the same one (Note [nested paths] in nesting.py)."""
+    found = {}
+    for init, _ in members:
+        for parts, _ in init.rows:
+            for value in (v for kind, v in parts if kind == "a"):
+                path = emitter.paths.get(f"{init.prefix}_{value}", "")
+                rel = path[len(init.key) + 1:] if path.startswith(init.key + ".") else None
+                found.setdefault(attr_name(value), set()).add(rel)
+    paths = {a: rels.pop() for a, rels in found.items() if len(rels) == 1 and None not in rels}
+    key = members[0][0].key + "."
+    classes = {k[len(key):]: v for k, v in (emitter.graph.meta.get("module_classes") or {}).items()
+               if k.startswith(key)}
+    return paths, classes
 
 
 def _lines(w, rows, names, number, offset) -> None:
@@ -194,12 +262,15 @@ def _rewrite(emitter, containers, written, variables) -> None:
         made = [(written[_template(i, b)], i, b) for _, i, b in rows]
         pos = _chain(rows)
         init_at[rows[0][1].start] = (attr, made, pos is not None and len(rows[0][2].inputs) == 1)
+        emitter.paths[attr] = parent
         for index, (_, init, body) in enumerate(rows):
             body_at[body.start] = (attr, index, body, rows, pos)
+            moved = written[_template(init, body)][2]
             for parts, _ in init.rows:
                 for kind, value in parts:
                     if kind == "a":
-                        paths[f"{init.prefix}_{value}"] = f"{attr}.{index}.{attr_name(value)}"
+                        inner = moved.get(attr_name(value), attr_name(value))
+                        paths[f"{init.prefix}_{value}"] = f"{attr}.{index}.{inner}"
     skip_init = {i for rows in containers.values() for _, init, _ in rows
                  for i in range(init.start, init.stop) if i not in init.hoisted}
     skip_body = {i for rows in containers.values() for _, _, body in rows for i in range(body.start, body.stop)}
@@ -246,7 +317,7 @@ def _chain(rows):
 def _container(w, indent, attr, made, sequential) -> None:
     """``self.layer1 = nn.Sequential(...)`` (blocks called one after the other on one input) or ``nn.ModuleList``:
     one line per block, or a comprehension when all are alike."""
-    calls = [f"{cls}({', '.join(inst.numbers[c] for c in columns)})" for (cls, columns), inst, _ in made]
+    calls = [f"{cls}({', '.join(inst.numbers[c] for c in columns)})" for (cls, columns, _), inst, _ in made]
     w.indent = indent
     if len(set(calls)) == 1:
         many = f"{calls[0]} for _ in range({len(calls)})"

@@ -76,6 +76,7 @@ class TorchEmitter(EmitterBase):
         self.init.indent = self.body.indent = 2
         self.state = {}  # state_dict key -> array, for model.safetensors
         self.module_of = {}  # Value -> submodule attribute, for per-layer checks
+        self.paths = {}  # attribute -> the source path it stands for (Note [nested paths] in nesting.py)
         self._shared = {}  # (constructor, weights) -> attribute: shared layers become one submodule
         self._widened = False  # the node being written computes its unsigned operands in int64
         self._reads = None  # Value -> how many node inputs read it
@@ -164,6 +165,7 @@ class TorchEmitter(EmitterBase):
         array = np.asarray(array)
         name = self.attrs.name(raw_name, "param")
         self.state[name] = array
+        self.paths[name] = raw_name
         self.init.line(f"self.{name} = nn.Parameter(torch.zeros({literal(tuple(array.shape))}, "
                        f"dtype={self.dtype(str(array.dtype))}))")
         return f"self.{name}"
@@ -208,7 +210,9 @@ class TorchEmitter(EmitterBase):
         key = (cls, text, ids)
         if key in self._shared:
             return self._shared[key]
-        name = self.attrs.name(self._module_hint(node, weights), cls.lower())
+        hint = self._module_hint(node, weights)
+        name = self.attrs.name(hint, cls.lower())
+        self.paths[name] = hint
         self.init.line(f"self.{name} = nn.{cls}({text})")
         for suffix, array in arrays.items():
             self.state[f"{name}.{suffix}"] = array

@@ -1,0 +1,63 @@
+"""The emitted torch module nested as the source nests it, at every depth (targets/torch_xla/nesting.py, Note
+[nested paths]): ``nest`` on statement rows, and a Hugging Face Llama whose converted ``state_dict()`` has the
+source's keys, verified, saved and reloaded. The torchvision-style ResNet is in test_golden.py, keras.applications
+ResNet50 in tests/test_keras_applications_torch.py.
+"""
+import numpy as np
+import pytest
+import torch
+
+import portx
+from portx.targets.torch_xla.nesting import access, nest
+
+
+def _rows(*lines):
+    return [(2, line, "") for line in lines]
+
+
+def test_attributes_move_to_their_source_paths():
+    init = _rows("self.self_attn_q_proj = nn.Linear(4, 4)", "self.downsample_0 = nn.Conv2d(4, 8, 1)",
+                 "self.downsample_1 = nn.BatchNorm2d(8)", "self.norm = nn.LayerNorm(4)")
+    body = _rows("q = self.self_attn_q_proj(x)", "d = self.downsample_1(self.downsample_0(x))")
+    paths = {"self_attn_q_proj": "self_attn.q_proj", "downsample_0": "downsample.0", "downsample_1": "downsample.1",
+             "norm": "norm"}
+    new_init, new_body, moved = nest(init, body, paths)
+    assert moved == {"self_attn_q_proj": "self_attn.q_proj", "downsample_0": "downsample.0",
+                     "downsample_1": "downsample.1"}
+    assert [text for _, text, _ in new_init] == [
+        "self.self_attn = nn.Module()", "self.self_attn.q_proj = nn.Linear(4, 4)", "self.downsample = nn.Sequential(",
+        "nn.Conv2d(4, 8, 1),", "nn.BatchNorm2d(8),", ")", "self.norm = nn.LayerNorm(4)"]
+    assert [text for _, text, _ in new_body] == ["q = self.self_attn.q_proj(x)",
+                                                 "d = self.downsample[1](self.downsample[0](x))"]
+
+
+def test_a_clash_keeps_the_flat_name_and_a_gap_is_an_identity():
+    init = _rows("self.attn = nn.Linear(4, 12)", "self.attn_out_proj = nn.Linear(4, 4)",
+                 "self.mlp_0 = nn.Linear(4, 8)", "self.mlp_2 = nn.Linear(8, 4)")
+    paths = {"attn": "attn", "attn_out_proj": "attn.out_proj", "mlp_0": "mlp.0", "mlp_2": "mlp.2"}
+    new_init, _, moved = nest(init, [], paths, classes={"mlp": "ModuleList"})
+    assert moved == {"mlp_0": "mlp.0", "mlp_2": "mlp.2"}  # attn is a leaf: out_proj cannot live under it
+    texts = [text for _, text, _ in new_init]
+    assert texts[:3] == ["self.attn = nn.Linear(4, 12)", "self.attn_out_proj = nn.Linear(4, 4)",
+                         "self.mlp = nn.ModuleList(["]
+    assert texts[4] == "nn.Identity()," and access(("layers", "0", "mlp")) == "self.layers[0].mlp"
+
+
+def test_hugging_face_llama_keeps_the_source_state_dict_keys_verifies_and_reloads(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    config = transformers.LlamaConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                      num_key_value_heads=1, intermediate_size=64, vocab_size=100,
+                                      max_position_embeddings=64, use_cache=False)
+    torch.manual_seed(0)
+    source = transformers.LlamaForCausalLM(config).eval()
+    ids = torch.randint(0, 100, (1, 8), generator=torch.Generator().manual_seed(0))
+    result = portx.convert(source, out=tmp_path / "out", to="torch-xla", example_inputs=(ids,))  # verifies
+    model = result.model
+    assert list(model.state_dict()) and set(model.state_dict()) == set(source.state_dict())
+    assert isinstance(model.get_submodule("model.layers.1.self_attn.q_proj"), torch.nn.Linear)
+    torch.save(model.state_dict(), tmp_path / "state.pt")
+    fresh = type(model)()
+    fresh.load_state_dict(torch.load(tmp_path / "state.pt"), strict=True)
+    fresh.eval()
+    with torch.no_grad():
+        np.testing.assert_allclose(fresh(ids).numpy(), source(ids).logits.numpy(), rtol=1e-4, atol=1e-4)
