@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import Unsupported, UnsupportedOps
-from ..ir import FreeDimRefused, SymDim
+from ..ir import FreeDimRefused, SymDim, lookup
 from ..progress import step
 from .comments import comment_text, module_comment, module_sentences
 from .linewrap import wrap_line
@@ -191,7 +191,15 @@ def missing_emit_rules(graph, target: str) -> list:
     for node in graph.nodes:
         if target not in node.op.emit_rules:
             found.setdefault(node.op.name, []).append(node.scope)
-    return [(op, scopes, f"no {target} emitter") for op, scopes in found.items()]
+    return [(op, scopes, _no_emitter(lookup(op), target)) for op, scopes in found.items()]
+
+
+def _no_emitter(op, target) -> str:
+    """Why a node of ``op`` has no ``target`` code: an op the legalize pass decomposes says so."""
+    if op.has("decomposed"):
+        return (f"no {target} emitter: {op.name} is written as other IR ops by the legalize pass "
+                "(passes/legalize/decompose.py); run the target's pass pipeline before emitting")
+    return f"no {target} emitter"
 
 
 class EmitterBase:
@@ -322,7 +330,7 @@ class EmitterBase:
             node = node.replace(attrs=free) if free is not plain else node
             try:
                 if rule is None:
-                    raise Unsupported(f"no {self.TARGET} emitter")
+                    raise Unsupported(_no_emitter(node.op, self.TARGET))
                 written, held, marks = len(self.body), len(getattr(self, self.HELD)), self.marks()
                 try:
                     rule(node, self)

@@ -95,3 +95,15 @@ def test_lu_becomes_row_swaps_with_the_same_values(op, shape):
     expected, got = run_reference(graph, [x]), run_reference(after, [x])
     for want, have in zip(graph.outputs, after.outputs):
         np.testing.assert_allclose(got[have], expected[want], rtol=1e-6, atol=1e-6)
+
+
+def test_an_emitter_fed_an_undecomposed_grid_sample_says_to_run_the_pipeline(tmp_path):
+    from portx.errors import UnsupportedOps
+    from portx.targets import TARGETS
+
+    text = GRID.format(x="1x2x3x3", grid="1x2x2x2", y="1x2x2x2", mode="bilinear", padding="zeros", align=False)
+    graph = validate(parse_graph(text))
+    for target in TARGETS.values():
+        with pytest.raises(UnsupportedOps, match=r"grid_sample at warp \[no .* emitter: grid_sample is written as "
+                                                 r"other IR ops by the legalize pass"):
+            target.emitter(graph).emit_graph()
