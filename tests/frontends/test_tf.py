@@ -71,6 +71,26 @@ def test_saved_model_converts_and_verifies_against_tensorflow(tmp_path, target):
                                rtol=1e-4, atol=1e-4)
 
 
+class _FixedBatch(_ConvNet):
+    """The same network, its signature's batch fixed at 2 (a static program)."""
+
+    @tf.function(input_signature=[tf.TensorSpec([2, 16, 16, 3], tf.float32, name="image")])
+    def __call__(self, image):
+        y = tf.nn.relu(tf.nn.conv2d(image, self.kernel, strides=2, padding="SAME") + self.bias)
+        return {"logits": tf.matmul(tf.reduce_mean(y, axis=[1, 2]), self.dense)}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_saved_model_with_a_fixed_batch_gets_it_freed_and_checked_against_tensorflow_on_chunks(tmp_path, target):
+    # Note [static batch]: the ops' shape rules free it; the reference at 1 and 8 is TensorFlow on chunks of 2 rows
+    folder = _saved_model(tmp_path, _FixedBatch())
+    result = api.convert(str(folder), to=target, out=tmp_path / "out", trust_savedmodel=True, grad=False)
+    assert result.report["verification"]["passed"] is True
+    batch = next(row for row in result.report["dynamic"] if row["symbol"] == "batch")
+    assert batch["free"] and batch["found_by"] == "the ops' shape rules", result.report["warnings"]
+    assert [c["size"] for c in batch["verified"]] == [2, 1, 8] and all(c["passed"] for c in batch["verified"])
+
+
 @pytest.mark.parametrize("target", TARGETS)
 def test_legacy_tf_keras_h5_that_keras_3_cannot_read_goes_through_tf2onnx(tmp_path, target):
     path = _legacy_h5(tmp_path)

@@ -12,7 +12,10 @@ Note [tf sources]:
 - A ``.h5`` file goes to the Keras frontend whenever Keras 3 can read it. Only files naming layer classes
   that exist in tf.keras 2 alone (``LEGACY_H5_CLASSES``: the ``tf.math.*`` and slicing calls of a functional
   model) come here, read by ``tf_keras`` after the Keras frontend's safe-mode checks (no Lambda code).
-- The batch stays free: tf2onnx keeps TensorFlow's ``None`` dims as ONNX ``dim_param``s.
+- The batch stays free: tf2onnx keeps TensorFlow's ``None`` dims as ONNX ``dim_param``s. A signature with a fixed
+  batch (``tf.TensorSpec([2, ...])``) is a static program, as an ONNX file with fixed dims is: its batch is freed
+  by the ops' shape rules where rows are independent (Note [static batch] in passes/static_batch.py) and checked
+  against TensorFlow itself run on row chunks of the signature's batch (Note [rows independent]).
 
 Example:
     >>> src = load_saved_model("saved_model_dir/", trusted=True)
@@ -153,7 +156,9 @@ def _to_onnx(tf2onnx, convert, label):
 def _source(proto, label, reference, input_specs, notes):
     proto.graph.name = Path(label).name or "tensorflow"
     base = load_onnx_source(proto, input_specs)
-    return TfSource(base.proto, base.input_types, label, reference, notes + base.notes)
+    src = TfSource(base.proto, base.input_types, label, reference, notes + base.notes)
+    src.sizes_from = base.sizes_from  # Note [contradicted dim_param] in onnx/source.py
+    return src
 
 
 def load_saved_model(path, input_specs=(), trusted=False) -> TfSource:

@@ -11,8 +11,8 @@ Example:
 from __future__ import annotations
 
 from .hf_folder import INDEX_FILE, HfFolder, is_hf_folder, open_folder
-from .safetensors import Entry, LazyStore, prefetch_pages, read_header, release_all, release_pages
+from .safetensors import Entry, LazyStore, read_header, release_all, release_pages
 from .sizes import shard_gb
 
-__all__ = ["Entry", "LazyStore", "read_header", "release_all", "release_pages", "prefetch_pages", "shard_gb",
-           "HfFolder", "is_hf_folder", "open_folder", "INDEX_FILE"]
+__all__ = ["Entry", "LazyStore", "read_header", "release_all", "release_pages", "shard_gb", "HfFolder", "is_hf_folder",
+           "open_folder", "INDEX_FILE"]

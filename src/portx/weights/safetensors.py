@@ -28,8 +28,7 @@ import numpy as np
 from ..errors import BadInput
 from ..ir.types import VIEWED_AS_INT
 
-__all__ = ["Entry", "LazyStore", "read_header", "release_all", "release_pages", "prefetch_pages", "itemsize",
-           "SAFETENSORS_DTYPES"]
+__all__ = ["Entry", "LazyStore", "read_header", "release_all", "release_pages", "itemsize", "SAFETENSORS_DTYPES"]
 
 #: safetensors dtype codes -> NumPy / ml_dtypes names (the IR's dtype names)
 SAFETENSORS_DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16", "I64": "int64",
@@ -188,45 +187,21 @@ def release_all(arrays) -> None:
 
 def release_pages(array) -> None:
     """Drop the resident pages under ``array`` (NumPy, or a torch tensor) when its data lies in a file a LazyStore
-    mapped (whatever views or torch tensors it went through); a no-op for any other array. Read from the file again
-    if touched later.
+    mapped (whatever views or torch tensors it went through); a no-op for any other array. Read from the file again if touched later.
 
     Example: ``release_pages(graph.params["lm_head.weight"].T)`` after the tensor is written.
     """
-    _advise(array, getattr(mmap, "MADV_DONTNEED", None))
-
-
-def prefetch_pages(array) -> None:
-    """Ask the kernel to read the pages under ``array`` now, in the background (Note [prefetched weights]); a no-op
-    for an array no LazyStore mapped.
-
-    Example: ``prefetch_pages(next_weight)`` before copying the current one.
-    """
-    if isinstance(array, np.ndarray) or hasattr(array, "data_ptr"):  # never made into an array here
-        _advise(array, getattr(mmap, "MADV_WILLNEED", None))
-
-
-# Note [prefetched weights]: a weight is read from its mapped file by page faults as a copy touches it, and a
-# transposed kernel's copy touches it column by column (Note [tiled copies] in tiles.py), so the kernel's readahead
-# sees scattered faults and reads in small pieces, each waited for. ``MADV_WILLNEED`` over the whole tensor starts
-# one sequential read of it without waiting, and the process goes on with the tensor before (the writer of
-# targets/keras_jax/sharded.py asks for the next tensor while it writes one): the disk reads while the CPU copies.
-# The pages go to the page cache, not to the process (its RSS grows only as they are touched).
-
-
-def _advise(array, advice) -> None:
-    """``madvise(advice)`` over the pages of a LazyStore's mapping under ``array``."""
     if hasattr(array, "data_ptr"):  # a torch tensor (a bfloat16 one has no NumPy view)
         address, nbytes = array.data_ptr(), array.numel() * array.element_size()
     else:
         array = np.asarray(array)
         address, nbytes = array.__array_interface__["data"][0], array.nbytes
-    if not nbytes or advice is None:
+    if not nbytes or not hasattr(mmap, "MADV_DONTNEED"):
         return
     for store in list(_STORES):
         for mapped, begin in store.regions():
             if begin <= address < begin + len(mapped):
                 first = (address - begin) - (address - begin) % mmap.PAGESIZE
                 end = min(len(mapped), address - begin + nbytes)  # a transpose spans the same bytes
-                mapped.madvise(advice, first, end - first)
+                mapped.madvise(mmap.MADV_DONTNEED, first, end - first)
                 return

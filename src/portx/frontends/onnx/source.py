@@ -6,11 +6,12 @@ unless ``--input`` says otherwise. ``resized`` re-runs strict ONNX shape inferen
 model that cannot run there is refused (BadInput) before it is lowered; a fixed dim is never resized.
 
 Note [contradicted dim_param]: a file may declare a dim free that its graph fixes (``["batch", "feat"]`` into a
-MatMul with a (12, 4) weight). Where shape inference fails at the default example and no ``--input`` was given,
+MatMul with a (12, 4) weight, ``["N", 8]`` into a Reshape to a constant ``(4, 4)``). Where shape inference, or
+a node's shape rule when the graph is lowered, fails at the default example and no ``--input`` was given,
 each free dim is tried alone (axis 0, most likely a batch, last) at the sizes of the graph's initializers'
 axes (a weight's input features); the first size that infers is taken with a warning naming the dim, and the
-free-dim check then pins it there. Where none does, one BadInput line names the free dims and asks for
-``--input``.
+free-dim check then pins it there. Where none does, or the sizes were given, one BadInput line (exit 2) names
+the free dims or the node and asks for ``--input``.
 
 Example:
     >>> src = load_onnx_source("model.onnx")
@@ -23,6 +24,7 @@ import math
 import numpy as np
 
 from ...errors import MAX_INPUT_ELEMENTS, BadInput, Unsupported, UnsupportedOps, first_line
+from ...ir import IRError
 from ..input_spec import parse_input_spec
 from .files import check_proto, infer_shapes, read_model
 from .tensors import dtype_name
@@ -61,6 +63,9 @@ class OnnxSource:
         self.notes = list(notes or [])
         self.inferred = _static_types(proto, self.input_types, label)
         self._session, self._paired = None, {}
+        # where the free dims' sizes come from: "default" (``lower`` may pin one: Note [contradicted dim_param]),
+        # "--input", or "resized" (another size of a free dim, tried by the free-dim check)
+        self.sizes_from = "resized"
 
     def lower(self, name="model", strict_tpu=False):
         """The IR Graph (UnsupportedOps names every node without a rule; Note [onnx walk]).
@@ -71,6 +76,27 @@ class OnnxSource:
             return lower_onnx(self.proto, self.input_types, name, self.inferred, self._paired)
         except Unsupported as exc:  # an initializer of a dtype the IR has no name for
             raise UnsupportedOps([("initializer", [self.label], str(exc))], where=f"ONNX model {self.label}") from None
+        except IRError as exc:  # a node's shape rule refuses the sizes chosen for free dims (Note [contradicted ...])
+            if not free_sites(self.proto):
+                raise
+            if self.sizes_from != "default":
+                given = self.sizes_from == "--input"
+                hint = "give the sizes the model runs at with --input NAME:SHAPE" if given else ""
+                raise BadInput(f"{self.label}: the graph does not run at input shapes "
+                               f"{[tuple(t.shape) for t in self.input_types]}: {first_line(exc, 200)}",
+                               hint=hint) from None
+            self.input_types = _pinned_example(self.proto, self.input_types, self.label, exc, self.notes,
+                                               lambda types: self._lowers(types, name))
+            self.inferred, self.sizes_from = _static_types(self.proto, self.input_types, self.label), "pinned"
+            return lower_onnx(self.proto, self.input_types, name, self.inferred, self._paired)
+
+    def _lowers(self, types, name) -> bool:
+        """True where the graph lowers at input ``types`` (ONNX shape inference and every node's shape rule)."""
+        try:
+            lower_onnx(self.proto, types, name, _static_types(self.proto, types, self.label), {})
+        except (BadInput, IRError):
+            return False
+        return True
 
     def session(self):
         """The onnxruntime session (CPU, no graph optimizations: the model as written) that ``run`` uses."""
@@ -213,11 +239,13 @@ def load_onnx_source(source, input_specs=()) -> OnnxSource:
         proto, path, label = read_model(source, notes), source, str(source)
     types = _example_types(proto, input_specs, label)
     try:
-        return OnnxSource(proto, types, label, path, notes)
+        src = OnnxSource(proto, types, label, path, notes)
     except BadInput as exc:
         if input_specs or not free_sites(proto):
             raise
         return OnnxSource(proto, _pinned_example(proto, types, label, exc, notes), label, path, notes)
+    src.sizes_from = "--input" if input_specs else "default"
+    return src
 
 
 #: the most sizes tried for one contradicted free dim (Note [contradicted dim_param])
@@ -230,21 +258,30 @@ def _candidate_sizes(proto) -> list:
     return sorted(n for n in found if 1 < n <= MAX_INPUT_ELEMENTS)[:_MAX_TRIED]
 
 
-def _pinned_example(proto, types, label, failure, notes) -> list:
-    """Input types with one contradicted free dim pinned where the graph runs (Note [contradicted dim_param])."""
+def _infers(proto, types, label) -> bool:
+    """True where strict ONNX shape inference takes input ``types``."""
+    try:
+        _static_types(proto, types, label)
+    except BadInput:
+        return False
+    return True
+
+
+def _pinned_example(proto, types, label, failure, notes, runs=None) -> list:
+    """Input types with one contradicted free dim pinned where the graph runs (Note [contradicted dim_param]):
+    where ``runs(types)`` (default: ONNX shape inference takes them)."""
     infos, sites = data_inputs(proto.graph), free_sites(proto)
+    runs = runs or (lambda tried: _infers(proto, tried, label))
     for name, where in sorted(sites.items(), key=lambda item: any(axis == 0 for _, axis in item[1])):
         for n in _candidate_sizes(proto):
             tried = [t.with_shape([n if (i, a) in where else s for a, s in enumerate(t.shape)])
                      for i, t in enumerate(types)]
-            try:
-                _static_types(proto, tried, label)
-            except BadInput:
+            if not runs(tried):
                 continue
             i, axis = where[0]
             notes.append(f"{label}: input {infos[i].name} declares axis {axis} ({name!r}) free, but the graph fixes "
-                         f"it to {n} (ONNX shape inference fails at the example's {types[i].shape[axis]}); "
-                         f"converted at {n}")
+                         f"it to {n} (it does not run at the example's {types[i].shape[axis]}: "
+                         f"{first_line(failure, 120)}); converted at {n}")
             return tried
     free = ", ".join(f"{k}={types[i].shape[a]}" for k, [(i, a), *_] in sites.items())
     raise BadInput(f"{label}: the graph does not run at the example sizes of the free input dims it declares "

@@ -25,20 +25,42 @@ from .names import op_name
 __all__ = ["recomputed", "recorded", "describe", "first_stale", "type_error", "refused_for_real"]
 
 
+def _dims(shape) -> tuple:
+    """A recorded shape: ints, a symbolic size as its expression (``s77``), never ``int()`` of a SymInt (Note
+    [no guards from records])."""
+    out = []
+    for d in shape:
+        known = d.node.maybe_as_int() if isinstance(d, torch.SymInt) else int(d)
+        out.append(str(d) if known is None else known)
+    return tuple(out)
+
+
 def _meta(arg, device="meta"):
-    """A tensor of an fx node's recorded type (shapes must be concrete; zeros off the meta device); other arguments
-    as they are."""
+    """A tensor of an fx node's recorded type (zeros off the meta device); other arguments as they are. ValueError
+    for a symbolic size: torch cannot recompute the node at a size it does not know."""
     if isinstance(arg, torch.fx.Node):
         val = arg.meta.get("val")
         if isinstance(val, torch.Tensor):
-            return torch.zeros(tuple(int(d) for d in val.shape), dtype=val.dtype, device=device)
+            shape = _dims(val.shape)
+            if not all(isinstance(d, int) for d in shape):
+                raise ValueError(f"{arg.name} has a symbolic shape {shape}")
+            return torch.zeros(shape, dtype=val.dtype, device=device)
+        if isinstance(val, torch.SymInt) and val.node.maybe_as_int() is None:
+            raise ValueError(f"{arg.name} is a symbolic size")
         return val
     return arg
 
 
 def _types(result) -> list:
     outs = result if isinstance(result, (list, tuple)) else [result]
-    return [(tuple(int(d) for d in o.shape), o.dtype) if isinstance(o, torch.Tensor) else None for o in outs]
+    return [(_dims(o.shape), o.dtype) if isinstance(o, torch.Tensor) else None for o in outs]
+
+
+# Note [no guards from records]: a symbolic export's records hold SymInts, and ``int()`` of one is not an error:
+# torch answers with the example's size and adds a guard (``Eq(s77, 3)``) to the program's ShapeEnv, pinning the
+# symbol for whoever reads those guards next (frontends/torch/symbols.py reads why torch pinned a dim). These
+# checks run in error paths, where a type already differs: they must neither raise on a symbolic size nor guard.
+# A symbolic record is its expression's text, and a node whose inputs have symbolic sizes is not recomputed.
 
 
 def recorded(node) -> list:
@@ -77,7 +99,12 @@ def refused_for_real(node):
 
 def describe(types) -> str:
     """``float32 (2, 3)`` for each output, comma-separated (``-`` for a non-tensor)."""
-    return ", ".join(f"{str(t[1]).replace('torch.', '')} {t[0]}" if t else "-" for t in types)
+    return ", ".join(f"{str(t[1]).replace('torch.', '')} {_shape_text(t[0])}" if t else "-" for t in types)
+
+
+def _shape_text(dims) -> str:
+    """``(s77, 3)``: a shape as a Python tuple, its symbolic sizes without quotes."""
+    return "(" + ", ".join(map(str, dims)) + ("," if len(dims) == 1 else "") + ")"
 
 
 def first_stale(node):

@@ -36,7 +36,7 @@ import numpy as np
 
 from ...errors import BadValue
 from ...outputs.staging import size_text
-from ...weights import prefetch_pages, release_pages
+from ...weights import release_pages
 from ...weights.tiles import strips
 
 __all__ = ["write_sharded", "write_dataset", "given_layers", "abstract_model", "SHARDED_FILE", "DEFAULT_SHARD_GB"]
@@ -135,8 +135,6 @@ def _store_class():
             if array is None:  # no emit rule gave it: what Keras' initializer makes (a seed generator's state)
                 array = np.asarray(value._initializer(value.shape, dtype=value.dtype))
             array = np.asarray(array)
-            prefetch_pages(array)  # Note [prefetched weights]: this one, then (most often) the one written next
-            prefetch_pages(next(iter(self.arrays.values()), None))
             self._restore_h5_file()
             size = math.prod(array.shape) * dtype_size(standardize_dtype(array.dtype)) / 8  # Keras' count
             self.total_shard_size += size
