@@ -31,7 +31,8 @@ sys.path.insert(0, {root!r})
 import portx
 import portx.progress
 if {cpu!r}:  # stage times in CPU seconds of this process: wall seconds mean little on a shared machine
-    portx.progress.time = type("CpuClock", (), {{"perf_counter": staticmethod(time.process_time)}})
+    portx.progress.time = type("CpuClock", (), {{"perf_counter": staticmethod(time.process_time),
+                                                "process_time": staticmethod(time.process_time)}})
 model, dynamic = {model!r}, ()
 if model.startswith("hf:"):
     source, inputs = model[3:], None
