@@ -11,8 +11,15 @@ Columns (one row per model and tree):
   peak MB        the highest stage peak, minus the process's resident memory before ``convert`` (MiB)
   /weights       peak MB over weights MB (the performance issue's goal: <= 2.5 for models of >= 40 MB)
   stage          the stage where the peak was
+  code MB        of the peak, file-backed pages mapped in during the conversion (RssFile at that stage's end,
+                 minus before): the frameworks' code first run then (XLA's compiler), a cost that does not
+                 follow the model's size
+  fixed          with ``sample`` among the models: the peak of that tiny CNN (0.1 MB of weights), i.e. what every
+                 conversion pays whatever its size; ``/weights-fixed`` is (peak - fixed) / weights
 
-The models come from torchvision's definitions (``.bench/torchvision``; ``benchmarks/peers.py --setup``).
+The models come from torchvision's definitions (``.bench/torchvision``; ``benchmarks/peers.py --setup``), or are
+``sample`` (a tiny CNN) and ``hf-decoder`` (a 4-layer Llama, hidden 256, vocabulary 8000, random weights, called
+with token ids and returning the logits; ``transformers`` builds it, nothing downloads).
 """
 from __future__ import annotations
 
@@ -35,6 +42,7 @@ class StagePeaks:
 
     def __init__(self, rss, reset, base):
         self.rss, self.reset, self.base, self.rows = rss, reset, base, []
+        self.base_file = rss("RssFile")
 
     def start(self, stage):
         self.reset()
@@ -43,7 +51,8 @@ class StagePeaks:
         pass
 
     def end(self, stage, seconds):
-        self.rows.append({"stage": stage, "seconds": seconds, "peak_mb": self.rss("VmHWM") - self.base})
+        self.rows.append({"stage": stage, "seconds": seconds, "peak_mb": self.rss("VmHWM") - self.base,
+                          "code_mb": self.rss("RssFile") - self.base_file})
         self.reset()
 
 
@@ -57,7 +66,7 @@ def worker(model_name):
 
     import portx
 
-    model, x = build_source(model_name)
+    model, x = tiny_decoder() if model_name == "hf-decoder" else build_source(model_name)
     with torch.no_grad():
         model(x)
     weight_mb = sum(t.numel() * t.element_size() for t in model.state_dict().values()) / 2**20
@@ -67,20 +76,42 @@ def worker(model_name):
     print("STAGES " + json.dumps({"model": model_name, "weight_mb": weight_mb, "stages": peaks.rows}))
 
 
+def tiny_decoder():
+    """(module, token ids): a 4-layer Llama (hidden 256, vocabulary 8000, random weights) returning its logits."""
+    import torch
+    from sharding import Logits  # benchmarks/sharding.py: a causal LM's logits from its token ids
+
+    here = str(Path(__file__).resolve().parent)
+    sys.path[:] = [p for p in sys.path if p not in (here, "")]  # benchmarks/transformers.py is not the package
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(vocab_size=8000, hidden_size=256, intermediate_size=688, num_hidden_layers=4,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128)
+    torch.manual_seed(0)
+    ids = torch.randint(0, 8000, (1, 16), generator=torch.Generator().manual_seed(0))
+    return Logits(LlamaForCausalLM(config).eval()), ids
+
+
 def measure(src, model, timeout) -> dict:
     """One worker run with ``src`` first on the path: its STAGES line, or {"error": why}."""
     return run_worker([sys.executable, __file__, "--worker", model], src, "STAGES ", timeout)
 
 
 def table(rows) -> str:
-    lines = [f"{'model':<12}{'tree':<8}{'weights MB':>11}{'peak MB':>9}{'/weights':>9}  stage"]
+    fixed = {r["tree"]: max(s["peak_mb"] for s in r["stages"])
+             for r in rows if r["model"] == "sample" and "stages" in r}
+    lines = [f"{'model':<12}{'tree':<8}{'weights MB':>11}{'peak MB':>9}{'/weights':>9}{'code MB':>9}"
+             f"{'fixed':>7}{'/weights-fixed':>15}  stage"]
     for r in rows:
         if "error" in r:
             lines.append(f"{r['model']:<12}{r['tree']:<8}failed: {r['error']}")
             continue
         top = max(r["stages"], key=lambda s: s["peak_mb"])
+        base = fixed.get(r["tree"])
+        less = "" if base is None else f"{(top['peak_mb'] - base) / r['weight_mb']:.2f}"
         lines.append(f"{r['model']:<12}{r['tree']:<8}{r['weight_mb']:>11.1f}{top['peak_mb']:>9.0f}"
-                     f"{top['peak_mb'] / r['weight_mb']:>9.2f}  {top['stage']}")
+                     f"{top['peak_mb'] / r['weight_mb']:>9.2f}{top.get('code_mb', float('nan')):>9.0f}"
+                     f"{'' if base is None else f'{base:.0f}':>7}{less:>15}  {top['stage']}")
     return "\n".join(lines)
 
 

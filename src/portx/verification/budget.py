@@ -12,6 +12,18 @@ and the proof on a mesh (Note [abstract mesh proof] in targets/keras_jax/mesh_pr
 written, shard by shard (Note [sharded keras weights]). Verification runs block by block instead, holding one
 block's weights at a time (Note [streaming verification] in streaming.py).
 
+Note [one pipeline]: the budget decides which checks run on real weights, not which code writes or loads them.
+Every size is written by the same streamed writer (keras-jax: ``write_sharded``, tensor by tensor from the IR's
+arrays, a memory-mapped tensor's pages released once written; torch-xla: ``write_weights``, shards only past
+``--max-shard-size``). Below the budget the emitted model is loaded whole because the checks that need it whole
+run: the end-to-end comparison at the example's size and the size checks, the trace, the gradients. Per-block rows
+are not added there: on the 4-layer Llama of benchmarks/memory_stages.py (27 MB) the block-by-block run took 3.2 s
+against 1.4 s for the whole model's end-to-end check (6 segments, one run each on a loaded machine), for rows the
+whole-model trace already gives node by node, and CI converts thousands of small models. What sets a small
+model's peak is not the weights' path but costs that do not follow its size (measured 2026-12-06,
+docs/large_models.md "Small models' memory"): about 200 MB above the imports for a 0.02 MB CNN (torch.export's
+first use, XLA's compiler and its code pages, the trace's probe compile).
+
 Example:
     >>> over_budget(graph)
     'weights of 2.5 GB exceed the 2.1 GB that whole-model checks may hold (PORTX_WEIGHT_BUDGET): ...'
