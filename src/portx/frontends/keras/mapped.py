@@ -89,9 +89,10 @@ def materialized(variables):
     """Within: each of ``variables`` whose value is a mapped view holds a JAX array of one copy of it, made band by
     band with the bands' mapped pages released (Note [one copy per weight]); the views are back after."""
     import jax
+    import keras
 
     swapped = []
-    for variable in variables:
+    for variable in variables if keras.backend.backend() == "jax" else ():  # another backend takes NumPy itself
         view = getattr(variable, "_value", None)
         if type(view) is np.ndarray and view.size:  # a JAX variable holds a NumPy value only as a mapped view
             swapped.append((variable, view))

@@ -42,11 +42,11 @@ def build_in_memory(graph):
 # Note [torch segments in memory]: streaming verification (verification/streaming.py) builds one module per block
 # of a large model. Emitted as OUT is and loaded back with ``load_model()``, each block's weights were written to a
 # scratch safetensors file and read back whole (``load_file`` copies every tensor), so the 3B Llama preset wrote
-# and read its 6.4 GB once more and the embedding's segment held its 0.79 GB table twice (the written file's pages
-# and the loaded copy). Built here, model.py is still the emitted code, imported from a file, and the module is
-# built on the meta device and given the segment's arrays themselves (``module_on``, as the emit stage's model):
-# a re-laid-out kernel is copied once into its torch layout, a weight kept as it is stays a view of the mapped
-# source file, whose pages streaming verification releases after the block.
+# and read its 6.4 GB once more, and a segment held a loaded copy of each of its weights, the 0.79 GB embedding
+# table included, of which it reads a few rows. Built here, model.py is still the emitted code, imported from a
+# file, and the module is built on the meta device and given the segment's arrays themselves (``module_on``, as the
+# emit stage's model): a re-laid-out kernel is copied once into its torch layout, a weight kept as it is stays a
+# view of the mapped source file, whose pages streaming verification releases after the block.
 
 
 def tensor_of(array):
