@@ -8,7 +8,8 @@ Prints one plain-text table, one row per (model, target):
   model    resnet50: torchvision's ResNet-50 layout (tests/support/structured_models.py, torchvision does not
            import here), input (1, 3, 64, 64); decoder32: tiny_llama's decoder with 32 blocks (width 32);
            keras_resnet50: keras.applications.ResNet50(weights=None), input (1, 32, 32, 3); vit: the small ViT
-  flat     lines of model.py with the blocks left flat (graph.meta["blocks"] emptied: what portx wrote before)
+  flat     lines of model.py with the blocks left flat (graph.meta["blocks"] emptied: what portx wrote before
+           structured code; torch submodules still sit at their source paths, Note [nested paths])
   after    lines of model.py as portx writes it now
   defs     block functions (Keras) or classes (torch) written; loops: Keras for-loops / torch chained containers
 

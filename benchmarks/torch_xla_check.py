@@ -24,6 +24,7 @@ from eager. Exit 1 when any folder differs by more than the tolerance above.
 """
 from __future__ import annotations
 
+import fnmatch
 import importlib.util
 import json
 import os
@@ -70,15 +71,19 @@ def check(folder):
 # weight dim 1, the bias stays whole; RowwiseParallel on an nn.Embedding splits the vocabulary, dim 0. The
 # Replicate() layouts of the plan need no annotation: XLA's partitioner places the gathers and reductions.
 def spmd_specs(module, plan) -> dict:
-    """{parameter: PartitionSpec tuple} of ``plan`` (tp_plan()) for ``module`` (Note [tp_plan as mark_sharding])."""
-    specs = {}
-    for path, style in plan.items():
-        sub = module.get_submodule(path)
-        colwise = type(style).__name__ == "ColwiseParallel"
-        embedding = isinstance(sub, torch.nn.Embedding)
-        specs[sub.weight] = ("model", None) if colwise or embedding else (None, "model")
-        if getattr(sub, "bias", None) is not None and colwise:
-            specs[sub.bias] = ("model",)
+    """{parameter: PartitionSpec tuple} of ``plan`` (tp_plan()) for ``module`` (Note [tp_plan as mark_sharding]);
+    a key may name every block's submodule (``layers.*.mlp.up_proj``), matched per component as
+    ``parallelize_module`` does."""
+    specs, paths = {}, [name for name, _ in module.named_modules()]
+    for key, style in plan.items():
+        for path in (p for p in paths if p.count(".") == key.count(".")
+                     and all(fnmatch.fnmatchcase(a, b) for a, b in zip(p.split("."), key.split(".")))):
+            sub = module.get_submodule(path)
+            colwise = type(style).__name__ == "ColwiseParallel"
+            embedding = isinstance(sub, torch.nn.Embedding)
+            specs[sub.weight] = ("model", None) if colwise or embedding else (None, "model")
+            if getattr(sub, "bias", None) is not None and colwise:
+                specs[sub.bias] = ("model",)
     return specs
 
 

@@ -135,22 +135,28 @@ def node_errors(target, graph, model, names, arrays, atol=DEFAULT_ATOL, rtol=DEF
     try:
         budget = max(TRACE_MIN_SECONDS, TRACE_SHARE * spent) if passed and spent is not None else None
         with tempfile.TemporaryDirectory(prefix="portx-trace-") as scratch:
-            names, code = _flat_for_trace(target, graph, names, code, scratch)
+            names, code, model = _flat_for_trace(target, graph, names, code, model, scratch)
             return _traced(target, graph, model, names, arrays, atol, rtol, code, passed, budget)
     except Exception as exc:  # noqa: BLE001 - a report extra: say why it is missing
         return {"skipped": f"the trace failed ({type(exc).__name__}: {str(exc)[:200]})", "rows": []}
 
 
-def _flat_for_trace(target, graph, names, code, scratch) -> tuple:
-    """(names, code) to trace: for Keras code that writes repeated blocks once (Note [structured code] in
-    targets/structure.py), whose intermediates are the locals of a block function, the same graph emitted flat into
-    ``scratch``; it is built with the converted model's own weights, layer by layer (their names are the same)."""
-    if not graph.meta.get("blocks") or code is None or target.name != "keras-jax":
-        return names, code  # torch-xla: a nested module's locals are its forward's (the trace sees block outputs)
-    emitter = target.emitter(graph.replace(meta={**graph.meta, "blocks": []}))
+def _flat_for_trace(target, graph, names, code, model, scratch) -> tuple:
+    """(names, code, model) to trace: for code that writes repeated blocks once (Note [structured code] in
+    targets/structure.py), whose intermediates are the locals of a block function or a block class's ``forward``,
+    the same graph emitted flat into ``scratch``. Keras builds it with the converted model's own weights, layer by
+    layer (their names are the same); torch loads it with the graph's arrays, the ones the converted model was
+    written from (a nested path may differ from its flat emission's: a keras.applications block's layers)."""
+    if not graph.meta.get("blocks") or (code is None and target.name == "keras-jax"):
+        return names, code, model
+    flat_graph = graph.replace(meta={**graph.meta, "blocks": []})
+    if target.name != "keras-jax":
+        emitted = target.emit(flat_graph, scratch)
+        return emitted["var_of"], emitted["code"], target.load(scratch)
+    emitter = target.emitter(flat_graph)
     flat = Path(scratch) / "model.py"
     flat.write_text(emitter.emit_graph(), encoding="utf-8")
-    return emitter.var_of(), flat
+    return emitter.var_of(), flat, model
 
 
 def _traced(target, graph, model, names, arrays, atol, rtol, code, passed, budget) -> dict:

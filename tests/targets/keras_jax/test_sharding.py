@@ -2,6 +2,7 @@
 shardings and a 2-step fit on 8 CPU devices, against one device (one child process: tests/support/mesh_child.py).
 """
 import json
+import re
 import subprocess
 import sys
 
@@ -12,6 +13,7 @@ import portx
 from portx.passes.pipeline import run_passes
 from portx.targets.codegen import import_by_path
 from portx.targets.keras_jax.emitter import emit_keras
+from portx.targets.keras_jax.sharding import resolve, split_patterns
 from tests.support.harness import lower_torch
 from tests.support.mesh_child import run_on_mesh
 from tests.support.tiny_llama import tiny_llama
@@ -38,8 +40,8 @@ def test_layout_map_splits_keras_kernels_the_way_the_graph_says(llama_folder):
     import keras
 
     module = import_by_path(f"{llama_folder}/model.py")
-    assert module.SHARDING["layers_0_self_attn_q_proj/kernel"] == ((32, 32), (1, 0))  # Dense kernel: (in, out)
-    assert module.SHARDING["layers_0_mlp_down_proj/kernel"] == ((64, 32), (0, 1))
+    assert module.SHARDING[r"layers_\d+_self_attn_q_proj/kernel"] == ((32, 32), (1, 0))  # Dense kernel: (in, out)
+    assert module.SHARDING[r"layers_\d+_mlp_down_proj/kernel"] == ((64, 32), (0, 1))  # one row for every block
     assert module.SHARDING["embed_tokens/embeddings"] == ((64, 32), (0, 1))
     mesh = keras.distribution.DeviceMesh((1, 1), ("batch", "model"))
     layout = module.layout_map(mesh)
@@ -53,9 +55,24 @@ def test_a_model_axis_that_divides_nothing_warns_and_keeps_the_weight_whole(llam
     module = import_by_path(f"{llama_folder}/model.py")
     mesh = keras.distribution.DeviceMesh((1, 1), ("batch", "model"))
     mesh._shape = (1, 3)  # layout_map reads only the sizes: 3 divides none of 16, 32, 64
-    with pytest.warns(UserWarning, match="layout_map: layers_0_self_attn_k_proj/kernel .32, 16. has no dim"):
+    warned = re.escape(r"layout_map: layers_\d+_self_attn_k_proj/kernel (32, 16) has no dim")
+    with pytest.warns(UserWarning, match=warned):
         layout = module.layout_map(mesh)
     assert tuple(layout["layers_0_self_attn_k_proj/kernel"].axes) == (None, None)
+
+
+def test_block_rows_become_patterns_that_resolve_each_variable_as_before():
+    flat = {f"layers_{i}_{name}/kernel": ((32, width), dims, role) for i in range(3)
+            for name, width, dims, role in (("q", 32, (1, 0), "colwise"), ("o", 32, (0, 1), "rowwise"))}
+    flat["layers_2_q/kernel"] = ((32, 16), (1, 0), "colwise")  # a block unlike the others keeps its rows
+    flat["lm_head/kernel"] = ((32, 64), (1, 0), "vocab")
+    blocks = [{"stem": "layers_"}]
+    table = split_patterns(flat, blocks)
+    assert set(table) == {r"layers_\d+_o/kernel", "layers_0_q/kernel", "layers_1_q/kernel", "layers_2_q/kernel",
+                          "lm_head/kernel"}
+    assert all(resolve(table, path) == value for path, value in flat.items())
+    clash = {**flat, "layers_0_o/kernel": ((32, 32), (0, 1), "rowwise"), "xlayers_0_o/kernel": flat["lm_head/kernel"]}
+    assert all(resolve(split_patterns(clash, blocks), path) == value for path, value in clash.items())
 
 
 def _check_zoo(names, folders, tmp_path):

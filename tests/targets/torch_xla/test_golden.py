@@ -49,6 +49,9 @@ def test_structured_module_verifies_trains_saves_and_reloads(tmp_path):
     assert set(model.state_dict()) == set(source.state_dict())  # nested at every depth: layer1.0.downsample.0
     assert isinstance(model.layer1[0].downsample, torch.nn.Sequential) and type(model.layer1[0]).__name__ == \
         "Layer1Bottleneck" and type(model.layer1[1]).__name__ == "Bottleneck"  # the source's class, deduplicated
+    # the per-node trace reads a flat emission: a node inside a block class's forward has its row
+    traced = {row["node"]: row for row in result.report["node_errors"]["rows"]}
+    assert traced["layer1.1.conv2"]["passed"] and "layer2.0.downsample.0" in traced, sorted(traced)
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     torch.nn.functional.mse_loss(model(x), torch.zeros(1, 10)).backward()

@@ -6,6 +6,7 @@ import torch
 from portx.passes.pipeline import run_passes
 from portx.targets.codegen import import_by_path
 from portx.targets.torch_xla.emitter import emit_torch
+from portx.targets.torch_xla.sharding import plan_patterns, plan_rows, resolve
 from tests.support.harness import lower_torch
 from tests.support.tiny_llama import tiny_llama
 from tests.support.tp_child import run_tp_plan
@@ -13,11 +14,17 @@ from tests.support.tp_child import run_tp_plan
 
 def test_tp_plan_on_2_and_4_gloo_processes_matches_one_process(tmp_path):
     model, inputs = tiny_llama()
-    emit_torch(run_passes(lower_torch(model, *inputs)[0], "torch-xla"), tmp_path)
+    graph = run_passes(lower_torch(model, *inputs)[0], "torch-xla")
+    emitted = emit_torch(graph, tmp_path)
     module = import_by_path(tmp_path / "model.py")
     plan = module.tp_plan()
-    assert type(plan["layers.0.self_attn_q_proj"]).__name__ == "ColwiseParallel"
-    assert type(plan["layers.1.mlp_down_proj"]).__name__ == "RowwiseParallel"
+    assert type(plan["layers.*.self_attn.q_proj"]).__name__ == "ColwiseParallel"  # one row for every block
+    assert type(plan["layers.*.mlp.down_proj"]).__name__ == "RowwiseParallel" and "layers.0.mlp.down_proj" not in plan
+    # the patterns shard the same submodules the same way as one row per block did
+    rows = plan_rows(graph, module.load_model(), emitted["module_of"])
+    paths = [name for name, _ in module.load_model().named_modules()]
+    resolved = {path: (style, why) for key, style, why in plan_patterns(rows, paths) for path in resolve(key, paths)}
+    assert len(plan_patterns(rows, paths)) < len(rows) and resolved == {p: (s, w) for p, s, w in rows}
     assert type(plan["embed_tokens"]).__name__ == "RowwiseParallel" and "lm_head" in plan
     ids = inputs[0].numpy()
     with torch.no_grad():

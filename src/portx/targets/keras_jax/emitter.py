@@ -387,7 +387,7 @@ def emit_keras(graph, out_dir, max_shard_size=DEFAULT_SHARD_GB) -> dict:
         with refused_build(graph, emitter.names, code_path):  # Note [build-time refusal]
             model = abstract_model(module)
         splits = variable_splits(graph, model, emitter.layer_of, emitter.weights)
-        code_path.write_text(code + layout_map_source(splits), encoding="utf-8")
+        code_path.write_text(code + layout_map_source(splits, graph.meta.get("blocks")), encoding="utf-8")
         shards = write_sharded(model, emitter.weights, weights_path, max_shard_size)
     return {"code": code_path, "weights": weights_path, "shards": shards, "layer_of": emitter.layer_of,
             "var_of": emitter.var_of(), "origins": emitter.origins, "model": model}  # weightless: structure only

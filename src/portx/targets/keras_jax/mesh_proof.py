@@ -160,7 +160,7 @@ def emit_structure(graph, folder) -> Path:
     path = Path(folder) / "model.py"
     path.write_text(code, encoding="utf-8")
     splits = variable_splits(graph, abstract_model(import_by_path(path)), emitter.layer_of, emitter.weights)
-    path.write_text(code + layout_map_source(splits), encoding="utf-8")
+    path.write_text(code + layout_map_source(splits, graph.meta.get("blocks")), encoding="utf-8")
     return path
 
 

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 
 import numpy as np
 
 from ..codegen import literal
 
-__all__ = ["variable_splits", "layout_map_source"]
+__all__ = ["variable_splits", "layout_map_source", "split_patterns", "resolve"]
 
 
 def _node_params(graph, layer_of) -> dict:
@@ -106,13 +107,46 @@ def _shape_rule(shape, itemsize, small_bytes):
     return "fsdp", tuple(sorted(range(len(shape)), key=lambda d: -shape[d]))
 
 
-def layout_map_source(splits) -> str:
-    """The ``SHARDING`` table and ``layout_map(mesh)`` function model.py ends with.
+def split_patterns(splits, blocks=()) -> dict:
+    """``splits`` with the rows of repeated blocks as one regular expression each (``layers_\\d+_mlp_up_proj/kernel``,
+    as keras-hub's layout maps write them): the variables of blocks ``stem0``, ``stem1``, ... (``blocks``:
+    graph.meta["blocks"]) that share a shape, dims and role. Kept only when every variable then resolves, as
+    ``keras.distribution.LayoutMap`` looks it up (``resolve``), to the row it had; else ``splits`` as they are."""
+    stems = sorted({b["stem"] for b in blocks or () if b.get("stem")}, key=len, reverse=True)
+    keys, groups, counts = {}, {}, {}
+    for path, value in splits.items():
+        stem = next((s for s in stems if re.match(re.escape(s) + r"\d+[_/]", path)), None)
+        keys[path] = path if stem is None else \
+            re.escape(stem) + r"\d+" + re.escape(re.sub(r"^\d+", "", path[len(stem):]))
+        groups.setdefault(keys[path], set()).add(value)
+        counts[keys[path]] = counts.get(keys[path], 0) + 1
+    table = {}
+    for path, value in splits.items():
+        key = keys[path]
+        whole = key != path and len(groups[key]) == 1 and counts[key] > 1
+        table[key if whole else path] = value
+    same = all(resolve(table, path)[:2] == value[:2] for path, value in splits.items())
+    return table if same else dict(splits)
+
+
+def resolve(table, path):
+    """The row of ``table`` that ``keras.distribution.LayoutMap`` gives the variable ``path``: the row of that key,
+    else the one key that matches it whole (``re.fullmatch``, as Keras 3 does; None where none or several do)."""
+    if path in table:
+        return table[path]
+    found = [key for key in table if re.fullmatch(key, path)]
+    return table[found[0]] if len(found) == 1 else (None, None)
+
+
+def layout_map_source(splits, blocks=()) -> str:
+    """The ``SHARDING`` table and ``layout_map(mesh)`` function model.py ends with; the rows of repeated blocks as
+    patterns (``split_patterns``).
 
     Example: ``layout_map_source({"fc/kernel": ((4, 8), (1, 0), "colwise")})`` starts with ``"\\n\\n# ..."``.
     """
-    rows = "\n".join(_row(literal(path), f"({literal(shape)}, {literal(dims)}),  # {role}")
-                     for path, (shape, dims, role) in splits.items())
+    rows = "\n".join(_row(f"r{literal(path)}".replace("\\\\", "\\") if "\\" in path else literal(path),
+                          f"({literal(shape)}, {literal(dims)}),  # {role}")
+                     for path, (shape, dims, role) in split_patterns(splits, blocks).items())
     return _LAYOUT_MAP.replace("ROWS", rows, 1)
 
 

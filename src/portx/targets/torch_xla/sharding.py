@@ -16,9 +16,11 @@ Example:
 """
 from __future__ import annotations
 
+import fnmatch
+
 from ..codegen import literal
 
-__all__ = ["tp_plan_source"]
+__all__ = ["plan_patterns", "plan_rows", "resolve", "tp_plan_source"]
 
 _ATTENTION = {"colwise": "ColwiseParallel(output_layouts=Replicate())",
               "rowwise": "RowwiseParallel(input_layouts=Replicate())"}
@@ -59,10 +61,41 @@ def plan_rows(graph, model, module_of) -> list:
     return rows
 
 
+def plan_patterns(rows, paths) -> list:
+    """``rows`` with the rows of repeated blocks as one row each: ``layers.*.self_attn.q_proj`` where every
+    submodule the pattern names (``paths``: the model's submodule paths; ``parallelize_module`` matches each
+    component with fnmatch) has a row, with the same style. Example: rows for ``layers.0.mlp.up_proj`` and
+    ``layers.1.mlp.up_proj`` -> ``[("layers.*.mlp.up_proj", "ColwiseParallel()", "MLP pair")]``."""
+    groups = {}
+    for path, style, why in rows:
+        pattern = ".".join("*" if part.isdigit() else part for part in path.split("."))
+        groups.setdefault((pattern, style, why), []).append(path)
+    out, done = [], set()
+    for path, style, why in rows:
+        pattern = ".".join("*" if part.isdigit() else part for part in path.split("."))
+        members = groups[(pattern, style, why)]
+        if len(members) > 1 and set(members) == set(resolve(pattern, paths)):
+            if pattern not in done:
+                out.append((pattern, style, why))
+                done.add(pattern)
+        else:
+            out.append((path, style, why))
+    return out
+
+
+def resolve(pattern, paths) -> list:
+    """The paths among ``paths`` a plan key names, as ``parallelize_module`` reads it (fnmatch per component)."""
+    parts = pattern.split(".")
+    return [p for p in paths if len(p.split(".")) == len(parts)
+            and all(fnmatch.fnmatchcase(a, b) for a, b in zip(p.split("."), parts))]
+
+
 def tp_plan_source(graph, model, module_of) -> str:
-    """The ``tp_plan()`` function model.py ends with (an empty plan where no weight splits)."""
+    """The ``tp_plan()`` function model.py ends with (an empty plan where no weight splits); repeated blocks'
+    rows as patterns (``plan_patterns``)."""
+    paths = [name for name, _ in model.named_modules()]
     rows = "\n".join(f"        {literal(path)}: {style},  # {why}" for path, style, why in
-                     plan_rows(graph, model, module_of))
+                     plan_patterns(plan_rows(graph, model, module_of), paths))
     return _TP_PLAN.replace("ROWS", rows, 1)
 
 
