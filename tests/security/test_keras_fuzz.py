@@ -160,3 +160,14 @@ def test_campaign_regressions(tmp_path, bases, case):
     run = convert(bases[base], doc, tmp_path)
     check(run, tmp_path)
     assert run.exit_code == 2 and re.search(message, run.output), run.output
+
+
+@pytest.mark.parametrize("rate", [True, 1.0])
+def test_a_dropout_rate_of_one_converts(tmp_path, bases, rate):
+    """A campaign's exit 70 (2026-12-06): ``rate: true`` (1.0) failed the IR's dropout shape rule, which allowed
+    [0, 1); Keras and torch both take a rate of 1 (every element zeroed while training), so portx does too."""
+    doc = json.loads(zipfile.ZipFile(bases[1]).read("config.json"))
+    _set("drop", "config", "rate", value=rate)(doc)
+    run = convert(bases[1], doc, tmp_path)
+    check(run, tmp_path)
+    assert run.exit_code == 0 and "nn.Dropout(1.0)" in (tmp_path / "out" / "model.py").read_text(), run.output

@@ -20,8 +20,8 @@ DROPOUT = OpDef("dropout", ("x",), {"rate": REQUIRED, "axes": ()}, family="dropo
 
 @DROPOUT.infer
 def _dropout_type(x, *, rate, axes):
-    if not 0.0 <= float(rate) < 1.0:
-        raise ValueError(f"dropout rate {rate} is outside [0, 1)")
+    if not 0.0 <= float(rate) <= 1.0:  # 1 is valid in both frameworks: all zeros while training
+        raise ValueError(f"dropout rate {rate} is outside [0, 1]")
     if any(not -x.rank <= a < x.rank for a in axes):
         raise ValueError(f"dropout axes {axes} out of range for rank {x.rank}")
     return x
