@@ -227,6 +227,13 @@ def _second_size(src, graph, prepare, rows, row, found, symbolic) -> str:
     other = _other_size(row)
     if other is None:
         return f"its range [{row.get('min')}, {row.get('max')}] has no second size to check"
+    if row["step"] > 1:  # torch may divide where the model cannot run (a reshape to literals): run it there once
+        from ..frontends.torch.arrays import array_of  # a torch source: only its symbols divide
+        try:
+            sized = src.resized(_sizes(src, rows, {row["symbol"]: other}))
+            sized.run(*[array_of(t) for t in sized.example_inputs])
+        except Exception as exc:  # noqa: BLE001 - any failure there means "not free"
+            return f"the model does not run at {row['symbol']}={other} ({one_line(exc)})"
     g1 = _by_symbols(src, graph, rows, row, other) if symbolic else None
     if g1 is not None:
         row["found_by"] = "symbolic export"
