@@ -87,7 +87,7 @@ class FreeDimRefused(Exception):
 
 @dataclass(frozen=True, slots=True)
 class SymDim:
-    """A dimension free at run time: ``scale * symbol + offset``, where ``symbol`` is a model input's size
+    """A dimension free at run time: ``(scale * symbol + offset) // div``, where ``symbol`` is a model input's size
     along one axis (``batch``: axis 0 of every input). ``size`` is the example's value, which the static IR
     holds in its place.
 
@@ -103,6 +103,9 @@ class SymDim:
     shape rules instead of a second lowering (Note [static batch] in passes/static_batch.py).
 
     ``symbol`` may be a product ``"batch*seq"``: an axis that merges two free dims (``mask.reshape(-1)``).
+    ``div`` (1 unless the model divides a size: a pool by 2 is ``x_2 // 2``) is read off torch's ``FloorDiv``s,
+    and the second size is a multiple of it away, so two sizes pin the rounding (Note [divided dims] in
+    session/free_dims.py).
     Example: ``SymDim("batch", 4, 0, 2)`` is ``4 * batch``, 8 in the example.
     """
 
@@ -110,6 +113,7 @@ class SymDim:
     scale: int = 1
     offset: int = 0
     size: int = 0
+    div: int = 1
 
     def __index__(self):
         raise FreeDimRefused(f"dimension {self} is free at run time", self.symbols)
@@ -123,11 +127,12 @@ class SymDim:
 
     def at(self, n: int) -> int:
         """Its value when the symbol is ``n``."""
-        return self.scale * n + self.offset
+        return (self.scale * n + self.offset) // self.div
 
     def __str__(self):
         text = self.symbol if self.scale == 1 else f"{self.scale}*{self.symbol}"
-        return text + (f"{self.offset:+d}" if self.offset else "")
+        text += f"{self.offset:+d}" if self.offset else ""
+        return text if self.div == 1 else f"({text})//{self.div}" if self.offset else f"{text}//{self.div}"
 
 
 def batch_inputs(shapes) -> list:

@@ -16,6 +16,8 @@ Example:
 """
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 
 from ..ir import Node, SymDim, TensorType, Value, fresh_name
@@ -31,11 +33,14 @@ class NotFree(Exception):
 
 
 def _affine(a0, a1, symbol, s0, s1, where):
-    """The SymDim through (s0, a0) and (s1, a1); NotFree when the step is no whole multiple."""
-    scale, rest = divmod(a1 - a0, s1 - s0)
-    if rest or scale <= 0:
+    """The SymDim through (s0, a0) and (s1, a1); NotFree when the step is not positive. A step that is a fraction
+    ``p / q`` of the symbol's is ``(p * symbol + offset) // q``, exact at ``s0`` (Note [divided dims] in
+    session/free_dims.py: ``s1 - s0`` is a multiple of torch's divisors, so both sizes round alike)."""
+    slope = Fraction(a1 - a0, s1 - s0)
+    if slope <= 0:
         raise NotFree(f"{where} changes from {a0} to {a1} when {symbol} goes from {s0} to {s1}")
-    return SymDim(symbol, scale, a0 - scale * s0, a0)
+    p, q = slope.numerator, slope.denominator
+    return SymDim(symbol, p, q * a0 - p * s0, a0, q) if q > 1 else SymDim(symbol, p, a0 - p * s0, a0)
 
 
 def _diff(a0, a1, symbol, s0, s1, where):
@@ -170,7 +175,8 @@ def _combine(a, b, where):
     if a == b:
         return a
     c, rest = divmod(a.scale * b.scale, a.size) if a.size else (0, 1)
-    if a.offset or b.offset or a.size != b.size or rest or c < 1 or "*" in a.symbol + b.symbol:
+    if a.offset or b.offset or a.div != 1 or b.div != 1 or a.size != b.size or rest or c < 1 \
+            or "*" in a.symbol + b.symbol:
         raise NotFree(f"{where} follows both {a.symbol} and {b.symbol}")
     return SymDim("*".join(sorted((a.symbol, b.symbol))), c, 0, a.size)
 
@@ -324,6 +330,8 @@ def apply_free(graph, dims: dict, found: dict):
         params.pop(name)
         full = graph.param_values[name]
         scope = next(n.scope for n in nodes if full in n.inputs)
+        if dim.div != 1:
+            raise NotFree(f"stored size {name} is {dim}: a divided size is not grown from a count")
         example = (dim.size - dim.offset) // dim.scale
         free = SymDim(dim.symbol, 1, 0, example)
         row = b.node(EXPAND, [b.param(f"{name}_ones", np.ones((1,), np.float32))],

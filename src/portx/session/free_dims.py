@@ -92,10 +92,12 @@ def plan_dims(src, graph, dynamic=(), static_batch=None) -> list:
 
 
 def _grouped(rows) -> list:
-    """``--dynamic`` axes of one example size are one symbol (ids and their mask share a sequence length)."""
+    """``--dynamic`` axes of one example size on different inputs are one symbol (ids and their mask share a sequence
+    length); two axes of one input stay two (an image's height and width, both 32 in the example)."""
     out, by_size = [], {}
     for row in rows:
-        if row.get("flag") and row["size"] in by_size:
+        group = by_size.get(row["size"]) if row.get("flag") else None
+        if group is not None and not {i for i, _ in row["sites"]} & {i for i, _ in group["sites"]}:
             by_size[row["size"]]["sites"] += row["sites"]
             continue
         if row.get("flag"):
@@ -113,10 +115,17 @@ def check_static_batch(row, n, names):
                        hint=f"pick a batch size inside [{low}, {high}]")
 
 
+# Note [divided dims]: a U-Net pools its image by 2 and upsamples it back: ``h // 2``. Two sizes one apart cannot
+# pin a floor's rounding (``h // 2`` and ``(h + 1) // 2`` agree at 16 and 20) and the model may not run at an odd
+# size at all (torch's cat needs ``2 * (h // 2) == h``). Torch's shapes say what it divides each symbol by
+# (``FloorDiv``, ``CeilDiv``, ``Mod`` in ``meta["val"]``: ``divisor`` in frontends/torch/symbols.py); the second
+# size is that ``step`` away, so ``_affine`` (passes/free_dims.py) reads a half step as ``SymDim(..., div=2)``,
+# exact at every size the example's plus a multiple of ``step``, which the checks and the warning keep to.
 def _other_size(row) -> int | None:
-    """A second size for diffing, never 1 (torch specializes sizes 0 and 1); None when the range has none."""
-    size, low, high = row["size"], max(row.get("min") or 1, 2), row.get("max")
-    for candidate in (size + 1, size + 2, size - 1):
+    """A second size for diffing, never 1 (torch specializes sizes 0 and 1), ``row["step"]`` away (Note [divided
+    dims]); None when the range has none."""
+    size, low, high, step = row["size"], max(row.get("min") or 1, 2), row.get("max"), row.get("step", 1)
+    for candidate in (size + step, size + 2 * step, size - step):
         if candidate >= low and (high is None or candidate <= high) and candidate != size:
             return candidate
     return None
@@ -151,6 +160,9 @@ def find_free(src, graph, prepare, rows, notes):
             notes.append(f"{row['symbol']} pinned to {row['example']}: {why}")
         else:
             kept.append(row)
+            if row["step"] > 1:
+                notes.append(f"{row['symbol']} stays free at {row['size']} plus multiples of {row['step']} only: the "
+                             f"model divides it by {row['step']} (Note [divided dims])")
     moved = _at_example(src, prepare, rows, [row for row in rows if row not in kept])
     if moved is not None and kept:  # the free dims found again on the graph at the example's pinned sizes
         return find_free(*moved, prepare, kept, notes)
@@ -211,9 +223,17 @@ def _diff_one(src, graph, prepare, rows, row, found) -> str:
 
 def _second_size(src, graph, prepare, rows, row, found, symbolic) -> str:
     """Lower at a second size of ``row``'s dim and diff: '' when free (its diff into ``found``), else why not."""
+    row["step"] = src.divisor(row["sites"]) if symbolic else 1
     other = _other_size(row)
     if other is None:
         return f"its range [{row.get('min')}, {row.get('max')}] has no second size to check"
+    if row["step"] > 1:  # torch may divide where the model cannot run (a reshape to literals): run it there once
+        from ..frontends.torch.arrays import array_of  # a torch source: only its symbols divide
+        try:
+            sized = src.resized(_sizes(src, rows, {row["symbol"]: other}))
+            sized.run(*[array_of(t) for t in sized.example_inputs])
+        except Exception as exc:  # noqa: BLE001 - any failure there means "not free"
+            return f"the model does not run at {row['symbol']}={other} ({one_line(exc)})"
     g1 = _by_symbols(src, graph, rows, row, other) if symbolic else None
     if g1 is not None:
         row["found_by"] = "symbolic export"
@@ -275,7 +295,7 @@ def refree(record, symbols, notes):
     for row in kept:
         sites = [[i, axis] for i, v in enumerate(graph.inputs)
                  for axis, d in merged["values"].get(v.name, {}).items() if d.symbol == row["symbol"]
-                 and d.scale == 1 and d.offset == 0]
+                 and d.scale == 1 and d.offset == 0 and d.div == 1]
         if not sites:
             notes.append(f"{row['symbol']} pinned to {row['size']}: no input axis carries it")
             continue

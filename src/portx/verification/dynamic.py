@@ -41,9 +41,11 @@ def one_line(exc) -> str:
 
 def sample_sizes(dim, largest=BATCH_SAMPLES[-1]) -> list:
     """The sizes a free dim is verified at: the example's, 1 and 8 (``largest``) for the batch, else the example's
-    and one more, inside its range. The example's is the size the user gave (``example_shapes``)."""
-    size, low, high = dim.get("example", dim["size"]), dim.get("min") or 1, dim.get("max")
-    wanted = [size, *BATCH_SAMPLES[:-1], largest] if dim["symbol"] == "batch" else [size, size + 3, max(low, size - 1)]
+    and one more, inside its range and a multiple of its ``step`` away. The example's is the size the user gave
+    (``example_shapes``)."""
+    size, low, high, step = dim.get("example", dim["size"]), dim.get("min") or 1, dim.get("max"), dim.get("step", 1)
+    wanted = [size, *BATCH_SAMPLES[:-1], largest] if dim["symbol"] == "batch" else \
+        [size, size + 3 * step, max(low, size - step)]  # a divided dim keeps to its step (Note [divided dims])
     inside = [n for n in dict.fromkeys(wanted) if n >= low and (high is None or n <= high)]
     return inside if dim["symbol"] == "batch" else inside[:2]
 

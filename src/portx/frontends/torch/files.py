@@ -25,7 +25,7 @@ from ...ir import batch_inputs
 from ..input_spec import parse_input_spec
 from . import export_module, lower_exported, walk_program
 from .arrays import array_of
-from .symbols import export_free, hints_at, input_symbols, named_sites, resized_at, size_hints, symbol_rows
+from .symbols import divisor, export_free, hints_at, input_symbols, named_sites, resized_at, size_hints, symbol_rows
 
 __all__ = ["TorchSource", "load_torch_source", "from_module", "output_structure"]
 
@@ -53,6 +53,9 @@ class TorchSource:
         """True when every (input, axis) of ``sites`` is a symbol of the program (Note [symbolic export])."""
         return self.pinned is not None and all(tuple(site) in input_symbols(self.program) for site in sites)
 
+    def divisor(self, sites) -> int:  # what torch divides ``sites`` by: Note [divided dims] in session/free_dims.py
+        return 1 if self.pinned is None else divisor(self.program, sites)
+
     def dynamic_dims(self) -> list:
         """The dims a .pt2 declares with ``torch.export.Dim``: [{"symbol", "sites": [[input, axis]], "min",
         "max"}] (Note [free dims] in ir/types.py)."""
@@ -67,15 +70,20 @@ class TorchSource:
         if at is not None:  # the same program at other sizes of its symbols: no tracing (Note [symbolic export])
             return TorchSource(self.program, args, self.module, self.label, [], self.declared, self.batch_given,
                                self.pinned, at, self.prepared)
+        program = None
         if isinstance(self.module, torch.jit.ScriptModule):
             from torch._export.converter import TS2EPConverter  # private API; pinned by tests/frontends
-
             try:
                 program = TS2EPConverter(self.module, args).convert()
             except Exception as exc:  # noqa: BLE001 - any failure means "not at this size"
                 raise BadInput(f"{self.label}: does not trace at input sizes {_sizes_text(args)} "
                                f"({first_line(exc, 160, type(exc).__name__)})") from None
-        else:
+        elif self.pinned is not None:  # exported symbolic again: a batch of 1 torch specialised, now 2
+            sites = sorted({*input_symbols(self.program), *self.pinned, *sizes})
+            program, pinned = export_free(self.module, args, sites)
+            if program is not None:
+                return TorchSource(program, args, self.module, self.label, [], self.declared, self.batch_given, pinned)
+        if program is None:
             try:
                 program = export_module(self.module, args)
             except BadInput as exc:

@@ -51,7 +51,7 @@ from ...logs import quiet_prints
 from .dynamic import explain_export_failure
 
 __all__ = ["export_module", "export_free", "input_symbols", "symbol_rows", "size_hints", "pinned_by", "resized_at",
-           "named_sites", "hints_at"]
+           "named_sites", "hints_at", "divisor"]
 
 _SHAPES_LOG = "torch.fx.experimental.symbolic_shapes"
 _CREATED = re.compile(r"create_symbol (\w+) = \d+ for L\['(\w+)'\]\.size\(\)\[(\d+)\]")
@@ -321,3 +321,27 @@ def hints_at(low, at) -> dict:
     fixed = {v.name for fx, v in low.env.items() if fx in sized and fx in low.consts and hasattr(v, "type")
              and shapes.get(v.name) == tuple(v.type.shape)}
     return {"shapes": shapes, "literals": literals, "fixed": fixed}
+
+
+def divisor(ep, sites) -> int:
+    """The least common multiple of the divisors torch applies to the symbols of ``sites`` ((input, axis) pairs) in
+    ``ep``'s shapes: 2 for a pool by 2 (``s0 // 2``, ``Mod(s0, 2)``), 4 for two; 1 where none divides
+    (Note [divided dims] in session/free_dims.py)."""
+    import math
+
+    import torch
+    from torch.utils._sympy.functions import CeilDiv, FloorDiv, Mod
+
+    symbols = {s for site, s in input_symbols(ep).items() if list(site) in [list(x) for x in sites]}
+    found = 1
+    for n in ep.graph.nodes:
+        val = n.meta.get("val")
+        dims = list(getattr(val, "shape", ())) + ([val] if isinstance(val, torch.SymInt) else [])
+        for dim in dims:
+            if not isinstance(dim, torch.SymInt):
+                continue
+            for part in dim.node.expr.atoms(FloorDiv, CeilDiv, Mod):
+                base, by = part.args
+                if by.is_Integer and int(by) > 1 and base.free_symbols & symbols:
+                    found = math.lcm(found, int(by))
+    return found

@@ -97,6 +97,8 @@ def _shape_spec(node, k):
         if isinstance(d, SymDim) and "*" in d.symbol:
             raise FreeDimRefused(f"random draws read one input size per dim, not the product {d}",
                                  set(d.symbol.split("*")))
+        if isinstance(d, SymDim) and d.div != 1:
+            raise FreeDimRefused(f"random draws read sizes without a division, not {d}", d.symbols)
         if isinstance(d, SymDim):
             value, axis = k.site(d.symbol)
             refs += [] if k.ref(value) in refs else [k.ref(value)]

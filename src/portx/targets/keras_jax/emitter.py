@@ -153,7 +153,7 @@ class KerasEmitter(EmitterBase):
                 value, axis = self.site(d.symbol)
                 if self.names[value] not in refs:
                     refs.append(self.names[value])
-                dims.append([refs.index(self.names[value]), axis, d.scale, d.offset])
+                dims.append([refs.index(self.names[value]), axis, d.scale, d.offset] + ([d.div] if d.div != 1 else []))
             else:
                 dims.append(int(d))
         self.define("FreeShape", FREE_SHAPE_LAYER)

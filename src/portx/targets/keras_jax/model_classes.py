@@ -25,9 +25,10 @@ class FreeShape(layers.Layer):
     """ops.reshape or ops.broadcast_to to a shape with free dims, or a slice whose bounds are free, read
     from model inputs at run time.
 
-    Each entry of ``dims`` is a size, or [i, axis, scale, offset]: scale * (size of the i-th input after
-    x along axis) + offset. For "slice", ``dims`` is [axis, start, end, step]; for "pad", the (before,
-    after) widths of each axis in turn, padding with ``value``. Registered serializable, like Constant.
+    Each entry of ``dims`` is a size, or [i, axis, scale, offset(, div)]: (scale * (size of the i-th input
+    after x along axis) + offset) // div, div 1 when left out. For "slice", ``dims`` is [axis, start, end, step];
+    for "pad", the (before, after) widths of each axis in turn, padding with ``value``. Registered serializable,
+    like Constant.
     """
 
     def __init__(self, op, dims, value=0.0, **kwargs):
@@ -37,7 +38,8 @@ class FreeShape(layers.Layer):
         self.op, self.dims, self.value = op, [d if isinstance(d, int) else list(d) for d in dims], value
 
     def call(self, x, *inputs):
-        sizes = [d if isinstance(d, int) else ops.shape(inputs[d[0]])[d[1]] * d[2] + d[3] for d in self.dims]
+        sizes = [d if isinstance(d, int) else (ops.shape(inputs[d[0]])[d[1]] * d[2] + d[3]) // (d[4:] or [1])[0]
+                 for d in self.dims]
         if self.op == "slice":
             axis, start, end, step = sizes  # a take: jax.export keeps its size symbolic, not x[a:b]'s min(n, b)
             return ops.take(x, ops.arange(start, end, step, dtype="int32"), axis=axis)
@@ -46,6 +48,9 @@ class FreeShape(layers.Layer):
         return ops.reshape(x, sizes) if self.op == "reshape" else ops.broadcast_to(x, sizes)
 
     def compute_output_spec(self, x, *inputs):
+        if self.op in ("reshape", "broadcast_to"):  # not traced: Keras gives every None dim one symbol, which a
+            # divided size (h // 2 of the input's h) never equals (Note [divided dims] in portx's session/free_dims.py)
+            return keras.KerasTensor(tuple(d if isinstance(d, int) else None for d in self.dims), x.dtype)
         # traced on a dense stand-in: Keras marks ops.multiply(x, constant) sparse, and would trace a sparse array
         return super().compute_output_spec(keras.KerasTensor(x.shape, x.dtype), *inputs)
 

@@ -134,11 +134,12 @@ class TorchEmitter(EmitterBase):
         return self.graph.producers()
 
     def free_dim(self, dim) -> str:
-        """A free dimension as code that reads it from an input: ``x.shape[0] * 4 + 1``; a product of two
-        (``batch*seq``, a merged axis) multiplies their sizes."""
+        """A free dimension as code that reads it from an input: ``x.shape[0] * 4 + 1``, ``x.shape[2] // 2``; a
+        product of two (``batch*seq``, a merged axis) multiplies their sizes."""
         sizes = [f"{self.names[value]}.shape[{axis}]" for value, axis in map(self.site, dim.symbol.split("*"))]
         text = " * ".join(sizes) + (f" * {dim.scale}" if dim.scale != 1 else "")
-        return text + (f" + {dim.offset}" if dim.offset > 0 else f" - {-dim.offset}" if dim.offset else "")
+        text += f" + {dim.offset}" if dim.offset > 0 else f" - {-dim.offset}" if dim.offset else ""
+        return text if dim.div == 1 else f"({text}) // {dim.div}" if dim.offset else f"{text} // {dim.div}"
 
     def buffer(self, raw_name: str, array) -> str:
         """Register ``array`` as a buffer and return ``self.<name>``.
