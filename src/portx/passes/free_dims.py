@@ -22,7 +22,7 @@ from ..ir import Node, SymDim, TensorType, Value, fresh_name
 from ..ops.elementwise import BINARY, CAST
 from ..ops.reduce import CUMSUM, REDUCE
 from ..ops.shape import EXPAND
-from .blocks import record_blocks
+from .blocks import refresh_blocks
 
 __all__ = ["NotFree", "diff_free", "merge_found", "apply_free"]
 
@@ -338,5 +338,6 @@ def apply_free(graph, dims: dict, found: dict):
     graph = graph.replace(nodes=tuple(b.head + nodes), params=params, param_values=param_values, meta=meta)
     # Note [blocks after free dims]: meta["blocks"] holds node positions (passes/blocks.py), and the nodes
     # prepended here shift them: found again, or each block's statements would be cut off by that many nodes
-    # (a decoder's first layer taking the mask and rotary glue, every layer the next one's head) and no two match
-    return record_blocks(graph) if "blocks" in graph.meta else graph
+    # (a decoder's first layer taking the mask and rotary glue, every layer the next one's head) and no two
+    # match. set_io_layout (passes/layout), which drops boundary permutes after the passes, does the same.
+    return refresh_blocks(graph)
