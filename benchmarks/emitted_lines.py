@@ -7,13 +7,16 @@ Prints one plain-text table, one row per (model, target):
 
   model    resnet50: torchvision's ResNet-50 layout (tests/support/structured_models.py, torchvision does not
            import here), input (1, 3, 64, 64); decoder32: tiny_llama's decoder with 32 blocks (width 32);
-           keras_resnet50: keras.applications.ResNet50(weights=None), input (1, 32, 32, 3); vit: the small ViT
+           keras_resnet50: keras.applications.ResNet50(weights=None), input (1, 32, 32, 3); vit: the small ViT;
+           hf_llama32: a Hugging Face LlamaForCausalLM with 32 decoder layers (width 32, random weights), ids (1, 8)
   flat     lines of model.py with the blocks left flat (graph.meta["blocks"] emptied: what portx wrote before
            structured code; torch submodules still sit at their source paths, Note [nested paths])
   after    lines of model.py as portx writes it now
   defs     block functions (Keras) or classes (torch) written; loops: Keras for-loops / torch chained containers
 
-Both counts are the model code that ``emit_graph`` returns; the layout map or tp_plan table appended after it
+Each graph is what convert emits: the target's passes, then the free dims it keeps by default (``lower_for``; they
+prepend nodes, Note [blocks after free dims] in src/portx/passes/free_dims.py). Both counts are the model code that
+``emit_graph`` returns; the layout map or tp_plan table appended after it
 (one line per weight, the same either way) is not counted.
 """
 from __future__ import annotations
@@ -31,9 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from portx import ops  # noqa: E402,F401  (registers every op)
 from portx.frontends import load  # noqa: E402
-from portx.passes.pipeline import inference_skip, run_passes  # noqa: E402
+from portx.session.free_dims import lower_for  # noqa: E402
 from portx.targets import TARGETS  # noqa: E402
-from tests.support.structured_models import ResNet, keras_resnet, small_decoder, small_vit  # noqa: E402
+from tests.support.structured_models import ResNet, hf_llama, keras_resnet, small_decoder, small_vit  # noqa: E402
 
 
 def resnet50():
@@ -45,6 +48,11 @@ def resnet50():
 
 def decoder32():
     model, inputs = small_decoder(layers=32)
+    return load(model, example_inputs=inputs)
+
+
+def hf_llama32():
+    model, inputs = hf_llama(layers=32)
     return load(model, example_inputs=inputs)
 
 
@@ -62,7 +70,8 @@ def vit():
 
 MODELS = {"resnet50": (resnet50, ("keras-jax", "torch-xla")), "decoder32": (decoder32, ("keras-jax", "torch-xla")),
           "keras_resnet50": (keras_resnet50, ("torch-xla",)), "vit": (vit, ("keras-jax", "torch-xla")),
-          "keras_resnet_small": (lambda: load(keras_resnet()), ("torch-xla", "keras-jax"))}
+          "keras_resnet_small": (lambda: load(keras_resnet()), ("torch-xla", "keras-jax")),
+          "hf_llama32": (hf_llama32, ("keras-jax", "torch-xla"))}
 
 
 def emitted(graph, target) -> tuple:
@@ -82,11 +91,12 @@ def main(argv=None) -> None:
     print(f"{'model':<20}{'target':<11}{'flat':>7}{'after':>7}{'defs':>6}{'loops':>7}")
     for name in args.models.split(","):
         make, targets = MODELS[name]
-        raw = make().lower()
+        src = make()
+        raw = src.lower()
         for target in targets:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                graph = run_passes(raw, target, skip=inference_skip())
+                graph = lower_for(src, TARGETS[target], raw=raw)
             flat, after, defs, loops = emitted(graph, target)
             print(f"{name:<20}{target:<11}{flat:>7}{after:>7}{defs:>6}{loops:>7}", flush=True)
 

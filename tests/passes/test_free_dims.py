@@ -1,4 +1,5 @@
-"""passes/free_dims.py: the constants a free dim may shape (rows repeated, aranges per line, causal bands)."""
+"""passes/free_dims.py: the constants a free dim may shape (rows repeated, aranges per line, causal bands), and the
+repeated blocks found again after the nodes it puts first."""
 import numpy as np
 import torch
 from torch import nn
@@ -42,3 +43,41 @@ def test_causal_masks_and_position_tables_computed_in_forward_keep_the_length_fr
     rows = {row["symbol"]: row for row in result.report["dynamic"]}
     assert rows["x_1"]["free"], result.report["warnings"]
     assert [c["size"] for c in rows["x_1"]["verified"]] == [6, 9] and all(c["passed"] for c in rows["x_1"]["verified"])
+
+
+class _Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+
+
+class OnesThenBlocks(nn.Module):
+    """A constant of the batch's size (rewritten into nodes put first) before two blocks of a ModuleList."""
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([_Block(), _Block()])
+
+    def forward(self, x):
+        x = x * torch.ones(x.shape[0], 1, 8).cumsum(1)
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+def test_the_nodes_free_dims_put_first_leave_each_block_on_its_own_nodes():
+    from portx.frontends import load
+    from portx.session.free_dims import lower_for
+    from portx.targets import TARGETS
+
+    torch.manual_seed(0)
+    graph = lower_for(load(OnesThenBlocks().eval(), example_inputs=(torch.randn(2, 4, 8),)), TARGETS["torch-xla"])
+    assert graph.meta["free"]["dims"], "the batch is free"
+    blocks = graph.meta["blocks"]  # Note [blocks after free dims]
+    assert [b["key"] for b in blocks] == ["blocks.0", "blocks.1"] and blocks[0]["kind"] == blocks[1]["kind"]
+    for block in blocks:
+        scopes = {n.scope for n in graph.nodes[block["start"]:block["stop"]] if n.scope}
+        assert scopes and all(s.startswith(block["key"]) for s in scopes), (block, scopes)

@@ -359,3 +359,16 @@ def test_io_layout_needs_a_boundary_permute_to_drop(mode):
     """An input read directly by a channels-first op has nothing to drop for channels-last (and so on)."""
     after = check(CNN, lambda g: g, 0, io_layout=mode)
     assert after.inputs[0].type.shape == (2, 3, 6, 6)
+
+
+def test_dropping_boundary_permutes_records_the_blocks_at_their_new_positions():
+    from portx.frontends import load
+    from portx.passes.blocks import record_blocks
+    from portx.passes.pipeline import run_passes
+    from tests.support.structured_models import small_resnet
+
+    model, inputs = small_resnet()
+    graph = run_passes(load(model, example_inputs=inputs).lower(), "keras-jax")
+    moved = set_io_layout(graph, "channels-last")  # drops the input's permute: every node one place earlier
+    assert len(moved.nodes) < len(graph.nodes)
+    assert moved.meta["blocks"] == record_blocks(moved).meta["blocks"]  # Note [blocks after free dims]

@@ -1,6 +1,7 @@
 """Small models whose blocks repeat, for the structured-code golden files (tests/targets/*/test_golden*.py) and
 benchmarks/emitted_lines.py: a torchvision-style ResNet (Bottleneck blocks in ``layer1``..), a ViT (pre-norm
-blocks in ``blocks``), the Llama-shaped decoder of tiny_llama.py, and a keras.applications-style ResNet (layers
+blocks in ``blocks``), the Llama-shaped decoder of tiny_llama.py, a Hugging Face ``LlamaForCausalLM`` (its mask
+and rotary glue made before the layers, ``hf_llama``), and a keras.applications-style ResNet (layers
 named ``conv2_block1_1_conv`` by ``block1(x, filters, stride, name)``, as keras.applications writes them).
 
 Example: ``model, (x,) = small_resnet()``.
@@ -105,6 +106,19 @@ def small_vit():
 def small_decoder(layers=3):
     """(tiny_llama's decoder with ``layers`` blocks, (token ids,))."""
     return tiny_llama(batch=1, layers=layers)
+
+
+def hf_llama(layers=4):
+    """(a tiny Hugging Face ``LlamaForCausalLM`` with ``layers`` decoder layers, random weights, seed 0, in eval
+    mode, (token ids of shape (1, 8),)). Needs transformers; nothing downloads."""
+    import transformers
+
+    config = transformers.LlamaConfig(hidden_size=32, num_hidden_layers=layers, num_attention_heads=2,
+                                      num_key_value_heads=1, intermediate_size=64, vocab_size=100,
+                                      max_position_embeddings=64, use_cache=False)
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(config).eval()
+    return model, (torch.randint(0, 100, (1, 8), generator=torch.Generator().manual_seed(0)),)
 
 
 def keras_resnet(stages=(2, 2), width=4, size=16):

@@ -9,7 +9,9 @@ the same ops in the same order, the same attribute names, the same dtypes and ra
 ``record_blocks`` keeps every block in ``graph.meta["blocks"]`` with its structure's number (``kind``). The
 emitters write the blocks of a kind that occurs at least twice once (a Keras function, a torch ``nn.Module``
 class) and call it per block, after checking that the code they wrote for each is the same up to names and
-numbers (Note [structured code] in targets/structure.py). Everything else stays flat.
+numbers (Note [structured code] in targets/structure.py). Everything else stays flat. A block is kept as node
+positions, so a change after the passes that adds or drops nodes records them again (``refresh_blocks``; Note
+[blocks after free dims] in passes/free_dims.py).
 
 Example (meta only; nodes unchanged)::
 
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["block_of", "block_parts", "block_runs", "block_structure", "record_blocks"]
+__all__ = ["block_of", "block_parts", "block_runs", "block_structure", "record_blocks", "refresh_blocks"]
 
 _INDEX = re.compile(r"^\d+$")
 #: a Keras layer name that numbers its block, as keras.applications and keras-hub write them
@@ -117,3 +119,9 @@ def record_blocks(graph):
             found.append({"key": key, "start": start, "stop": start + len(own), "kind": kind, **block_parts(key)})
         start += len(nodes)
     return graph.replace(meta={**graph.meta, "blocks": found})
+
+
+def refresh_blocks(graph):
+    """``graph`` with its blocks recorded again where they were recorded: for a change after ``record_blocks`` that
+    added, dropped or moved nodes (Note [blocks after free dims] in passes/free_dims.py)."""
+    return record_blocks(graph) if "blocks" in graph.meta else graph

@@ -24,6 +24,7 @@ from ..ir import Node, SymDim, TensorType, Value, fresh_name
 from ..ops.elementwise import BINARY, CAST
 from ..ops.reduce import CUMSUM, REDUCE
 from ..ops.shape import EXPAND
+from .blocks import refresh_blocks
 
 __all__ = ["NotFree", "diff_free", "merge_found", "apply_free"]
 
@@ -342,4 +343,9 @@ def apply_free(graph, dims: dict, found: dict):
         b.affine(count, dim.scale, dim.offset, full, scope, name)
     param_values = {k: v for k, v in {**graph.param_values, **b.new_values}.items() if k in params}
     meta = {**graph.meta, "free": {"dims": dims, "attrs": attrs, "values": values}}
-    return graph.replace(nodes=tuple(b.head + nodes), params=params, param_values=param_values, meta=meta)
+    graph = graph.replace(nodes=tuple(b.head + nodes), params=params, param_values=param_values, meta=meta)
+    # Note [blocks after free dims]: meta["blocks"] holds node positions (passes/blocks.py), and the nodes
+    # prepended here shift them: found again, or each block's statements would be cut off by that many nodes
+    # (a decoder's first layer taking the mask and rotary glue, every layer the next one's head) and no two
+    # match. set_io_layout (passes/layout), which drops boundary permutes after the passes, does the same.
+    return refresh_blocks(graph)

@@ -3,7 +3,8 @@
 A statement longer than the width is split at its outermost bracket with the longest contents
 (after the ``=`` of an assignment): those go on the next line, indented by four spaces, or, when they
 do not fit either, one argument a line with a trailing comma; the closing bracket and whatever
-follows it go on a line of their own. The result is kept only when it parses to the same code.
+follows it go on a line of their own. The result is kept only when it parses to the same code (a compound
+statement's header, ``def block(x, filters, name):``, with a ``pass`` body).
 
 Example:
     >>> wrap_line("    y = layers.Conv2D(16, 3, padding='same', name='y')(x)", 40)
@@ -84,7 +85,9 @@ def _first_bracket(body: str):
 
 
 def _same_code(before: str, after: list) -> bool:
+    body = "\n    pass" if before.rstrip().endswith(":") else ""  # a header (``def block(x, ..., name):``) alone
     try:
-        return ast.dump(ast.parse(before.strip())) == ast.dump(ast.parse(textwrap.dedent("\n".join(after))))
+        return ast.dump(ast.parse(before.strip() + body)) == \
+            ast.dump(ast.parse(textwrap.dedent("\n".join(after)) + body))
     except SyntaxError:
         return False

@@ -10,14 +10,16 @@ import pytest
 
 import portx
 from tests.support.golden import check_golden
-from tests.support.structured_models import small_decoder, small_resnet, small_vit
+from tests.support.structured_models import hf_llama, small_decoder, small_resnet, small_vit
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
-CASES = {"resnet": small_resnet, "vit": small_vit, "decoder": small_decoder}
+CASES = {"resnet": small_resnet, "vit": small_vit, "decoder": small_decoder, "hf_llama": hf_llama}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_structured_source_matches_golden(name, tmp_path, request):
+    if name == "hf_llama":
+        pytest.importorskip("transformers")
     model, inputs = CASES[name]()
     result = portx.convert(model, out=tmp_path / "out", example_inputs=inputs, verify=False)
     code = result.files["code"].read_text()
@@ -40,3 +42,20 @@ def test_structured_model_verifies_trains_saves_and_reloads(tmp_path):
     converted.save(tmp_path / "resnet.keras")
     again = keras.saving.load_model(tmp_path / "resnet.keras")
     np.testing.assert_allclose(np.asarray(again(x)), np.asarray(converted(x)), rtol=1e-5, atol=1e-5)
+
+
+def test_hugging_face_llama_is_one_block_function_in_a_loop_verifies_saves_and_reloads(tmp_path):
+    pytest.importorskip("transformers")
+    import keras
+
+    source, (ids,) = hf_llama(layers=4)
+    result = portx.convert(source, out=tmp_path / "out", example_inputs=(ids,))  # verifies, or raises
+    code = result.files["code"].read_text()
+    # the nodes free dims prepend (the mask's counts) do not shift the layers' blocks (Note [blocks after free dims])
+    assert code.count("\ndef llama_decoder_layer(") == 1 and "for i in range(4):" in code
+    converted = result.model
+    assert {"model_layers_0_self_attn_q_proj", "model_layers_3_mlp_down_proj"} <= {l.name for l in converted.layers}
+    converted.save(tmp_path / "llama.keras")
+    again = keras.saving.load_model(tmp_path / "llama.keras")
+    x = ids.numpy()
+    np.testing.assert_allclose(np.asarray(again(x)), source(ids).logits.detach().numpy(), rtol=1e-4, atol=1e-4)

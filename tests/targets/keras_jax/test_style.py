@@ -59,6 +59,8 @@ def test_wrap_line_black_style():
         "    y = layers.Add(name='y')(", "        [aaaaaaaa, bbbbbbbb]", "    )"]
     assert wrap_line("    y = ops.f(aaaaaaaaaa, bbbbbbbbbb, cccccccccc)", 30) == [
         "    y = ops.f(", "        aaaaaaaaaa,", "        bbbbbbbbbb,", "        cccccccccc,", "    )"]
+    assert wrap_line("def block(x, rotary_cos, rotary_sin, name):", 40) == [  # a block function's header
+        "def block(", "    x, rotary_cos, rotary_sin, name", "):"]
     comprehension = "    y = ops.stack([t[:, i] for i in (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)])"
     for width in range(20, 60):  # never a trailing comma after a comprehension: the same code at any width
         lines = wrap_line(comprehension, width)

@@ -12,7 +12,7 @@ import torch
 
 import portx
 from tests.support.golden import check_golden
-from tests.support.structured_models import keras_resnet, small_decoder, small_resnet, small_vit
+from tests.support.structured_models import hf_llama, keras_resnet, small_decoder, small_resnet, small_vit
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
@@ -20,11 +20,13 @@ GOLDEN = Path(__file__).resolve().parent / "golden"
 def _case(name):
     if name == "keras_resnet":
         return keras_resnet(), {}
-    model, inputs = {"resnet": small_resnet, "vit": small_vit, "decoder": small_decoder}[name]()
+    if name == "hf_llama":
+        pytest.importorskip("transformers")
+    model, inputs = {"resnet": small_resnet, "vit": small_vit, "decoder": small_decoder, "hf_llama": hf_llama}[name]()
     return model, {"example_inputs": inputs}
 
 
-@pytest.mark.parametrize("name", ["decoder", "keras_resnet", "resnet", "vit"])
+@pytest.mark.parametrize("name", ["decoder", "hf_llama", "keras_resnet", "resnet", "vit"])
 def test_structured_source_matches_golden(name, tmp_path, request):
     model, kwargs = _case(name)
     result = portx.convert(model, out=tmp_path / "out", to="torch-xla", verify=False, **kwargs)

@@ -1,6 +1,6 @@
 """The emitted torch module nested as the source nests it, at every depth (targets/torch_xla/nesting.py, Note
-[nested paths]): ``nest`` on statement rows, and a Hugging Face Llama whose converted ``state_dict()`` has the
-source's keys, verified, saved and reloaded. The torchvision-style ResNet is in test_golden.py, keras.applications
+[nested paths]): ``nest`` on statement rows, and a Hugging Face Llama written as one ``LlamaDecoderLayer`` class
+in an ``nn.ModuleList``, whose converted ``state_dict()`` has the source's keys, verified, saved and reloaded. The torchvision-style ResNet is in test_golden.py, keras.applications
 ResNet50 in tests/test_keras_applications_torch.py.
 """
 import numpy as np
@@ -9,6 +9,7 @@ import torch
 
 import portx
 from portx.targets.torch_xla.nesting import access, nest
+from tests.support.structured_models import hf_llama
 
 
 def _rows(*lines):
@@ -43,18 +44,17 @@ def test_a_clash_keeps_the_flat_name_and_a_gap_is_an_identity():
     assert texts[4] == "nn.Identity()," and access(("layers", "0", "mlp")) == "self.layers[0].mlp"
 
 
-def test_hugging_face_llama_keeps_the_source_state_dict_keys_verifies_and_reloads(tmp_path):
-    transformers = pytest.importorskip("transformers")
-    config = transformers.LlamaConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                                      num_key_value_heads=1, intermediate_size=64, vocab_size=100,
-                                      max_position_embeddings=64, use_cache=False)
-    torch.manual_seed(0)
-    source = transformers.LlamaForCausalLM(config).eval()
-    ids = torch.randint(0, 100, (1, 8), generator=torch.Generator().manual_seed(0))
+def test_hugging_face_llama_is_one_block_class_keeps_the_source_state_dict_keys_verifies_and_reloads(tmp_path):
+    pytest.importorskip("transformers")
+    source, (ids,) = hf_llama(layers=4)
     result = portx.convert(source, out=tmp_path / "out", to="torch-xla", example_inputs=(ids,))  # verifies
-    model = result.model
+    model, code = result.model, result.files["code"].read_text()
     assert list(model.state_dict()) and set(model.state_dict()) == set(source.state_dict())
     assert isinstance(model.get_submodule("model.layers.1.self_attn.q_proj"), torch.nn.Linear)
+    # the nodes free dims prepend (the mask's counts) do not shift the layers' blocks (Note [blocks after free dims])
+    assert isinstance(model.model.layers, torch.nn.ModuleList) and len(model.model.layers) == 4
+    assert {type(layer).__name__ for layer in model.model.layers} == {"LlamaDecoderLayer"}
+    assert code.count("(nn.Module):") == 2 and "for block in self.model.layers:" in code
     torch.save(model.state_dict(), tmp_path / "state.pt")
     fresh = type(model)()
     fresh.load_state_dict(torch.load(tmp_path / "state.pt"), strict=True)

@@ -31,6 +31,7 @@ from ...ir import GraphBuilder, Node, Value
 from ...ops._util import channels_first_perm, channels_last_perm
 from ...ops.elementwise import BINARY
 from ...ops.shape import PERMUTE, RESHAPE
+from ..blocks import refresh_blocks
 from ..fold import merge_reshapes_and_permutes, remove_dead_nodes
 from .refine import refine_permutes
 from .rows import unmerge_rows
@@ -223,8 +224,8 @@ def set_io_layout(graph, mode: str = "source"):
     """
     if mode not in IO_LAYOUTS:
         raise ValueError(f"io layout {mode!r}: expected one of {IO_LAYOUTS}")
-    if mode != "source":
-        graph = _drop_boundary_permutes(graph, mode == "channels-last")
+    if mode != "source":  # drops nodes: the blocks' positions move (Note [blocks after free dims])
+        graph = refresh_blocks(_drop_boundary_permutes(graph, mode == "channels-last"))
     return graph.replace(meta={**graph.meta, "io_layout": io_layouts(graph)})
 
 
