@@ -147,8 +147,9 @@ def test_submodules_are_idiomatic_and_named_after_layers(emitted):
                  "self.gn = nn.GroupNorm(4, 16)", "self.pool = nn.MaxPool2d(2)", "self.head = nn.Linear(16, 5)"):
         assert line in cnn
     transformer = emitted["transformer"][1]["code"].read_text()
-    for line in ("self.tok = nn.Embedding(50, 16)", "self.blocks_0_ln1 = nn.LayerNorm(16)",
-                 "self.blocks_1_mlp_0 = nn.Linear(16, 64)", "F.scaled_dot_product_attention(", "is_causal=True",
+    for line in ("self.tok = nn.Embedding(50, 16)", "self.blocks[0].ln1 = nn.LayerNorm(16)",  # the source's paths
+                 "self.blocks[1].mlp = nn.Sequential(", "nn.Linear(16, 64)", "F.scaled_dot_product_attention(",
+                 "is_causal=True",
                  "self.lm_head = nn.Linear(16, 50, bias=False)"):
         assert line in transformer
 

@@ -49,7 +49,7 @@ class FreeShape(layers.Layer):
 
     def compute_output_spec(self, x, *inputs):
         if self.op in ("reshape", "broadcast_to"):  # not traced: Keras gives every None dim one symbol, which a
-            # divided size (h // 2 of the input's h) never equals (Note [divided dims] in portx's session/free_dims.py)
+            # divided size (h // 2 of the input's h) never equals (the converter's Note [divided dims])
             return keras.KerasTensor(tuple(d if isinstance(d, int) else None for d in self.dims), x.dtype)
         # traced on a dense stand-in: Keras marks ops.multiply(x, constant) sparse, and would trace a sparse array
         return super().compute_output_spec(keras.KerasTensor(x.shape, x.dtype), *inputs)
