@@ -25,27 +25,32 @@ from .names import op_name
 __all__ = ["recomputed", "recorded", "describe", "first_stale", "type_error", "refused_for_real"]
 
 
-def _dims(shape) -> tuple:
-    """A recorded shape: ints, a symbolic size as its expression (``s77``), never ``int()`` of a SymInt (Note
-    [no guards from records])."""
+def _dims(shape, hints=False) -> tuple:
+    """A recorded shape: ints, a symbolic size as its expression (``s77``), or with ``hints`` as the example's size
+    (torch's hint, read without a guard); never ``int()`` of a SymInt (Note [no guards from records])."""
     out = []
     for d in shape:
         known = d.node.maybe_as_int() if isinstance(d, torch.SymInt) else int(d)
+        if known is None and hints and d.node.hint is not None:
+            known = int(d.node.hint)
         out.append(str(d) if known is None else known)
     return tuple(out)
 
 
-def _meta(arg, device="meta"):
+def _meta(arg, device="meta", hints=False):
     """A tensor of an fx node's recorded type (zeros off the meta device); other arguments as they are. ValueError
-    for a symbolic size: torch cannot recompute the node at a size it does not know."""
+    for a symbolic size, unless ``hints`` (then the example's size): torch cannot recompute the node at a size it
+    does not know."""
     if isinstance(arg, torch.fx.Node):
         val = arg.meta.get("val")
         if isinstance(val, torch.Tensor):
-            shape = _dims(val.shape)
+            shape = _dims(val.shape, hints)
             if not all(isinstance(d, int) for d in shape):
                 raise ValueError(f"{arg.name} has a symbolic shape {shape}")
             return torch.zeros(shape, dtype=val.dtype, device=device)
         if isinstance(val, torch.SymInt) and val.node.maybe_as_int() is None:
+            if hints and val.node.hint is not None:
+                return int(val.node.hint)
             raise ValueError(f"{arg.name} is a symbolic size")
         return val
     return arg
@@ -60,7 +65,9 @@ def _types(result) -> list:
 # torch answers with the example's size and adds a guard (``Eq(s77, 3)``) to the program's ShapeEnv, pinning the
 # symbol for whoever reads those guards next (frontends/torch/symbols.py reads why torch pinned a dim). These
 # checks run in error paths, where a type already differs: they must neither raise on a symbolic size nor guard.
-# A symbolic record is its expression's text, and a node whose inputs have symbolic sizes is not recomputed.
+# A symbolic record is its expression's text, and a node whose inputs have symbolic sizes is not recomputed;
+# ``refused_for_real`` runs torch's real kernel at the example's sizes (the SymInts' hints, read without a
+# guard), so an example the kernel refuses is still bad input under a symbolic export.
 
 
 def recorded(node) -> list:
@@ -86,8 +93,8 @@ def refused_for_real(node):
     weights: float32 on fake tensors, a dtype error on real ones), so an example that does not fit the model can
     pass torch.export and reach portx's type check."""
     try:
-        args = torch.fx.node.map_aggregate(node.args, lambda a: _meta(a, "cpu"))
-        kwargs = torch.fx.node.map_aggregate(node.kwargs, lambda a: _meta(a, "cpu"))
+        args = torch.fx.node.map_aggregate(node.args, lambda a: _meta(a, "cpu", hints=True))  # the example's sizes
+        kwargs = torch.fx.node.map_aggregate(node.kwargs, lambda a: _meta(a, "cpu", hints=True))
     except Exception:  # noqa: BLE001 - a symbolic size: nothing to run
         return None
     try:
