@@ -1,7 +1,7 @@
 """Large decoders as TPU teams bring them: portx, keras-hub and the read-and-write floor on the same folder.
 
 Run: .venv/bin/python benchmarks/large_models.py [--sizes tiny,1b,3b,8b] [--mem-limit-gb 16] [--timeout 1800]
-     [--only portx,keras-hub,floor] [--json PATH] [--portx-args="--no-shard-proof"]
+     [--only portx,keras-hub,floor] [--json PATH] [--portx-args="--no-shard-proof"] [--cold]
 
 For each size it writes (once per machine, cached) a Hugging Face Llama folder with random bfloat16 weights:
 ``config.json`` for ``LlamaForCausalLM``, ``model-0000k-of-0000n.safetensors`` shards of at most 5 GB (as the
@@ -33,6 +33,11 @@ verification, as users run it); ``keras-hub`` (``Llama3Backbone.from_preset(FOLD
 ``save_to_preset(OUT, max_shard_size=2)``, which checks nothing); ``floor read`` / ``floor write`` (every
 shard read once, in 64 MB blocks, then the same bytes written once: the least any converter does; the
 files were just written or read, so the read may come from the page cache, as it does for the others).
+
+``--cold`` starts every row from disk instead: before each one the folder's shards are dropped from the page
+cache (``posix_fadvise(POSIX_FADV_DONTNEED)``, which needs no privileges and drops a file's clean pages), and the
+log line gives the share of the shards' pages still resident after the drop (``mincore``), so a row that read
+from memory shows it.
 """
 from __future__ import annotations
 
@@ -246,10 +251,56 @@ def floor(folder: Path, out: Path) -> tuple:
     return read, time.perf_counter() - start
 
 
-def measure(size, only, limit, timeout, log=print, portx_args=()) -> list:
+def resident_share(paths) -> float:
+    """The share of ``paths``' pages in the page cache: ``mincore`` over a read-only mapping of each file."""
+    import ctypes
+    libc, page = ctypes.CDLL(None, use_errno=True), os.sysconf("SC_PAGE_SIZE")
+    libc.mmap.restype, libc.mmap.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                                                              ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    resident = total = 0
+    for path in paths:
+        size, pages = path.stat().st_size, -(-path.stat().st_size // page)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            address = libc.mmap(None, size, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED
+            if address in (None, ctypes.c_void_p(-1).value):
+                raise OSError(ctypes.get_errno(), f"mmap failed on {path}")
+            try:
+                vec = (ctypes.c_ubyte * pages)()
+                if libc.mincore(address, size, vec) != 0:
+                    raise OSError(ctypes.get_errno(), f"mincore failed on {path}")
+                resident += int((np.frombuffer(vec, np.uint8) & 1).sum())
+            finally:
+                libc.munmap(address, size)
+        finally:
+            os.close(fd)
+        total += pages
+    return resident / max(total, 1)
+
+
+def drop_cached(folder: Path) -> float:
+    """Drop ``folder``'s shards from the page cache; the share of their pages still resident afterwards."""
+    shards = sorted(folder.glob("model-*.safetensors"))
+    for path in shards:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+    return resident_share(shards)
+
+
+def measure(size, only, limit, timeout, log=print, portx_args=(), cold=False) -> list:
     """Rows for one size: imports, portx, keras-hub, the floor (those in ``only``); ``portx_args`` go after
-    ``portx convert FOLDER --to keras-jax -o OUT`` (``--no-shard-proof``)."""
+    ``portx convert FOLDER --to keras-jax -o OUT`` (``--no-shard-proof``); ``cold``: each row from disk."""
     folder = cached_folder(size, log)
+
+    def start(what):
+        log(f"{size}: {what} ..." + (f" (after the drop, {drop_cached(folder):.1%} of the shards cached)"
+                                     if cold else ""))
+
     env = {**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": os.pathsep.join(
         [str(ROOT / "src")] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
     rows = [dict(size=size, what="imports", **watched(_python(_IMPORTS), limit, timeout, env))]
@@ -259,9 +310,10 @@ def measure(size, only, limit, timeout, log=print, portx_args=()) -> list:
                 "keras-hub": _python(_KERAS_HUB, str(folder), f"{tmp}/keras-hub")}
         for what, cmd in runs.items():
             if what in only:
-                log(f"{size}: {what} ...")
+                start(what)
                 rows.append(dict(size=size, what=what, **watched(cmd, limit, timeout, env)))
         if "floor" in only:
+            start("floor")
             read, write = floor(folder, Path(tmp) / "floor")
             rows += [dict(size=size, what="floor read", seconds=read, code=0, last="", killed=None),
                      dict(size=size, what="floor write", seconds=write, code=0, last="", killed=None)]
@@ -303,6 +355,7 @@ def main(argv=None):
     parser.add_argument("--json", help="also write the rows to this file")
     parser.add_argument("--portx-args", default="", help="more arguments for portx convert, space-separated "
                                                          "(--portx-args=\"--no-shard-proof --profile\")")
+    parser.add_argument("--cold", action="store_true", help="drop the folder from the page cache before each row")
     args = parser.parse_args(argv)
     sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
     unknown = [s for s in sizes if s not in SIZES]
@@ -312,9 +365,10 @@ def main(argv=None):
     rows = []
     for size in sizes:
         rows += measure(size, set(args.only.split(",")), limit, args.timeout, log=lambda m: print(m, flush=True),
-                        portx_args=args.portx_args.split())
+                        portx_args=args.portx_args.split(), cold=args.cold)
     print(f"\n{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores, "
-          f"limit {args.mem_limit_gb:g} GB{', portx ' + args.portx_args if args.portx_args else ''}\n"
+          f"limit {args.mem_limit_gb:g} GB{', portx ' + args.portx_args if args.portx_args else ''}"
+          f"{', cold page cache' if args.cold else ''}\n"
           + table(rows, limit))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
