@@ -122,3 +122,29 @@ def test_the_report_line_of_a_proof_on_abstract_weights_says_nothing_ran():
              "collectives": {"all-reduce": 65, "all-gather": 0}}
     assert sharding_line(proof) == ("lowered on batch=2,model=4: max 1 x weights/4 per device, all-reduce 65, "
                                     "abstract weights, not run")
+
+
+def test_the_layers_above_verification_read_typed_report_fields_as_attributes():
+    """api, testing, cli, session and reporting take the typed report: no ``report["verification"]`` or
+    ``report.get("outputs")`` of a report dataclass field outside session/report.py (verification builds the dicts)."""
+    import ast
+    import dataclasses
+
+    fields = {f.name for cls in (ConversionReport, VerifyReport) for f in dataclasses.fields(cls)}
+    src = REPO / "src" / "portx"
+    files = [src / "api.py", src / "testing.py", *(src / "cli").glob("*.py"), *(src / "session").glob("*.py"),
+             *(src / "reporting").glob("*.py")]
+    found = []
+    for path in (p for p in files if p.name != "report.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Subscript):
+                holder, key = node.value, node.slice
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
+                    and node.args:
+                holder, key = node.func.value, node.args[0]
+            else:
+                continue
+            name = holder.attr if isinstance(holder, ast.Attribute) else getattr(holder, "id", "")
+            if name == "report" and isinstance(key, ast.Constant) and key.value in fields:
+                found.append(f"{path.relative_to(src)}:{node.lineno}: [{key.value!r}]")
+    assert not found, found

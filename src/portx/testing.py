@@ -50,22 +50,23 @@ def _open_source(source, inputs, example_inputs, trust):
 
 
 def _explain(report) -> str:
-    """The AssertionError text: each output's errors, then the first diverging layer or why it is unknown."""
-    lines = [f"portx: {report['out']} is not equivalent to {report['source']}"]
-    if not report.get("outputs"):
-        lines.append(f"  {report.get('problem', '')}")
-    for row in report.get("outputs", []):
+    """The AssertionError text from the typed report (``VerifyReport``): each output's errors, then the first
+    diverging layer or why it is unknown."""
+    lines = [f"portx: {report.out} is not equivalent to {report.source}"]
+    if not report.outputs:
+        lines.append(f"  {report.problem or ''}")
+    for row in report.outputs:
         seed = "" if row.get("seed") is None else f" on seed {row['seed']}"
         verdict = "ok" if row["passed"] else f"DIFFERS{seed}: {row['problem']}"
         lines.append(f"  output {row['name']}: max abs {_num(row['max_abs'])}, max rel {_num(row['max_rel'])} "
                      f"(atol {row['atol']:g}, rtol {row['rtol']:g}) {verdict}")
-    where = report.get("first_divergence")
+    where = report.first_divergence
     if where:
-        seed = "" if report.get("trace_seed") is None else f" (seed {report['trace_seed']})"
+        seed = "" if report.trace_seed is None else f" (seed {report.trace_seed})"
         lines.append(f"  first diverging layer{seed}: {where['scope'] or '<top>'} ({where['op']}) %{where['value']}: "
                      f"max abs {_num(where['max_abs'])}, max rel {_num(where['max_rel'])}; {where['problem']}")
-    elif report.get("outputs"):
-        lines.append(f"  first diverging layer: unknown ({report.get('note') or 'every layer matches its IR reference'})")
+    elif report.outputs:
+        lines.append(f"  first diverging layer: unknown ({report.note or 'every layer matches its IR reference'})")
     return "\n".join(lines)
 
 
@@ -75,7 +76,8 @@ def _num(x) -> str:
 
 def assert_equivalent(source, converted, inputs=None, *, example_inputs=None, trust=Trust(), checks=Checks(),
                       **legacy) -> dict:
-    """Assert that ``converted`` computes what ``source`` computes; returns the report when it does.
+    """Assert that ``converted`` computes what ``source`` computes; returns the report when it does (the JSON form of a
+    ``session.report.VerifyReport``, as ``portx.verify`` returns).
 
     source: an ``nn.Module`` (with ``example_inputs``, or ``inputs``) or a model file path.
     converted: an OUT folder from ``portx convert`` (either target), its ``model.py``, or a live
@@ -88,17 +90,19 @@ def assert_equivalent(source, converted, inputs=None, *, example_inputs=None, tr
     """
     os.environ.setdefault("KERAS_BACKEND", "jax")  # as the API does, before anything imports Keras
     from .session.free_dims import lower_for
+    from .session.report import VerifyReport
     from .verification.recheck import check_converted, open_converted
 
     groups = grouped("assert_equivalent", legacy, trust=trust, checks=checks)
     checks = groups["checks"]
     src = _open_source(source, inputs, example_inputs, groups["trust"])
     batch = None if inputs is None else [_as_array(x) for x in inputs]
-    report = check_converted(src, open_converted(converted), lower=lower_for, batch=batch, samples=checks.samples,
-                             seed=checks.seed, atol=checks.atol, rtol=checks.rtol)
-    if not report["passed"]:
+    report = VerifyReport.from_dict(check_converted(src, open_converted(converted), lower=lower_for, batch=batch,
+                                                    samples=checks.samples, seed=checks.seed, atol=checks.atol,
+                                                    rtol=checks.rtol))
+    if not report.passed:
         raise AssertionError(_explain(report))
-    return report
+    return report.to_dict()
 
 
 try:

@@ -145,7 +145,7 @@ def test_convert_localises_a_corrupted_weight_in_the_written_safetensors(sources
     ver = verify_example(src, result.graph, corrupted, emitted, api.TARGETS["torch-xla"], 0, DEFAULT_ATOL, DEFAULT_RTOL)
     assert ver["passed"] is False
     assert (ver["first_divergence"]["scope"], ver["first_divergence"]["op"]) == ("head", "linear")
-    result.report["verification"], result.ok = ver, False
+    result.typed.verification, result.ok = ver, False
     assert "first diverging node: head (linear)" in str(verification_failed(result))
 
 

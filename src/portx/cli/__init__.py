@@ -25,7 +25,6 @@ import click
 
 from .options import check_options, output_options, shape_options, trust_options
 from ..reporting.text import print_conversion, print_verification
-from ..targets import NAMES
 
 __all__ = ["main"]
 

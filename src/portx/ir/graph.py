@@ -49,7 +49,8 @@ class Graph:
     ``params`` maps a value name to its NumPy array; ``param_values`` maps it to the Value.
     ``meta`` holds facts frontends and passes record for later stages (the layout pass's input/output
     layouts; ``trainable``: the names of the params that are trainable in the source; ``folded`` and
-    ``dropped``: source modules folded or dropped); ``replace`` carries it along.
+    ``dropped``: source modules folded or dropped; ``status_values``: the error-status values of nodes a pass
+    rewrote); ``replace`` carries it along.
     Example: ``graph.params["conv.weight"].shape``.
     """
 

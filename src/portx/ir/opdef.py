@@ -48,7 +48,7 @@ class OpDef:
     (eigenvectors: the columns of eigh's output 1, ``{1: -2}``); verification compares them sign-aligned
     (``verification.compare.align_signs``). ``status_outputs`` (output indices) declares error statuses (LAPACK's
     ``info``): nonzero means the input lies outside the op's domain, and verification replaces such inputs
-    (``verification.domain``).
+    (``verification.domain``; a rewritten node's stay marked in ``Graph.meta["status_values"]``).
     ``traits`` (names from ``TRAITS``) are the facts other stages ask of an op, declared in ``ops/traits.py``.
     ``domain`` ({input name: lower bound}) declares inputs the op is defined on only above a bound (igamma's
     ``a > 0``); verification draws the random inputs that feed them there (``verification.domain``).

@@ -24,7 +24,7 @@ OPS_WITH = {
                           "bitwise_xor", "bitwise_right_shift", "abs", "clamp", "amax", "amin", "flip", "roll",
                           "gather", "index_select", "pad", "sort", "topk", "cummax", "cummin"),
     "mask_reader": ("where", "add", "attention", "minimum", "maximum"),
-    "decomposed": ("grid_sample", "lu", "lu_unpack"),
+    "decomposed": ("grid_sample", "lu", "lu_unpack", "cholesky_info"),
 }
 
 

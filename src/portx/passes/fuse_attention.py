@@ -28,8 +28,6 @@ Example (before / after)::
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ..ir import Graph, Node, Value, fresh_name
 from ..ops.attention import ATTENTION
 from ..ops.dropout import DROPOUT

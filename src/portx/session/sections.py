@@ -71,7 +71,7 @@ def written_files(out, target, export_tpu) -> dict:
 
 def verification_failed(result) -> VerificationFailed:
     """The error ``convert`` raises when its check fails; ``exc.result`` holds the result."""
-    ver = result.report["verification"]
+    ver = result.typed.verification  # the typed report (report.py); its verification section is a JSON object
     rows = [r for r in ver["outputs"] if not r["passed"]]
     where = ver.get("first_divergence") or {}
     exc = VerificationFailed(

@@ -95,9 +95,10 @@ def _outputs(src, graph, arrays, run=None):
 
 def status_outputs(graph) -> list:
     """Indices of the graph outputs that are an op's error status (``OpDef.status_outputs``: nonzero = outside
-    the op's domain)."""
-    flags = {node.outputs[i] for node in graph.nodes for i in node.op.status_outputs if i < len(node.outputs)}
-    return [i for i, value in enumerate(graph.outputs) if value in flags]
+    the op's domain), also where a pass wrote the op as others (Note [status outputs] in passes/legalize/driver.py)."""
+    flags = {node.outputs[i].name for node in graph.nodes for i in node.op.status_outputs if i < len(node.outputs)}
+    flags |= set(graph.meta.get("status_values", ()))
+    return [i for i, value in enumerate(graph.outputs) if value.name in flags]
 
 
 def _status_problem(graph, expected, example_out) -> str:

@@ -18,7 +18,7 @@ from ..progress import step
 from .chunks import batch_reference, chunk_problem
 from .compare import (DEFAULT_ATOL, DEFAULT_RTOL, compare, input_dtype, narrow_outputs, random_outputs,
                       sign_free_outputs)
-from .domain import cycled, example_fraction, sized_batch, verify_in_domain
+from .domain import cycled, example_fraction, verify_in_domain
 from .memory import largest_batch, release
 from .trace import localize
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +26,7 @@ import numpy as np
 from ..errors import BadInput, UnsupportedOps, VerificationFailed, first_line
 from ..frontends import load
 from ..options import Trust
-from ..passes.layout import IO_LAYOUTS, graph_arrays, set_io_layout, source_arrays
+from ..passes.layout import IO_LAYOUTS, set_io_layout, source_arrays
 from ..passes.pipeline import inference_skip, run_passes
 from ..progress import Stages, step
 from ..targets import DEFAULT_TARGET, target_of

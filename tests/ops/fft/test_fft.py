@@ -13,7 +13,7 @@ import torch
 
 from portx.frontends.torch import export_module, lower_exported
 from portx.ops.fft import divisor
-from portx.ops.fft.dft import DFT_MAX, dft_tables, irfft_tables
+from portx.passes.legalize.fft import DFT_MAX, dft_tables, irfft_tables
 from portx.passes.pipeline import run_passes
 from portx.targets.torch_xla.emitter import emit_torch
 from portx.targets.codegen import literal

@@ -204,3 +204,20 @@ def test_eigenvectors_are_verified_up_to_sign(tmp_path):
 def test_ops_no_target_has_are_refused_with_their_reason(fn, reason):
     with pytest.raises(UnsupportedOps, match=reason):
         lower_torch(fn, _spd()())
+
+
+def test_cholesky_info_still_flags_inputs_outside_the_domain_after_its_decomposition(tmp_path):
+    # cholesky_info is written as leading minors for both targets (passes/legalize/decompose.py); its output stays an
+    # error status (Note [status outputs]), so random inputs that are not positive definite are replaced
+    from portx.api import Checks, Output, convert
+
+    class Factor(torch.nn.Module):
+        def forward(self, x):
+            return torch.linalg.cholesky_ex(x)
+
+    torch.manual_seed(0)
+    result = convert(Factor(), to="keras-jax", example_inputs=(_spd(2)(),), output=Output(out=tmp_path / "out"),
+                     checks=Checks(grad=False))
+    ver = result.report["verification"]
+    assert "cholesky_info" not in {n.op.name for n in result.graph.nodes} and ver["passed"]
+    assert any("error status" in note for note in ver["notes"]), ver["notes"]

@@ -77,7 +77,7 @@ def test_ops_with_the_decomposed_trait_are_the_ones_always_decomposed():
     from portx.ir import REGISTRY
 
     decomposed = {name for name, op in REGISTRY.items() if op.has("decomposed")}
-    assert decomposed == {"grid_sample", "lu", "lu_unpack"} and decomposed <= set(DECOMPOSITIONS)
+    assert decomposed == {"grid_sample", "lu", "lu_unpack", "cholesky_info"} and decomposed <= set(DECOMPOSITIONS)
 
 
 @pytest.mark.parametrize("shape", [(2, 4, 4), (5, 3), (2, 3, 5)], ids=["square", "tall", "wide"])
@@ -107,3 +107,32 @@ def test_an_emitter_fed_an_undecomposed_grid_sample_says_to_run_the_pipeline(tmp
         with pytest.raises(UnsupportedOps, match=r"grid_sample at warp \[no .* emitter: grid_sample is written as "
                                                  r"other IR ops by the legalize pass"):
             target.emitter(graph).emit_graph()
+
+
+CHOLESKY_INFO = """
+graph model(%a: float32[4x3x3]) {
+  %info: int32[4] = cholesky_info(%a) {upper=UPPER}  # factor
+  return %info
+}
+"""
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_info_becomes_leading_minors_and_stays_an_error_status(upper):
+    from portx.verification.domain import status_outputs
+
+    graph = validate(parse_graph(CHOLESKY_INFO.replace("UPPER", str(upper))))
+    after = validate(decompose(graph))
+    assert "cholesky_info" not in {n.op.name for n in after.nodes} and after.outputs[0].name == "info"
+    assert [n.op.name for n in after.nodes].count("det") == 3
+    # Note [status outputs]: verification still reads info as cholesky's error status after the rewrite
+    assert status_outputs(graph) == status_outputs(after) == [0] and after.meta["status_values"] == ["info"]
+    # info: 0 (SPD, whatever the unread triangle holds), else the order of the first leading minor that is not
+    # positive definite: 2, 1, and 3 from an entry of the triangle read
+    a = np.stack([np.diag(d) + 0.1 for d in ([2.0, 3.0, 1.0], [2.0, -1.0, 1.0], [-1.0, 3.0, 1.0], [2.0, 3.0, 1.0])])
+    a[0][(2, 0) if upper else (0, 2)] = 50.0
+    a[3][(0, 2) if upper else (2, 0)] = 5.0
+    a = a.astype(np.float32)
+    expected = run_reference(graph, [a])[graph.outputs[0]]
+    assert list(expected) == [0, 2, 1, 3]
+    np.testing.assert_array_equal(run_reference(after, [a])[after.outputs[0]], expected)

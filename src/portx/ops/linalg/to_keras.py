@@ -1,9 +1,9 @@
 """Keras-JAX emit rules for linear algebra: ``keras.ops.linalg`` where it has the op, short compositions elsewhere.
 
 ``eigh`` and ``cholesky`` read one triangle, as torch does (Keras averages A and A^T): the emitted code
-mirrors that triangle first. ``cholesky_info`` tests the leading minors' determinants (Sylvester's criterion).
-``lu_factor``'s pivots are 1-based, as torch's (JAX's are 0-based); ``lu`` and ``lu_unpack`` reach no emitter
-(passes/legalize/decompose.py unpacks the row swaps for both targets). A right-side or unit-diagonal triangular
+mirrors that triangle first. ``lu_factor``'s pivots are 1-based, as torch's (JAX's are 0-based); ``lu``,
+``lu_unpack`` and ``cholesky_info`` reach no emitter (passes/legalize/decompose.py unpacks the row swaps and tests
+the leading minors for both targets). A right-side or unit-diagonal triangular
 solve transposes or overwrites the diagonal around ``solve_triangular``; ``cholesky_solve`` is two triangular solves.
 
 Example generated code:
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._util import named_rule
-from ..linalg import (EXPM_SQUARINGS, CDIST, CHOLESKY, CHOLESKY_INFO, CHOLESKY_INVERSE, CHOLESKY_SOLVE, DET, EIGH,
+from ..linalg import (EXPM_SQUARINGS, CDIST, CHOLESKY, CHOLESKY_INVERSE, CHOLESKY_SOLVE, DET, EIGH,
                       EIGVALSH, INV, LU_FACTOR, MATRIX_EXP, PDIST, PINV, QR, SLOGDET, SOLVE, SOLVE_TRIANGULAR, SVD,
                       SVDVALS)
 
@@ -95,19 +95,6 @@ def _cholesky_to_keras(node, k):
     """torch reads one triangle (upper=True: the upper); Keras averages A and A^T, so it is mirrored first."""
     sym = _symmetric(node, k)
     k.assign(node, f"ops.linalg.cholesky({sym}{', upper=True' if node.attrs['upper'] else ''})")
-
-
-@CHOLESKY_INFO.emits("keras-jax")
-def _cholesky_info_to_keras(node, k):
-    """potrf stops at the first leading minor that is not positive definite; by Sylvester's criterion that is the
-    first whose determinant is not positive: info counts the leading positive ones (0 when all n are)."""
-    sym, n = _symmetric(node, k), node.inputs[0].type.shape[-1]
-    count = running = None
-    for j in range(1, n + 1):
-        ok = k.temp(node, f"ops.cast(ops.greater(ops.linalg.det({sym}[..., :{j}, :{j}]), 0), 'int32')", "minor")
-        running = ok if running is None else k.temp(node, f"ops.multiply({running}, {ok})", "leading")
-        count = running if count is None else k.temp(node, f"ops.add({count}, {running})", "count")
-    k.assign(node, f"ops.cast(ops.where(ops.equal({count}, {n}), 0, ops.add({count}, 1)), 'int32')")
 
 
 @PINV.emits("keras-jax")

@@ -1,7 +1,8 @@
 """torch-xla emit rules for linear algebra: each op is the ``torch.linalg`` (or ``torch``) function of its name.
 
 ``lu`` and ``lu_unpack`` reach no emitter: torchax traces torch's with data-dependent slices, so
-passes/legalize/decompose.py unpacks the row swaps with static shapes for both targets.
+passes/legalize/decompose.py unpacks the row swaps with static shapes for both targets; ``cholesky_info``
+neither (XLA's cholesky_ex gives no LAPACK info): the same pass tests the leading minors.
 
 Example generated code:
     cholesky = torch.linalg.cholesky_ex(a)[0]
@@ -10,7 +11,7 @@ Example generated code:
 from __future__ import annotations
 
 from .._util import named_rule
-from ..linalg import (CDIST, CHOLESKY, CHOLESKY_INFO, CHOLESKY_INVERSE, CHOLESKY_SOLVE, DET, EIGH, EIGVALSH, INV,
+from ..linalg import (CDIST, CHOLESKY, CHOLESKY_INVERSE, CHOLESKY_SOLVE, DET, EIGH, EIGVALSH, INV,
                       LU_FACTOR, MATRIX_EXP, PDIST, PINV, QR, SLOGDET, SOLVE, SOLVE_TRIANGULAR, SVD,
                       SVDVALS)
 
@@ -49,18 +50,6 @@ _RULES = {
 }
 for _op, _rule in _RULES.items():
     _op.emits("torch-xla")(named_rule(_rule, _op.name, "to_torch"))
-
-
-@CHOLESKY_INFO.emits("torch-xla")
-def _cholesky_info_to_torch(node, t):
-    """Sylvester's criterion on the triangle read, as the keras-jax rule: the same numbers on every backend (XLA's
-    cholesky_ex gives no LAPACK info): info counts the leading minors with a positive determinant, 0 when all are."""
-    x, n = t.ref(node.inputs[0]), node.inputs[0].type.shape[-1]
-    tri, off = ("triu", 1) if node.attrs["upper"] else ("tril", -1)
-    sym = t.temp(node, f"{x}.{tri}() + {x}.{tri}({off}).mT", "sym")
-    minors = ", ".join(f"torch.linalg.det({sym}[..., :{j}, :{j}])" for j in range(1, n + 1))
-    leading = t.temp(node, f"torch.cumprod((torch.stack([{minors}], -1) > 0).int(), -1).sum(-1)", "leading")
-    t.assign(node, f"torch.where({leading} == {n}, 0, {leading} + 1).int()")
 
 
 @EIGH.emits("torch-xla")

@@ -2,7 +2,7 @@
 
 ``tables.py`` loads and checks the op tables (``portx/op_tables/<target>.toml``); ``driver.py``
 applies a table's node rules (``legalize``) and the decompositions both targets share (``decompose``,
-``decompose.py``); the table rules are in ``resize.py`` and ``pool.py`` on the
+``decompose.py``); the table rules are in ``resize.py``, ``pool.py`` and ``fft.py`` on the
 ``Rewriter`` of ``rewriter.py``, and the graph-wide dtype passes in ``dtypes.py`` and ``float8.py``.
 
 Example:

@@ -6,8 +6,11 @@ tables' rules, so the emitters see only the plain form and never write it twice.
 not depend on the target: the decomposition is what the op means, not what a TPU accepts. grid_sample is one:
 neither Keras nor PyTorch/XLA has a TPU lowering of it, so both run torch's coordinate steps as IR ops
 (``grid_sample_as_gathers``); so is unpacking LAPACK's row swaps into P, L, U (``lu`` and ``lu_unpack``), which
-both frameworks trace with data-dependent slices. An op always decomposed has the trait ``decomposed``
-(ops/traits.py), and no emit rule.
+both frameworks trace with data-dependent slices, and LAPACK's cholesky ``info``, which neither XLA backend gives
+(``cholesky_info``: Sylvester's criterion on the leading minors). An op always decomposed has the trait
+``decomposed`` (ops/traits.py), and no emit rule. A decomposed node's outputs keep their names; those its op
+declares error statuses (``OpDef.status_outputs``) are recorded in ``graph.meta["status_values"]`` by the driver
+(Note [status outputs] in driver.py), so verification still finds them.
 
 Example (before / after)::
 
@@ -21,7 +24,7 @@ import numpy as np
 
 from ...ops.elementwise import BINARY, CAST, WHERE
 from ...ops.elementwise.unary import UNARY
-from ...ops.linalg import LU, LU_FACTOR, LU_UNPACK
+from ...ops.linalg import CHOLESKY_INFO, DET, LU, LU_FACTOR, LU_UNPACK
 from ...ops.reduce import CUMSUM
 from ...ops.resize.grid import GRID_SAMPLE, flat_index_terms, grid_corners, reflect_bounds
 from ...ops.shape import EXPAND, PERMUTE, RESHAPE
@@ -29,7 +32,7 @@ from ...ops.shape.index import FLIP, GATHER, SELECT, SLICE
 from ...ops.sort import SCANS
 
 __all__ = ["DECOMPOSITIONS", "decomposition", "reverse_scan_as_flips", "grid_sample_as_gathers",
-           "lu_as_factor_and_unpack", "lu_unpack_as_row_swaps"]
+           "lu_as_factor_and_unpack", "lu_unpack_as_row_swaps", "cholesky_info_as_leading_minors"]
 
 #: op name -> the decompositions offered its nodes, in order
 DECOMPOSITIONS: dict = {}
@@ -235,4 +238,46 @@ def lu_unpack_as_row_swaps(node, rw) -> bool:
     if node.inputs[0].type.dtype not in ("float32", "float64"):
         return False
     rw.results(_lu_unpacked(rw, *node.inputs))
+    return True
+
+
+def _mirrored(rw, x, upper):
+    """The symmetric matrix of one triangle of ``x`` (what torch's cholesky reads): the triangle, else x^T."""
+    n, last = x.type.shape[-1], x.type.rank - 1
+    keep = np.triu(np.ones((n, n), bool)) if upper else np.tril(np.ones((n, n), bool))
+    swapped = rw.emit(PERMUTE, [x], {"perm": (*range(last - 1), last, last - 1)}, hint="mirror")
+    return rw.emit(WHERE, [rw.const(keep, "triangle"), x, swapped], hint="sym")
+
+
+@decomposition(CHOLESKY_INFO)
+def cholesky_info_as_leading_minors(node, rw) -> bool:
+    """LAPACK potrf's info by Sylvester's criterion: potrf stops at the first leading minor that is not positive
+    definite, which is the first whose determinant is not positive, so info counts the leading positive ones
+    (0 when all n are). The same numbers on every backend (XLA's cholesky gives no info).
+
+    Before / after (n = 2)::
+
+        %info: int32[3] = cholesky_info(%a) {upper=False}
+            ->
+        %info_sym = where(triangle, %a, permute(%a)); %info_det = det(slice(slice(%info_sym)))  # 1x1
+        %info_ok = cast(gt(%info_det, 0)); ... %info_count = add(%info_ok, mul(%info_ok, %info_ok_1))
+        %info = where(eq(%info_count, 2), 0, add(%info_count, 1))
+    """
+    x = node.inputs[0]
+    if x.type.dtype not in ("float32", "float64"):
+        return False
+    sym, n, last = _mirrored(rw, x, node.attrs["upper"]), x.type.shape[-1], x.type.rank - 1
+    floats, ints = _Math(rw, x.type.dtype), _Math(rw, "int32")
+    running = count = None
+    for j in range(1, n + 1):
+        minor = sym
+        if j < n:
+            minor = rw.emit(SLICE, [sym], {"axis": last - 1, "start": 0, "end": j}, hint="rows")
+            minor = rw.emit(SLICE, [minor], {"axis": last, "start": 0, "end": j}, hint="minor")
+        positive = floats.op("gt", rw.emit(DET, [minor], hint="det"), 0.0, "positive")
+        ok = rw.emit(CAST, [positive], {"dtype": "int32"}, hint="ok")
+        running = ok if running is None else ints.op("mul", running, ok, "leading")
+        count = running if count is None else ints.op("add", count, running, "count")
+    done = ints.op("eq", count, n, "all")
+    rw.result(rw.emit(WHERE, [done, ints.num(0), ints.op("add", count, 1, "first")], hint="info"))
     return True

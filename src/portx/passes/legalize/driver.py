@@ -48,8 +48,9 @@ def decompose(graph: Graph) -> Graph:
 
 def apply_rules(graph: Graph, plans: dict) -> Graph:
     """Offer each node to the rules ``plans`` lists for its op (op name -> rules, in order); the first that
-    matches replaces it, and a node no rule matches stays as it is."""
-    rw, nodes = Rewriter(graph), []
+    matches replaces it, and a node no rule matches stays as it is. A replaced node's error statuses stay
+    marked (Note [status outputs])."""
+    rw, nodes, status = Rewriter(graph), [], list(graph.meta.get("status_values", ()))
     for node in graph.nodes:
         for rule in plans.get(node.op.name, ()):
             rw.begin(node)
@@ -59,13 +60,22 @@ def apply_rules(graph: Graph, plans: dict) -> Graph:
                 raise IRError(f"{node.where()}: rewrite {rule.__name__} failed: {exc}") from exc
             if matched:
                 nodes.extend(rw.nodes)
+                status += [node.outputs[i].name for i in node.op.status_outputs if i < len(node.outputs)]
                 break
         else:
             nodes.append(node)
     if not rw.params and len(nodes) == len(graph.nodes) and all(a is b for a, b in zip(nodes, graph.nodes)):
         return graph
+    meta = {**graph.meta, "status_values": status} if status else graph.meta
     return graph.replace(nodes=tuple(nodes), params={**graph.params, **rw.params},
-                         param_values={**graph.param_values, **rw.param_values})
+                         param_values={**graph.param_values, **rw.param_values}, meta=meta)
+
+
+# Note [status outputs]: an op may declare outputs that are an error status (``OpDef.status_outputs``:
+# cholesky_ex's info), which verification reads to tell inputs outside the source's domain
+# (verification/domain.py). A rewrite replaces the node by other ops, none of which declares it, but keeps the
+# output's name (``Rewriter.result``), so the driver records the names of a replaced node's status outputs in
+# ``graph.meta["status_values"]``, and verification reads both: the ops still in the graph and that list.
 
 
 def legalize_for_keras_jax(graph: Graph) -> Graph:

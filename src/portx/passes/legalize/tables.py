@@ -2,7 +2,7 @@
 
 A table is named by its target (``"keras-jax"``, ``"torch-xla"``); ``tpu`` and ``torch_xla``, the
 names the CLI has always taken, are aliases. Each row's status is ``native``, ``unsupported`` or
-``rewrite:<rule>[,<rule>...]`` naming registered rules: node rules (``resize.py``, ``pool.py``)
+``rewrite:<rule>[,<rule>...]`` naming registered rules: node rules (``resize.py``, ``pool.py``, ``fft.py``)
 for op rows, graph passes (``dtypes.py``) for dtype rows. Both targets' pipelines apply their own
 table (``passes/pipeline.py``); ``table_problems`` checks a table against the registry and rules.
 This module imports the rules; no rule imports it.
@@ -18,7 +18,7 @@ import tomllib
 from importlib import resources
 
 from ...ir import REGISTRY
-from . import pool, resize  # noqa: F401  (registers the node rules)
+from . import fft, pool, resize  # noqa: F401  (registers the node rules)
 from .dtypes import DTYPE_RULES
 from .rewriter import NODE_RULES
 

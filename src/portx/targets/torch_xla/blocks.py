@@ -21,7 +21,7 @@ import builtins
 import keyword
 import re
 
-from ..codegen import LineWriter, Namespace, literal
+from ..codegen import LineWriter, Namespace
 from ..structure import assigned_names, block_lines, family_name, find_outputs, ident, instance, number_params, \
     param_name, pieces, render, source_class
 from .nesting import nest
