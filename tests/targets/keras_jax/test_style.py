@@ -129,6 +129,21 @@ graph model(%x: float32[2x4]) {
     assert "relu = layers.ReLU(name='relu')(x)" in code
 
 
+def test_an_input_named_like_an_ops_auto_name_never_clashes(tmp_path):
+    # Note [layer names]: a streaming segment's input is named after the value crossing into it (``add_14``);
+    # with Keras' process-wide counter at that name, the body's op gets the same name (``ops.relu``: relu_3)
+    import keras
+
+    while keras.backend.get_uid("relu") < 3:  # the next auto name of ops.relu is relu_3
+        pass
+    code, _ = _emit(tmp_path, """
+graph model(%relu_3: float16[2x4]) {
+  %y: float16[2x4] = relu(%relu_3) {}
+  return %y
+}""")
+    assert "name='relu_3_layer'" in code and "ops.relu(relu_3_layer)" in code
+
+
 def test_flatten_layer_for_a_reshape_that_keeps_only_the_batch_axis(tmp_path):
     code, _ = _emit(tmp_path, """
 graph model(%x: float32[2x3x4x5]) {

@@ -273,8 +273,8 @@ class KerasEmitter(EmitterBase):
     def _emit_once(self) -> str:
         head = LineWriter(_WIDTH)
         head.indent = 1
-        for value in self.graph.inputs:
-            var = self.ns.name(value.name, "input")
+        for value in self.graph.inputs:  # an Input is a layer: its name must not be an op's auto name either
+            var = self.layer_ident(value.name, "input")  # (a segment's input is named after a value: add_14)
             self.names[value] = var
             dtype = f", dtype={literal(value.type.dtype)}" if value.type.dtype != "float32" else ""
             shape = tuple(None if isinstance(d, SymDim) else d for d in self.graph.free_shape(value))
