@@ -17,12 +17,19 @@ Every size is written by the same streamed writer (keras-jax: ``write_sharded``,
 arrays, a memory-mapped tensor's pages released once written; torch-xla: ``write_weights``, shards only past
 ``--max-shard-size``). Below the budget the emitted model is loaded whole because the checks that need it whole
 run: the end-to-end comparison at the example's size and the size checks, the trace, the gradients. Per-block rows
-are not added there: on the 4-layer Llama of benchmarks/memory_stages.py (27 MB) the block-by-block run took 3.2 s
-against 1.4 s for the whole model's end-to-end check (6 segments, one run each on a loaded machine), for rows the
-whole-model trace already gives node by node, and CI converts thousands of small models. What sets a small
-model's peak is not the weights' path but costs that do not follow its size (measured 2026-12-06,
-docs/large_models.md "Small models' memory"): about 200 MB above the imports for a 0.02 MB CNN (torch.export's
-first use, XLA's compiler and its code pages, the trace's probe compile).
+are not added there, measured (2026-12-06, ``benchmarks/memory_stages.py``'s 4-layer Llama, 27 MB, CPU seconds,
+unprofiled; the split from one cProfile run): block by block, the verify stage took 1.25 s against 0.42 s for
+the whole model's (whose compile at the example's size is already paid in the size checks: 2.8 s). The extra
+second is not the blocks' runs but per-segment fixed costs: 6 segments (glue, 4 blocks of one structure, glue)
+make 3 emitted models, each its model.py written, imported and built by Keras (~30 % of the stage), 3 XLA
+compiles with the 6 runs (~45 %; the 3 later blocks rebind the first block's model and reuse its compile),
+the rebinding of their weights (~15 %); the source's node-by-node run is ~13 %. Added to the whole-model checks it is +15 % of that conversion's 8.5 s of CPU, for
+rows the whole-model trace already gives node by node, and every distinct block structure adds a build and a
+compile (a ResNet's first block per stage differs from the rest). Cheaper rows need the segments cut from the
+loaded whole model (sub-models between its KerasTensors: no build, one compile per structure), not done. What
+sets a small model's peak is not the weights' path but costs that do not follow its size
+(docs/large_models.md "Small models' memory"): about 125 MB above the imports for a 0.02 MB CNN (XLA's
+compiler and its code pages, the checks' compiles).
 
 Example:
     >>> over_budget(graph)

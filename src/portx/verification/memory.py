@@ -23,16 +23,14 @@ Example:
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import gc
 import math
-import sys
 
 import numpy as np
 
 from ..progress import Stages
 from ..targets.keras_jax.runtime import forget_compiles
+from ..weights.heap import MMAP_THRESHOLD, fix_mmap_threshold, trim_heap
 
 __all__ = ["LeanStages", "release", "RELEASE_BEFORE", "RELEASE_AFTER", "CLEAR_AFTER", "LEAN_BYTES", "largest_batch",
            "fix_mmap_threshold", "per_sample_bytes", "ACTIVATION_SHARE", "ACTIVATION_FLOOR", "MMAP_THRESHOLD"]
@@ -65,33 +63,6 @@ CLEAR_AFTER = frozenset({"load-emitted", "verify", "trace", "grad"})
 # the process (glibc has no way to restore the rising one); what it costs is a page fault per page of each
 # large array, which a conversion's compiles and runs do not notice.
 
-#: allocations from this size on get their own mapping, returned to the OS when freed (Note [fixed mmap threshold])
-MMAP_THRESHOLD = 1 << 20
-
-
-def fix_mmap_threshold():
-    """glibc's ``mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)`` (Note [fixed mmap threshold]); a no-op elsewhere."""
-    libc = _libc()
-    if libc is not None and hasattr(libc, "mallopt"):
-        libc.mallopt(-3, MMAP_THRESHOLD)  # M_MMAP_THRESHOLD in malloc.h
-
-
-def _libc():
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-    except OSError:
-        return None
-
-
-def _trim():
-    """glibc's ``malloc_trim(0)``: return free heap pages to the OS (a no-op elsewhere)."""
-    libc = _libc()
-    if libc is not None and hasattr(libc, "malloc_trim"):  # musl and others have no malloc_trim
-        libc.malloc_trim(0)
-
-
 def release(executables=False, collect=True):
     """Collect cycles (``collect``) and return freed memory to the OS; ``executables``: also the emitted models'
     memoized forwards and their XLA executables (targets/keras_jax/runtime.py; nothing of the user's own)."""
@@ -102,7 +73,7 @@ def release(executables=False, collect=True):
         jax.clear_caches()  # Note [build caches]
     if collect:
         gc.collect()
-    _trim()
+    trim_heap()
 
 
 class LeanStages(Stages):

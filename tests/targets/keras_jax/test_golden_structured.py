@@ -34,6 +34,8 @@ def test_structured_model_verifies_trains_saves_and_reloads(tmp_path):
 
     model, inputs = small_resnet()
     result = portx.convert(model, out=tmp_path / "out", example_inputs=inputs)  # verifies, or raises
+    rows = result.report["node_errors"]["rows"]  # traced on the flat emission (Note [flat model without values])
+    assert any(row["node"].startswith("layer2.1.") for row in rows) and all(row["passed"] for row in rows)
     converted = result.model
     assert {"layer1_1_conv1", "layer2_1_bn3", "layer2_0_downsample_0"} <= {layer.name for layer in converted.layers}
     x = inputs[0].numpy()

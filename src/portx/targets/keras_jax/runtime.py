@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ...weights import release_all
+from ...weights.heap import trim_heap
 from ..codegen import flatten_outputs, import_by_path
 from .cheap_init import cheap_initializers
 from .cpu_dots import widened_dots
@@ -166,12 +167,25 @@ def observe_locals(code, arrays, names, like=None) -> dict:
     kept = _LOCALS.get(like) if like is not None else None
     if kept is not None and kept[0] == Path(code).resolve():  # Note [one model for the trace]
         model, tensors = like, kept[1]
+    elif like is not None:  # Note [flat model without values]
+        module = import_by_path(code)
+        model, tensors = build_with_locals(module, lambda: abstract_model(module))
+        if not _took_weights(model, like):
+            model.load_weights(Path(code).parent / WEIGHTS_FILE)
     else:
         with cheap_initializers():  # the weights are loaded right after
             model, tensors = build_with_locals(import_by_path(code))
         if not _took_weights(model, like):
             model.load_weights(Path(code).parent / WEIGHTS_FILE)
     return _probe(model, {var: tensors.get(var) for var in names}, arrays, keras)
+
+
+# Note [flat model without values]: the trace of a model whose code writes repeated blocks once reads their
+# intermediates from the same graph emitted flat (Note [structured code] in targets/structure.py), a second model
+# whose variables then take the loaded model's arrays (``_took_weights``: shared, not copied). Built with
+# ``cheap_initializers`` its variables first held zeros, a full copy of the weights made only to be dropped
+# (resnet50: +127 MB while it built, 98 of them zeros); built like ``abstract_model`` they hold nothing until
+# they take the loaded model's arrays.
 
 
 def _took_weights(model, like) -> bool:
@@ -228,4 +242,13 @@ def _run_unoptimized(model, arrays) -> list:
         compiled = lowered.compile(_PROBE_OPTIONS)
     except Exception:  # noqa: BLE001 - a backend without these options: its default compile
         compiled = lowered.compile()
-    return [np.asarray(o) for o in compiled(*args)]
+    outputs = list(compiled(*args))
+    del compiled, lowered, args  # Note [probe outputs]
+    trim_heap()
+    return [np.array(outputs.pop(0)) for _ in range(len(outputs))]
+
+
+# Note [probe outputs]: the probe's executable (resnet50: ~50 MB, kept in the heap once compiled) is used once,
+# and its outputs (every sampled intermediate: 30 MB) are copied to host arrays. Copied while the executable and
+# all the device outputs still lived, the trace peaked 55 MB above the run; the executable is dropped and its heap
+# pages trimmed first, and each output's device buffer is freed as soon as it is copied.
