@@ -1,0 +1,148 @@
+"""Note [jax symbols] (frontends/jax/symbols.py): a subclassed Keras model is traced and lowered once; its free dims
+come from a second, symbolic trace matched to the first equation by equation, not from a second lowering. A spy on
+the lowering counts the walks; the emitted models run at other batch sizes (and image sizes) and match the source
+on both targets. A model JAX cannot trace symbolically falls back to two lowerings and the report says why."""
+import jax
+import keras
+import numpy as np
+import pytest
+from keras import layers
+
+import portx
+import portx.frontends.keras.subclassed as subclassed
+from portx.frontends.jax.symbols import Mismatch, match_jaxprs, read_symbols, symbolic_specs
+from portx.targets import find_target
+
+TARGETS = ["keras-jax", "torch-xla"]
+
+
+class Mlp(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.up, self.down = layers.Dense(16, activation="gelu"), layers.Dense(4)
+
+    def call(self, x):
+        return self.down(self.up(x))
+
+
+class Rows(keras.Model):
+    """A reshape by the batch read from the input, and a constant of the batch's size (folded at static sizes)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = layers.Dense(8)
+
+    def call(self, x):
+        y = keras.ops.reshape(self.fc(x), (x.shape[0], 2, 4))
+        return keras.ops.softmax(y, axis=-1) * keras.ops.ones((x.shape[0], 1, 1))
+
+
+class UNet(keras.Model):
+    """Pools by 2 and upsamples back onto the skip: the image size is divided (``floordiv(d, 2)``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = layers.Conv2D(4, 3, padding="same", activation="relu")
+        self.pool, self.mid = layers.MaxPooling2D(2), layers.Conv2D(4, 3, padding="same", activation="relu")
+        self.up, self.head = layers.UpSampling2D(2), layers.Conv2D(2, 1)
+
+    def call(self, x):
+        skip = self.stem(x)
+        return self.head(keras.ops.concatenate([skip, self.up(self.mid(self.pool(skip)))], axis=-1))
+
+
+class NeedsInt(Rows):
+    """Reads the batch as a Python int, which a symbolic size cannot be: JAX's symbolic trace fails."""
+
+    def call(self, x):
+        return keras.ops.reshape(self.fc(x), (int(x.shape[0]), 2, 4))
+
+
+def _built(make, shape):
+    keras.utils.set_random_seed(0)
+    model = make()
+    model(np.zeros(shape, np.float32))
+    return model
+
+
+@pytest.fixture
+def lowerings(monkeypatch):
+    """The number of times a conversion lowers (walks) a traced jaxpr."""
+    count, real = [0], subclassed.lower_jaxpr
+
+    def counted(*args, **kwargs):
+        count[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(subclassed, "lower_jaxpr", counted)
+    return count
+
+
+def _found(report):
+    return {r["symbol"]: (r["free"], r.get("found_by")) for r in report["dynamic"]}
+
+
+def _matches(result, to, model, shapes):
+    for k, shape in enumerate(shapes):
+        x = np.random.default_rng(k).standard_normal(shape).astype(np.float32)
+        got = find_target(to).run(result.model, [x])[0]
+        np.testing.assert_allclose(got, np.asarray(model(x)), rtol=1e-4, atol=1e-4, err_msg=str(shape))
+
+
+@pytest.mark.parametrize("to", TARGETS)
+@pytest.mark.parametrize("make, shape", [(Mlp, (2, 12)), (Rows, (3, 6))], ids=["mlp", "reshape-by-batch"])
+def test_the_batch_is_read_from_symbols_after_one_lowering(make, shape, to, lowerings, tmp_path):
+    model = _built(make, shape)
+    result = portx.convert(model, example_inputs=(np.ones(shape, np.float32),), to=to, out=tmp_path / "o",
+                           grad=False)
+    assert lowerings[0] == 1, lowerings
+    assert _found(result.report) == {"batch": (True, "symbolic export")}, result.report["warnings"]
+    _matches(result, to, model, [(n, *shape[1:]) for n in (1, 3, 8)])
+
+
+@pytest.mark.parametrize("to", TARGETS)
+def test_a_divided_image_size_is_read_from_symbols(to, lowerings, tmp_path):
+    model = _built(UNet, (2, 8, 8, 3))
+    result = portx.convert(model, example_inputs=(np.ones((2, 8, 8, 3), np.float32),), to=to, out=tmp_path / "o",
+                           grad=False, dynamic=["x:1", "x:2"])
+    assert lowerings[0] == 1, lowerings
+    assert _found(result.report) == {"batch": (True, "symbolic export"), "x_1": (True, "symbolic export"),
+                                     "x_2": (True, "symbolic export")}, result.report["warnings"]
+    assert any("x_1 stays free at 8 plus multiples of 2" in w for w in result.report["warnings"])
+    _matches(result, to, model, [(1, 8, 8, 3), (3, 10, 12, 3), (8, 6, 14, 3)])
+
+
+@pytest.mark.parametrize("to", TARGETS)
+def test_a_model_jax_cannot_trace_symbolically_is_lowered_twice_and_said_so(to, lowerings, tmp_path):
+    model = _built(NeedsInt, (3, 6))
+    result = portx.convert(model, example_inputs=(np.ones((3, 6), np.float32),), to=to, out=tmp_path / "o",
+                           grad=False)
+    assert _found(result.report) == {"batch": (True, "two lowerings")}, result.report["warnings"]
+    assert lowerings[0] == 2
+    said = [w for w in result.report["warnings"] if w.startswith("x:0 found by two lowerings")]
+    assert said and "JAX cannot trace it with a symbolic size" in said[0], result.report["warnings"]
+    _matches(result, to, model, [(n, 6) for n in (1, 3, 8)])
+
+
+def test_traces_that_take_different_paths_do_not_match():
+    """JAX slices by a static size with ``slice`` but by a symbolic one with ``gather``: Mismatch names where."""
+    def f(x):
+        return jax.numpy.reshape(x * 2, (x.shape[0] * 4,))[: x.shape[0] // 2 * 2]
+
+    x = np.zeros((4, 4), np.float32)
+    static, symbolic = jax.make_jaxpr(f)(x), jax.make_jaxpr(f)(*symbolic_specs([x], [(0, 0)]))
+    with pytest.raises(Mismatch, match=r"3 equations at static sizes, 4 with symbols, from <top> \(slice\) on"):
+        match_jaxprs(static, symbolic)
+
+
+def test_a_symbolic_trace_gives_each_value_its_shape_at_another_size():
+    def f(x):
+        y = jax.lax.reduce_window(x * 2, 0.0, jax.lax.add, (2, 1), (2, 1), "VALID")  # floordiv(d - 2, 2) + 1 rows
+        return jax.numpy.reshape(y, (y.shape[0] * 4,))
+
+    x = np.zeros((6, 4), np.float32)
+    static, symbolic = jax.make_jaxpr(f)(x), jax.make_jaxpr(f)(*symbolic_specs([x], [(0, 0)]))
+    record = [(eqn, [None] * len(eqn.outvars)) for eqn in static.jaxpr.eqns]
+    found = read_symbols(static, symbolic, record, [], 6)
+    assert found.divisor() == 2
+    assert found.hints(8)["literals"] == {6: {8}, 3: {4}, 12: {16}}
