@@ -3,68 +3,16 @@ come from a second, symbolic trace matched to the first equation by equation, no
 the lowering counts the walks; the emitted models run at other batch sizes (and image sizes) and match the source
 on both targets. A model JAX cannot trace symbolically falls back to two lowerings and the report says why."""
 import jax
-import keras
 import numpy as np
 import pytest
-from keras import layers
 
 import portx
 import portx.frontends.keras.subclassed as subclassed
 from portx.frontends.jax.symbols import Mismatch, match_jaxprs, read_symbols, symbolic_specs
 from portx.targets import find_target
+from tests.support.zoo_traced import Encoder, Mlp, NeedsInt, Rows, UNet, built as _built
 
 TARGETS = ["keras-jax", "torch-xla"]
-
-
-class Mlp(keras.Model):
-    def __init__(self):
-        super().__init__()
-        self.up, self.down = layers.Dense(16, activation="gelu"), layers.Dense(4)
-
-    def call(self, x):
-        return self.down(self.up(x))
-
-
-class Rows(keras.Model):
-    """A reshape by the batch read from the input, and a constant of the batch's size (folded at static sizes)."""
-
-    def __init__(self):
-        super().__init__()
-        self.fc = layers.Dense(8)
-
-    def call(self, x):
-        y = keras.ops.reshape(self.fc(x), (x.shape[0], 2, 4))
-        return keras.ops.softmax(y, axis=-1) * keras.ops.ones((x.shape[0], 1, 1))
-
-
-class UNet(keras.Model):
-    """Pools by 2 and upsamples back onto the skip: the image size is divided (``floordiv(d, 2)``). No two sizes of
-    the example are equal (8 x 12 images, 5 channels): a literal equal to a moving size by chance is read as that
-    size, and the graph is then lowered again (``_by_literals`` in passes/static_batch.py), as for torch."""
-
-    def __init__(self):
-        super().__init__()
-        self.stem = layers.Conv2D(5, 3, padding="same", activation="relu")
-        self.pool, self.mid = layers.MaxPooling2D(2), layers.Conv2D(5, 3, padding="same", activation="relu")
-        self.up, self.head = layers.UpSampling2D(2), layers.Conv2D(2, 1)
-
-    def call(self, x):
-        skip = self.stem(x)
-        return self.head(keras.ops.concatenate([skip, self.up(self.mid(self.pool(skip)))], axis=-1))
-
-
-class NeedsInt(Rows):
-    """Reads the batch as a Python int, which a symbolic size cannot be: JAX's symbolic trace fails."""
-
-    def call(self, x):
-        return keras.ops.reshape(self.fc(x), (int(x.shape[0]), 2, 4))
-
-
-def _built(make, shape):
-    keras.utils.set_random_seed(0)
-    model = make()
-    model(np.zeros(shape, np.float32))
-    return model
 
 
 @pytest.fixture
@@ -112,6 +60,17 @@ def test_a_divided_image_size_is_read_from_symbols(to, lowerings, tmp_path):
                                      "x_2": (True, "symbolic export")}, result.report["warnings"]
     assert any("x_1 stays free at 8 plus multiples of 2" in w for w in result.report["warnings"])
     _matches(result, to, model, [(1, 8, 12, 3), (3, 10, 14, 3), (8, 6, 10, 3)])
+
+
+@pytest.mark.slow  # about a minute: verified at three batch sizes and two lengths
+def test_an_attention_encoder_keeps_batch_and_sequence_free_from_one_lowering(lowerings, tmp_path):
+    model = _built(lambda: Encoder(blocks=1, dim=16), (2, 12, 16))
+    result = portx.convert(model, example_inputs=(np.ones((2, 12, 16), np.float32),), to="keras-jax",
+                           out=tmp_path / "o", grad=False, dynamic=["x:1"])
+    assert lowerings[0] == 1, lowerings
+    assert _found(result.report) == {"batch": (True, "symbolic export"), "x_1": (True, "symbolic export")}, \
+        result.report["warnings"]
+    _matches(result, "keras-jax", model, [(1, 5, 16), (3, 12, 16), (8, 19, 16)])
 
 
 @pytest.mark.parametrize("to", TARGETS)
