@@ -8,9 +8,9 @@ import pytest
 
 import portx
 import portx.frontends.keras.subclassed as subclassed
-from portx.frontends.jax.symbols import Mismatch, match_jaxprs, read_symbols, symbolic_specs
+from portx.frontends.jax.symbols import Mismatch, compact, match_jaxprs, read_symbols, symbolic_specs
 from portx.targets import find_target
-from tests.support.zoo_traced import Encoder, Mlp, NeedsInt, Rows, UNet, built as _built
+from tests.support.zoo_traced import Encoder, Mlp, NeedsInt, Pooled, Rows, UNet, built as _built
 
 TARGETS = ["keras-jax", "torch-xla"]
 
@@ -40,7 +40,8 @@ def _matches(result, to, model, shapes):
 
 
 @pytest.mark.parametrize("to", TARGETS)
-@pytest.mark.parametrize("make, shape", [(Mlp, (2, 12)), (Rows, (3, 6))], ids=["mlp", "reshape-by-batch"])
+@pytest.mark.parametrize("make, shape", [(Mlp, (2, 12)), (Rows, (3, 6)), (Pooled, (2, 5, 6))],
+                         ids=["mlp", "reshape-by-batch", "indexing"])
 def test_the_batch_is_read_from_symbols_after_one_lowering(make, shape, to, lowerings, tmp_path):
     model = _built(make, shape)
     result = portx.convert(model, example_inputs=(np.ones(shape, np.float32),), to=to, out=tmp_path / "o",
@@ -86,14 +87,27 @@ def test_a_model_jax_cannot_trace_symbolically_is_lowered_twice_and_said_so(to, 
 
 
 def test_traces_that_take_different_paths_do_not_match():
-    """JAX slices by a static size with ``slice`` but by a symbolic one with ``gather``: Mismatch names where."""
+    """A Python branch on a size: at (2, 2) the sizes are equal and nothing is reshaped; with (2, d) JAX cannot
+    prove them equal and reshapes. Mismatch names where the two traces part."""
     def f(x):
-        return jax.numpy.reshape(x * 2, (x.shape[0] * 4,))[: x.shape[0] // 2 * 2]
+        return jax.numpy.reshape(x, (x.shape[1], x.shape[0])) if x.shape[0] != x.shape[1] else x
 
-    x = np.zeros((4, 4), np.float32)
+    x = np.zeros((2, 2), np.float32)
+    static, symbolic = jax.make_jaxpr(f)(x), jax.make_jaxpr(f)(*symbolic_specs([x], [(0, 1)]))
+    with pytest.raises(Mismatch, match=r"0 equations at static sizes, 1 with symbols, from <top> \(reshape\) on"):
+        match_jaxprs(static, symbolic, 2)
+
+
+def test_an_indexing_slice_is_paired_with_the_gather_jax_writes_with_symbols():
+    """Note [indexing with symbols]: ``x[:, 0]`` is slice + squeeze at static sizes, a gather with symbols."""
+    def f(x):
+        return x[:, 0] * 2
+
+    x = np.zeros((4, 3), np.float32)
     static, symbolic = jax.make_jaxpr(f)(x), jax.make_jaxpr(f)(*symbolic_specs([x], [(0, 0)]))
-    with pytest.raises(Mismatch, match=r"3 equations at static sizes, 4 with symbols, from <top> \(slice\) on"):
-        match_jaxprs(static, symbolic)
+    assert "gather" in str(symbolic) and "gather" not in str(static)
+    found = read_symbols(static, symbolic, compact((e, [None] * len(e.outvars)) for e in static.jaxpr.eqns), [], 4)
+    assert found.hints(6)["literals"][4] == {6}
 
 
 def test_a_symbolic_trace_gives_each_value_its_shape_at_another_size():
@@ -103,7 +117,7 @@ def test_a_symbolic_trace_gives_each_value_its_shape_at_another_size():
 
     x = np.zeros((6, 4), np.float32)
     static, symbolic = jax.make_jaxpr(f)(x), jax.make_jaxpr(f)(*symbolic_specs([x], [(0, 0)]))
-    record = [(eqn, [None] * len(eqn.outvars)) for eqn in static.jaxpr.eqns]
+    record = compact((eqn, [None] * len(eqn.outvars)) for eqn in static.jaxpr.eqns)
     found = read_symbols(static, symbolic, record, [], 6)
     assert found.divisor() == 2
     assert found.hints(8)["literals"] == {6: {8}, 3: {4}, 12: {16}}

@@ -16,7 +16,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 from keras import layers  # noqa: E402
 
-__all__ = ["Mlp", "Rows", "UNet", "NeedsInt", "Encoder", "TRACED", "built"]
+__all__ = ["Mlp", "Rows", "Pooled", "UNet", "NeedsInt", "Encoder", "TRACED", "built"]
 
 
 class Mlp(keras.Model):
@@ -38,6 +38,19 @@ class Rows(keras.Model):
     def call(self, x):
         y = keras.ops.reshape(self.fc(x), (x.shape[0], 2, 4))
         return keras.ops.softmax(y, axis=-1) * keras.ops.ones((x.shape[0], 1, 1))
+
+
+class Pooled(keras.Model):
+    """Reads the first and last position by indexing (``h[:, 0]``): a gather with a symbolic batch, a slice without
+    (Note [indexing with symbols] in frontends/jax/symbols.py)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc, self.head = layers.Dense(8, activation="tanh"), layers.Dense(3)
+
+    def call(self, x):
+        h = self.fc(x)
+        return self.head(h[:, 0] + h[:, -1] + h[:, 1:3].sum(axis=1))
 
 
 class UNet(keras.Model):
@@ -95,6 +108,6 @@ def _entry(make, shape, dynamic=()):
     return build
 
 
-TRACED = {"mlp": _entry(Mlp, (2, 12)), "rows": _entry(Rows, (3, 6)),
+TRACED = {"mlp": _entry(Mlp, (2, 12)), "rows": _entry(Rows, (3, 6)), "pooled": _entry(Pooled, (2, 5, 6)),
           "unet": _entry(UNet, (2, 8, 12, 3), ["x:1", "x:2"]), "needs-int": _entry(NeedsInt, (3, 6)),
           "encoder": _entry(Encoder, (2, 24, 64), ["x:1"])}

@@ -26,8 +26,10 @@ divisor, and the axis stays free at the example's size plus multiples of it, as 
 
 Where JAX cannot trace the model symbolically (a Python ``int(x.shape[0])``, a branch on a size that the symbol
 cannot decide, a ``jnp`` op that refuses symbolic dims) or the two traces differ (JAX takes another path at a
-static size: a reshape to the same shape is no equation, one to a symbolic shape is), the source is lowered again
-at a second size ("two lowerings"), and a warning says why in one line.
+static size: a Python branch on ``x.shape[0] != x.shape[1]``, a ``jnp`` function with a fast path for static
+shapes), the source is lowered again at a second size ("two lowerings"), and a warning says why in one line.
+Indexing, a ``slice`` at static sizes but a ``gather`` with symbols, is paired by its result instead (Note
+[indexing with symbols]).
 
 Example:
     >>> specs = symbolic_specs([x], [(0, 0)])           # x: float32[2, 8] -> ShapeDtypeStruct((d, 8))
@@ -45,7 +47,7 @@ from jax.extend import core as jcore
 
 from . import Const, scope_of
 
-__all__ = ["SYMBOL", "Mismatch", "symbolic_specs", "match_jaxprs", "read_symbols", "JaxSymbols"]
+__all__ = ["SYMBOL", "Mismatch", "symbolic_specs", "match_jaxprs", "compact", "read_symbols", "JaxSymbols"]
 
 #: the one symbol of a symbolic trace
 SYMBOL = "d"
@@ -99,44 +101,85 @@ def _vars(atoms) -> list:
     return [v for v in atoms if isinstance(v, jcore.Var)]
 
 
-def match_jaxprs(static, symbolic) -> tuple:
-    """``({id(static equation): symbolic equation}, sized)``: the two traces' equations paired one by one, and the
-    symbolic vars computed from a size read as a value (Note [jax symbols]); Mismatch says where they differ."""
+def match_jaxprs(static, symbolic, at=None) -> tuple:
+    """``({id(static equation): symbolic equation or None}, sized)``: the two traces' equations paired one by one,
+    and the symbolic vars computed from a size read as a value (Note [jax symbols]); Mismatch says where they
+    differ. With ``at`` (SYMBOL's value at the example's sizes), an indexing run that JAX writes as a ``slice`` at
+    static sizes and as a ``gather`` with symbols is paired by its result (Note [indexing with symbols]); its
+    static steps before the result pair with None."""
     pairs, sized = {}, {}
-    _match(static.jaxpr, symbolic.jaxpr, pairs, sized)
+    _match(static.jaxpr, symbolic.jaxpr, pairs, sized, at)
     return pairs, sized
 
 
-def _match(a, b, pairs, sized):
+def _same(ea, eb) -> bool:
+    return ea.primitive.name == eb.primitive.name and len(ea.invars) == len(eb.invars) and \
+        len(ea.outvars) == len(eb.outvars)
+
+
+def _match(a, b, pairs, sized, at):
     eqns = []
     for eqn in b.eqns:
         if eqn.primitive.name == "dim_as_value":  # a size read as a value: no equation at static sizes
             sized[eqn.outvars[0]] = eqn.params["dim"]
         else:
             eqns.append(eqn)
-    if len(a.eqns) != len(eqns):
-        first = next((e for e, f in zip(a.eqns, eqns) if e.primitive.name != f.primitive.name), None)
-        raise Mismatch(f"{len(a.eqns)} equations at static sizes, {len(eqns)} with symbols"
-                       + (f", from {_where(first)} on" if first is not None else ""))
-    for ea, eb in zip(a.eqns, eqns):
-        if ea.primitive.name != eb.primitive.name or len(ea.invars) != len(eb.invars) or \
-                len(ea.outvars) != len(eb.outvars):
-            raise Mismatch(f"equation {_where(ea)} is {eb.primitive.name} with symbols")
-        known = pairs.setdefault(id(ea), eb)  # a sub-jaxpr called twice is one static object
-        if known is not eb and [str(v.aval) for v in known.outvars] != [str(v.aval) for v in eb.outvars]:
-            raise Mismatch(f"equation {_where(ea)} is shared at static sizes but not with symbols")
-        subs_a, subs_b = _subs(ea), _subs(eb)
-        if len(subs_a) != len(subs_b):
-            raise Mismatch(f"equation {_where(ea)} has {len(subs_b)} sub-jaxprs with symbols, not {len(subs_a)}")
-        for sa, sb in zip(subs_a, subs_b):
-            for inner, outer in zip(reversed(sb.invars), reversed(eb.invars)):  # operands map onto the last invars
-                if isinstance(outer, jcore.Var) and outer in sized:
-                    sized[inner] = True
-            _match(sa, sb, pairs, sized)
-        if any(v in sized for v in _vars(eb.invars)) or any(v in sized for s in subs_b for v in _vars(s.outvars)) \
-                or any(_is_symbolic(d) for v in eb.invars for d in getattr(v.aval, "shape", ())) \
-                or _has_symbol(eb.params):
-            sized.update((v, True) for v in eb.outvars)
+    i = j = 0
+    while i < len(a.eqns) and j < len(eqns):
+        if not _same(a.eqns[i], eqns[j]):
+            i, j = _indexing_run(a.eqns, eqns, i, j, pairs, at)
+        _pair(a.eqns[i], eqns[j], pairs, sized, at)
+        i, j = i + 1, j + 1
+    if i < len(a.eqns) or j < len(eqns):
+        first = a.eqns[i] if i < len(a.eqns) else eqns[j]
+        raise Mismatch(f"{len(a.eqns)} equations at static sizes, {len(eqns)} with symbols, from {_where(first)} on")
+
+
+def _pair(ea, eb, pairs, sized, at):
+    known = pairs.setdefault(id(ea), eb)  # a sub-jaxpr called twice is one static object
+    if known is not eb and (known is None or [str(v.aval) for v in known.outvars] != [str(v.aval) for v in eb.outvars]):
+        raise Mismatch(f"equation {_where(ea)} is shared at static sizes but not with symbols")
+    subs_a, subs_b = _subs(ea), _subs(eb)
+    if len(subs_a) != len(subs_b):
+        raise Mismatch(f"equation {_where(ea)} has {len(subs_b)} sub-jaxprs with symbols, not {len(subs_a)}")
+    for sa, sb in zip(subs_a, subs_b):
+        for inner, outer in zip(reversed(sb.invars), reversed(eb.invars)):  # operands map onto the last invars
+            if isinstance(outer, jcore.Var) and outer in sized:
+                sized[inner] = True
+        _match(sa, sb, pairs, sized, at)
+    if any(v in sized for v in _vars(eb.invars)) or any(v in sized for s in subs_b for v in _vars(s.outvars)) \
+            or any(_is_symbolic(d) for v in eb.invars for d in getattr(v.aval, "shape", ())) \
+            or _has_symbol(eb.params):
+        sized.update((v, True) for v in eb.outvars)
+
+
+# Note [indexing with symbols]: ``x[:, 0]`` is ``slice`` then ``squeeze`` at static sizes, but with a symbolic dim
+# JAX's indexing refuses a static slice ("mode='slice' is not valid for polymorphic shapes", jax/_src/numpy/
+# indexing.py ``to_static_slice``) and builds index arrays and a ``gather`` instead. Where the equations differ,
+# a run of at most ``_RUN`` static indexing steps is paired with a run of at most ``_RUN * 4`` symbolic index and
+# gather steps that ends in a value of the same shape and dtype at the example's sizes; the steps inside the run
+# get no symbolic shapes (the ops' rules give them, ``rebatch``), and the checks at other sizes catch a wrong pair.
+_RUN = 3
+_STATIC_INDEXING = {"slice", "squeeze", "reshape", "rev", "expand_dims", "broadcast_in_dim"}
+_SYMBOLIC_INDEXING = _STATIC_INDEXING | {"gather", "dynamic_slice", "iota", "concatenate", "convert_element_type",
+                                         "lt", "ge", "add", "sub", "mul", "select_n", "clamp"}
+
+
+def _indexing_run(static, symbolic, i, j, pairs, at) -> tuple:
+    """(k, l): where the indexing run from static equation ``i`` and symbolic equation ``j`` ends with one value
+    (Note [indexing with symbols]); Mismatch where there is none."""
+    for k in range(i, min(i + _RUN, len(static)) if at is not None else ()):
+        if static[k].primitive.name not in _STATIC_INDEXING or len(static[k].outvars) != 1:
+            break
+        want = static[k].outvars[0].aval
+        for l in range(j, min(j + 4 * _RUN, len(symbolic))):
+            if symbolic[l].primitive.name not in _SYMBOLIC_INDEXING or len(symbolic[l].outvars) != 1:
+                break
+            got = symbolic[l].outvars[0].aval
+            if got.dtype == want.dtype and tuple(_evaluated(d, at) for d in got.shape) == tuple(want.shape):
+                pairs.update((id(e), None) for e in static[i:k])
+                return k, l
+    raise Mismatch(f"equation {_where(static[i])} is {symbolic[j].primitive.name} with symbols")
 
 
 def _has_symbol(params) -> bool:
@@ -145,18 +188,25 @@ def _has_symbol(params) -> bool:
     return any(walk(v) for v in params.values())
 
 
+def compact(record) -> list:
+    """The lowering's record ([(equation, results)]) without the folded arrays, which it would keep alive:
+    [(equation, [IR Value, or None for a constant never stored], [folded at static sizes?])]."""
+    return [(eqn, [r.value if isinstance(r, Const) else r for r in results], [isinstance(r, Const) for r in results])
+            for eqn, results in record]
+
+
 def read_symbols(static, symbolic, record, inputs, size, scale=1) -> "JaxSymbols":
     """The symbols of ``symbolic`` (the source traced with SYMBOL, its axes ``scale * d + r``), matched to
     ``static`` (traced at the example's sizes, those axes at ``size``) and its lowering's ``record`` ([(equation,
-    results)]); ``inputs`` pairs each graph input Value with its symbolic shape. Mismatch where the traces differ,
-    or a dim at ``size`` differs from the static one."""
-    pairs, sized = match_jaxprs(static, symbolic)
-    missing = next((eqn for eqn, _ in record if id(eqn) not in pairs), None)
+    results)], ``compact``ed); ``inputs`` pairs each graph input Value with its symbolic shape. Mismatch where the
+    traces differ, or a dim at ``size`` differs from the static one."""
+    pairs, sized = match_jaxprs(static, symbolic, size // scale)
+    missing = next((eqn for eqn, *_ in record if id(eqn) not in pairs), None)
     if missing is not None:
         raise Mismatch(f"equation {_where(missing)} was lowered but has no symbolic counterpart")
     found = JaxSymbols(record, pairs, sized, inputs, scale, size % scale)
-    for eqn, _ in record:
-        for var, svar in zip(eqn.outvars, pairs[id(eqn)].outvars):
+    for eqn, *_ in record:
+        for var, svar in zip(eqn.outvars, pairs[id(eqn)].outvars if pairs[id(eqn)] else ()):
             shape = tuple(_evaluated(d, size // scale) for d in getattr(svar.aval, "shape", ()))
             if shape != tuple(getattr(var.aval, "shape", ())):
                 raise Mismatch(f"equation {_where(eqn)} gives {svar.aval.str_short()} with symbols, which is "
@@ -189,21 +239,22 @@ class JaxSymbols:
 
         for value, shape in self.inputs:
             shapes[value.name] = tuple(read(d, n) for d, n in zip(shape, value.type.shape))
-        for eqn, results in self.record:
+        for eqn, values, folded in self.record:
             sym = self.pairs[id(eqn)]
+            if sym is None:  # inside an indexing run (Note [indexing with symbols])
+                continue
             for key, param in eqn.params.items():
                 _param_sizes(param, sym.params.get(key), read)
             for atom, satom in zip(eqn.invars, sym.invars):  # a size read as a value, a literal at static sizes
                 if hasattr(atom, "val") and np.ndim(atom.val) == 0 and isinstance(satom, jcore.Var) and \
                         _is_symbolic(self.sized.get(satom)):
                     read(self.sized[satom], int(atom.val))
-            for var, svar, result in zip(eqn.outvars, sym.outvars, results):
-                value = result.value if isinstance(result, Const) else result
+            for var, svar, value, known in zip(eqn.outvars, sym.outvars, values, folded):
                 shape = tuple(read(d, n) for d, n in zip(getattr(svar.aval, "shape", ()), var.aval.shape))
                 if value is None or not hasattr(value, "type"):
                     continue
                 shapes[value.name] = shape
-                if isinstance(result, Const) and svar in self.sized and shape == tuple(value.type.shape):
+                if known and svar in self.sized and shape == tuple(value.type.shape):
                     fixed.add(value.name)  # folded from a size, same shape: its value there is unknown
         return {"shapes": shapes, "literals": literals, "fixed": fixed}
 
@@ -211,8 +262,8 @@ class JaxSymbols:
         """The least common multiple of what the shapes divide SYMBOL by (``floordiv(d, 2)``: 2) and its scale; 1
         where none."""
         found = self.scale
-        for eqn, _ in self.record:
-            for svar in self.pairs[id(eqn)].outvars:
+        for eqn, *_ in self.record:
+            for svar in self.pairs[id(eqn)].outvars if self.pairs[id(eqn)] else ():
                 for dim in getattr(svar.aval, "shape", ()):
                     for by in _divisors(dim) if _is_symbolic(dim) else ():
                         found = math.lcm(found, by)

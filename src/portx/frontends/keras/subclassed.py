@@ -21,7 +21,7 @@ from ...errors import BadInput, first_line
 from ...ir import Graph
 from ..input_spec import resize_array
 from ..jax import lower_jaxpr
-from ..jax.symbols import Mismatch, read_symbols, symbolic_specs
+from ..jax.symbols import Mismatch, compact, read_symbols, symbolic_specs
 
 __all__ = ["call_args", "lower_keras_subclassed", "needs_tracing", "param_name", "inference_context",
            "SubclassedKerasSource", "trace_jaxpr", "traced_symbols"]
@@ -132,7 +132,8 @@ def lower_keras_subclassed(model, example_arrays, name=None, keep=None) -> Graph
     graph = lower_jaxpr(closed, _input_names(model, len(arrays)), params, name or model.name,
                         trainable=[name for name, _ in params[:len(trainable)]], record=record)
     if keep is not None:
-        keep.update(fn=traced, weights=[v.value for v in variables], arrays=arrays, closed=closed, record=record)
+        keep.update(fn=traced, weights=[v.value for v in variables], arrays=arrays, closed=closed,
+                    record=compact(record))
     sources = {name: v.path for (name, _), v in zip(params, trainable)}  # Note [gradient pairing]
     return graph.replace(meta={**graph.meta, "param_sources": sources})
 
