@@ -3,7 +3,9 @@
 Note [symbolic export] (frontends/torch/symbols.py): a live module is exported once with its free axes symbolic, and
 lowered once: its graph at a second size comes from torch's own shapes (Note [symbols read directly]), where portx
 used to lower it again per free dim. This prints, per model (``text-llama``: a tiny Hugging Face Llama from its
-config, batch and sequence free), the stages that changed (load: the export; free-dims: the second graphs) and the
+config, batch and sequence free; ``keras-<name>``: a subclassed Keras model of tests/support/zoo_traced.py, whose
+free dims come from JAX's symbolic trace: Note [jax symbols] in frontends/jax/symbols.py), the stages that changed
+(load: the export; free-dims: the second graphs) and the
 whole conversion, for each tree, each conversion in a fresh process so that imports and caches are the same for
 both. Seconds are CPU seconds of the converting process (all its threads) unless ``--wall``: on a machine shared
 with other jobs, wall seconds measure the other jobs.
@@ -36,6 +38,9 @@ if {cpu!r}:  # stage times in CPU seconds of this process: wall seconds mean lit
 model, dynamic = {model!r}, ()
 if model.startswith("hf:"):
     source, inputs = model[3:], None
+elif model.startswith("keras-"):  # a subclassed Keras model, lowered through its traced jaxpr (Note [jax symbols])
+    from tests.support.zoo_traced import TRACED
+    source, inputs, dynamic = TRACED[model[6:]]()
 elif model.startswith("text-"):  # a tiny Hugging Face model from its config, batch and sequence free
     import torch
     from tests.test_hf_text import _model

@@ -163,6 +163,7 @@ def find_free(src, graph, prepare, rows, notes):
             if row["step"] > 1:
                 notes.append(f"{row['symbol']} stays free at {row['size']} plus multiples of {row['step']} only: the "
                              f"model divides it by {row['step']} (Note [divided dims])")
+    notes += [n for n in getattr(src, "fallbacks", ()) if n not in notes]  # why a traced source lowered twice
     moved = _at_example(src, prepare, rows, [row for row in rows if row not in kept])
     if moved is not None and kept:  # the free dims found again on the graph at the example's pinned sizes
         return find_free(*moved, prepare, kept, notes)
@@ -228,10 +229,10 @@ def _second_size(src, graph, prepare, rows, row, found, symbolic) -> str:
     if other is None:
         return f"its range [{row.get('min')}, {row.get('max')}] has no second size to check"
     if row["step"] > 1:  # torch may divide where the model cannot run (a reshape to literals): run it there once
-        from ..frontends.torch.arrays import array_of  # a torch source: only its symbols divide
+        from ..frontends.torch.arrays import array_of  # a torch source (a JAX-traced one has example_arrays)
         try:
             sized = src.resized(_sizes(src, rows, {row["symbol"]: other}))
-            sized.run(*[array_of(t) for t in sized.example_inputs])
+            sized.run(*getattr(sized, "example_arrays", None) or [array_of(t) for t in sized.example_inputs])
         except Exception as exc:  # noqa: BLE001 - any failure there means "not free"
             return f"the model does not run at {row['symbol']}={other} ({one_line(exc)})"
     g1 = _by_symbols(src, graph, rows, row, other) if symbolic else None
@@ -307,7 +308,6 @@ def refree(record, symbols, notes):
     except NotFree as exc:
         notes.append(f"{', '.join(dims)} pinned: {exc}")
         return graph
-
 
 
 def pinned_batch(src, graph, n, strict_tpu):

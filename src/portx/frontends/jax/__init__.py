@@ -161,6 +161,7 @@ class _Lowering:
         self.keep_iota = keep_iota
         self.failures = {}  # (primitive, reason) -> scopes
         self.scalars = {}  # (dtype, bytes) -> Value
+        self.record = None  # [(eqn, results)] in walk order, when asked (Note [jax symbols] in jax/symbols.py)
 
     def hint(self, scope, fallback) -> str:
         """Value-name base: the scope (``block_dense``), else the primitive name."""
@@ -202,6 +203,8 @@ class _Lowering:
             inner = scope_of(eqn.source_info.name_stack)
             here = ".".join(p for p in (scope, inner) if p)
             results = self.equation(eqn, args, here)
+            if self.record is not None:
+                self.record.append((eqn, results))
             for var, result in zip(eqn.outvars, results):
                 if not isinstance(var, jcore.DropVar):
                     frame[var] = result
@@ -363,13 +366,13 @@ def inline_jaxpr(builder, closed_jaxpr, args, scope="", hooks=None) -> tuple:
     return [low.value_of(v) for v in outs], {}
 
 
-def lower_jaxpr(closed_jaxpr, input_names, param_arrays, name="model", trainable=()) -> Graph:
+def lower_jaxpr(closed_jaxpr, input_names, param_arrays, name="model", trainable=(), record=None) -> Graph:
     """Lower a ClosedJaxpr whose invars are ``[*params, *inputs]`` to an IR Graph.
 
     ``param_arrays`` maps weight names (``"dense_1.kernel"``) to arrays, in invar order (a dict or
     a list of pairs); the remaining invars become graph inputs named by ``input_names``. Raises
     UnsupportedOps listing every primitive without a rule, with counts and scopes. ``trainable`` names
-    the weights that train in the source (``meta["trainable"]``).
+    the weights that train in the source (``meta["trainable"]``); ``record``, a list, gets each equation walked.
     Example: ``lower_jaxpr(jax.make_jaxpr(f)(w, x), ["x"], {"w": w})``.
     """
     import portx.ops  # noqa: F401  (registers the import rules)
@@ -379,6 +382,7 @@ def lower_jaxpr(closed_jaxpr, input_names, param_arrays, name="model", trainable
         raise BadInput(f"jaxpr {name}: {len(jaxpr.invars)} inputs, but {len(params)} params and "
                        f"{len(input_names)} input names were given", hint="pass one name per non-weight input")
     low = _Lowering(name)
+    low.record = record
     frame = {v: Const(np.asarray(c), "const") for v, c in zip(jaxpr.constvars, closed_jaxpr.consts)}
     trainable = set(trainable)
     frame.update({v: Const(a, n, n in trainable) for v, (n, a) in zip(jaxpr.invars, params)})

@@ -21,9 +21,13 @@ from ...errors import BadInput, first_line
 from ...ir import Graph
 from ..input_spec import resize_array
 from ..jax import lower_jaxpr
+from ..jax.symbols import Mismatch, compact, read_symbols, symbolic_specs
 
 __all__ = ["call_args", "lower_keras_subclassed", "needs_tracing", "param_name", "inference_context",
-           "SubclassedKerasSource", "trace_jaxpr"]
+           "SubclassedKerasSource", "trace_jaxpr", "traced_symbols"]
+
+#: the scales an axis other than the batch is traced at (Note [scaled symbols] in frontends/jax/symbols.py)
+_SCALES = (1, 2, 4, 8, 16, 32)
 
 
 def needs_tracing(model) -> bool:
@@ -89,11 +93,13 @@ def _host_array(array) -> np.ndarray:
         not jax.config.jax_enable_x64 else array
 
 
-def lower_keras_subclassed(model, example_arrays, name=None) -> Graph:
+def lower_keras_subclassed(model, example_arrays, name=None, keep=None) -> Graph:
     """Trace ``model.stateless_call`` on ``example_arrays`` with jax.make_jaxpr and lower the jaxpr.
 
     The model is built by one eager call when it is not built yet. Raises UnsupportedOps listing
     every primitive without a rule; BadInput when the backend is not JAX or the call cannot be traced.
+    ``keep``, a dict, gets what a symbolic trace needs (Note [jax symbols] in frontends/jax/symbols.py): the traced
+    function, its weights and inputs, the jaxpr and the lowering's record.
     Example: ``lower_keras_subclassed(MyModel(), [x])``.
     """
     import keras
@@ -122,8 +128,12 @@ def lower_keras_subclassed(model, example_arrays, name=None) -> Graph:
                        hint="make call() traceable by JAX (no Python branches on tensor values, static shapes)") \
             from exc
     params = [(param_name(v.path, model.name), np.asarray(v.value)) for v in variables]
+    record = None if keep is None else []
     graph = lower_jaxpr(closed, _input_names(model, len(arrays)), params, name or model.name,
-                        trainable=[name for name, _ in params[:len(trainable)]])
+                        trainable=[name for name, _ in params[:len(trainable)]], record=record)
+    if keep is not None:
+        keep.update(fn=traced, weights=[v.value for v in variables], arrays=arrays, closed=closed,
+                    record=compact(record))
     sources = {name: v.path for (name, _), v in zip(params, trainable)}  # Note [gradient pairing]
     return graph.replace(meta={**graph.meta, "param_sources": sources})
 
@@ -138,6 +148,29 @@ def trace_jaxpr(fn, *args):
     except jax.errors.ConcretizationTypeError:
         with jax.ensure_compile_time_eval():
             return jax.make_jaxpr(fn)(*args)
+
+
+def traced_symbols(kept, sites):
+    """``JaxSymbols`` of ``sites`` ((input, axis) pairs, one symbol) from tracing ``kept["fn"]`` again with them
+    symbolic, matched to the lowered trace ``kept`` (``lower_keras_subclassed``'s); else why not, in one line. An
+    axis that is not the batch is tried at scales 2, 4, ... too (Note [scaled symbols] in frontends/jax/symbols.py)."""
+    sizes = {kept["arrays"][i].shape[axis] for i, axis in sites}
+    if len(sizes) != 1:
+        return f"its axes have different sizes ({sorted(sizes)})"
+    size, why = sizes.pop(), None
+    for scale in (1,) if all(axis == 0 for _, axis in sites) else _SCALES:
+        if scale > size:
+            break
+        specs = symbolic_specs(kept["arrays"], sites, scale)
+        try:
+            closed = trace_jaxpr(kept["fn"], kept["weights"], *specs)
+            return read_symbols(kept["closed"], closed, kept["record"], [(v, s.shape) for v, s in zip(
+                kept["inputs"], specs)], size, scale)
+        except Mismatch as exc:
+            why = why or f"its symbolic trace differs from the static one: {exc}"
+        except Exception as exc:  # noqa: BLE001 - tracing runs user code: any failure means "not symbolically"
+            why = why or f"JAX cannot trace it with a symbolic size ({first_line(exc, 200, type(exc).__name__)})"
+    return why
 
 
 def _check_float_dtypes(model, arrays):
@@ -167,6 +200,9 @@ class SubclassedKerasSource:
         _check_float_dtypes(model, self.example_arrays)
         self.label = label or model.name
         self.notes = ["subclassed Keras model: lowered by tracing its JAX computation (scopes from name scopes)"]
+        self.pinned = {}  # JAX pins no dim of a symbolic trace: it traces symbolically or fails (Note [jax symbols])
+        self.fallbacks = []  # why a free dim was found by two lowerings, one line each (report warnings)
+        self._kept, self._symbols = None, {}
 
     def run(self, *arrays) -> list:
         """The model's outputs in inference mode on NumPy inputs."""
@@ -179,7 +215,39 @@ class SubclassedKerasSource:
 
     def lower(self, name="model", strict_tpu=False):
         """The IR Graph traced from ``model.stateless_call`` (``strict_tpu``: see KerasSource.lower)."""
-        return lower_keras_subclassed(self.model, self.example_arrays, name=name)
+        self._kept, self._symbols = {}, {}
+        graph = lower_keras_subclassed(self.model, self.example_arrays, name=name, keep=self._kept)
+        self._kept["inputs"] = list(graph.inputs)
+        return graph
+
+    def symbolic(self, sites) -> bool:
+        """True when a trace with ``sites`` ((input, axis) pairs) as one symbol matches the lowered one (Note [jax
+        symbols]); else the reason is one of ``fallbacks``."""
+        found = self._symbols_at(sites)
+        if isinstance(found, str):
+            names = [v.name for v in self._kept["inputs"]] if self._kept else []
+            axes = ", ".join(f"{names[i] if i < len(names) else i}:{axis}" for i, axis in sorted(map(tuple, sites)))
+            line = f"{axes} found by two lowerings, not by JAX's symbolic shapes: {found} (Note [jax symbols])"
+            self.fallbacks += [line] if line not in self.fallbacks else []
+        return not isinstance(found, str)
+
+    def divisor(self, sites) -> int:
+        """What the symbolic shapes divide ``sites`` by (Note [divided dims] in session/free_dims.py)."""
+        found = self._symbols_at(sites)
+        return 1 if isinstance(found, str) else found.divisor()
+
+    def hints(self, sizes):
+        """The lowered graph's shapes at ``sizes`` ({(input, axis): size}, one size) from the symbolic trace,
+        without lowering again (Note [jax symbols]); None where that trace does not match."""
+        found = self._symbols_at(list(sizes)) if len(set(sizes.values())) == 1 else "sizes differ"
+        return None if isinstance(found, str) else found.hints(next(iter(sizes.values())))
+
+    def _symbols_at(self, sites):
+        """The matched symbolic trace of ``sites`` (JaxSymbols), or why there is none (str); traced once."""
+        key = frozenset(map(tuple, sites))
+        if key not in self._symbols:
+            self._symbols[key] = traced_symbols(self._kept, key) if self._kept else "not lowered yet"
+        return self._symbols[key]
 
     def intermediates(self, arrays, keep=None, release=None) -> dict:
         """Nothing: traced values are not paired with the model's layers."""
@@ -190,19 +258,8 @@ class SubclassedKerasSource:
         return []
 
     def resized(self, sizes):
-        """This model traced on the examples cut or repeated to other sizes ({(input index, axis): size}): its free
-        dims are found by a second trace and lowering (Note [jax symbols])."""
+        """This model traced on the examples cut or repeated to other sizes ({(input index, axis): size}): how a free
+        dim is found where the symbolic trace does not settle it (Note [jax symbols] in frontends/jax/symbols.py)."""
         arrays = [resize_array(a, {axis: n for (i, axis), n in sizes.items() if i == k})
                   for k, a in enumerate(self.example_arrays)]
         return SubclassedKerasSource(self.model, arrays, self.label)
-
-
-# Note [jax symbols]: a source lowered through a jaxpr (a subclassed Keras model) still finds its free dims by a
-# second trace and lowering at another size (``SubclassedKerasSource.resized``, found_by "two lowerings"), not from
-# ``jax.export.symbolic_shape`` as torch sources do (Note [symbols read directly] in frontends/torch/symbols.py). A
-# symbolic trace would give each var's aval as a dim expression (``b``, ``2*b``, ``floordiv(h, 2)``), as torch's
-# ``meta["val"]`` does, but the jaxpr walk (frontends/jax/) needs concrete shapes: it folds every equation whose
-# inputs are known by running JAX on it, and its rules read ``int`` sizes. Reading the symbols would take a second,
-# symbolic trace whose vars are matched to the static trace's equation by equation, feeding the same ``rebatch(...,
-# hints)``; not done yet. A Keras functional model's layers are walked by their import rules with Keras' ``None``
-# shapes, which carry no expressions; its second walk (``KerasSource.resized``) traces nothing.
