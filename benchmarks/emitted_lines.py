@@ -11,7 +11,8 @@ Prints one plain-text table, one row per (model, target):
            hf_llama32: a Hugging Face LlamaForCausalLM with 32 decoder layers (width 32, random weights), ids (1, 8)
   flat     lines of model.py with the blocks left flat (graph.meta["blocks"] emptied: what portx wrote before
            structured code; torch submodules still sit at their source paths, Note [nested paths])
-  after    lines of model.py as portx writes it now
+  after    lines of model.py as portx writes it now: the structured form where it is not longer than the flat
+           one (Note [structured only where shorter] in src/portx/targets/structure.py)
   defs     block functions (Keras) or classes (torch) written; loops: Keras for-loops / torch chained containers
 
 Each graph is what convert emits: the target's passes, then the free dims it keeps by default (``lower_for``; they

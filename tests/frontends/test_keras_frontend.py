@@ -85,6 +85,9 @@ def test_nested_models_get_dotted_scopes():
     scopes = {n.scope for n in graph.nodes}
     assert {"block1.conv", "block1.bn", "block1.head", "tail.proj"} <= scopes
     assert "block1.conv.weight" in graph.params
+    # each layer's class, as torch records its modules' (block classes are named after it)
+    classes = graph.meta["module_classes"]
+    assert classes["block1.conv"] == "Conv2D" and classes["tail.proj"] == "Dense", classes
 
 
 def test_shared_layer_keeps_one_weight_set():
@@ -170,6 +173,7 @@ def test_composite_layers_are_traced_with_named_weights_stored_once():
     weights = ["pos.table", "tied.embeddings", "tied.mix.bias", "tied.mix.weight"]  # the tied table once
     assert sorted(p for p in graph.params if not p.startswith("scalar")) == weights
     assert graph.meta["trainable"] == weights
+    assert graph.meta["module_classes"]["tied"] == "_Tied"  # a traced layer's class too
 
 
 def test_input_spec_with_wrong_name_is_refused():

@@ -35,6 +35,8 @@ BACKBONES = {  # name: tiny config, 2 layers, hidden 16-64, 32x32 images
                                                       stackwise_num_strides=[1, 2], block_type="basic_block"),
 }
 TEXT = ("bert", "gpt2", "llama")
+#: the block class the emitted torch module names after the keras-hub layer's (meta["module_classes"])
+BLOCK_CLASSES = {"gpt2": "TransformerDecoder", "llama": "LlamaTransformerDecoder"}
 QUICK = ("gpt2", "resnet")  # the CI run; the rest are slow sweeps
 
 
@@ -53,6 +55,8 @@ def _check(name, tmp_path):
     # one torch parameter per Keras trainable weight: a tied (ReversibleEmbedding) table is not copied
     assert sum(p.numel() for p in result.model.parameters()) == sum(
         int(np.prod(v.shape)) for v in model.trainable_variables)
+    if name in BLOCK_CLASSES:
+        assert f"class {BLOCK_CLASSES[name]}(nn.Module):" in result.files["code"].read_text()
     dims = {row["symbol"]: row for row in report["dynamic"]}
     assert dims["batch"]["free"] and len(dims["batch"]["verified"]) >= 2
     if name in TEXT:  # the sequence length stays free and is verified at two sizes

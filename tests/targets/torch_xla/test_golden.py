@@ -18,11 +18,14 @@ GOLDEN = Path(__file__).resolve().parent / "golden"
 
 
 def _case(name):
+    """Three blocks a stage: with two, each stage's first block is a class of its own, and the structured code is
+    longer than the flat (Note [structured only where shorter])."""
     if name == "keras_resnet":
-        return keras_resnet(), {}
+        return keras_resnet(stages=(3, 3)), {}
     if name == "hf_llama":
         pytest.importorskip("transformers")
-    model, inputs = {"resnet": small_resnet, "vit": small_vit, "decoder": small_decoder, "hf_llama": hf_llama}[name]()
+    model, inputs = {"resnet": lambda: small_resnet(layers=(3, 3)), "vit": small_vit, "decoder": small_decoder,
+                     "hf_llama": hf_llama}[name]()
     return model, {"example_inputs": inputs}
 
 
@@ -36,15 +39,29 @@ def test_structured_source_matches_golden(name, tmp_path, request):
 
 
 def test_keras_applications_blocks_nest_under_their_stage(tmp_path):
-    result = portx.convert(keras_resnet(), out=tmp_path / "out", to="torch-xla")  # verifies, or raises
+    result = portx.convert(keras_resnet(stages=(3, 3)), out=tmp_path / "out", to="torch-xla")  # verifies
     model = result.model
-    assert isinstance(model.conv3, torch.nn.Sequential) and len(model.conv3) == 2
+    assert isinstance(model.conv3, torch.nn.Sequential) and len(model.conv3) == 3
     assert isinstance(model.conv3[1]._2_conv, torch.nn.Conv2d)
     assert "conv2.0._1_conv.weight" in model.state_dict()
 
 
+@pytest.mark.parametrize("make", [small_resnet, keras_resnet], ids=["resnet", "keras_resnet"])
+def test_blocks_that_need_a_class_each_stay_flat_where_that_is_shorter(make, tmp_path):
+    """Two blocks a stage: three classes for four blocks would be longer than the flat code (Note [structured only
+    where shorter]); the flat code keeps a torch source's keys, built without placeholders (Note [nested paths])."""
+    source = make()
+    kwargs = {"example_inputs": source[1]} if isinstance(source, tuple) else {}
+    result = portx.convert(source[0] if kwargs else source, out=tmp_path / "out", to="torch-xla", **kwargs)
+    code = result.files["code"].read_text()
+    assert "(nn.Module):" not in code.split("class Model", 1)[0] and "items set below" not in code
+    if kwargs:
+        assert list(result.model.state_dict()) == list(source[0].state_dict())
+        assert "self.layer1 = nn.Sequential(*[nn.Module() for _ in range(2)])" in code
+
+
 def test_structured_module_verifies_trains_saves_and_reloads(tmp_path):
-    source, (x,) = small_resnet()
+    source, (x,) = small_resnet(layers=(3, 3))
     result = portx.convert(source, out=tmp_path / "out", to="torch-xla", example_inputs=(x,))  # verifies, or raises
     model = result.model
     assert isinstance(model.layer1[1].conv1, torch.nn.Conv2d)

@@ -44,6 +44,26 @@ def test_a_clash_keeps_the_flat_name_and_a_gap_is_an_identity():
     assert texts[4] == "nn.Identity()," and access(("layers", "0", "mlp")) == "self.layers[0].mlp"
 
 
+def test_numbered_containers_are_built_directly_and_named_ones_assigned_by_name():
+    init = _rows("self.layers_0_conv = nn.Conv2d(4, 4, 1)", "self.layers_1_conv = nn.Conv2d(4, 4, 1)",
+                 "self.features_0 = nn.Conv2d(3, 4, 1)", "self.features_1_conv_0_0 = nn.Conv2d(4, 4, 3)",
+                 "self.features_1_conv_0_1 = nn.BatchNorm2d(4)", "self.features_1_conv_1 = nn.Conv2d(4, 8, 1)",
+                 "self.gammas_0 = nn.Parameter(torch.zeros((4,), dtype=torch.float32))")
+    paths = {"layers_0_conv": "layers.0.conv", "layers_1_conv": "layers.1.conv", "features_0": "features.0",
+             "features_1_conv_0_0": "features.1.conv.0.0", "features_1_conv_0_1": "features.1.conv.0.1",
+             "features_1_conv_1": "features.1.conv.1", "gammas_0": "gammas.0"}
+    new_init, _, moved = nest(init, [], paths, classes={"layers": "ModuleList"})
+    assert "gammas_0" not in moved  # a Parameter is no item of a container of modules: it keeps its name
+    assert [(indent, text) for indent, text, _ in new_init] == [
+        (2, "self.layers = nn.ModuleList([nn.Module() for _ in range(2)])"),
+        (2, "self.layers[0].conv = nn.Conv2d(4, 4, 1)"), (2, "self.layers[1].conv = nn.Conv2d(4, 4, 1)"),
+        (2, "self.features = nn.Sequential("), (3, "nn.Conv2d(3, 4, 1),"), (3, "nn.Module(),"), (2, ")"),
+        (2, "self.features[1].conv = nn.Sequential("), (3, "nn.Sequential("), (4, "nn.Conv2d(4, 4, 3),"),
+        (4, "nn.BatchNorm2d(4),"), (3, "),"), (3, "nn.Conv2d(4, 8, 1),"), (2, ")"),
+        (2, "self.gammas_0 = nn.Parameter(torch.zeros((4,), dtype=torch.float32))")]
+    assert "items set below" not in str(new_init)
+
+
 def test_hugging_face_llama_is_one_block_class_keeps_the_source_state_dict_keys_verifies_and_reloads(tmp_path):
     pytest.importorskip("transformers")
     source, (ids,) = hf_llama(layers=4)

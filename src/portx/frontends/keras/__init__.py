@@ -161,6 +161,7 @@ class _Walker:
         self.variables = {}  # id(keras.Variable) -> Value: weights of traced layers (Note [keras composite layers])
         self.traced = False  # a layer was traced: a failed try may have left dead nodes
         self.masks = {}  # id(Keras mask tensor) -> bool Value: masks a rule bound (KerasCall.bind_mask)
+        self.classes = {}  # layer scope -> its class name (meta["module_classes"]: block classes are named after it)
 
 
     def call(self, node, scope, args, kwargs, inputs) -> KerasCall:
@@ -210,6 +211,7 @@ class _Walker:
             self.bind(node, env, outs)
             return
         key = rule_key(op)
+        self.classes.setdefault(scope, type(op).__name__)
         entry = IMPORT_RULES.get("keras", {}).get(key)
         if entry is None and not traceable(op):
             self.fail(key, scope, _missing_reason(op))
@@ -307,6 +309,7 @@ def lower_keras(model, input_types, name="model") -> "Graph":  # noqa: F821
     if walker.failures:  # {(key, reason): scopes}
         raise UnsupportedOps([(k, s, r) for (k, r), s in walker.failures.items()], where=f"Keras model {model.name}")
     graph = walker.builder.finish(outs)
+    graph = graph.replace(meta={**graph.meta, "module_classes": walker.classes})
     return with_layer_outputs(prune_graph(graph) if walker.traced else graph, fn, walker.top)
 
 

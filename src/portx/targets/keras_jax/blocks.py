@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 
 from ..codegen import LineWriter, Namespace, literal
-from ..structure import assigned_names, block_groups, family_name, ident, loops, param_name, pieces, render, \
-    source_class
+from ..structure import assigned_names, block_groups, family_name, ident, lines_of, loops, param_name, pieces, \
+    render, source_class
 
 __all__ = ["write_blocks"]
 
@@ -36,7 +36,7 @@ def write_blocks(emitter, outs, width=100) -> list:
     groups = block_groups(rows, emitter.spans, blocks, variables, _reads(rows, variables, outs), inputs)
     if not groups:
         return outs
-    calls, rename = {}, {}
+    calls, rename, hidden = {}, {}, set(emitter.hidden)
     for group in groups:
         fn = _function(emitter, group, width)
         for run, pos in loops(group):
@@ -57,6 +57,11 @@ def write_blocks(emitter, outs, width=100) -> list:
         body.indent = indent
         body.line(render(pieces(text, "\0", variables), lambda v: rename.get(v, v)) if rename and text else text,
                   comment)
+    if lines_of(emitter.functions, body.rows) > lines_of([], rows):  # Note [structured only where shorter]
+        emitter.functions.clear()
+        emitter.hidden.clear()
+        emitter.hidden.update(hidden)
+        return outs
     emitter.body = body
     return [rename.get(o, o) for o in outs]
 

@@ -22,8 +22,8 @@ import keyword
 import re
 
 from ..codegen import LineWriter, Namespace
-from ..structure import assigned_names, block_lines, family_name, find_outputs, ident, instance, number_params, \
-    param_name, pieces, render, source_class
+from ..structure import assigned_names, block_lines, family_name, find_outputs, ident, instance, lines_of, \
+    number_params, param_name, pieces, render, source_class
 from .nesting import nest
 
 __all__ = ["write_modules"]
@@ -100,11 +100,21 @@ def _template(init, body) -> tuple:
 
 def write_modules(emitter, taken) -> None:
     """Nest the containers whose blocks repeat (Note [nested torch modules]), then every submodule at its source
-    path (Note [nested paths] in nesting.py); ``taken``: the names a submodule must not shadow. Rewrites
+    path (Note [nested paths] in nesting.py); ``taken``: the names a submodule must not shadow. The classes are
+    dropped where the flat form is shorter (Note [structured only where shorter] in structure.py). Rewrites
     ``emitter.init``, ``emitter.body``, ``state``, ``module_of`` and ``origins``."""
+    classes = emitter.graph.meta.get("module_classes")
+    flat = nest(emitter.init.rows, emitter.body.rows, emitter.paths, (), taken, classes)
+    saved = (emitter.init, emitter.body, dict(emitter.paths), set(emitter.hidden), emitter.state, emitter.origins,
+             emitter.module_of)
     _write_classes(emitter, taken)
-    init, body, moved = nest(emitter.init.rows, emitter.body.rows, emitter.paths, (), taken,
-                             emitter.graph.meta.get("module_classes"))
+    init, body, moved = nest(emitter.init.rows, emitter.body.rows, emitter.paths, (), taken, classes) \
+        if emitter.classes else flat
+    if emitter.classes and lines_of(emitter.classes, init, body) > lines_of([], *flat[:2]):
+        emitter.classes.clear()  # Note [structured only where shorter]
+        emitter.init, emitter.body, emitter.paths, emitter.hidden, emitter.state, emitter.origins, \
+            emitter.module_of = saved
+        init, body, moved = flat
     if moved:
         emitter.init.rows, emitter.body.rows = init, body
         _rename_paths(emitter, moved)

@@ -27,6 +27,7 @@ from ...ir import DTYPES, IRError, SymDim
 from ...ops._util import kind
 from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal, module_sentences
 from .blocks import write_modules
+from .held import held_layer, mha_holders
 from .shards import INDEX_FILE, SHARDED_FOOTER, WEIGHTS_FILE, Converted, is_sharded, module_on, skeleton, write_weights
 from .literals import plain, scalar_result
 from .sharding import tp_plan_source
@@ -83,6 +84,8 @@ class TorchEmitter(EmitterBase):
         self.max_shard_size = None  # bytes or "2GB": weights past it are written as shards (Note [torch shards])
         self.classes = []  # repeated blocks as nn.Module classes, above Model (blocks.py)
         self.hidden = set()  # forward's variables now inside those classes
+        self.held = mha_holders(graph)  # param name -> the nn.MultiheadAttention holding it (Note [held parameters])
+        self.holders = {}  # source path -> the attribute of the nn.MultiheadAttention declared for it
 
     # -- values ---------------------------------------------------------------------------
     def operand(self, value, other=None, result=None) -> str:
@@ -238,7 +241,14 @@ class TorchEmitter(EmitterBase):
         return scope
 
     def layer(self, node, cls: str, args=(), kwargs=None, weights=None, inputs=()) -> str:
-        """A submodule and its call: ``NAME = self.NAME(inputs)``. Returns the attribute expression."""
+        """A submodule and its call: ``NAME = self.NAME(inputs)``. Returns the attribute expression. A weight an
+        ``nn.MultiheadAttention`` holds is read from it (Note [held parameters] in held.py)."""
+        held = held_layer(self, node, weights, inputs)
+        if held is not None:
+            expr, hint, attr, module = held
+            self._bind(node, expr, self.variables(node, hint))
+            self.module_of.update({out: module for out in node.outputs} if module else {})
+            return f"self.{attr}"
         module = self.submodule(node, cls, args, kwargs, weights)
         call = ", ".join(self.ref(v) for v in inputs)
         self._bind(node, f"{module}({call})", self.variables(node, module[len("self."):]))
