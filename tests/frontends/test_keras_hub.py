@@ -38,8 +38,9 @@ BACKBONES = {  # name: tiny config, 2 layers, hidden 16-64, 32x32 images
 TEXT = ("bert", "gpt2", "llama")
 ONE_OF_EACH = ("mit", "resnet")  # one block per stage: nothing repeats, the code stays flat
 #: Note [structure gaps]: backbones whose repeated layers are still written flat, each with the reason
-STRUCTURE_GAPS = {"llama": "Keras names each layer's unnamed attention Dropout dropout, dropout_1, ... (a global "
-                           "count): the layers' submodule names differ, so no class is written for them"}
+STRUCTURE_GAPS = {"llama": "its Dropout(0.0) layers are one torch module (TorchEmitter.submodule shares weightless "
+                           "ones), declared in the first layer, so the second reads the first's; shared per source "
+                           "layer instead, Keras's own names (dropout, dropout_1: a global count) differ per layer"}
 QUICK = ("gpt2", "resnet")  # the CI run; the rest are slow sweeps
 
 
