@@ -5,12 +5,15 @@ batch and the sequence length free and verified at two lengths and three batch s
 transformers' masking utilities index the mask with a batch arange and the key positions (two index tensors),
 combine masks with bitwise_and and build positions with cumsum; the converted model keeps the batch free
 (the batch arange becomes a cumulative sum of ones at run time) and is verified at batch 2, 1 and 8.
-CI runs three masked models, one encoder-decoder and the bad calls; ``PORTX_SLOW=1`` runs every architecture with both attentions.
+CI runs three masked models to keras-jax, one encoder-decoder and the bad calls; ``PORTX_SLOW=1`` runs every
+architecture with both attentions to both targets, and checks that the code is structured where the layers repeat
+(one block function or class, tests/support/structured_code.py).
 """
 import pytest
 import torch
 
 import portx
+from tests.support.structured_code import assert_structured
 
 transformers = pytest.importorskip("transformers")
 
@@ -48,19 +51,21 @@ def _model(arch, attention):
     return Masked(transformers.AutoModel.from_config(config).eval())
 
 
-def _cases():
-    for arch in CONFIGS:
+def _cases(quick, *names):
+    for name in names:
         for attention in ("eager", "sdpa"):
-            marks = () if (arch, attention) in QUICK else (pytest.mark.slow,)
-            yield pytest.param(arch, attention, marks=marks, id=f"{arch}-{attention}")
+            for to in ("keras-jax", "torch-xla"):
+                marks = () if (name, attention, to) in quick else (pytest.mark.slow,)
+                yield pytest.param(name, attention, to, marks=marks,
+                                   id=f"{name}-{attention}" + ("" if to == "keras-jax" else "-torch-xla"))
 
 
-@pytest.mark.parametrize("arch, attention", _cases())
-def test_text_model_with_attention_mask_converts_with_a_free_batch_and_length(arch, attention, tmp_path):
+@pytest.mark.parametrize("arch, attention, to", _cases({q + ("keras-jax",) for q in QUICK}, *CONFIGS))
+def test_text_model_with_attention_mask_converts_with_a_free_batch_and_length(arch, attention, to, tmp_path):
     ids = torch.randint(0, 100, (2, 8), generator=torch.Generator().manual_seed(0))
     mask = torch.ones(2, 8, dtype=torch.long)
     mask[1, 5:] = 0  # the second sequence is padded
-    result = portx.convert(_model(arch, attention), example_inputs=(ids, mask), to="keras-jax", out=tmp_path / "o",
+    result = portx.convert(_model(arch, attention), example_inputs=(ids, mask), to=to, out=tmp_path / "o",
                            grad=False, dynamic=["input_ids:1", "attention_mask:1"])
     assert result.report["verification"]["passed"], result.report["verification"]
     rows = {row["symbol"]: row for row in result.report["dynamic"]}
@@ -68,13 +73,15 @@ def test_text_model_with_attention_mask_converts_with_a_free_batch_and_length(ar
     # emitted model, so one conversion serves every length; positions come from a cumulative sum at run time
     assert rows["input_ids_1"]["free"], result.report["warnings"]
     assert rows["input_ids_1"]["sites"] == [["input_ids", 1], ["attention_mask", 1]]
-    assert "keras.Input(shape=(None,)" in (tmp_path / "o" / "model.py").read_text()
+    code = result.files["code"].read_text()
+    assert "keras.Input(shape=(None,)" in code if to == "keras-jax" else ".shape[1]" in code
     assert [c["size"] for c in rows["input_ids_1"]["verified"]] == [8, 11]
     assert all(c["passed"] for c in rows["input_ids_1"]["verified"])
     # eager attention too is one attention op per layer (Note [attention fusion]), one dot_product_attention call
     assert result.report["ops"]["attention"]["count"] == 2 and "softmax" not in result.report["ops"]
-    code = (tmp_path / "o" / "model.py").read_text()
-    assert code.count("ops.dot_product_attention(") == 1 and "for i in range(2):" in code  # one block function
+    attention_call = "ops.dot_product_attention(" if to == "keras-jax" else "F.scaled_dot_product_attention("
+    assert code.count(attention_call) == 1  # one block function or class
+    assert assert_structured(result, to)["defs"] == 1
     batch = rows["batch"]
     assert batch["free"] and [c["size"] for c in batch["verified"]] == [2, 1, 8], result.report["warnings"]
     assert all(c["passed"] for c in batch["verified"])
@@ -83,7 +90,7 @@ def test_text_model_with_attention_mask_converts_with_a_free_batch_and_length(ar
     assert result.report["tpu"]["verdict"] == "ok", result.report["tpu"]
 
 
-_T5 = dict(d_model=32, d_kv=16, d_ff=64, num_layers=2, num_heads=2, vocab_size=100)
+_T5 = dict(d_model=32, d_kv=16, d_ff=64, num_layers=3, num_heads=2, vocab_size=100)
 HEADS = {  # class, config, whether decoder_input_ids go in too
     "gpt2-lm-head": ("GPT2LMHeadModel", "GPT2Config", dict(n_embd=32, n_layer=2, n_head=2, vocab_size=100,
                                                            n_positions=64), False),
@@ -91,7 +98,7 @@ HEADS = {  # class, config, whether decoder_input_ids go in too
     "t5-encoder": ("T5EncoderModel", "T5Config", _T5, False),
     "t5-encoder-decoder": ("T5Model", "T5Config", _T5, True),
     "bart-encoder-decoder": ("BartModel", "BartConfig", dict(
-        d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
+        d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2, decoder_attention_heads=2,
         encoder_ffn_dim=64, decoder_ffn_dim=64, vocab_size=100, max_position_embeddings=64), True),
 }
 
@@ -109,15 +116,8 @@ class WithHead(torch.nn.Module):
         return out.logits if hasattr(out, "logits") else out.last_hidden_state
 
 
-def _head_cases():
-    for name in HEADS:
-        for attention in ("eager", "sdpa"):
-            quick = (name, attention) == ("t5-encoder-decoder", "eager")
-            yield pytest.param(name, attention, marks=() if quick else (pytest.mark.slow,), id=f"{name}-{attention}")
-
-
-@pytest.mark.parametrize("name, attention", _head_cases())
-def test_lm_heads_and_encoder_decoders_convert_with_a_free_batch_and_length(name, attention, tmp_path):
+@pytest.mark.parametrize("name, attention, to", _cases({("t5-encoder-decoder", "eager", "keras-jax")}, *HEADS))
+def test_lm_heads_and_encoder_decoders_convert_with_a_free_batch_and_length(name, attention, to, tmp_path):
     cls, config, options, decoder = HEADS[name]
     torch.manual_seed(0)
     config = getattr(transformers, config)(**options)
@@ -128,14 +128,15 @@ def test_lm_heads_and_encoder_decoders_convert_with_a_free_batch_and_length(name
     mask[0, 6:] = 0
     inputs = (ids, mask) + ((torch.randint(0, 100, (2, 5), generator=torch.Generator().manual_seed(3)),)
                             if decoder else ())
-    result = portx.convert(model, example_inputs=inputs, to="keras-jax", out=tmp_path / "o", grad=False,
+    result = portx.convert(model, example_inputs=inputs, to=to, out=tmp_path / "o", grad=False,
                            dynamic=["input_ids:1", "attention_mask:1"])
     assert result.report["verification"]["passed"], result.report["verification"]
     for row in result.report["dynamic"]:  # the batch and the encoder's sequence, each at two or three sizes
         assert row["free"] and len(row["verified"]) >= 2 and all(c["passed"] for c in row["verified"]), row
+    assert_structured(result, to)  # the layers that repeat (T5's first owns the position bias) written once
 
 
-WHISPER = dict(d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
+WHISPER = dict(d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2, decoder_attention_heads=2,
                encoder_ffn_dim=64, decoder_ffn_dim=64, num_mel_bins=8, max_source_positions=16,
                max_target_positions=32, vocab_size=100, pad_token_id=0, bos_token_id=1, eos_token_id=2,
                decoder_start_token_id=1)
@@ -154,7 +155,8 @@ class WhisperDecoding(torch.nn.Module):
 
 
 @pytest.mark.slow
-def test_whisper_decoder_with_decoder_inputs_converts_with_a_free_batch(tmp_path):
+@pytest.mark.parametrize("to", ["keras-jax", "torch-xla"])
+def test_whisper_decoder_with_decoder_inputs_converts_with_a_free_batch(to, tmp_path):
     config = transformers.WhisperConfig(**WHISPER)
     torch.manual_seed(0)
     model = WhisperDecoding(transformers.WhisperModel(config).eval())
@@ -162,9 +164,10 @@ def test_whisper_decoder_with_decoder_inputs_converts_with_a_free_batch(tmp_path
     decoder_mask[1, 3:] = 0
     inputs = (torch.randn(2, 8, 32), torch.randint(0, 100, (2, 5), generator=torch.Generator().manual_seed(4)),
               decoder_mask)
-    result = portx.convert(model, example_inputs=inputs, to="keras-jax", out=tmp_path / "o", grad=False)
+    result = portx.convert(model, example_inputs=inputs, to=to, out=tmp_path / "o", grad=False)
     assert result.report["verification"]["passed"], result.report["verification"]
-    assert result.report["ops"]["attention"]["count"] == 3  # encoder self, decoder self and cross attention
+    assert result.report["ops"]["attention"]["count"] == 6  # 2 layers of encoder self, decoder self and cross
+    assert assert_structured(result, to)["defs"] == 2  # an encoder layer and a decoder layer
     batch = result.report["dynamic"][0]
     assert batch["free"] and all(c["passed"] for c in batch["verified"]), result.report["warnings"]
 

@@ -81,3 +81,44 @@ def test_the_nodes_free_dims_put_first_leave_each_block_on_its_own_nodes():
     for block in blocks:
         scopes = {n.scope for n in graph.nodes[block["start"]:block["stop"]] if n.scope}
         assert scopes and all(s.startswith(block["key"]) for s in scopes), (block, scopes)
+
+
+class _CountingBlock(nn.Module):
+    """A block that reads a constant of the batch's size itself: free dims put its nodes first, under its scope."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x * torch.ones(x.shape[0], 1, 8).cumsum(1)))
+
+
+class CountingBlocks(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([_CountingBlock(), _CountingBlock()])
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+def test_a_block_whose_nodes_free_dims_put_first_is_still_one_block_written_once(tmp_path):
+    """Note [a block's own nodes]: the nodes put first are glue; each block is its longest stretch (a keras-hub
+    Llama's layers grow their rotary positions and mask so, and were left flat)."""
+    from portx.frontends import load
+    from portx.session.free_dims import lower_for
+    from portx.targets import TARGETS
+    from tests.support.structured_code import assert_structured
+
+    torch.manual_seed(0)
+    model, x = CountingBlocks().eval(), torch.randn(2, 4, 8)
+    graph = lower_for(load(model, example_inputs=(x,)), TARGETS["torch-xla"])
+    assert graph.meta["free"]["dims"] and graph.nodes[0].scope.startswith("blocks.0"), "a block's nodes put first"
+    blocks = graph.meta["blocks"]
+    assert [b["key"] for b in blocks] == ["blocks.0", "blocks.1"] and blocks[0]["kind"] == blocks[1]["kind"]
+    result = portx.convert(model, example_inputs=(x,), to="torch-xla", out=tmp_path / "o", grad=False)
+    assert result.report["verification"]["passed"] and result.report["dynamic"][0]["free"]
+    assert assert_structured(result, "torch-xla", shorter=False)["defs"] == 1  # a class for two lines is longer

@@ -101,6 +101,14 @@ def block_structure(graph, nodes) -> tuple:
     return tuple(rows)
 
 
+# Note [a block's own nodes]: a block is its longest stretch of consecutive nodes. Another stretch of its scope
+# elsewhere is glue, written flat where it is: the nodes free dims put first for a constant a block reads (a
+# keras-hub layer's rotary positions and mask, grown from the batch and the sequence; Note [blocks after free dims]
+# in passes/free_dims.py) carry the block's scope but sit before every block. Taking no block for such a key
+# left a keras-hub Llama flat. The block's template then reads those nodes as inputs, and the emitters write a
+# block once only where its statements match (Note [structured code]), so this never changes what code computes.
+
+
 def record_blocks(graph):
     """Record the numbered blocks and their structures in ``graph.meta["blocks"]`` (Note [repeated blocks]);
     nodes unchanged.
@@ -108,13 +116,16 @@ def record_blocks(graph):
     Example: ``record_blocks(graph).meta["blocks"][0]["key"]`` -> ``"layer1.0"``.
     """
     runs, start, found = block_runs(graph), 0, []
-    keys = [key for key, _ in runs]
-    kinds = {}
-    for key, nodes in runs:
+    kinds, longest = {}, {}
+    for i, (key, nodes) in enumerate(runs):
+        if len(nodes) > len(runs[longest.get(key, i)][1]):
+            longest[key] = i
+        longest.setdefault(key, i)
+    for i, (key, nodes) in enumerate(runs):
         own = list(nodes)
         while own and not own[-1].scope:  # top-level code after the block (``x.mean()`` in forward) is glue
             own.pop()
-        if key and own and keys.count(key) == 1:  # a block split by glue is not one call
+        if key and own and longest[key] == i:  # Note [a block's own nodes]
             kind = kinds.setdefault(block_structure(graph, own), len(kinds))
             found.append({"key": key, "start": start, "stop": start + len(own), "kind": kind, **block_parts(key)})
         start += len(nodes)

@@ -81,3 +81,28 @@ def test_hugging_face_llama_is_one_block_class_keeps_the_source_state_dict_keys_
     fresh.eval()
     with torch.no_grad():
         np.testing.assert_allclose(fresh(ids).numpy(), source(ids).logits.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def _keras_blocks():
+    """Two Keras blocks as keras-hub's BERT writes them (``layer_0_*``) after its embeddings' Dropout (one module for
+    every Dropout of that rate, TorchEmitter.submodule), attention with dropout: the emitted attention reads
+    ``dropout_p=0.1 if self.training else 0.0``."""
+    import keras
+
+    keras.utils.set_random_seed(0)
+    x = keras.Input((4, 8))
+    h = keras.layers.Dropout(0.1, name="embeddings_dropout")(x)
+    for i in range(2):
+        a = keras.layers.MultiHeadAttention(2, 4, dropout=0.1, name=f"layer_{i}_attention")(h, h)
+        h = keras.layers.LayerNormalization(name=f"layer_{i}_norm")(keras.layers.Add(name=f"layer_{i}_add")([h, a]))
+    return keras.Model(x, h)
+
+
+def test_keras_blocks_reading_self_training_are_one_class(tmp_path):
+    """``self.training`` is every module's own flag, no attribute of the model's that a block class could not
+    read: a keras-hub BERT's layers were left flat for it."""
+    from tests.support.structured_code import assert_structured
+
+    result = portx.convert(_keras_blocks(), out=tmp_path / "out", to="torch-xla", grad=False)  # verifies
+    assert assert_structured(result, "torch-xla")["defs"] == 1
+    assert "self.training" in result.files["code"].read_text().split("class Model", 1)[0]

@@ -75,17 +75,22 @@ def _candidates(emitter, variables, reads, taken) -> dict:
 
 
 def _own_attributes(init, body, taken) -> bool:
-    """True when every ``self.`` attribute the block reads is its own (``self.<prefix>_<name>``), and each of its
-    own names is a plain attribute name there."""
+    """True when every ``self.`` attribute the block reads is its own (``self.<prefix>_<name>``) or ``self.training``,
+    and each of its own names is a plain attribute name there."""
     for inst in (init, body):
         for parts, _ in inst.rows:
             for j, (kind, value) in enumerate(parts):
                 own = j + 1 < len(parts) and parts[j + 1][0] == "a" and value.endswith("self.")
-                if kind == "t" and value.count("self.") > own:
+                if kind == "t" and len(_OTHER.findall(value)) > own:
                     return False
                 if kind == "a" and (not attr_name(value).isidentifier() or keyword.iskeyword(value) or value in taken):
                     return False
     return True
+
+
+#: ``self.`` before anything but ``training`` (every nn.Module's own flag: ``dropout_p=0.1 if self.training else 0.0``
+#: in a keras-hub layer's attention reads no attribute of the model's)
+_OTHER = re.compile(r"\bself\.(?!training\b)")
 
 
 def attr_name(rest: str) -> str:

@@ -1,0 +1,54 @@
+"""Whether a conversion's code is structured where its source repeats (Note [structured code] in
+src/portx/targets/structure.py), for the sweeps (tests/test_hf_text.py, tests/frontends/test_keras_hub.py): the
+emitted graph written again by the target's emitter, with its blocks and with none (the flat form).
+
+Example:
+    >>> shape = assert_structured(result, "keras-jax")   # every repeated block written by one def
+    >>> shape["defs"], shape["lines"] < shape["flat"]
+    (1, True)
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from portx.targets import TARGETS
+
+__all__ = ["structure", "assert_structured"]
+
+_DOC = re.compile(r'^\s*"""Source blocks (.*)\."""$', re.M)
+
+
+def structure(graph, target) -> dict:
+    """{"repeated": the block keys whose structure occurs twice or more, "written": the keys a block function or
+    class names, "defs": how many the code has, "lines": lines of the code, "flat": lines with the blocks left
+    flat} of ``graph`` (a conversion's emitted graph) written for ``target``."""
+    blocks = graph.meta.get("blocks") or []
+    kinds = Counter(b["kind"] for b in blocks)
+    emitter = TARGETS[target].emitter(graph)
+    text = emitter.emit_graph()
+    defs = list(getattr(emitter, "functions", None) or getattr(emitter, "classes", None) or [])
+    written = set()
+    for match in _DOC.finditer("\n".join(defs)):
+        keys = match.group(1).split(", ")
+        if keys[-1] == "...":  # a long list names its first block only: the rest are of its kind
+            kind = next(b["kind"] for b in blocks if b["key"] == keys[0])
+            keys = [b["key"] for b in blocks if b["kind"] == kind]
+        written.update(keys)
+    flat = TARGETS[target].emitter(graph.replace(meta={**graph.meta, "blocks": []})).emit_graph()
+    return {"repeated": [b["key"] for b in blocks if kinds[b["kind"]] > 1], "written": sorted(written),
+            "defs": len(defs), "lines": len(text.splitlines()), "flat": len(flat.splitlines())}
+
+
+def assert_structured(result, target, repeats=True, shorter=True) -> dict:
+    """Assert that every block of ``result``'s graph whose structure repeats is written once, in a block function
+    (keras-jax) or class (torch-xla); with ``shorter``, that the code is shorter than its flat form (blocks of a
+    line or two are not); with ``repeats``, that some block repeats (the source has two layers alike). Returns
+    ``structure``'s dict."""
+    shape = structure(result.graph, target)
+    missing = sorted(set(shape["repeated"]) - set(shape["written"]))
+    assert not missing, f"repeated blocks written flat: {missing} ({shape})"
+    assert not repeats or shape["repeated"], f"no repeated block found ({shape})"
+    if shape["repeated"]:
+        assert shape["defs"] and (shape["lines"] < shape["flat"] or not shorter), shape
+    return shape
