@@ -9,7 +9,7 @@ from torch import nn
 
 import portx
 from portx.options import Checks, Output, Shapes
-import portx.frontends.torch.files as torch_files
+import portx.frontends.torch.source as torch_source
 from portx.targets import find_target
 from tests.test_hf_text import _model
 
@@ -39,13 +39,13 @@ class MLP(nn.Module):
 @pytest.fixture
 def walks(monkeypatch):
     """The number of times a conversion lowers (walks) a torch program."""
-    count, real = [0], torch_files.walk_program
+    count, real = [0], torch_source.walk_program
 
     def counted(*args, **kwargs):
         count[0] += 1
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(torch_files, "walk_program", counted)
+    monkeypatch.setattr(torch_source, "walk_program", counted)
     return count
 
 

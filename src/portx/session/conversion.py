@@ -41,8 +41,10 @@ from ..verification.sharding import proof_devices, sharding_report
 from ..verification.streaming import verify_streaming
 from ..verification.trace import node_errors
 from ..weights import shard_gb
+from .dim_plan import pinned_batch, plan_dims
+from .free_dims import ONE_TRACED_AT, find_free
+from .free_emit import dynamic_report, emit_free
 from .report import ConversionReport
-from .free_dims import ONE_TRACED_AT, dynamic_report, emit_free, find_free, pinned_batch, plan_dims
 from .sections import (GRAD_AUTO_BYTES, base_report, source_counts, training, verification_failed,
                      written_files)
 
