@@ -26,6 +26,7 @@ from ..passes.static_batch import rebatch
 from ..verification.dynamic import one_line
 from ..verification.recheck import prepared
 from .dim_plan import plan_dims
+from .divided import stepped_diff
 
 __all__ = ["ONE_TRACED_AT", "find_free", "refree", "repin", "lower_for"]
 
@@ -43,7 +44,9 @@ ONE_TRACED_AT = 2
 # size at all (torch's cat needs ``2 * (h // 2) == h``). Torch's shapes say what it divides each symbol by
 # (``FloorDiv``, ``CeilDiv``, ``Mod`` in ``meta["val"]``: ``divisor`` in frontends/torch/symbols.py); the second
 # size is that ``step`` away, so ``_affine`` (passes/free_dims.py) reads a half step as ``SymDim(..., div=2)``,
-# exact at every size the example's plus a multiple of ``step``, which the checks and the warning keep to.
+# exact at every size the example's plus a multiple of ``step``, which the checks and the warning keep to. A source
+# with no symbols (ONNX, a ``.pt2`` without Dims, JAX) finds its step by lowering: Note [steps found by lowering]
+# in divided.py.
 def _other_size(row) -> int | None:
     """A second size for diffing, never 1 (torch specializes sizes 0 and 1), ``row["step"]`` away (Note [divided
     dims]); None when the range has none."""
@@ -146,6 +149,11 @@ def _diff_one(src, graph, prepare, rows, row, found) -> str:
 
 def _second_size(src, graph, prepare, rows, row, found, symbolic) -> str:
     """Lower at a second size of ``row``'s dim and diff: '' when free (its diff into ``found``), else why not."""
+    if not symbolic and row["symbol"] != "batch":  # no symbols say its step (Note [steps found by lowering])
+        row["found_by"] = "two lowerings"
+        diff, why = stepped_diff(graph, row, lambda n: _at(src, prepare, rows, {row["symbol"]: n})[1], _other_size)
+        found.update({row["symbol"]: diff} if diff is not None else {})
+        return why
     row["step"] = src.divisor(row["sites"]) if symbolic else 1
     other = _other_size(row)
     if other is None:

@@ -62,5 +62,6 @@ def dynamic_report(dims, graph, sized) -> list[DynamicDim]:
                        sites=[[graph.inputs[i].name, axis] for i, axis in free.get(d["symbol"], d)["sites"]],
                        example_size=d.get("example", d["size"]) if d["symbol"] in free else d["size"],
                        min=d.get("min"), max=d.get("max"), torch_symbol=d.get("torch_symbol"),
-                       found_by=d.get("found_by"), verified=checks.get(d["symbol"], {}).get("sizes", []))
+                       found_by=d.get("found_by"), verified=checks.get(d["symbol"], {}).get("sizes", []),
+                       step=free[d["symbol"]].get("step", 1) if d["symbol"] in free else None)
             for d in dims]
