@@ -143,3 +143,40 @@ def test_portx_testing_at_a_size_off_the_step_is_bad_input(tmp_path, target):
     with pytest.raises(BadInput, match=r"input x axis 2 has size 17, not a multiple of 2: the model divides it by 2"):
         assert_equivalent(str(path), out, inputs=(_image(17, 16),))
     assert_equivalent(str(path), out, inputs=(_image(20, 18),))
+
+
+def _keras_unet():
+    """A subclassed Keras U-Net (traced through JAX): conv, max pool by 2, conv, upsample by 2, concat, conv."""
+    import keras
+    from keras import layers, ops
+
+    class KerasUNet(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.down, self.mid = layers.Conv2D(4, 3, padding="same"), layers.Conv2D(4, 3, padding="same")
+            self.out, self.pool, self.up = layers.Conv2D(2, 3, padding="same"), layers.MaxPooling2D(2), \
+                layers.UpSampling2D(2)
+
+        def call(self, x):
+            skip = ops.relu(self.down(x))
+            return self.out(ops.concatenate([self.up(ops.relu(self.mid(self.pool(skip)))), skip], axis=-1))
+
+    keras.utils.set_random_seed(0)
+    return KerasUNet()
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_jax_traced_unet_keeps_its_image_free_at_its_step(tmp_path, target):
+    """Before: ``--dynamic x:1`` was refused ("does not run at x_1=17": the concat needs an even size)."""
+    model, x = _keras_unet(), np.random.default_rng(0).standard_normal((2, 16, 16, 3)).astype("float32")
+    want = np.asarray(model(x))
+    result = portx.convert(model, to=target, example_inputs=(x,), dynamic=["x:1", "x:2"], grad=False,
+                           out=tmp_path / "o")
+    rows = _rows(result)
+    assert [(rows[s]["free"], rows[s]["step"]) for s in ("batch", "x_1", "x_2")] == [(True, 1), (True, 2), (True, 2)]
+    assert all(c["passed"] for c in rows["x_1"]["verified"]) and rows["x_1"]["found_by"] == "two lowerings"
+    assert np.allclose(find_target(target).run(result.model, [x])[0], want, atol=1e-4)
+    wide = np.random.default_rng(1).standard_normal((3, 20, 12, 3)).astype("float32")
+    assert np.allclose(find_target(target).run(result.model, [wide])[0], np.asarray(model(wide)), atol=1e-4)
+    with pytest.raises(ValueError, match=r"input x: axis 1 has size 15, not a multiple of 2"):
+        find_target(target).run(result.model, [x[:, :15]])
