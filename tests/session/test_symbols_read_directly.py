@@ -1,10 +1,11 @@
 """Note [symbols read directly] (frontends/torch/symbols.py): a live module is exported once with its free axes
 symbolic and lowered once; its graph at a second size comes from torch's own symbolic shapes and the ops' shape
-rules, not from lowering it again. A spy on the lowering counts the walks; the emitted models run at other batch
-sizes and lengths and match the source."""
+rules (a pad's nested (before, after) pairs too), not from lowering it again. A spy on the lowering counts the
+walks; the emitted models run at other batch sizes and lengths and match the source."""
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 import portx
@@ -69,6 +70,31 @@ def test_a_cnn_and_an_mlp_are_lowered_once(make, shape, to, walks, tmp_path):
     assert _found(result.report) == {"batch": (True, "symbolic export")}, result.report["warnings"]
     for n in (1, 3, 8):
         _matches(result, to, module, (torch.randn(n, *shape[1:], generator=torch.Generator().manual_seed(n)),))
+
+
+class Padded(nn.Module):
+    """``F.pad`` by a size read from ``x.shape``: the pad's (before, after) pairs are nested in a tuple."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc = nn.Linear(6, 4)
+
+    def forward(self, x):
+        return self.fc(F.pad(x, (0, 0, x.shape[1] // 2, 1)))
+
+
+@pytest.mark.parametrize("to", ["keras-jax", "torch-xla"])
+def test_a_pad_by_a_run_time_size_is_read_from_the_symbols(to, walks, tmp_path):
+    """Before: its pads (nested pairs) were never rewritten from torch's shapes, so the export was lowered twice."""
+    module = Padded().eval()
+    result = portx.convert(module, example_inputs=(torch.randn(2, 8, 6),), to=to, out=tmp_path / "o", grad=False,
+                           dynamic=["x:1"])
+    assert walks[0] == 1, walks
+    assert _found(result.report) == {"batch": (True, "symbolic export"), "x_1": (True, "symbolic export")}, \
+        result.report["warnings"]
+    for n, length in ((1, 12), (3, 8), (5, 20)):
+        _matches(result, to, module, (torch.randn(n, length, 6, generator=torch.Generator().manual_seed(n)),))
 
 
 def test_a_hugging_face_decoder_keeps_batch_and_length_free_from_one_lowering(walks, tmp_path):
