@@ -97,6 +97,32 @@ def test_a_pad_by_a_run_time_size_is_read_from_the_symbols(to, walks, tmp_path):
         _matches(result, to, module, (torch.randn(n, length, 6, generator=torch.Generator().manual_seed(n)),))
 
 
+class Sequence(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc = nn.Linear(6, 4)
+
+    def forward(self, x):
+        return self.fc(x).softmax(1)
+
+
+@pytest.mark.parametrize("to", ["keras-jax", "torch-xla"])
+def test_a_batch_of_one_with_a_dynamic_axis_is_traced_at_two_once(to, walks, tmp_path):
+    """Note [batch of one]: before, ``--dynamic x:1`` kept a batch of 1 traced at 1, then exported and lowered again
+    at 2 (two walks); now it is traced at 2 from the start, and still verified at the user's 1."""
+    module = Sequence().eval()
+    result = portx.convert(module, example_inputs=(torch.randn(1, 8, 6),), to=to, out=tmp_path / "o", grad=False,
+                           dynamic=["x:1"])
+    assert walks[0] == 1, walks
+    rows = {r["symbol"]: r for r in result.report["dynamic"]}
+    assert rows["batch"]["free"] and rows["x_1"]["free"] and rows["batch"]["example_size"] == 1
+    assert [c["size"] for c in rows["batch"]["verified"]] == [1, 8] and result.report["verification"]["passed"]
+    assert result.report["verification"]["inputs"][0][1] == [1, 8, 6]
+    for n, length in ((1, 5), (3, 8)):
+        _matches(result, to, module, (torch.randn(n, length, 6, generator=torch.Generator().manual_seed(n)),))
+
+
 def test_a_hugging_face_decoder_keeps_batch_and_length_free_from_one_lowering(walks, tmp_path):
     module = _model("llama", "eager")
     ids = torch.randint(1, 100, (2, 8), generator=torch.Generator().manual_seed(0))

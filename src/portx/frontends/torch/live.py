@@ -67,10 +67,12 @@ def _batch_at(inputs, n):
 
 # Note [batch of one]: torch specializes a size of 1, so find_free (session/free_dims.py) traces and lowers a
 # batch-1 example again at 2 (ONE_TRACED_AT) before diffing it with 3, and the graph at 1 is thrown away. When
-# the batch may stay free (no --static-batch, no --dynamic), convert asks ``load`` for a live module traced at 2
-# from the start (rows repeated): one torch.export and one lowering fewer (resnet50: 0.9 s of 11). A module
-# that does not trace at 2 is traced at its example, as before. ``batch_given`` keeps the 1: convert verifies the
-# user's own example there (verification/dynamic.py ``example_shapes``), not the rows repeated.
+# the batch may stay free (no --static-batch, no --dynamic on an axis 0; other --dynamic axes are exported
+# symbolic at 2 rows as at 1), convert asks ``load`` for a live module traced at 2 from the start (rows repeated):
+# one torch.export and one lowering fewer (resnet50: 0.9 s of 11; a sequence model with --dynamic x:1 at batch 1:
+# one export and one lowering, where it took two of each). A module that does not trace at 2 is traced at its
+# example, as before. ``batch_given`` keeps the 1: convert verifies the user's own example there
+# (verification/dynamic.py ``example_shapes``), not the rows repeated.
 
 
 def _check_input_dtypes(module, inputs):
