@@ -72,22 +72,23 @@ def test_a_cnn_and_an_mlp_are_lowered_once(make, shape, to, walks, tmp_path):
         _matches(result, to, module, (torch.randn(n, *shape[1:], generator=torch.Generator().manual_seed(n)),))
 
 
-class Padded(nn.Module):
-    """``F.pad`` by a size read from ``x.shape``: the pad's (before, after) pairs are nested in a tuple."""
+class Sequence(nn.Module):
+    """A linear layer over a sequence; ``pad``: first ``F.pad`` by a size read from ``x.shape`` (the pad's (before,
+    after) pairs are nested in a tuple)."""
 
-    def __init__(self):
+    def __init__(self, pad=False):
         super().__init__()
         torch.manual_seed(0)
-        self.fc = nn.Linear(6, 4)
+        self.fc, self.pad = nn.Linear(6, 4), pad
 
     def forward(self, x):
-        return self.fc(F.pad(x, (0, 0, x.shape[1] // 2, 1)))
+        return self.fc(F.pad(x, (0, 0, x.shape[1] // 2, 1)) if self.pad else x).softmax(1)
 
 
 @pytest.mark.parametrize("to", ["keras-jax", "torch-xla"])
 def test_a_pad_by_a_run_time_size_is_read_from_the_symbols(to, walks, tmp_path):
     """Before: its pads (nested pairs) were never rewritten from torch's shapes, so the export was lowered twice."""
-    module = Padded().eval()
+    module = Sequence(pad=True).eval()
     result = portx.convert(module, example_inputs=(torch.randn(2, 8, 6),), to=to, out=tmp_path / "o", grad=False,
                            dynamic=["x:1"])
     assert walks[0] == 1, walks
@@ -95,16 +96,6 @@ def test_a_pad_by_a_run_time_size_is_read_from_the_symbols(to, walks, tmp_path):
         result.report["warnings"]
     for n, length in ((1, 12), (3, 8), (5, 20)):
         _matches(result, to, module, (torch.randn(n, length, 6, generator=torch.Generator().manual_seed(n)),))
-
-
-class Sequence(nn.Module):
-    def __init__(self):
-        super().__init__()
-        torch.manual_seed(0)
-        self.fc = nn.Linear(6, 4)
-
-    def forward(self, x):
-        return self.fc(x).softmax(1)
 
 
 @pytest.mark.parametrize("to", ["keras-jax", "torch-xla"])
