@@ -9,7 +9,8 @@ import portx  # noqa: F401
 from portx.errors import BadInput, UnsupportedOps
 from portx.frontends.torch import export_module, lower_exported
 from portx.frontends.input_spec import parse_input_spec
-from portx.frontends.torch.files import from_module, load_torch_source
+from portx.frontends.torch.files import load_torch_source
+from portx.frontends.torch.live import from_module
 from tests.support.unsupported import TORCH_OP, TORCH_OP_TOO, also_unsupported, unsupported
 
 

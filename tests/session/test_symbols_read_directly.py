@@ -1,15 +1,16 @@
 """Note [symbols read directly] (frontends/torch/symbols.py): a live module is exported once with its free axes
 symbolic and lowered once; its graph at a second size comes from torch's own symbolic shapes and the ops' shape
-rules, not from lowering it again. A spy on the lowering counts the walks; the emitted models run at other batch
-sizes and lengths and match the source."""
+rules (a pad's nested (before, after) pairs too), not from lowering it again. A spy on the lowering counts the
+walks; the emitted models run at other batch sizes and lengths and match the source."""
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 import portx
 from portx.options import Checks, Output, Shapes
-import portx.frontends.torch.files as torch_files
+import portx.frontends.torch.source as torch_source
 from portx.targets import find_target
 from tests.test_hf_text import _model
 
@@ -39,13 +40,13 @@ class MLP(nn.Module):
 @pytest.fixture
 def walks(monkeypatch):
     """The number of times a conversion lowers (walks) a torch program."""
-    count, real = [0], torch_files.walk_program
+    count, real = [0], torch_source.walk_program
 
     def counted(*args, **kwargs):
         count[0] += 1
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(torch_files, "walk_program", counted)
+    monkeypatch.setattr(torch_source, "walk_program", counted)
     return count
 
 
@@ -69,6 +70,48 @@ def test_a_cnn_and_an_mlp_are_lowered_once(make, shape, to, walks, tmp_path):
     assert _found(result.report) == {"batch": (True, "symbolic export")}, result.report["warnings"]
     for n in (1, 3, 8):
         _matches(result, to, module, (torch.randn(n, *shape[1:], generator=torch.Generator().manual_seed(n)),))
+
+
+class Sequence(nn.Module):
+    """A linear layer over a sequence; ``pad``: first ``F.pad`` by a size read from ``x.shape`` (the pad's (before,
+    after) pairs are nested in a tuple)."""
+
+    def __init__(self, pad=False):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc, self.pad = nn.Linear(6, 4), pad
+
+    def forward(self, x):
+        return self.fc(F.pad(x, (0, 0, x.shape[1] // 2, 1)) if self.pad else x).softmax(1)
+
+
+@pytest.mark.parametrize("to", ["keras-jax", "torch-xla"])
+def test_a_pad_by_a_run_time_size_is_read_from_the_symbols(to, walks, tmp_path):
+    """Before: its pads (nested pairs) were never rewritten from torch's shapes, so the export was lowered twice."""
+    module = Sequence(pad=True).eval()
+    result = portx.convert(module, example_inputs=(torch.randn(2, 8, 6),), to=to, out=tmp_path / "o", grad=False,
+                           dynamic=["x:1"])
+    assert walks[0] == 1, walks
+    assert _found(result.report) == {"batch": (True, "symbolic export"), "x_1": (True, "symbolic export")}, \
+        result.report["warnings"]
+    for n, length in ((1, 12), (3, 8), (5, 20)):
+        _matches(result, to, module, (torch.randn(n, length, 6, generator=torch.Generator().manual_seed(n)),))
+
+
+@pytest.mark.parametrize("to", ["keras-jax", "torch-xla"])
+def test_a_batch_of_one_with_a_dynamic_axis_is_traced_at_two_once(to, walks, tmp_path):
+    """Note [batch of one]: before, ``--dynamic x:1`` kept a batch of 1 traced at 1, then exported and lowered again
+    at 2 (two walks); now it is traced at 2 from the start, and still verified at the user's 1."""
+    module = Sequence().eval()
+    result = portx.convert(module, example_inputs=(torch.randn(1, 8, 6),), to=to, out=tmp_path / "o", grad=False,
+                           dynamic=["x:1"])
+    assert walks[0] == 1, walks
+    rows = {r["symbol"]: r for r in result.report["dynamic"]}
+    assert rows["batch"]["free"] and rows["x_1"]["free"] and rows["batch"]["example_size"] == 1
+    assert [c["size"] for c in rows["batch"]["verified"]] == [1, 8] and result.report["verification"]["passed"]
+    assert result.report["verification"]["inputs"][0][1] == [1, 8, 6]
+    for n, length in ((1, 5), (3, 8)):
+        _matches(result, to, module, (torch.randn(n, length, 6, generator=torch.Generator().manual_seed(n)),))
 
 
 def test_a_hugging_face_decoder_keeps_batch_and_length_free_from_one_lowering(walks, tmp_path):

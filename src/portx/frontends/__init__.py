@@ -90,7 +90,7 @@ def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_k
     runs its TensorFlow graph, so it needs ``trust_savedmodel``). ``inputs`` are
     ``NAME:SHAPE[:DTYPE]`` specs (frontends/input_spec.py). Loading is safe by default (Note [safe loading],
     Note [keras safe mode]). ``batch``: a live nn.Module's example batch of 1 is traced at this many rows
-    (Note [batch of one] in frontends/torch/files.py); ``free``: its ``--dynamic`` axes, exported symbolic (Note
+    (Note [batch of one] in frontends/torch/live.py); ``free``: its ``--dynamic`` axes, exported symbolic (Note
     [symbolic export] in frontends/torch/symbols.py). A Hugging Face checkpoint folder (config.json and
     safetensors weights) is built by transformers and traced with its weights left on disk (frontends/hf.py;
     ``trust_remote_code`` for a config with auto_map, ``dtype`` to widen). Example: ``load("model.pt2").lower()``.
@@ -117,7 +117,8 @@ def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_k
             return load_legacy_h5(source, inputs, unsafe_keras)
     if is_keras_source(source):
         return _load_keras(source, example_inputs, inputs, unsafe_keras)
-    from .torch.files import from_module, load_torch_source
+    from .torch.files import load_torch_source
+    from .torch.live import from_module
 
     if isinstance(source, (str, os.PathLike)):
         return load_torch_source(source, inputs, trust_pickle)

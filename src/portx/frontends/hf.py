@@ -26,7 +26,8 @@ import torch
 
 from ..errors import BadInput, first_line
 from ..weights import open_folder
-from .torch.files import TorchSource, from_module
+from .torch.live import from_module
+from .torch.source import TorchSource
 
 __all__ = ["load_hf_folder", "HF_DTYPES"]
 

@@ -92,21 +92,35 @@ def _by_literals(attrs, literals, limit=64) -> list:
         exact = sorted(literals.get(x, ()))
         return exact + sorted({x // a0 * a1 for a0, a1 in moves if x % a0 == 0 and x != a0} - set(exact))
 
-    spots = [(key, i, images(int(x))) for key, value in attrs.items() if key not in _NOT_SIZES
-             for i, x in (enumerate(value) if isinstance(value, (tuple, list)) else [(None, value)])
-             if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)) and images(int(x))]
+    spots = [(key, path, images(int(x))) for key, value in attrs.items() if key not in _NOT_SIZES
+             for path, x in _ints(value) if images(int(x))]
     out = [attrs]
     for count in range(1, len(spots) + 1):
         for chosen in itertools.combinations(spots, count):
             for picks in itertools.product(*(spot[2] for spot in chosen)):
                 changed = dict(attrs)
-                for (key, i, _), n in zip(chosen, picks):
-                    changed[key] = n if i is None else type(changed[key])(
-                        n if k == i else x for k, x in enumerate(changed[key]))
+                for (key, path, _), n in zip(chosen, picks):
+                    changed[key] = _replaced(changed[key], path, n)
                 out.append(changed)
                 if len(out) >= limit:
                     return out
     return out
+
+
+def _ints(value, path=()):
+    """(path, int) for each int of ``value``, also inside nested tuples and lists (a pad's (before, after) pairs)."""
+    if isinstance(value, (tuple, list)):
+        return [found for i, x in enumerate(value) for found in _ints(x, path + (i,))]
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return [(path, value)]
+    return []
+
+
+def _replaced(value, path, n):
+    """``value`` with the int at ``path`` (``_ints``) replaced by ``n``."""
+    if not path:
+        return n
+    return type(value)(_replaced(x, path[1:], n) if k == path[0] else x for k, x in enumerate(value))
 
 
 def _regrown(graph, value, hints, new, params, param_values):

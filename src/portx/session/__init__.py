@@ -1,4 +1,5 @@
-"""One conversion, stage by stage (conversion.py), its free-dim handling (free_dims.py) and its report
+"""One conversion, stage by stage (conversion.py), its free-dim handling (dim_plan.py: the
+candidates; free_dims.py: which stay free; free_emit.py: at emit time) and its report
 (report.py). ``api`` drives it; verification never imports it.
 
 Example:

@@ -41,8 +41,10 @@ from ..verification.sharding import proof_devices, sharding_report
 from ..verification.streaming import verify_streaming
 from ..verification.trace import node_errors
 from ..weights import shard_gb
+from .dim_plan import pinned_batch, plan_dims
+from .free_dims import ONE_TRACED_AT, find_free
+from .free_emit import dynamic_report, emit_free
 from .report import ConversionReport
-from .free_dims import ONE_TRACED_AT, dynamic_report, emit_free, find_free, pinned_batch, plan_dims
 from .sections import (GRAD_AUTO_BYTES, base_report, source_counts, training, verification_failed,
                      written_files)
 
@@ -93,7 +95,8 @@ class Conversion:
         shapes = self.shapes
         self.src = self.stages.run("load", load, self.source, example_inputs=self.example_inputs,
                                    inputs=shapes.inputs, dtype=self.output.dtype, **self.trust.load_kwargs(),
-                                   batch=None if shapes.static_batch is not None or shapes.dynamic else ONE_TRACED_AT,
+                                   batch=None if shapes.static_batch is not None or _frees_axis_0(shapes.dynamic)
+                                   else ONE_TRACED_AT,
                                    free=shapes.dynamic)  # Note [symbolic export] (frontends/torch/symbols.py)
 
     def lower(self):
@@ -234,3 +237,9 @@ def _tpu_proof(target, model, graph, strict):
         raise NotTpuLegal(f"model does not lower cleanly for TPU: {'; '.join(proof['problems'])}",
                           hint="drop --strict-tpu to convert anyway, or replace the listed constructs")
     return proof
+
+
+def _frees_axis_0(dynamic) -> bool:
+    """True when a ``--dynamic NAME:AXES`` spec names axis 0: the batch of 1 is then traced as given, since a
+    declared axis 0 is not the rows ``load`` would repeat (Note [batch of one] in frontends/torch/live.py)."""
+    return any(set(axis.strip()) == {"0"} for spec in dynamic or () for axis in str(spec).rpartition(":")[2].split(","))

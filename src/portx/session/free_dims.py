@@ -1,39 +1,35 @@
-"""All of a conversion's free-dim handling (Note [free dims] in ir/types.py): which dims stay free, and what
+"""Which of a conversion's candidate free dims (dim_plan.py) stay free (Note [free dims] in ir/types.py), and what
 happens to one that cannot.
 
-``plan_dims`` lists the candidates: the batch (axis 0 of every input) unless ``--static-batch``, the
-dims the source declares (torch.export Dims, Keras None dims) and ``--dynamic NAME:AXIS`` ones.
 ``find_free`` gets the graph at a second size of each (from a symbolic torch.export's own shapes without
 lowering again: Note [symbols read directly] in frontends/torch/symbols.py; else by lowering the source again,
 by substitution into the export's symbols where it has them) and diffs the graphs
 (passes/free_dims.py); a dim the model cannot run at, or whose graph changes in a way no free dim
 explains, is pinned at the example's size with a warning that says why (a declared one the model
 fixes to a constant is an error); a source that cannot run at another batch (a static program) gets that
-graph from its ops' shape rules (Note [static batch] in passes/static_batch.py). ``emit_free`` pins a dim that
-an emit rule cannot write, or that ``verify_sizes`` (verification/dynamic.py) finds wrong at another size.
+graph from its ops' shape rules (Note [static batch] in passes/static_batch.py). ``repin``/``refree`` give the
+graph with fewer dims free (free_emit.py pins at emit time).
 ``lower_for`` lowers a source as convert does, for ``portx verify`` (verification/recheck.py takes it as an
 argument: verification never imports the session).
 
 Example:
-    >>> dims = plan_dims(src, graph, dynamic=["x:1"])
-    >>> src, graph, free = find_free(src, graph, prepare, dims, notes)
+    >>> src, graph, free = find_free(src, graph, prepare, plan_dims(src, graph), notes)
 """
 from __future__ import annotations
 
-import re
 import warnings
 
 from ..errors import BadInput
-from ..ir import FreeDimRefused, batch_inputs
 from ..passes.free_dims import NotFree, apply_free, diff_free, merge_found
 from ..passes.pipeline import inference_skip
 from ..passes.static_batch import rebatch
-from ..verification.dynamic import one_line, verify_sizes
+from ..verification.dynamic import one_line
 from ..verification.recheck import prepared
-from .report import DynamicDim
+from .dim_plan import plan_dims
+from .divided import stepped_diff
 
-__all__ = ["ONE_TRACED_AT", "plan_dims", "find_free", "refree", "repin", "parse_dynamic", "check_static_batch",
-           "pinned_batch", "emit_free", "dynamic_report", "lower_for"]
+__all__ = ["ONE_TRACED_AT", "find_free", "refree", "repin", "lower_for"]
+
 
 #: report.json's ``found_by`` where the one symbolic export's symbols did not settle the graph at a second size, so
 #: that export was lowered again there (Note [symbols read directly])
@@ -43,84 +39,14 @@ FOUND_BY_SUBSTITUTION = "symbolic export, lowered twice"
 ONE_TRACED_AT = 2
 
 
-def parse_dynamic(specs, names) -> list:
-    """``["x:1", "ids:0,1"]`` -> declared dims (one per input axis); BadInput names a bad spec."""
-    rows = []
-    for spec in specs or ():
-        name, _, axes = str(spec).rpartition(":")
-        shown = str(spec) if str(spec).isprintable() else repr(str(spec))  # a newline would split the message's line
-        if not name or not axes:
-            raise BadInput(f"--dynamic {shown}: expected NAME:AXIS[,AXIS]", hint="e.g. --dynamic x:0,1")
-        if name not in names:
-            raise BadInput(f"--dynamic {shown}: the model has no input {name if name.isprintable() else repr(name)}",
-                           hint=f"its inputs are {', '.join(names)}")
-        for axis in axes.split(","):
-            if not re.fullmatch(r"[0-9]+", axis.strip()):  # str.isdigit() takes '²', which int() refuses
-                raise BadInput(f"--dynamic {shown}: axis {axis!r} is not a number", hint="e.g. --dynamic x:0,1")
-            rows.append({"symbol": f"{name}_{int(axis)}", "sites": [[names.index(name), int(axis)]],
-                         "min": 1, "max": None, "declared": True, "flag": True})
-    return rows
-
-
-def plan_dims(src, graph, dynamic=(), static_batch=None) -> list:
-    """Candidate free dims: [{"symbol", "sites", "size", "min", "max", "declared"}]; the batch comes first."""
-    names = [v.name for v in graph.inputs]
-    declared = list(src.dynamic_dims()) + parse_dynamic(dynamic, names)
-    for row in declared:
-        for index, axis in row["sites"]:
-            rank = graph.inputs[index].type.rank
-            if axis >= rank:
-                raise BadInput(f"--dynamic {names[index]}:{axis}: input {names[index]} has {rank} axes",
-                               hint=f"give an axis below {rank}")
-            row["size"] = graph.inputs[index].type.shape[axis]
-    declared = _grouped(declared)
-    claimed = {tuple(site) for row in declared for site in row["sites"]}
-    ranked = [i for i, v in enumerate(graph.inputs) if v.type.rank]
-    batch = [[i, 0] for i in batch_inputs([v.type.shape for v in graph.inputs]) if (i, 0) not in claimed]
-    size = graph.inputs[batch[0][0]].type.shape[0] if batch else None
-    rows = [] if static_batch or not batch else [
-        {"symbol": "batch", "sites": batch, "size": size, "example": getattr(src, "batch_given", 0) or size,
-         "min": 1, "max": None, "declared": False}]
-    for row in declared:
-        if sorted(map(tuple, row["sites"])) == [(i, 0) for i in ranked]:
-            row["symbol"] = "batch"  # a Dim on axis 0 of every input is the batch, whatever torch called it
-        if static_batch and any(axis == 0 for _, axis in row["sites"]):
-            check_static_batch(row, static_batch, names)
-            continue
-        rows.append(row)
-    return rows
-
-
-def _grouped(rows) -> list:
-    """``--dynamic`` axes of one example size on different inputs are one symbol (ids and their mask share a sequence
-    length); two axes of one input stay two (an image's height and width, both 32 in the example)."""
-    out, by_size = [], {}
-    for row in rows:
-        group = by_size.get(row["size"]) if row.get("flag") else None
-        if group is not None and not {i for i, _ in row["sites"]} & {i for i, _ in group["sites"]}:
-            by_size[row["size"]]["sites"] += row["sites"]
-            continue
-        if row.get("flag"):
-            by_size[row["size"]] = row
-        out.append(row)
-    return out
-
-
-def check_static_batch(row, n, names):
-    """BadInput when ``--static-batch n`` lies outside the range a declared dim on axis 0 allows."""
-    low, high = row.get("min") or 1, row.get("max")
-    if n < low or (high is not None and n > high):
-        index = row["sites"][0][0]
-        raise BadInput(f"--static-batch {n}: input {names[index]} declares axis 0 free in [{low}, {high}]",
-                       hint=f"pick a batch size inside [{low}, {high}]")
-
-
 # Note [divided dims]: a U-Net pools its image by 2 and upsamples it back: ``h // 2``. Two sizes one apart cannot
 # pin a floor's rounding (``h // 2`` and ``(h + 1) // 2`` agree at 16 and 20) and the model may not run at an odd
 # size at all (torch's cat needs ``2 * (h // 2) == h``). Torch's shapes say what it divides each symbol by
 # (``FloorDiv``, ``CeilDiv``, ``Mod`` in ``meta["val"]``: ``divisor`` in frontends/torch/symbols.py); the second
 # size is that ``step`` away, so ``_affine`` (passes/free_dims.py) reads a half step as ``SymDim(..., div=2)``,
-# exact at every size the example's plus a multiple of ``step``, which the checks and the warning keep to.
+# exact at every size the example's plus a multiple of ``step``, which the checks and the warning keep to. A source
+# with no symbols (ONNX, a ``.pt2`` without Dims, JAX) finds its step by lowering: Note [steps found by lowering]
+# in divided.py.
 def _other_size(row) -> int | None:
     """A second size for diffing, never 1 (torch specializes sizes 0 and 1), ``row["step"]`` away (Note [divided
     dims]); None when the range has none."""
@@ -224,6 +150,11 @@ def _diff_one(src, graph, prepare, rows, row, found) -> str:
 
 def _second_size(src, graph, prepare, rows, row, found, symbolic) -> str:
     """Lower at a second size of ``row``'s dim and diff: '' when free (its diff into ``found``), else why not."""
+    if not symbolic and row["symbol"] != "batch":  # no symbols say its step (Note [steps found by lowering])
+        row["found_by"] = "two lowerings"
+        diff, why = stepped_diff(graph, row, lambda n: _at(src, prepare, rows, {row["symbol"]: n})[1], _other_size)
+        found.update({row["symbol"]: diff} if diff is not None else {})
+        return why
     row["step"] = src.divisor(row["sites"]) if symbolic else 1
     other = _other_size(row)
     if other is None:
@@ -308,73 +239,6 @@ def refree(record, symbols, notes):
     except NotFree as exc:
         notes.append(f"{', '.join(dims)} pinned: {exc}")
         return graph
-
-
-def pinned_batch(src, graph, n, strict_tpu):
-    """(source, graph) at batch ``n`` for ``--static-batch`` (BadInput where the model cannot run there)."""
-    for row in src.dynamic_dims():
-        if any(axis == 0 for _, axis in row["sites"]):
-            check_static_batch(row, n, [v.name for v in graph.inputs])
-    sites = {(i, 0): n for i, v in enumerate(graph.inputs) if v.type.rank}
-    if all(graph.inputs[i].type.shape[0] == n for i, _ in sites):
-        return src, graph
-    try:
-        src = src.resized(sites)
-    except BadInput as exc:
-        raise BadInput(f"--static-batch {n}: {exc}", hint="convert at the batch the model was saved with, or "
-                       "re-export it with a free batch (torch.export.Dim)") from None
-    return src, src.lower("model", strict_tpu)
-
-
-def emit_free(stages, target, graph, record, tmp, src, seed, atol, rtol, verify, notes, emit_options, abstract):
-    """Emit and load ``graph``; a free dim an emit rule cannot write, or that verifies wrong at another size,
-    is pinned with a warning and the model emitted again. Returns (source, graph, emitted, model, size checks)."""
-    free = set(graph.meta.get("free", {}).get("dims", {}))
-    while True:
-        try:
-            emitted = stages.run("emit", target.emit, graph, tmp, **emit_options)  # UnsupportedOps (3): every node
-        except FreeDimRefused as exc:
-            if not exc.symbols & free:
-                raise
-            notes.append(f"{', '.join(sorted(exc.symbols & free))} pinned: {target.name} cannot keep it free at "
-                         f"{exc.where or 'a node'} ({exc})")
-            free -= exc.symbols
-            src, graph = repin(record, free, notes)
-            continue
-        emitted.pop("model", None)  # the writer's copy; free it before loading the user's view of the files
-        model = stages.run("load-emitted", target.load_abstract if abstract else target.load, tmp)
-        sized = stages.run("verify-sizes", verify_sizes, src, graph, model, target, seed, atol, rtol) if verify else []
-        wrong = {row["symbol"] for row in sized if not row["passed"]}
-        if not wrong:
-            return src, graph, emitted, model, sized
-        for row in sized:
-            if not row["passed"]:
-                bad = next(c for c in row["sizes"] if c["passed"] is False)
-                notes.append(_pinned_note(row["symbol"], bad, graph.meta["free"]["dims"][row["symbol"]]))
-        free -= wrong
-        src, graph = repin(record, free, notes)
-
-
-def _pinned_note(symbol, bad, dim) -> str:
-    """The warning for a dim pinned by its size check ``bad``; where rows mix, naming the node first (Note [which
-    node mixes rows] in verification/chunks.py): "batch pinned at 2: node mean (mean) mixes rows: ...; at ..."."""
-    problem = bad["problem"] or "outputs differ"
-    culprit, _, problem = problem.partition("; ") if problem.startswith("node ") else ("", "", problem)
-    head = f"{symbol} pinned at {dim.get('example', dim['size'])}: {culprit}; at" if culprit else f"{symbol} pinned: at"
-    return f"{head} {symbol}={bad['size']} " + (
-        problem if problem.startswith("the source") else f"the converted model differs ({problem})")
-
-
-def dynamic_report(dims, graph, sized) -> list[DynamicDim]:
-    """report["dynamic"]: each candidate dim, whether it stayed free, and its checks per size."""
-    free = graph.meta.get("free", {}).get("dims", {})
-    checks = {row["symbol"]: row for row in sized}
-    return [DynamicDim(symbol=d["symbol"], free=d["symbol"] in free,
-                       sites=[[graph.inputs[i].name, axis] for i, axis in free.get(d["symbol"], d)["sites"]],
-                       example_size=d.get("example", d["size"]) if d["symbol"] in free else d["size"],
-                       min=d.get("min"), max=d.get("max"), torch_symbol=d.get("torch_symbol"),
-                       found_by=d.get("found_by"), verified=checks.get(d["symbol"], {}).get("sizes", []))
-            for d in dims]
 
 
 def lower_for(src, target, skip=None, raw=None, io_layout="source", free=True):

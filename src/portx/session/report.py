@@ -95,7 +95,9 @@ class OpRow(_Typed):
 
 @dataclass
 class DynamicDim(_Typed):
-    """report["dynamic"][i]: one candidate free dim, whether it stayed free, and its checks per size."""
+    """report["dynamic"][i]: one candidate free dim, whether it stayed free, and its checks per size. ``step``: the
+    free dim takes the example's size plus multiples of it only (1: any size; Note [divided dims] in
+    session/free_dims.py); None for a dim that stayed pinned."""
 
     OMITTED = ("torch_symbol", "found_by")
     symbol: str
@@ -107,6 +109,7 @@ class DynamicDim(_Typed):
     verified: list[dict] = field(default_factory=list)
     torch_symbol: str | None = None
     found_by: str | None = None
+    step: int | None = None
 
 
 @dataclass

@@ -108,7 +108,7 @@ def example_checked(rows, verification) -> list:
 
 def example_shapes(graph, at=None) -> list:
     """The input shapes the user's example has: the graph's, but for a free dim traced at another size than the
-    example's (a batch of 1 is traced at 2: Note [batch of one] in frontends/torch/files.py), at the example's.
+    example's (a batch of 1 is traced at 2: Note [batch of one] in frontends/torch/live.py), at the example's.
     Convert verifies there, so the size checks and verification share that compile (batch 1: sizes 1 and 8 are
     two XLA compiles of the forward, not three). ``at``: {symbol: size} for dims checked at another size."""
     dims, at = graph.meta.get("free", {}).get("dims", {}), at or {}

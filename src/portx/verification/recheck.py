@@ -30,6 +30,7 @@ from ..passes.layout import IO_LAYOUTS, set_io_layout, source_arrays
 from ..passes.pipeline import inference_skip, run_passes
 from ..progress import Stages, step
 from ..targets import DEFAULT_TARGET, target_of
+from ..targets.size_checks import size_checks, size_refused, size_rule
 from .compare import (DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs, narrow_outputs, random_outputs, run_reference,
                       sign_free_outputs)
 from .domain import expected_outputs
@@ -165,6 +166,11 @@ def _explicit_batch(graph, inputs) -> list:
     if not _takes(free, [a.shape for a in arrays]):  # a free dim (the batch) takes any size
         raise BadInput(f"inputs: shapes {[a.shape for a in arrays]}, the source was converted for {want}",
                        hint="pass arrays of the converted shapes, or inputs=None for seeded ones")
+    for value, axis, step, offset in size_checks(graph):  # Note [size checks] in targets/size_checks.py
+        n = arrays[graph.inputs.index(value)].shape[axis]
+        if (n - offset) % step:
+            raise BadInput(f"inputs: input {value.name} axis {axis} has size {n}, not {size_rule(step, offset)}: "
+                           f"the model divides it by {step}", hint=f"pass a size that is {size_rule(step, offset)}")
     return [a.astype(v.type.dtype) for a, v in zip(arrays, graph.inputs)]
 
 
@@ -178,6 +184,9 @@ def _run_samples(src, graph, converted, batches, atol, rtol) -> list:
         try:
             got = run(arrays)
         except Exception as exc:  # the model cannot take the source's inputs (edited, or another model)
+            if size_refused(exc):  # a size the model cannot take: Note [size checks] in targets/size_checks.py
+                raise BadInput(f"{converted.label}: {size_refused(exc)}", hint="pass sizes the model takes, as "
+                               "report.json's dynamic section gives them (each free dim's step)") from None
             rows.append({"seed": seed, "passed": False, "outputs": [],
                          "problem": f"the converted model fails on the source's inputs ({type(exc).__name__}: "
                                     f"{first_line(exc)})"})

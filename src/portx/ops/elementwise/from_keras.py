@@ -82,11 +82,12 @@ def _elu_from_keras(call):
     return call.emit(UNARY["elu"], [call.inputs[0]], {"alpha": float(call.layer.alpha)})
 
 
-@imports("keras", "GaussianNoise", "GaussianDropout", "AlphaDropout", "ActivityRegularization", "Identity")
+@imports("keras", "GaussianNoise", "GaussianDropout", "AlphaDropout", "ActivityRegularization", "Identity",
+         "SizeCheck")
 def _inference_identity_from_keras(call):
     """Noise and regularization layers: the input itself at inference (recorded as dropped; ``Dropout``
-    is the ``dropout`` family's)."""
-    if type(call.layer).__name__ != "Identity":
+    is the ``dropout`` family's); portx's own ``SizeCheck`` (Note [size checks] in targets/size_checks.py)."""
+    if type(call.layer).__name__ not in ("Identity", "SizeCheck"):
         call.dropped(call.inputs[0], type(call.layer).__name__)
     return call.inputs[0]
 

@@ -25,7 +25,7 @@ from ..refused import refused_build
 from .blocks import write_blocks
 from .sharded import DEFAULT_SHARD_GB, SHARDED_FILE, abstract_model, write_sharded
 from .sharding import layout_map_source, variable_splits
-from .model_classes import DRAW_MODEL, FREE_SHAPE_LAYER, constant_model_body, draws_random
+from .model_classes import DRAW_MODEL, FREE_SHAPE_LAYER, constant_model_body, draws_random, write_size_checks
 
 __all__ = ["TARGET", "WEIGHTS_FILE", "HEADER", "KerasEmitter", "emit_keras"]
 
@@ -34,7 +34,7 @@ WEIGHTS_FILE = SHARDED_FILE  # the index of the shards (Note [sharded keras weig
 #: the first line of every model.py this emitter writes (how targets.KERAS_JAX recognises its folders)
 HEADER = '"""Keras 3 model written by portx.'
 _RESERVED = {"keras", "layers", "ops", "np", "os", "build_model", "load_model", "WEIGHTS", "Constant", "FreeShape",
-             "model", "inputs", "outputs", "jax", "anchor", "DrawModel"}
+             "SizeCheck", "model", "inputs", "outputs", "jax", "anchor", "DrawModel"}
 _WIDTH = 100  # lines of the written model.py wrap at this width
 _INLINE_MAX = 16  # constants with at most this many elements are written into the code
 _DEEP_GRAPH = 300  # Note [deep graphs]: Keras' functional graph walk recurses per layer
@@ -280,6 +280,7 @@ class KerasEmitter(EmitterBase):
             shape = tuple(None if isinstance(d, SymDim) else d for d in self.graph.free_shape(value))
             given = f"shape={literal(shape[1:])}" if shape and shape[0] is None else f"batch_shape={literal(shape)}"
             head.line(f"{var} = keras.Input({given}{dtype}, name={literal(var)})")
+        self.given = write_size_checks(self, head)  # Note [size checks] in targets/size_checks.py
         drawn = not self.graph.inputs and draws_random(self.graph)  # a DrawModel around an anchor input
         if not self.graph.inputs and not drawn:  # a functional model needs an input: a ConstantModel
             return self._module_text(constant_model_body(self, _model_name(self.graph)), None)
@@ -332,7 +333,7 @@ class KerasEmitter(EmitterBase):
         text += body
         if outs is None:
             return text + _LOAD_MODEL
-        ins = [self.names[v] for v in self.graph.inputs] or ["anchor"]
+        ins = [self.given.get(v) or self.names[v] for v in self.graph.inputs] or ["anchor"]
         ins_text = ins[0] if len(ins) == 1 else "[" + ", ".join(ins) + "]"
         outs_text = outs[0] if len(outs) == 1 else "[" + ", ".join(outs) + "]"
         if self.graph.meta.get("output_structure") is not None:  # Note [output structure]

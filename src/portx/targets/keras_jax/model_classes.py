@@ -4,6 +4,7 @@
 a Keras functional model needs at least one KerasTensor input, so a source whose outputs depend on nothing
 (``forward(self): return torch.linspace(0, 1, 5)``) is written as a ``keras.Model`` subclass holding its
 outputs as weights; ``model()`` returns them, and ``model.save`` / ``keras.saving.load_model`` round-trip it.
+``SizeCheck`` refuses an input size the model cannot take (Note [size checks] in targets/size_checks.py).
 ``DrawModel`` is a model with no inputs that draws random numbers (``forward(self): return torch.randn(3)``):
 its outputs cannot be stored, so it wraps a functional model of one unread anchor input, and each ``model()``
 draws afresh (Note [random ops] in frontends/torch/dynamic.py).
@@ -15,8 +16,10 @@ from __future__ import annotations
 
 from ..codegen import literal
 from ..constants import evaluate_constant
+from ..size_checks import size_checks
 
-__all__ = ["CONSTANT_MODEL", "DRAW_MODEL", "FREE_SHAPE_LAYER", "constant_model_body", "draws_random"]
+__all__ = ["CONSTANT_MODEL", "DRAW_MODEL", "FREE_SHAPE_LAYER", "SIZE_CHECK_LAYER", "constant_model_body",
+           "draws_random", "write_size_checks"]
 
 #: the FreeShape layer model.py defines when a reshape or broadcast keeps a free dim (KerasEmitter.free_shape)
 FREE_SHAPE_LAYER = '''
@@ -125,3 +128,44 @@ def draws_random(graph) -> bool:
     from ...ops.random import RANDOM_OPS
 
     return any(node.op in RANDOM_OPS for node in graph.nodes)
+
+#: the SizeCheck layer model.py defines when a free dim takes multiples of a step only (Note [size checks])
+SIZE_CHECK_LAYER = '''
+@keras.saving.register_keras_serializable(package="converted")
+class SizeCheck(layers.Layer):
+    """Passes ``x`` through, refusing a size along ``axis`` that is not ``offset`` plus a multiple of ``step``: the
+    model divides that size by ``step`` (it pools, then upsamples back) and could not run there. A size not known
+    yet (None while the model is built, a symbolic one under jax.export) is not checked. Registered serializable.
+    """
+
+    def __init__(self, input_name, axis, step, offset=0, **kwargs):
+        super().__init__(**kwargs)
+        self.input_name, self.axis, self.step, self.offset = input_name, axis, step, offset
+
+    def call(self, x):
+        size = x.shape[self.axis]
+        if isinstance(size, int) and (size - self.offset) % self.step:
+            rule = f"{self.offset} plus a multiple of {self.step}" if self.offset else f"a multiple of {self.step}"
+            raise ValueError(f"input {self.input_name}: axis {self.axis} has size {size}, not {rule} (the model "
+                             f"divides it by {self.step})")
+        return x
+
+    def get_config(self):
+        return {**super().get_config(), "input_name": self.input_name, "axis": self.axis, "step": self.step,
+                "offset": self.offset}
+'''
+
+
+def write_size_checks(emitter, head) -> dict:
+    """``x_checked = SizeCheck("x", 2, 2, name=...)(x)`` into ``head`` for each input axis ``size_checks`` lists,
+    the later nodes reading the checked input (Note [size checks]); returns {input Value: its Input variable}."""
+    given = {}
+    for value, axis, step, offset in size_checks(emitter.graph):
+        var = given.setdefault(value, emitter.names[value])
+        checked = emitter.ns.name(f"{var}_checked", "input")
+        name = emitter.layer_ident(f"{var}_size_check_{axis}", "size_check")
+        emitter.define("SizeCheck", SIZE_CHECK_LAYER)
+        head.line(f"{checked} = SizeCheck({literal(var)}, {axis}, {step}, {offset}, name={literal(name)})"
+                  f"({emitter.names[value]})")
+        emitter.names[value] = checked
+    return given

@@ -1,0 +1,105 @@
+"""Which dims a conversion tries to keep free (Note [free dims] in ir/types.py), before any is checked.
+
+``plan_dims`` lists the candidates: the batch (axis 0 of every input) unless ``--static-batch``, the dims the
+source declares (torch.export Dims, Keras None dims, ONNX dim_params) and ``--dynamic NAME:AXIS`` ones;
+``pinned_batch`` is the source at ``--static-batch n``. free_dims.py decides which of them stay free.
+
+Example:
+    >>> dims = plan_dims(src, graph, dynamic=["x:1"])
+"""
+from __future__ import annotations
+
+import re
+
+from ..errors import BadInput
+from ..ir import batch_inputs
+
+__all__ = ["plan_dims", "parse_dynamic", "check_static_batch", "pinned_batch"]
+
+
+def parse_dynamic(specs, names) -> list:
+    """``["x:1", "ids:0,1"]`` -> declared dims (one per input axis); BadInput names a bad spec."""
+    rows = []
+    for spec in specs or ():
+        name, _, axes = str(spec).rpartition(":")
+        shown = str(spec) if str(spec).isprintable() else repr(str(spec))  # a newline would split the message's line
+        if not name or not axes:
+            raise BadInput(f"--dynamic {shown}: expected NAME:AXIS[,AXIS]", hint="e.g. --dynamic x:0,1")
+        if name not in names:
+            raise BadInput(f"--dynamic {shown}: the model has no input {name if name.isprintable() else repr(name)}",
+                           hint=f"its inputs are {', '.join(names)}")
+        for axis in axes.split(","):
+            if not re.fullmatch(r"[0-9]+", axis.strip()):  # str.isdigit() takes '²', which int() refuses
+                raise BadInput(f"--dynamic {shown}: axis {axis!r} is not a number", hint="e.g. --dynamic x:0,1")
+            rows.append({"symbol": f"{name}_{int(axis)}", "sites": [[names.index(name), int(axis)]],
+                         "min": 1, "max": None, "declared": True, "flag": True})
+    return rows
+
+
+def plan_dims(src, graph, dynamic=(), static_batch=None) -> list:
+    """Candidate free dims: [{"symbol", "sites", "size", "min", "max", "declared"}]; the batch comes first."""
+    names = [v.name for v in graph.inputs]
+    declared = list(src.dynamic_dims()) + parse_dynamic(dynamic, names)
+    for row in declared:
+        for index, axis in row["sites"]:
+            rank = graph.inputs[index].type.rank
+            if axis >= rank:
+                raise BadInput(f"--dynamic {names[index]}:{axis}: input {names[index]} has {rank} axes",
+                               hint=f"give an axis below {rank}")
+            row["size"] = graph.inputs[index].type.shape[axis]
+    declared = _grouped(declared)
+    claimed = {tuple(site) for row in declared for site in row["sites"]}
+    ranked = [i for i, v in enumerate(graph.inputs) if v.type.rank]
+    batch = [[i, 0] for i in batch_inputs([v.type.shape for v in graph.inputs]) if (i, 0) not in claimed]
+    size = graph.inputs[batch[0][0]].type.shape[0] if batch else None
+    rows = [] if static_batch or not batch else [
+        {"symbol": "batch", "sites": batch, "size": size, "example": getattr(src, "batch_given", 0) or size,
+         "min": 1, "max": None, "declared": False}]
+    for row in declared:
+        if sorted(map(tuple, row["sites"])) == [(i, 0) for i in ranked]:
+            row["symbol"] = "batch"  # a Dim on axis 0 of every input is the batch, whatever torch called it
+        if static_batch and any(axis == 0 for _, axis in row["sites"]):
+            check_static_batch(row, static_batch, names)
+            continue
+        rows.append(row)
+    return rows
+
+
+def _grouped(rows) -> list:
+    """``--dynamic`` axes of one example size on different inputs are one symbol (ids and their mask share a sequence
+    length); two axes of one input stay two (an image's height and width, both 32 in the example)."""
+    out, by_size = [], {}
+    for row in rows:
+        group = by_size.get(row["size"]) if row.get("flag") else None
+        if group is not None and not {i for i, _ in row["sites"]} & {i for i, _ in group["sites"]}:
+            by_size[row["size"]]["sites"] += row["sites"]
+            continue
+        if row.get("flag"):
+            by_size[row["size"]] = row
+        out.append(row)
+    return out
+
+
+def check_static_batch(row, n, names):
+    """BadInput when ``--static-batch n`` lies outside the range a declared dim on axis 0 allows."""
+    low, high = row.get("min") or 1, row.get("max")
+    if n < low or (high is not None and n > high):
+        index = row["sites"][0][0]
+        raise BadInput(f"--static-batch {n}: input {names[index]} declares axis 0 free in [{low}, {high}]",
+                       hint=f"pick a batch size inside [{low}, {high}]")
+
+
+def pinned_batch(src, graph, n, strict_tpu):
+    """(source, graph) at batch ``n`` for ``--static-batch`` (BadInput where the model cannot run there)."""
+    for row in src.dynamic_dims():
+        if any(axis == 0 for _, axis in row["sites"]):
+            check_static_batch(row, n, [v.name for v in graph.inputs])
+    sites = {(i, 0): n for i, v in enumerate(graph.inputs) if v.type.rank}
+    if all(graph.inputs[i].type.shape[0] == n for i, _ in sites):
+        return src, graph
+    try:
+        src = src.resized(sites)
+    except BadInput as exc:
+        raise BadInput(f"--static-batch {n}: {exc}", hint="convert at the batch the model was saved with, or "
+                       "re-export it with a free batch (torch.export.Dim)") from None
+    return src, src.lower("model", strict_tpu)
