@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["size_checks", "size_rule", "size_refused"]
+__all__ = ["size_checks", "size_rule", "size_refused", "write_forward_checks"]
 
 #: the ValueError an emitted model raises on a size it refuses (both targets write this text)
 _REFUSED = re.compile(r"input \S+: axis \d+ has size \d+, not [^()]*\(the model divides it by \d+\)")
@@ -40,3 +40,15 @@ def size_refused(exc) -> str:
     """The emitted model's own refusal of a size in ``exc`` (its one line), or '' for any other failure."""
     found = _REFUSED.search(str(exc)) if isinstance(exc, ValueError) else None
     return found.group(0) if found else ""
+
+
+def write_forward_checks(body, graph, names):
+    """The torch ``forward``'s first lines: ``if x.shape[2] % 2: raise ValueError(...)`` per checked axis, into
+    ``body`` (a LineWriter); ``names``: input value -> its variable."""
+    for value, axis, step, offset in size_checks(graph):
+        size = f"{names[value]}.shape[{axis}]"
+        body.line(f"if {size} % {step}:" if not offset else f"if ({size} - {offset}) % {step}:")
+        body.indent += 1
+        body.line(f'raise ValueError(f"input {names[value]}: axis {axis} has size {{{size}}}, not '
+                  f'{size_rule(step, offset)} (the model divides it by {step})")')
+        body.indent -= 1

@@ -26,7 +26,7 @@ import numpy as np
 from ...ir import DTYPES, IRError, SymDim
 from ...ops._util import kind
 from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal, module_sentences
-from ..size_checks import size_checks, size_rule
+from ..size_checks import write_forward_checks
 from .blocks import write_modules
 from .held import held_layer, mha_holders
 from .shards import INDEX_FILE, SHARDED_FOOTER, WEIGHTS_FILE, Converted, is_sharded, module_on, skeleton, write_weights
@@ -279,13 +279,7 @@ class TorchEmitter(EmitterBase):
         for value in self.graph.inputs:
             self.names[value] = var = self.ns.name(value.name, "input")
             args.append(var)
-        for value, axis, step, offset in size_checks(self.graph):  # Note [size checks]
-            size = f"{self.names[value]}.shape[{axis}]"
-            self.body.line(f"if {size} % {step}:" if not offset else f"if ({size} - {offset}) % {step}:")
-            self.body.indent += 1
-            self.body.line(f'raise ValueError(f"input {self.names[value]}: axis {axis} has size {{{size}}}, not '
-                           f'{size_rule(step, offset)} (the model divides it by {step})")')
-            self.body.indent -= 1
+        write_forward_checks(self.body, self.graph, self.names)  # Note [size checks]
         self.emit_nodes()
         self._widened = False
         outs = [self.ref(v) for v in self.graph.outputs]
