@@ -39,10 +39,9 @@ TEXT = ("bert", "gpt2", "llama")
 #: the block class the emitted torch module names after the keras-hub layer's (meta["module_classes"])
 BLOCK_CLASSES = {"gpt2": "TransformerDecoder", "llama": "LlamaTransformerDecoder"}
 ONE_OF_EACH = ("mit", "resnet")  # one block per stage: nothing repeats, the code stays flat
-#: Note [structure gaps]: backbones whose repeated layers are still written flat, each with the reason
-STRUCTURE_GAPS = {"llama": "its Dropout(0.0) layers are one torch module (TorchEmitter.submodule shares weightless "
-                           "ones), declared in the first layer, so the second reads the first's; shared per source "
-                           "layer instead, Keras's own names (dropout, dropout_1: a global count) differ per layer"}
+#: Note [structure gaps]: backbones whose repeated layers are still written flat, each with the reason (none now: the
+#: Llama's Dropout(0.0) layers, one shared torch module read across layers, leave the graph: Note [zero-rate dropout])
+STRUCTURE_GAPS = {}
 QUICK = ("gpt2", "resnet")  # the CI run; the rest are slow sweeps
 
 
