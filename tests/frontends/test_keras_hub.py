@@ -23,6 +23,8 @@ BACKBONES = {  # name: tiny config, 2 layers, hidden 16-64, 32x32 images
     "gpt2": lambda: keras_hub.models.GPT2Backbone(**_TEXT, num_heads=2, max_sequence_length=16),
     "llama": lambda: keras_hub.models.LlamaBackbone(**_TEXT, num_query_heads=4, num_key_value_heads=2,
                                                     tie_word_embeddings=True),
+    "llama-dropout": lambda: keras_hub.models.LlamaBackbone(**_TEXT, num_query_heads=4, num_key_value_heads=2,
+                                                            tie_word_embeddings=True, dropout=0.1),
     "vit": lambda: keras_hub.models.ViTBackbone(**_IMAGE, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32,
                                                 mlp_dim=64),
     "deit": lambda: keras_hub.models.DeiTBackbone(**_IMAGE, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32,
@@ -35,14 +37,14 @@ BACKBONES = {  # name: tiny config, 2 layers, hidden 16-64, 32x32 images
                                                       stackwise_num_filters=[64, 32], stackwise_num_blocks=[1, 1],
                                                       stackwise_num_strides=[1, 2], block_type="basic_block"),
 }
-TEXT = ("bert", "gpt2", "llama")
+TEXT = ("bert", "gpt2", "llama", "llama-dropout")
 #: the block class the emitted torch module names after the keras-hub layer's (meta["module_classes"])
 BLOCK_CLASSES = {"gpt2": "TransformerDecoder", "llama": "LlamaTransformerDecoder"}
 ONE_OF_EACH = ("mit", "resnet")  # one block per stage: nothing repeats, the code stays flat
-#: Note [structure gaps]: backbones whose repeated layers are still written flat, each with the reason
-STRUCTURE_GAPS = {"llama": "its Dropout(0.0) layers are one torch module (TorchEmitter.submodule shares weightless "
-                           "ones), declared in the first layer, so the second reads the first's; shared per source "
-                           "layer instead, Keras's own names (dropout, dropout_1: a global count) differ per layer"}
+#: Note [structure gaps]: backbones whose repeated layers are still written flat, each with the reason (the Llama's
+#: default Dropout(0.0) layers leave the graph: Note [zero-rate dropout])
+STRUCTURE_GAPS = {"llama-dropout": "its Dropout(0.1) layers are one torch module (TorchEmitter.submodule shares "
+                                   "weightless ones), declared in the first layer, so the second reads the first's"}
 QUICK = ("gpt2", "resnet")  # the CI run; the rest are slow sweeps
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from ..ir import Graph, Node, fresh_name, param_value
 
 __all__ = ["remove_dead_nodes", "merge_reshapes_and_permutes", "fold_pool_then_reshape", "fold_batch_norm",
-           "drop_dropout"]
+           "drop_dropout", "drop_zero_dropout"]
 
 
 def remove_dead_nodes(graph: Graph) -> Graph:
@@ -201,6 +201,29 @@ def drop_dropout(graph: Graph) -> Graph:
         %d = dropout(%fc) {rate=0.1, axes=()}  # head.drop
         %y = linear(%d, %w, %b)                   ->   %y = linear(%fc, %w, %b)
     """
+    return _remove_dropouts(graph, lambda node: True, record=True)
+
+
+def drop_zero_dropout(graph: Graph) -> Graph:
+    """Remove every ``dropout`` of rate 0, in every mode (Note [zero-rate dropout]); nothing is recorded.
+
+    Before / after::
+
+        %d = dropout(%h) {rate=0.0, axes=()}  # layer_0.attention.dropout
+        %y = add(%d, %x)                          ->   %y = add(%h, %x)
+    """
+    return _remove_dropouts(graph, lambda node: float(node.attrs["rate"]) == 0.0, record=False)
+
+
+# Note [zero-rate dropout]: a dropout of rate 0 is the identity while training as well as at inference, so it
+# leaves the graph whatever the mode. Kept, it became a weightless nn.Dropout(0.0) that the torch emitter shares
+# model-wide (TorchEmitter.submodule: one module per constructor), declared in the first block that used it; the
+# next block then read the first one's attribute and a keras-hub Llama (dropout=0 by default) was written flat.
+
+
+def _remove_dropouts(graph: Graph, which, record: bool) -> Graph:
+    """``graph`` without the dropouts ``which(node)`` selects, each read of one replaced by its input; a dropout
+    that would leave a graph input or parameter as a graph output stays. ``record``: list each in meta["dropped"]."""
     from ..ops.dropout import DROPOUT
 
     alias, nodes, dropped = {}, [], list(graph.meta.get("dropped", ()))
@@ -208,13 +231,16 @@ def drop_dropout(graph: Graph) -> Graph:
     for node in graph.nodes:
         node = node.replace(inputs=tuple(alias.get(v, v) for v in node.inputs))
         x = node.inputs[0] if node.inputs else None
-        if node.op is DROPOUT and not (node.output in kept_outputs and (x in graph.inputs or graph.is_param(x))):
+        if node.op is DROPOUT and which(node) \
+                and not (node.output in kept_outputs and (x in graph.inputs or graph.is_param(x))):
             alias[node.output] = x
             kind = "Dropout" if not node.attrs["axes"] else f"Dropout{len(node.attrs['axes'])}d"
-            dropped.append({"scope": node.scope, "kind": kind, "after": x.name})
+            if record:
+                dropped.append({"scope": node.scope, "kind": kind, "after": x.name})
             continue
         nodes.append(node)
     if not alias:
         return graph
     outputs = tuple(alias.get(v, v) for v in graph.outputs)
-    return graph.replace(nodes=tuple(nodes), outputs=outputs, meta={**graph.meta, "dropped": dropped})
+    meta = {**graph.meta, "dropped": dropped} if record else graph.meta
+    return graph.replace(nodes=tuple(nodes), outputs=outputs, meta=meta)

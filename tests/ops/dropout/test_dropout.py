@@ -67,3 +67,47 @@ graph model(%x: float32[2x3]) {
     assert [n.op.name for n in dropped.nodes] == ["relu", "dropout"]
     assert dropped.outputs[0] is graph.nodes[0].outputs[0]
     assert dropped.meta["dropped"] == [{"scope": "drop", "kind": "Dropout", "after": "a"}]
+
+
+def test_a_zero_rate_dropout_leaves_the_graph_in_every_mode():
+    """Note [zero-rate dropout]: rate 0 is the identity while training too, so the default (training) passes remove
+    it, unrecorded; a dropout of another rate stays."""
+    graph = validate(parse_graph("""
+graph model(%x: float32[2x3]) {
+  %a: float32[2x3] = relu(%x)  # fc
+  %d: float32[2x3] = dropout(%a) {rate=0.0, axes=()}  # zero
+  %e: float32[2x3] = dropout(%d) {rate=0.5, axes=()}  # half
+  return %e
+}"""))
+    kept = run_passes(graph, "torch-xla")
+    assert [(n.op.name, n.scope) for n in kept.nodes] == [("relu", "fc"), ("dropout", "half")]
+    assert kept.nodes[1].inputs[0] is kept.nodes[0].outputs[0] and "dropped" not in kept.meta
+
+
+def _blocks_with_zero_dropout():
+    """Two Keras blocks named ``layer_{i}_*`` each with a Dropout(0.0), as keras-hub's Llama writes them (its
+    dropout defaults to 0), and no dropout before them: one nn.Dropout(0.0) shared model-wide was declared in the
+    first block and read by the second, which left both flat (Note [zero-rate dropout])."""
+    import keras
+
+    keras.utils.set_random_seed(0)
+    x = keras.Input((4, 8))
+    h = keras.layers.Dense(8, name="embedding")(x)
+    for i in range(3):
+        a = keras.layers.MultiHeadAttention(2, 4, name=f"layer_{i}_attention")(h, h)
+        a = keras.layers.Dropout(0.0, name=f"layer_{i}_attention_dropout")(a)
+        h = keras.layers.LayerNormalization(name=f"layer_{i}_norm")(keras.layers.Add(name=f"layer_{i}_add")([h, a]))
+        f = keras.layers.Dense(8, activation="gelu", name=f"layer_{i}_dense")(h)
+        f = keras.layers.Dropout(0.0, name=f"layer_{i}_dense_dropout")(f)
+        h = keras.layers.Add(name=f"layer_{i}_add_1")([h, f])
+    return keras.Model(x, h)
+
+
+def test_blocks_with_zero_rate_dropouts_are_written_once(target, tmp_path):
+    import portx
+    from tests.support.structured_code import assert_structured
+
+    result = portx.convert(_blocks_with_zero_dropout(), out=tmp_path / "out", to=target, grad=False)  # verifies
+    assert result.ok and result.report["verification"]["passed"]
+    assert assert_structured(result, target)["defs"] == 1
+    assert "Dropout" not in result.files["code"].read_text()
