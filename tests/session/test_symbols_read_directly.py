@@ -141,3 +141,32 @@ def test_what_the_symbols_do_not_settle_is_lowered_twice_and_said_so(walks, tmp_
     x = torch.randn(3, 3, 16, 16)
     got = find_target("keras-jax").run(result.model, [x.permute(0, 2, 3, 1).numpy()])[0]
     np.testing.assert_allclose(got, module(x).detach().numpy(), rtol=1e-4, atol=1e-4)
+
+
+class SpelledNumbers(nn.Module):
+    """Numbers the program spells that equal the example's sizes by chance (Note [literal or size]): BART's
+    position offset (``+ 2`` at batch 2) and T5's ``max_exact`` (a relative distance ``< 8`` at length 8)."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.emb, self.pos = nn.Embedding(50, 8), nn.Embedding(40, 8)
+
+    def forward(self, ids):
+        n = torch.arange(ids.shape[1])
+        distance = (n[None, :] - n[:, None]).abs()
+        bucket = torch.where(distance < 8, distance, 8 + distance // 2)
+        return self.emb(ids) + self.pos(n + 2) + bucket.float().mean(-1, keepdim=True)
+
+
+@pytest.mark.parametrize("to", ["keras-jax", "torch-xla"])
+def test_a_number_equal_to_the_example_size_stays_a_number(to, walks, tmp_path):
+    module = SpelledNumbers().eval()
+    ids = torch.randint(0, 50, (2, 8), generator=torch.Generator().manual_seed(0))
+    result = portx.convert(module, example_inputs=(ids,), to=to, out=tmp_path / "o", grad=False, dynamic=["ids:1"])
+    assert walks[0] == 1, walks
+    assert _found(result.report) == {"batch": (True, "symbolic export"),
+                                     "ids_1": (True, "symbolic export")}, result.report["warnings"]
+    for batch, length in ((1, 5), (3, 11), (8, 13)):
+        ids = torch.randint(0, 50, (batch, length), generator=torch.Generator().manual_seed(length))
+        _matches(result, to, module, (ids,))

@@ -10,6 +10,9 @@ import torch
 from torch import nn
 
 import portx
+from portx.ir import SymDim
+from portx.ir.text import parse_graph
+from portx.verification.chunks import mixing_node
 
 TARGETS = ["keras-jax", "torch-xla"]
 
@@ -62,3 +65,25 @@ def test_an_onnx_file_with_fixed_dims_whose_rows_mix_names_the_node(to, tmp_path
     result = portx.convert(str(tmp_path / "m.onnx"), to=to, grad=False)
     said = next(w for w in result.report["warnings"] if w.startswith("batch pinned"))
     assert said.startswith("batch pinned at 2: node /ReduceMean (mean) mixes rows: its output has no batch axis"), said
+
+
+def _flattened(middle):
+    """A mask of batch x seq flattened to one ``batch*seq`` axis (as transformers' masks are, to index them), then
+    ``middle`` along it, then back: with the batch free."""
+    graph = parse_graph(f"""graph model(%mask: float32[2x8]) {{
+      %flat: float32[16] = reshape(%mask) {{shape=(16,)}}
+      {middle}
+      %y: float32[2x8] = reshape(%run) {{shape=(2, 8)}}
+      return %y
+    }}""")
+    batch, seq = SymDim("batch", size=2), SymDim("batch*seq", size=16)
+    return graph.replace(meta={"free": {"dims": {"batch": {"sites": [[0, 0]], "size": 2}}, "values": {
+        "mask": {0: batch}, "flat": {0: seq}, "run": {0: seq}, "y": {0: batch}}}})
+
+
+def test_a_mask_flattened_over_batch_and_sequence_keeps_rows_apart():
+    """BART's encoder mask (``mask.reshape(-1)`` indexed by ``b * seq + k``) was named as mixing rows: a row of a
+    ``batch*seq`` axis is ``seq`` entries, not its scale of 1 (Note [which node mixes rows])."""
+    assert mixing_node(_flattened("%run: float32[16] = abs(%flat) {}")) == ""
+    said = mixing_node(_flattened("%run: float32[16] = cumsum(%flat) {axis=0, reverse=False}"))
+    assert said.startswith("node run (cumsum) mixes rows: its rows other than the first change"), said

@@ -130,7 +130,8 @@ def _regrown(graph, value, hints, new, params, param_values):
     if value.name in hints["fixed"]:
         raise NotFree(f"stored constant {value.name} is computed from the size; its value there is not known")
     want, array = hints["shapes"].get(value.name), graph.params[value.name]
-    if want is None and value.type.rank == 0 and array.dtype.kind in "iu" and int(array) in hints["literals"]:
+    if want is None and value.type.rank == 0 and array.dtype.kind in "iu" and int(array) in hints["literals"] \
+            and value.name not in hints.get("numbers", ()):  # BART's offset 2 at batch 2: Note [literal or size]
         sizes = hints["literals"][int(array)]  # a size a rule stored (an index's stride): the size it equals
         if len(sizes) != 1:
             raise NotFree(f"stored size {value.name} = {int(array)} could be any of {sorted(sizes)} at the other size")

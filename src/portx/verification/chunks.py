@@ -111,7 +111,7 @@ def mixing_node(graph, seed=0) -> str:
     try:
         for (node, before), (_, after) in zip(reference_steps(graph, arrays), reference_steps(graph, moved)):
             for value in node.outputs:
-                why = _leak(graph, value, before.get(value), after.get(value))
+                why = _leak(graph, value, before.get(value), after.get(value), arrays[sites[0][0]].shape[sites[0][1]])
                 if why:
                     return f"{node.where()} mixes rows: {why}"
     except Exception:  # noqa: BLE001 - only a better message is at stake; the check's own problem stands
@@ -119,8 +119,8 @@ def mixing_node(graph, seed=0) -> str:
     return ""
 
 
-def _leak(graph, value, before, after) -> str:
-    """Why ``value`` shows rows mixed (its rows other than the first changed), or ''."""
+def _leak(graph, value, before, after, n) -> str:
+    """Why ``value`` (the batch at ``n``) shows rows mixed (its rows other than the first changed), or ''."""
     if before is None or after is None or before.shape != after.shape:
         return ""
     axes = [(axis, d) for axis, d in enumerate(graph.free_shape(value))
@@ -130,9 +130,10 @@ def _leak(graph, value, before, after) -> str:
     if len(axes) > 1:
         return f"its output pairs rows with rows (axes {', '.join(str(a) for a, _ in axes)} follow the batch)"
     axis, dim = axes[0]
-    if dim.offset or before.shape[axis] <= dim.scale:
+    width = before.shape[axis] // n  # rows merged with inner axes (``4 * batch``, ``batch*seq``): row r is width
+    if dim.offset or before.shape[axis] % n or width == before.shape[axis]:  # entries, the batch outside the rest
         return ""  # a batch plus some rows (a class token): where each row lies is not known here
-    rest = np.arange(dim.scale, before.shape[axis])  # rows merged with an inner axis: row r is scale entries
+    rest = np.arange(width, before.shape[axis])
     if _same(np.take(before, rest, axis=axis), np.take(after, rest, axis=axis)):
         return ""
     return f"its rows other than the first change when only the first row of the inputs does (along axis {axis})"
@@ -147,4 +148,6 @@ def _leak(graph, value, before, after) -> str:
 # warning that pins the batch. It runs only after a batch check failed, at the traced size (two reference runs).
 # An axis of ``scale * batch`` entries is taken as the batch outside another axis (``(b, 8) -> (8 b)``, as
 # reshapes of rows merge them); an axis of ``batch + k`` (a class token concatenated along axis 0) is not judged,
-# so a node found after one is the first that shows the mixing, not always the one that made it.
+# so a node found after one is the first that shows the mixing, not always the one that made it. A product axis
+# (``batch*seq``: a mask flattened to index it, as transformers' masks are) is read the same way, a row being
+# ``seq`` entries: its scale alone (1) made BART's flattened mask look like rows mixing.

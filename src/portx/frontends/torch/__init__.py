@@ -78,13 +78,30 @@ class TorchCall(ImportCall):
                    for u in self.node.users)
 
     def const(self, array, hint="const") -> Value:
-        """A new stored constant (e.g. an index table computed by the rule), contiguous (``_Lowering.new_param``)."""
-        return self._low.new_param(f"{self.prefix}.{hint}", array)
+        """A new stored constant (e.g. an index table computed by the rule), contiguous (``_Lowering.new_param``).
+        A number the program itself spells (``x + 2``) is recorded as one: never a size (Note [literal or size])."""
+        value = self._low.new_param(f"{self.prefix}.{hint}", array)
+        if np.ndim(array) == 0 and np.asarray(array).dtype.kind in "iu" and int(array) in _literal_ints(self.node):
+            self._low.literals.add(value.name)
+        return value
 
     def constant(self, value):
         """The stored array behind ``value`` (a folded constant or a parameter), else None."""
         builder = self.builder
         return builder.params.get(value.name) if builder.param_values.get(value.name) is value else None
+
+
+def _literal_ints(node) -> set:
+    """The ints written as numbers among an fx node's arguments (``2`` in ``add(x, 2)``), lists flattened; a size
+    torch computed from a symbol is an fx node there, never a number (Note [literal or size] in symbols.py)."""
+    found, todo = set(), [*node.args, *node.kwargs.values()]
+    while todo:
+        arg = todo.pop()
+        if isinstance(arg, (list, tuple)):
+            todo.extend(arg)
+        elif isinstance(arg, int) and not isinstance(arg, bool):
+            found.add(arg)
+    return found
 
 
 class _Lowering:
@@ -100,6 +117,7 @@ class _Lowering:
         self.failures = {}  # (op, reason) -> scopes
         self.trainable_fx = set()  # fx nodes holding a trainable parameter (or a view of one)
         self.parameters = set(ep.graph_signature.inputs_to_parameters)
+        self.literals = set()  # names of stored ints the program spells as numbers (Note [literal or size])
 
     # -- environment --------------------------------------------------------------------
     def scope_of(self, node) -> str:

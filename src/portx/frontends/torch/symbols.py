@@ -23,7 +23,8 @@ at the example's sizes, its value there. ``rebatch(graph, sites, s0, s1, hints)`
 builds the prepared graph at that size from the ops' own shape rules, rewriting only literals torch computed from
 the symbol (or a multiple of one: ``b * s`` where one of them moves), choosing among rewrites the one that gives
 torch's recorded shape, growing stored constants whose torch shape grows (one row repeated, an arange, a band:
-``grown``), and taking a scalar size a rule stored (an index's stride) for the size it equals; ``diff_free`` reads
+``grown``), and taking a scalar size a rule stored (an index's stride) for the size it equals (never a number the
+program spells: Note [literal or size]); ``diff_free`` reads
 the SymDims off the two graphs as before. Lowering again stays the fallback, with ``found_by`` "symbolic export,
 lowered twice": where the rules and torch's shapes disagree at any node, where a constant folded from a moving
 size keeps its shape (its value there is unknown: ``fixed``), where the graph's inputs and outputs are not torch's
@@ -279,7 +280,8 @@ def hints_at(low, at) -> dict:
     """What the symbolic program's one lowering ``low`` (``walk_program``) would be at the sizes ``at`` ({symbol:
     size}), read from torch's own shapes (Note [symbols read directly]): {"shapes": {IR value name: shape at
     ``at``}, "literals": {int at the example's sizes: {ints at ``at``}}} for each value an fx node became and
-    each size torch computed from a symbol that changes."""
+    each size torch computed from a symbol that changes; "numbers": the stored ints the program spells as numbers,
+    never sizes (Note [literal or size])."""
     import torch
 
     moved = {s for s, n in at.items() if low.sizes.get(s) != n}
@@ -320,7 +322,7 @@ def hints_at(low, at) -> dict:
     # value at the other size is not in torch's shapes, so the caller lowers again
     fixed = {v.name for fx, v in low.env.items() if fx in sized and fx in low.consts and hasattr(v, "type")
              and shapes.get(v.name) == tuple(v.type.shape)}
-    return {"shapes": shapes, "literals": literals, "fixed": fixed}
+    return {"shapes": shapes, "literals": literals, "fixed": fixed, "numbers": set(low.literals)}
 
 
 def divisor(ep, sites) -> int:
@@ -345,3 +347,12 @@ def divisor(ep, sites) -> int:
                 if by.is_Integer and int(by) > 1 and base.free_symbols & symbols:
                     found = math.lcm(found, int(by))
     return found
+
+# Note [literal or size]: a rule stores the sizes it reads off its input's static shape as scalar constants (an
+# index's stride, a wrap size), and ``rebatch`` takes one for the size it equals at the other size. A number the
+# program spells (BART's position offset ``+ 2``, T5's ``relative_position < max_exact`` with max_exact = 8) is
+# stored the same way, and where it equals the example's size (batch 2, sequence 8) it was taken for that size:
+# BART's positions then moved with the batch and T5's buckets with the length, so both dims were pinned after the
+# checks at other sizes failed. In a symbolic export a size computed from a symbol is an fx node (``sym_size``
+# and its arithmetic), never a number among a node's arguments, so ``TorchCall.const`` records the stored ints
+# that equal such a number (``_Lowering.literals``), and ``hints_at`` passes them on as ``numbers``: constants.

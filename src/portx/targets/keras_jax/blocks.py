@@ -57,7 +57,8 @@ def write_blocks(emitter, outs, width=100) -> list:
         body.indent = indent
         body.line(render(pieces(text, "\0", variables), lambda v: rename.get(v, v)) if rename and text else text,
                   comment)
-    if lines_of(emitter.functions, body.rows) > lines_of([], rows):  # Note [structured only where shorter]
+    # Note [structured only where shorter]: lines as written (a long statement wraps), as the functions' are
+    if lines_of(emitter.functions, body.text().splitlines()) > lines_of([], emitter.body.text().splitlines()):
         emitter.functions.clear()
         emitter.hidden.clear()
         emitter.hidden.update(hidden)
