@@ -11,6 +11,7 @@ import portx.frontends.keras.subclassed as subclassed
 from portx.frontends.jax.symbols import Mismatch, compact, match_jaxprs, read_symbols, symbolic_specs
 from portx.targets import find_target
 from tests.support.zoo_traced import Encoder, Mlp, NeedsInt, Pooled, Rows, UNet, built as _built
+from tests.support.counting import counted
 
 TARGETS = ["keras-jax", "torch-xla"]
 
@@ -18,14 +19,7 @@ TARGETS = ["keras-jax", "torch-xla"]
 @pytest.fixture
 def lowerings(monkeypatch):
     """The number of times a conversion lowers (walks) a traced jaxpr."""
-    count, real = [0], subclassed.lower_jaxpr
-
-    def counted(*args, **kwargs):
-        count[0] += 1
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(subclassed, "lower_jaxpr", counted)
-    return count
+    return counted(monkeypatch, subclassed, "lower_jaxpr")
 
 
 def _found(report):

@@ -13,6 +13,7 @@ from portx.options import Checks, Output, Shapes
 import portx.frontends.torch.source as torch_source
 from portx.targets import find_target
 from tests.test_hf_text import _model
+from tests.support.counting import counted
 
 
 class SmallCNN(nn.Module):
@@ -40,14 +41,7 @@ class MLP(nn.Module):
 @pytest.fixture
 def walks(monkeypatch):
     """The number of times a conversion lowers (walks) a torch program."""
-    count, real = [0], torch_source.walk_program
-
-    def counted(*args, **kwargs):
-        count[0] += 1
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(torch_source, "walk_program", counted)
-    return count
+    return counted(monkeypatch, torch_source, "walk_program")
 
 
 def _found(report):
