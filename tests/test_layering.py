@@ -23,9 +23,10 @@ LAYERS = {"ir": 0, "ops": 1, "weights": 1, "frontends": 2, "passes": 2, "targets
 #: Model Explorer output is written by the conversion session; the CLI's option decorators are the CLI's)
 GROUP_OF = {"portx.optables": "passes", "portx.reporting.explorer": "session",
             "portx.reporting.explorer_graph": "session", "portx.oplist": "api", "portx.cli.options": "cli"}
-#: utilities importable from anywhere; they import only each other
+#: utilities importable from anywhere; they import only each other (the typed report too: Note [the report is a
+#: leaf] in session/__init__.py)
 LEAVES = {"portx.errors", "portx.options", "portx.outputs", "portx.outputs.staging", "portx.progress", "portx.logs",
-          "portx.reporting", "portx.reporting.html", "portx.reporting.text", "portx.version"}
+          "portx.reporting", "portx.reporting.html", "portx.reporting.text", "portx.session.report", "portx.version"}
 
 
 def _module_name(path: Path) -> str:
@@ -88,6 +89,12 @@ def test_imports_point_one_way():
             bad.append(f"{MODULES[module].relative_to(SRC)}:{line} ({mine}) imports {target} ({theirs})")
     assert not bad, "imports against the layering:\n" + "\n".join(bad)
 
+
+def test_the_cli_goes_through_api():
+    """``cli`` imports ``api``, its own modules and the leaves only (STYLE: the CLI imports api), not a stage."""
+    bad = [f"{MODULES[module].relative_to(SRC)}:{line} imports {target}" for module, line, target, _ in _edges()
+           if _group(module) == "cli" and target not in LEAVES and target != "portx.api" and _group(target) != "cli"]
+    assert not bad, "the CLI reaches past api:\n" + "\n".join(bad)
 
 def _cycle(graph):
     """One cycle of ``graph`` (node -> set of nodes) as a list of nodes, or None."""
@@ -157,3 +164,15 @@ def test_checker_resolves_relative_and_submodule_imports():
 def test_checker_sees_function_level_imports():
     lazy = {t for _, t, _, at_top in _imports("portx.testing") if not at_top}
     assert "portx.session.free_dims" in lazy
+
+
+def test_the_typed_report_imports_without_the_conversion():
+    """Note [the report is a leaf] (session/__init__.py): verification imports session/report.py, so importing it
+    must not import the conversion (which imports verification): a fresh interpreter, verification first."""
+    import subprocess
+    import sys
+
+    code = ("import sys, portx.verification.recheck, portx.session.report; "
+            "print('portx.session.conversion' in sys.modules)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=SRC.parents[1])
+    assert run.returncode == 0 and run.stdout.strip() == "False", run.stderr[-2000:]

@@ -15,23 +15,23 @@ os.environ.setdefault("KERAS_BACKEND", "jax")
 
 from . import ops  # noqa: E402,F401  (registers every op)
 from .errors import BadInput  # noqa: E402
-from .frontends import KERAS_SUFFIXES, load  # noqa: E402
+from .frontends import KERAS_SUFFIXES, is_keras_source, load  # noqa: E402
 from .logs import quiet_unless_debug  # noqa: E402
 from .options import DEFAULT_ATOL, DEFAULT_RTOL, Checks, Output, Shapes, Trust, check_tolerances, grouped  # noqa: E402
 from .passes.layout import IO_LAYOUTS  # noqa: E402
 from .passes.legalize import status_of  # noqa: E402
 from .oplist import op_table  # noqa: E402
-from .session import Conversion, ConversionResult  # noqa: E402
+from .session.conversion import Conversion, ConversionResult  # noqa: E402
+from .reporting import explorer  # noqa: E402  (Model Explorer: `portx explore` reaches it through api)
 from .session.free_dims import lower_for  # noqa: E402
-from .session.report import VerifyReport  # noqa: E402
 from .session.sections import inventory  # noqa: E402
 from .targets import TARGETS, find_target  # noqa: E402
 from .targets.codegen import missing_emit_rules  # noqa: E402
 from .verification.recheck import verify_converted  # noqa: E402
 
-__all__ = ["convert", "load", "inspect", "op_table", "ConversionResult", "TARGETS", "KERAS_SUFFIXES",
+__all__ = ["convert", "load", "inspect", "op_table", "ConversionResult", "TARGETS", "KERAS_SUFFIXES", "is_keras_source",
            "missing_emit_rules", "verify", "DEFAULT_ATOL", "DEFAULT_RTOL", "check_tolerances",
-           "Trust", "Shapes", "Checks", "Output"]
+           "Trust", "Shapes", "Checks", "Output", "explorer"]
 
 
 @quiet_unless_debug  # logs.py: the frameworks' loggers are silent unless debug=True
@@ -146,4 +146,4 @@ def verify(source, out, *, trust=Trust(), shapes=Shapes(), checks=Checks(), chec
                               atol=checks.atol, rtol=checks.rtol, inputs=groups["shapes"].inputs,
                               trust=groups["trust"], trace=checks.trace, grad=bool(checks.grad), check=check,
                               progress=progress)
-    return VerifyReport.from_dict(report).to_dict()  # typed: session/report.py, with schema_version
+    return report.to_dict()  # the typed VerifyReport (session/report.py) as JSON, with schema_version

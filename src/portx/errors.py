@@ -9,7 +9,7 @@ Example:
 from __future__ import annotations
 
 __all__ = ["PortxError", "BadInput", "BadValue", "Interrupted", "UnsupportedOps", "NotTpuLegal", "VerificationFailed",
-           "Unsupported", "EXIT_CODES", "MAX_INPUT_ELEMENTS", "first_line"]
+           "Unsupported", "PortxWarning", "EXIT_CODES", "MAX_INPUT_ELEMENTS", "first_line"]
 
 
 #: the largest tensor portx allocates from a user's shape (--input, a model file's input or layer
@@ -90,6 +90,10 @@ class Unsupported(Exception):
     Never escapes: the frontend, or the emitter (Note [emit-time unsupported] in targets/codegen.py),
     collects every such node and raises one ``UnsupportedOps``.
     """
+
+
+class PortxWarning(UserWarning):
+    """A conversion changed something the user should know about (collected into report.json)."""
 
 
 EXIT_CODES = {0: "converted and verified", 1: "verification failed (artifacts written)",

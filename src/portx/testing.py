@@ -90,16 +90,14 @@ def assert_equivalent(source, converted, inputs=None, *, example_inputs=None, tr
     """
     os.environ.setdefault("KERAS_BACKEND", "jax")  # as the API does, before anything imports Keras
     from .session.free_dims import lower_for
-    from .session.report import VerifyReport
     from .verification.recheck import check_converted, open_converted
 
     groups = grouped("assert_equivalent", legacy, trust=trust, checks=checks)
     checks = groups["checks"]
     src = _open_source(source, inputs, example_inputs, groups["trust"])
     batch = None if inputs is None else [_as_array(x) for x in inputs]
-    report = VerifyReport.from_dict(check_converted(src, open_converted(converted), lower=lower_for, batch=batch,
-                                                    samples=checks.samples, seed=checks.seed, atol=checks.atol,
-                                                    rtol=checks.rtol))
+    report = check_converted(src, open_converted(converted), lower=lower_for, batch=batch, samples=checks.samples,
+                             seed=checks.seed, atol=checks.atol, rtol=checks.rtol)  # a VerifyReport
     if not report.passed:
         raise AssertionError(_explain(report))
     return report.to_dict()

@@ -1,4 +1,6 @@
-"""The ``portx`` command line. Argument handling and printing only; the work is in ``api``.
+"""The ``portx`` command line. Argument handling and printing only; the work is in ``api``, the one portx module it
+imports besides the leaf utilities (errors, options, outputs, progress, logs, the console text of reporting/text.py
+and the typed report): tests/test_layering.py ``test_the_cli_goes_through_api``.
 
 Exit codes: 0 converted and verified; 1 verification failed (artifacts written); 2 bad input or
 usage; 3 unsupported ops; 4 not TPU-legal under --strict-tpu; 130/143 interrupted by SIGINT/SIGTERM
@@ -58,7 +60,7 @@ def _quiet(debug):
         yield
         return
     from ..logs import quiet_loggers
-    from ..passes.legalize import PortxWarning
+    from ..errors import PortxWarning
 
     hook = sys.unraisablehook  # Note [quiet finalizers]
     sys.unraisablehook = lambda unraisable: None
@@ -123,9 +125,9 @@ def convert(src, target, output, shapes, checks, trust, as_json, debug):
     """Convert SRC (.pt2, .pt, .keras, .h5, .onnx, a Hugging Face folder) into OUT/model.py + weights, and verify it."""
     header = None
     if target is None:  # the other framework than the source's
-        from ..frontends import is_keras_source
+        from .. import api
 
-        target = "torch-xla" if is_keras_source(src) else "keras-jax"
+        target = "torch-xla" if api.is_keras_source(src) else "keras-jax"
         header = f"converting {src} to {target} (the other framework; --to chooses)"
     if output.out is None:
         output = replace(output, out=str(Path(src).parent / f"{Path(src).stem or 'model'}_{target.split('-')[0]}"))
@@ -225,17 +227,17 @@ def explore(out, port, source, no_browser, debug):
     """Open Model Explorer on OUT's graph (from 'portx convert --explore'), with its per-node error, TPU status
     and layout overlays. Needs the [explore] extra; stops with Ctrl+C."""
     def work():
-        from ..reporting import explorer
+        from .. import api
 
-        return explorer.prepare(out, port=port, source=source)
+        return api.explorer.prepare(out, port=port, source=source)
 
     prepared = _run(debug, work)
     for note in prepared[3]:
         click.echo(note)
-    from ..reporting.explorer import serve
+    from .. import api  # loaded by work() already
 
     try:  # blocks until Ctrl+C
-        serve(prepared, open_browser=not no_browser)
+        api.explorer.serve(prepared, open_browser=not no_browser)
     except Exception as exc:  # noqa: BLE001 - a server that fails to start: one line, as every failure
         sys.exit(_fail(exc, debug))
 

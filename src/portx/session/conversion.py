@@ -199,7 +199,7 @@ class Conversion:
         report.tpu = stages.run("tpu-lower", _tpu_proof, target, self.model, self.graph, self.checks.strict_tpu)
         if self.mesh is not None:  # sharding_report adds its notes to the report's warnings
             report.sharding = stages.run("shard-proof", sharding_report, target, self.tmp, self.graph, self.mesh,
-                                         self.checks.seed, {"warnings": report.warnings})
+                                         self.checks.seed, report.warnings)
         if self.output.export_tpu:
             report.tpu["artifact"] = stages.run("tpu-export", target.export_tpu, self.model, self.graph,
                                                    self.tmp / target.tpu_artifact)

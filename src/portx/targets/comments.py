@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 import textwrap
 
+from ..ops.norm import BATCH_NORM
+
 __all__ = ["comment_text", "module_comment", "module_sentences"]
 
 
@@ -43,7 +45,7 @@ def module_sentences(graph, width=100) -> list:
     """The docstring lines naming the batch norms folded into convolutions and the modules dropped at
     inference (Dropout, noise), from ``graph.meta``; [] when there are none."""
     folded = [comment_text(r["scope"] or "functional") for rows in graph.meta.get("folded", {}).values()
-              for r in rows if r["op"] == "batch_norm"]
+              for r in rows if r["op"] == BATCH_NORM.name]
     dropped = [f"{comment_text(r['scope'] or 'functional')} ({comment_text(r['kind'])})"
                for r in graph.meta.get("dropped", ())]
     text = []

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import first_line
+from ..ops.elementwise import CAST
 from ..passes.layout import graph_arrays, source_arrays
 from .compare import make_inputs
 
@@ -121,7 +122,7 @@ def in_domain(graph, arrays) -> list:
         for name, value in zip(node.op.input_names, node.inputs):
             if name not in node.op.domain or value is None:
                 continue
-            while value in producers and producers[value].op.name == "cast":
+            while value in producers and producers[value].op is CAST:
                 value = producers[value].inputs[0]
             bounds[value] = max(bounds.get(value, -np.inf), node.op.domain[name])
     return [(bounds[value] + 0.1 + np.abs(a)).astype(a.dtype) if value in bounds and a.dtype.kind == "f" else a

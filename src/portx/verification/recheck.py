@@ -10,9 +10,12 @@ may have used (its flags are not read back either), to name each IR value's vari
 when no re-emitted text equals the file, per-layer comparisons would pair the wrong tensors, so only
 outputs are compared.
 
+The report is the typed ``VerifyReport`` (session/report.py, a leaf: Note [the report is a leaf] in
+session/__init__.py), read by attribute; its per-seed ``samples`` and per-output ``outputs`` rows are JSON objects.
+
 Example:
-    >>> report = verify_converted("model.pt2", "out/", samples=3)
-    >>> report["passed"], report["outputs"][0]["max_abs"]
+    >>> report = verify_converted("model.pt2", "out/", lower=lower_for, samples=3)
+    >>> report.passed, report.outputs[0]["max_abs"]
 """
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ from ..options import Trust
 from ..passes.layout import IO_LAYOUTS, set_io_layout, source_arrays
 from ..passes.pipeline import inference_skip, run_passes
 from ..progress import Stages, step
+from ..session.report import VerifyReport
 from ..targets import DEFAULT_TARGET, target_of
 from ..targets.size_checks import size_checks, size_refused, size_rule
 from .compare import (DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs, narrow_outputs, random_outputs, run_reference,
@@ -211,99 +215,96 @@ def _summary(samples) -> list:
 
 
 def check_converted(src, converted, *, lower, batch=None, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL,
-                    trace=False, grad=False, stages=None) -> dict:
+                    trace=False, grad=False, stages=None) -> VerifyReport:
     """Compare a loaded source with a converted model; returns the report (see ``verify_converted``).
 
     ``lower(src, target, skip, raw, io_layout, free)``: the source's graph as convert emits it, with its free dims
     (session/free_dims.py ``lower_for``; passed in, as verification never imports the session).
 
-    ``grad`` also compares gradients (``report["gradients"]``); a difference fails the report. ``stages``: a
+    ``grad`` also compares gradients (``report.gradients``); a difference fails the report. ``stages``: a
     ``progress.Stages`` that times and shows the steps (pair, samples, trace, grad).
 
-    Example: ``check_converted(load("model.pt2"), open_converted("out/"), lower=lower_for, samples=3)["passed"]``.
+    Example: ``check_converted(load("model.pt2"), open_converted("out/"), lower=lower_for, samples=3).passed``.
     """
     if samples < 1:
         raise BadInput(f"--samples {samples}: must be at least 1", hint="pass --samples 1 or more")
     stages = stages or Stages()
     graph, io_layout, names, note = stages.run("pair", _pair, src, src.lower(), converted, lower)
-    report = {"source": str(src.label), "out": converted.label, "target": converted.target.name, "atol": atol,
-              "rtol": rtol, "io_layout": io_layout,
-              "inputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs]}
-    problem = _signature_problem(graph, converted)
-    if problem:
-        return {**report, "passed": False, "outputs": [], "samples": [], "problem": problem}
+    report = VerifyReport(source=str(src.label), out=converted.label, target=converted.target.name, atol=atol,
+                          rtol=rtol, io_layout=io_layout, passed=False, outputs=[], samples=[],
+                          inputs=[[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs])
+    report.problem = _signature_problem(graph, converted) or None
+    if report.problem:
+        return report
     batches = [(None, _explicit_batch(graph, batch))] if batch is not None else \
         [(s, make_inputs(graph, s)) for s in range(seed, seed + samples)]
-    runs = stages.run("samples", _run_samples, src, graph, converted, batches, atol, rtol)
+    report.samples = runs = stages.run("samples", _run_samples, src, graph, converted, batches, atol, rtol)
     if not all(r["outputs"] for r in runs):
         failed = next(r for r in runs if not r["outputs"])
-        return {**report, "passed": False, "samples": runs, "outputs": [],
-                "problem": f"{converted.label}: {failed['problem']}"}
-    report.update(passed=all(r["passed"] for r in runs), samples=runs, outputs=_summary(runs))
-    if trace or not report["passed"]:
+        report.problem = f"{converted.label}: {failed['problem']}"
+        return report
+    report.passed, report.outputs = all(r["passed"] for r in runs), _summary(runs)
+    if trace or not report.passed:
         chosen = next((i for i, r in enumerate(runs) if not r["passed"]), 0)
-        report.update(code_matches=names is not None and converted.code is not None, note=note)
+        report.code_matches, report.note = names is not None and converted.code is not None, note
         at_graph_sizes = all(a.shape == v.type.shape for a, v in zip(batches[chosen][1], graph.inputs))
         if names is not None and at_graph_sizes:
-            report.update(stages.run("trace", _layer_report, src, graph, converted, names, batches[chosen], atol,
-                                     rtol, trace))
+            stages.run("trace", _layer_report, report, src, graph, converted, names, batches[chosen], trace)
         elif names is not None:
-            report["note"] = "layers are traced at the converted sizes only: pass inputs of those sizes for a trace"
-    if not report["passed"]:
-        report["problem"] = failure_message(report)
+            report.note = "layers are traced at the converted sizes only: pass inputs of those sizes for a trace"
+    if not report.passed:
+        report.problem = failure_message(report)
     elif grad:  # the outputs agree: their gradients must too
         origins = _origins(converted.target, graph) if names is not None else None  # Note [gradient pairing]
-        report["gradients"] = grads = stages.run("grad", compare_gradients, src, graph, converted.model, seed,
-                                                 origins=origins)
+        report.gradients = grads = stages.run("grad", compare_gradients, src, graph, converted.model, seed,
+                                              origins=origins)
         if grads["passed"] is False:
-            report.update(passed=False, problem=gradient_problem(grads))
+            report.passed, report.problem = False, gradient_problem(grads)
     return report
 
 
-def _layer_report(src, graph, converted, names, batch, atol, rtol, trace) -> dict:
-    """Trace rows (``trace``) and the first diverging layer, each also against the source's own values."""
+def _layer_report(report, src, graph, converted, names, batch, trace) -> None:
+    """Into ``report``: the trace rows (``trace``) and the first diverging layer, each also against the source's
+    own values."""
     seed, arrays = batch
     observed = observe_values(converted.target, converted.model, graph, names, arrays, converted.code)
-    found = {"trace_seed": seed}
+    report.trace_seed = seed
     try:
         source = src.intermediates(source_arrays(graph, arrays))
     except Exception as exc:  # private torch APIs; the reference comparison still stands
-        source, found["note"] = {}, f"source intermediates unavailable ({type(exc).__name__})"
-    rows = trace_layers(graph, observed, run_reference(graph, arrays), source, atol, rtol, names)
+        source, report.note = {}, f"source intermediates unavailable ({type(exc).__name__})"
+    rows = trace_layers(graph, observed, run_reference(graph, arrays), source, report.atol, report.rtol, names)
     if trace:
-        found["trace"] = rows
-    bad = first_failure(rows)
-    if bad is not None:
-        found["first_divergence"] = bad
-    return found
+        report.trace = rows
+    report.first_divergence = first_failure(rows)
 
 
-def failure_message(report) -> str:
+def failure_message(report: VerifyReport) -> str:
     """One line: which output differs, on which seed, and the first diverging layer when known.
 
     Example: ``out/: output y differs from the source on seed 0 (...); first diverging layer: fc (linear) %y``.
     """
-    if not report.get("outputs"):
-        return f"{report['out']}: {report.get('problem', 'no outputs to compare')}"
-    bad = next((s for s in report["samples"] if not s["passed"]), report["samples"][0])
+    if not report.outputs:
+        return f"{report.out}: {report.problem or 'no outputs to compare'}"
+    bad = next((s for s in report.samples if not s["passed"]), report.samples[0])
     row = next((r for r in bad["outputs"] if not r["passed"]), None)
     seed = "" if bad["seed"] is None else f" on seed {bad['seed']}"
     what = f"output {row['name']} differs from the source{seed} ({row['problem']})" if row else \
         bad.get("problem", "outputs differ")
-    where = report.get("first_divergence")
+    where = report.first_divergence
     place = f"; first diverging layer: {where['scope'] or '<top>'} ({where['op']}) %{where['value']}" if where else ""
-    return f"{report['out']}: {what}{place}"
+    return f"{report.out}: {what}{place}"
 
 
 def verify_converted(source, out, *, lower, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, inputs=(),
-                     trust=None, trace=False, grad=False, check=True, progress=None) -> dict:
+                     trust=None, trace=False, grad=False, check=True, progress=None) -> VerifyReport:
     """Re-check OUT (folder written by ``portx convert``, for any target) against SOURCE on seeds
     seed..seed+samples-1.
 
     Returns the report; raises BadInput (2), or VerificationFailed (1) when ``check`` and it differs.
     ``progress``: a ``progress.Reporter`` (or ``progress(name, seconds)``) shown each stage and per-batch counts.
     ``trust``: an ``options.Trust`` (all of it reaches ``load``: Note [one trust]); ``lower``: as ``check_converted``.
-    Example: ``verify_converted("model.pt2", "out/", lower=lower_for, samples=3)["passed"]``.
+    Example: ``verify_converted("model.pt2", "out/", lower=lower_for, samples=3).passed``.
     """
     stages = Stages(progress)
     src = stages.run("load", load, source, inputs=inputs, **(trust or Trust()).load_kwargs())
@@ -312,10 +313,10 @@ def verify_converted(source, out, *, lower, samples=1, seed=0, atol=DEFAULT_ATOL
         raise BadInput(f"{type(out).__name__}: OUT must be a folder or a model.py path", hint="pass the OUT folder")
     report = check_converted(src, converted, lower=lower, samples=samples, seed=seed, atol=atol, rtol=rtol,
                              trace=trace, grad=grad, stages=stages)
-    if not report["passed"] and not report["outputs"]:  # nothing compared: OUT takes or gives other tensors
-        first = next((s.get("problem") for s in report["samples"] if s.get("problem")), None)
-        raise BadInput(f"{report['out']}: was converted from another model or for other input shapes: "
-                       f"{first or report['problem']}", hint="pass the model OUT was made from, or convert SRC anew")
-    if check and not report["passed"]:
-        raise VerificationFailed(report["problem"], hint="rerun with --trace for every layer's error")
+    if not report.passed and not report.outputs:  # nothing compared: OUT takes or gives other tensors
+        first = next((s.get("problem") for s in report.samples if s.get("problem")), None)
+        raise BadInput(f"{report.out}: was converted from another model or for other input shapes: "
+                       f"{first or report.problem}", hint="pass the model OUT was made from, or convert SRC anew")
+    if check and not report.passed:
+        raise VerificationFailed(report.problem, hint="rerun with --trace for every layer's error")
     return report

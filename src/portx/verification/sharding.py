@@ -4,7 +4,7 @@ The target does the work (``Target.prove_sharded``: targets/keras_jax/mesh_proof
 devices, makes the inputs and records the plan's roles and any problem as report warnings.
 
 Example:
-    >>> report["sharding"] = sharding_report(KERAS_JAX, "out/", graph, {"batch": 2, "model": 4}, 0, report)
+    >>> report.sharding = sharding_report(KERAS_JAX, "out/", graph, {"batch": 2, "model": 4}, 0, report.warnings)
 """
 from __future__ import annotations
 
@@ -26,18 +26,18 @@ def proof_devices() -> int:
     return max(jax.device_count(), PROOF_CPU_DEVICES)
 
 
-def sharding_report(target, folder, graph, mesh, seed, report) -> dict:
+def sharding_report(target, folder, graph, mesh, seed, warnings: list) -> dict:
     """``target.prove_sharded`` on seeded inputs, with the roles the sharding pass gave (a count per role);
-    layout_map's notes and a mismatch become ``report["warnings"]``. Above the weight budget the model is lowered
-    sharded on abstract weights, not run (Note [abstract mesh proof] in targets/keras_jax/mesh_proof.py)."""
+    layout_map's notes and a mismatch are added to ``warnings`` (the typed report's ``warnings``). Above the weight
+    budget the model is lowered sharded on abstract weights, not run (Note [abstract mesh proof] in targets/keras_jax/mesh_proof.py)."""
     roles = dict(Counter(role for role, _ in graph.meta.get("sharding", {}).get("roles", {}).values()))
     if not set(roles) - {"small"}:  # nothing splits: the proof would run the one-device program 8 times over
         return {"verdict": "skipped", "roles": roles, "why": "no weight to split on the mesh: the model has "
                 "none, or only vectors small enough to stay whole on every device (Note [small weights])"}
     result = target.prove_sharded(folder, graph, mesh, make_inputs(graph, seed), abstract=bool(over_budget(graph)))
     result["roles"] = roles
-    report["warnings"].extend(result.get("notes", []))
+    warnings.extend(result.get("notes", []))
     if result.get("verdict") in ("mismatch", "failed"):
         problem = "; ".join(result.get("problems", [])) or f"largest difference {result.get('max_abs_diff')}"
-        report["warnings"].append(f"sharded run on mesh {mesh}: {result['verdict']} ({problem})")
+        warnings.append(f"sharded run on mesh {mesh}: {result['verdict']} ({problem})")
     return result

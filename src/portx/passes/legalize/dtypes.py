@@ -16,15 +16,12 @@ import warnings
 
 import numpy as np
 
+from ...errors import PortxWarning
 from ...ir import Graph, Node, Value, infer_outputs, param_value
 from ...ops.elementwise import CAST
 from .float8 import compute_float8_in_float32
 
 __all__ = ["PortxWarning", "DTYPE_RULES", "retype", "cast_float64_to_float32", "narrow_int64_to_int32"]
-
-
-class PortxWarning(UserWarning):
-    """A conversion changed something the user should know about (collected into report.json)."""
 
 
 def retype(graph: Graph, dtype_map: dict, param_arrays: dict, cast_outputs: bool = False) -> Graph:
