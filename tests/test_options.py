@@ -107,19 +107,19 @@ def test_verify_and_inspect_pass_unsafe_keras_to_the_loader(tmp_path):
     assert "missing: no such folder" in CliRunner().invoke(main, ["verify", src, out, "--unsafe-keras"]).output
 
 
-def test_verify_rechecks_a_lambda_model_that_convert_converted_with_the_trust_flag(tmp_path):
-    """Note [one trust], end to end: what ``convert --unsafe-keras`` wrote, ``verify --unsafe-keras`` re-checks
-    (exit 0); without the flag, verify refuses the source (exit 2) rather than run its Lambda."""
-    import keras
+def test_verify_rechecks_what_convert_converted_with_a_trust_flag(tmp_path):
+    """Note [one trust], end to end: what ``convert --trust-pickle`` wrote from a full pickle, ``verify
+    --trust-pickle`` re-checks (exit 0); without the flag verify refuses the source (exit 2) rather than unpickle it.
+    (A Keras Lambda needs --unsafe-keras to load, and both commands take it (above), but portx converts no Lambda.)"""
+    import torch
 
-    x = keras.Input((4,))
-    y = keras.layers.Dense(3, name="fc")(keras.layers.Lambda(lambda t: t * 2.0, name="double_it")(x))
-    keras.Model(x, y).save(tmp_path / "lam.keras")
-    src, out = str(tmp_path / "lam.keras"), str(tmp_path / "out")
-    converted = CliRunner().invoke(main, ["convert", src, "--to", "torch-xla", "-o", out, "--unsafe-keras",
+    torch.manual_seed(0)
+    torch.save(torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()), tmp_path / "full.pt")
+    src, out = str(tmp_path / "full.pt"), str(tmp_path / "out")
+    converted = CliRunner().invoke(main, ["convert", src, "-o", out, "--input", "x:2x4", "--trust-pickle",
                                           "--no-grad", "--no-shard-proof"])
     assert converted.exit_code == 0, converted.output
-    refused = CliRunner().invoke(main, ["verify", src, out])
-    assert refused.exit_code == 2 and "--unsafe-keras" in refused.output, refused.output
-    verified = CliRunner().invoke(main, ["verify", src, out, "--unsafe-keras", "--samples", "2"])
+    refused = CliRunner().invoke(main, ["verify", src, out, "--input", "x:2x4"])
+    assert refused.exit_code == 2 and "--trust-pickle" in refused.output, refused.output
+    verified = CliRunner().invoke(main, ["verify", src, out, "--input", "x:2x4", "--trust-pickle", "--samples", "2"])
     assert verified.exit_code == 0 and f"verified: {out} matches" in verified.output, verified.output

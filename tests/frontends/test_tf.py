@@ -1,4 +1,4 @@
-"""TensorFlow sources through tf2onnx (frontends/tf.py, the ``[tf]`` extra): SavedModel folders and tf.keras 2 ``.h5``.
+"""TensorFlow sources through tf2onnx (frontends/tf/, the ``[tf]`` extra): SavedModel folders and tf.keras 2 ``.h5``.
 
 Each model is built here with fixed seeds, written the way TensorFlow users write it, and converted to both targets
 with verification on: the reference is TensorFlow itself. Skipped (allowed under CI=true) where the extra is missing.

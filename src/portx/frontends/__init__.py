@@ -86,7 +86,7 @@ def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_k
     ``.keras``, ``.h5`` files, Keras folders (keras-hub presets, sharded weights: frontends/keras/preset.py) and
     ``keras.Model`` (subclassed models need ``example_inputs``); ONNX sources are
     ``.onnx`` files and ``onnx.ModelProto`` (frontends/onnx); TensorFlow SavedModel folders and tf.keras 2
-    ``.h5`` files that Keras 3 cannot read go through tf2onnx (frontends/tf.py, the ``[tf]`` extra; a SavedModel
+    ``.h5`` files that Keras 3 cannot read go through tf2onnx (frontends/tf/, the ``[tf]`` extra; a SavedModel
     runs its TensorFlow graph, so it needs ``trust_savedmodel``). ``inputs`` are
     ``NAME:SHAPE[:DTYPE]`` specs (frontends/input_spec.py). Loading is safe by default (Note [safe loading],
     Note [keras safe mode]). ``batch``: a live nn.Module's example batch of 1 is traced at this many rows

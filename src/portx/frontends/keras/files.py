@@ -343,7 +343,7 @@ def stored_source(model, path, input_specs, notes) -> KerasSource:
 
 def checked_config(path, unsafe=False) -> dict:
     """The stored config of a ``.keras``/``.h5`` file after the safe-mode check (no code-carrying layers unless
-    ``unsafe``), for readers other than Keras 3 (frontends/tf.py)."""
+    ``unsafe``), for readers other than Keras 3 (frontends/tf/)."""
     stored = read_stored_model(path)
     if not unsafe:
         _refuse_code(path, stored.config)
