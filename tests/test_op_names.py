@@ -2,9 +2,9 @@
 a collection of op names; it asks the ``OpDef`` (``node.op is CAST``, ``node.op.has("mask_reader")``).
 
 Read from the source with ``ast``. A string that names a registered op counts where it is compared with something
-spelled ``op`` (``node.op.name == "cast"``, ``row["op"] == "batch_norm"``), or sits in a set, tuple or list with
-another op name. Names the outside world supplies (ATen, JAX primitives, ONNX op types) live in frontends/ and are
-not scanned.
+spelled ``op`` (``node.op.name == "cast"``, ``row["op"] == "batch_norm"``), sits in a set, tuple or list with
+another op name, or keys a dict with another (a table of op facts). Names the outside world supplies (ATen, JAX
+primitives, ONNX op types) live in frontends/ and are not scanned.
 """
 import ast
 
@@ -37,6 +37,10 @@ def _op_strings(path) -> list:
                        and isinstance(s, (ast.Tuple, ast.List))]
         elif isinstance(node, ast.Set):
             members = [node]
+        elif isinstance(node, ast.Dict):
+            keys = [k.value for k in node.keys if isinstance(k, ast.Constant) and k.value in NAMES]
+            found += [f"{node.lineno}: keys {keys}"] if len(keys) >= 2 else []
+            continue
         else:
             continue
         for held in members:
@@ -57,5 +61,6 @@ def test_no_op_names_outside_ops(path):
 def test_the_scan_sees_a_name_compared_and_a_set_of_names(tmp_path):
     code = tmp_path / "m.py"
     code.write_text('if node.op.name == "cast":\n    pass\nKEEP = {"add", "mul"}\nOK = node.op is CAST\n'
-                    'PARTS = ("cos", "sin")\nif name in ("add", "sub"):\n    pass\n')
-    assert _op_strings(code) == ['1: node.op.name == "cast"', "3: ['add', 'mul']", "6: ['add', 'sub']"]
+                    'PARTS = ("cos", "sin")\nif name in ("add", "sub"):\n    pass\nWORDS = {"permute": "t", "attention": "c"}\n')
+    assert _op_strings(code) == ['1: node.op.name == "cast"', "3: ['add', 'mul']", "6: ['add', 'sub']",
+                                 "8: keys ['permute', 'attention']"]

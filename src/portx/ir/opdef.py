@@ -52,6 +52,8 @@ class OpDef:
     ``traits`` (names from ``TRAITS``) are the facts other stages ask of an op, declared in ``ops/traits.py``.
     ``domain`` ({input name: lower bound}) declares inputs the op is defined on only above a bound (igamma's
     ``a > 0``); verification draws the random inputs that feed them there (``verification.domain``).
+    ``word`` names the op's output in emitted code (``attn_context``): its name unless ``ops/traits.py`` ``WORDS``
+    gives a more readable one.
     Example: ``OpDef("softmax", inputs=("x",), attrs={"axis": REQUIRED}, layout="axis")``.
     """
 
@@ -77,6 +79,7 @@ class OpDef:
         self.status_outputs = ()
         self.domain = {}
         self.traits = frozenset()
+        self.word = name
         REGISTRY[name] = self
 
     def __repr__(self):

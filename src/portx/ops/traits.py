@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..ir.opdef import REGISTRY, TRAITS
 
-__all__ = ["OPS_WITH", "declare"]
+__all__ = ["OPS_WITH", "WORDS", "declare"]
 
 #: trait -> the ops that have it
 OPS_WITH = {
@@ -27,9 +27,14 @@ OPS_WITH = {
     "decomposed": ("grid_sample", "lu", "lu_unpack", "cholesky_info"),
 }
 
+#: op -> the word its output is named by in emitted code (``OpDef.word``; Note [variable names] in
+#: targets/keras_jax/style.py) where the op's own name reads worse
+WORDS = {"permute": "transpose", "attention": "context", "adaptive_avg_pool": "avg_pool",
+         "adaptive_max_pool": "max_pool"}
+
 
 def declare() -> None:
-    """Give every OpDef its traits; an unknown trait or op name is a ValueError naming it."""
+    """Give every OpDef its traits and word; an unknown trait or op name is a ValueError naming it."""
     for trait, names in OPS_WITH.items():
         if trait not in TRAITS:
             raise ValueError(f"ops/traits.py: unknown trait {trait!r}")
@@ -37,3 +42,7 @@ def declare() -> None:
             if name not in REGISTRY:
                 raise ValueError(f"ops/traits.py: {trait} names op {name!r}, which no family declares")
             REGISTRY[name].traits = REGISTRY[name].traits | {trait}
+    for name, word in WORDS.items():
+        if name not in REGISTRY:
+            raise ValueError(f"ops/traits.py: WORDS names op {name!r}, which no family declares")
+        REGISTRY[name].word = word

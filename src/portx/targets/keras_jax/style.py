@@ -133,9 +133,6 @@ def auto_names_in(body: str) -> set:
     return found
 
 
-#: words for a node's op in its variable's name (Note [variable names]); other ops use their own name
-_OP_WORDS = {"permute": "transpose", "attention": "context", "adaptive_avg_pool": "avg_pool",
-             "adaptive_max_pool": "max_pool"}
 #: input names too generic to name a value after
 _GENERIC_INPUTS = {"x", "a", "b", "xs"}
 
@@ -179,7 +176,7 @@ class VariableNames:
         if out in self._base and len(inputs) == 1 and inputs[0] not in self._base \
                 and self._private(inputs[0], node) and len(self._producer[inputs[0]].outputs) == 1:
             self._base[inputs[0]] = self._base[out]
-            self.role[inputs[0]] = f"{self._base[out]}_{_word(self._producer[inputs[0]])}"
+            self.role[inputs[0]] = f"{self._base[out]}_{self._producer[inputs[0]].op.word}"
 
     def _join_roles(self, node):
         """An output that several same-scope nodes split into roles is named by them all: ``attn_qkv``."""
@@ -200,13 +197,10 @@ class VariableNames:
             return f"{scope}_{self.role[out]}" if scope else self.role[out]
         if not scope:
             return out.name
-        if node in self.last or re.sub(r"\W", "_", f"_{scope}").endswith(f"_{_word(node)}"):
+        if node in self.last or re.sub(r"\W", "_", f"_{scope}").endswith(f"_{node.op.word}"):
             return scope  # a module called twice (``layer1.0.relu``): Namespace numbers the calls
-        return f"{scope}_{_word(node)}"
+        return f"{scope}_{node.op.word}"  # ops/traits.py WORDS
 
-
-def _word(node) -> str:
-    return _OP_WORDS.get(node.op.name, node.op.name)
 
 
 def layout_sentence(graph) -> str:
