@@ -52,8 +52,8 @@ def test_blocks_whose_first_reads_the_model_input_are_one_class(first, tmp_path)
 
 
 def _keras_blocks():
-    """Two Keras layers ``layer_0``, ``layer_1`` whose Dropout Keras names itself model-wide (``dropout`` in one,
-    ``dropout_1`` in the other), as keras-hub's attention does, beside a named one."""
+    """Three Keras layers ``layer_0``, ... whose inner Dropout Keras names itself model-wide (``dropout`` in one,
+    ``dropout_1`` in the next), as keras-hub's attention does, beside a named one."""
     import keras
 
     class Block(keras.layers.Layer):
@@ -70,7 +70,7 @@ def _keras_blocks():
     keras.utils.set_random_seed(0)
     x = keras.Input((4, 8))
     h = keras.layers.Dense(8, name="embed")(x)
-    for i in range(2):
+    for i in range(3):
         h = Block(name=f"layer_{i}")(h)
     return keras.Model(x, h)
 
@@ -84,7 +84,7 @@ def test_each_block_owns_its_dropouts_under_one_name(source, tmp_path):
         kwargs = {"example_inputs": (torch.randn(2, 8),)}
         model, names = _Chain("relu", dropout=0.1).eval(), {"drop"}
     else:
-        model, kwargs, names = _keras_blocks(), {"grad": False}, {"inner_dropout", "output_dropout"}
+        model, kwargs, names = _keras_blocks(), {"grad": False}, {"dropout", "output_dropout"}
     result = portx.convert(model, out=tmp_path / "out", to="torch-xla", **kwargs)  # verifies
     assert assert_structured(result, "torch-xla")["defs"] == 1
     blocks = result.model.blocks if source == "torch" else result.model.layer

@@ -20,7 +20,7 @@ import hashlib
 import numpy as np
 
 from ..codegen import literal
-from .held import held_layer
+from .held import held_layer, held_param
 from .literals import plain
 
 __all__ = ["ModuleWriter", "WEIGHT_WORDS"]
@@ -57,6 +57,9 @@ class ModuleWriter:
 
     def store(self, raw_name, array, trainable=False) -> str:
         """A source parameter used directly is an ``nn.Parameter``; other stored arrays are buffers (``buffer``)."""
+        held = held_param(self, raw_name)  # Note [held parameters] in held.py
+        if held is not None:
+            return held
         if not trainable:
             return self.buffer(raw_name, array)
         array = np.asarray(array)
