@@ -83,7 +83,7 @@ def test_other_multihead_attention_configurations_keep_the_source_keys(kind, bat
     assert {"kdim": "kdim=6, vdim=4", "bias_kv": "add_bias_kv=True"}.get(kind, "MultiheadAttention(8, 2)") in code
 
 
-@pytest.mark.parametrize("batch_first, padding, need_weights", CASES[:3])
+@pytest.mark.parametrize("batch_first, padding, need_weights", CASES[:3] + CASES[4:5])
 def test_multihead_attention_to_keras_names_its_projections_after_the_source(batch_first, padding, need_weights,
                                                                             tmp_path):
     source, inputs = _case(batch_first, padding, need_weights)

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...ops.attention import ATTENTION
-from ...ops.linear import LINEAR
 
 __all__ = ["HeldWeight", "mha_holders", "held_layer", "held_param"]
 
