@@ -7,7 +7,10 @@ share it, as the source applies its own module again, and every other source mod
 (as they were), the dropouts of a repeated block were one module declared in the first block, which the later
 blocks then read: a block class took them as ``forward`` arguments, or the blocks differed and stayed flat. Per
 source module, each block owns its ``nn.Dropout`` under its source name (``self.attention_dropout``), as a person
-writes it, and ``state_dict()`` is unchanged (such modules hold nothing).
+writes it, and ``state_dict()`` is unchanged (such modules hold nothing). Inside a repeated block a weightless
+module takes the name the first block of its kind gave the one at the same position (``_weightless_hint``): Keras
+numbers the layers it names itself model-wide (``dropout`` in one block, ``dropout_1`` in the next), and the
+blocks' code must read the same to be one class.
 
 Example:
     >>> t.layer(node, "Dropout", (0.1,), {}, None, [x])   # self.<scope> = nn.Dropout(0.1); x_1 = self.<scope>(x)
@@ -23,10 +26,10 @@ from ..codegen import literal
 from .held import held_layer, held_param
 from .literals import plain
 
-__all__ = ["ModuleWriter", "WEIGHT_WORDS"]
+__all__ = ["ModuleWriter"]
 
 #: the last parts of a stored weight's name that name no module (``conv.weight`` is module ``conv``)
-WEIGHT_WORDS = {"weight", "bias", "kernel", "folded", "folded_bias", "gamma", "beta", "embeddings",
+_WEIGHT_WORDS = {"weight", "bias", "kernel", "folded", "folded_bias", "gamma", "beta", "embeddings",
                 "running_mean", "running_var", "moving_mean", "moving_variance", "in_proj_weight",
                 "reordered"}  # passes/layout/rules.py: a linear weight whose columns follow a moved flatten
 _INLINE_MAX = 16  # stored arrays with at most this many elements are written into __init__ as literals
@@ -69,7 +72,6 @@ class ModuleWriter:
         self.init.line(f"self.{name} = nn.Parameter(torch.zeros({literal(tuple(array.shape))}, "
                        f"dtype={self.dtype(str(array.dtype))}))")
         return f"self.{name}"
-
 
     # -- writing ----------------------------------------------------------------------------
     def submodule(self, node, cls: str, args=(), kwargs=None, weights=None) -> str:
@@ -130,7 +132,7 @@ class ModuleWriter:
         for value in weights.values():
             if hasattr(value, "type") and self.is_param(value):
                 parts = value.name.split(".")
-                while len(parts) > 1 and parts[-1] in WEIGHT_WORDS:
+                while len(parts) > 1 and parts[-1] in _WEIGHT_WORDS:
                     parts.pop()
                 prefix = ".".join(parts)
                 if len(parts) > 1 or prefix != value.name:
