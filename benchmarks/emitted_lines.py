@@ -8,7 +8,8 @@ Prints one plain-text table, one row per (model, target):
   model    resnet50: torchvision's ResNet-50 layout (tests/support/structured_models.py, torchvision does not
            import here), input (1, 3, 64, 64); decoder32: tiny_llama's decoder with 32 blocks (width 32);
            keras_resnet50: keras.applications.ResNet50(weights=None), input (1, 32, 32, 3); vit: the small ViT;
-           hf_llama32: a Hugging Face LlamaForCausalLM with 32 decoder layers (width 32, random weights), ids (1, 8)
+           hf_llama32: a Hugging Face LlamaForCausalLM with 32 decoder layers (width 32, random weights), ids (1, 8);
+           hub_gpt2, hub_llama_dropout: keras-hub's GPT2Backbone and LlamaBackbone(dropout=0.1), 4 layers, width 32
   flat     lines of model.py with the blocks left flat (graph.meta["blocks"] emptied: what portx wrote before
            structured code; torch submodules still sit at their source paths, Note [nested paths])
   after    lines of model.py as portx writes it now: the structured form where it is not longer than the flat
@@ -69,10 +70,23 @@ def vit():
     return load(model, example_inputs=inputs)
 
 
+def hub(name, **extra):
+    """A keras-hub backbone (``GPT2Backbone``, ``LlamaBackbone``) with 4 layers, width 32, seed 0."""
+    import keras
+    import keras_hub
+
+    keras.utils.set_random_seed(0)
+    config = dict(vocabulary_size=100, num_layers=4, hidden_dim=32, intermediate_dim=64, **extra)
+    return load(getattr(keras_hub.models, name)(**config))
+
+
 MODELS = {"resnet50": (resnet50, ("keras-jax", "torch-xla")), "decoder32": (decoder32, ("keras-jax", "torch-xla")),
           "keras_resnet50": (keras_resnet50, ("torch-xla",)), "vit": (vit, ("keras-jax", "torch-xla")),
           "keras_resnet_small": (lambda: load(keras_resnet()), ("torch-xla", "keras-jax")),
-          "hf_llama32": (hf_llama32, ("keras-jax", "torch-xla"))}
+          "hf_llama32": (hf_llama32, ("keras-jax", "torch-xla")),
+          "hub_gpt2": (lambda: hub("GPT2Backbone", num_heads=2, max_sequence_length=16), ("torch-xla", "keras-jax")),
+          "hub_llama_dropout": (lambda: hub("LlamaBackbone", num_query_heads=4, num_key_value_heads=2, dropout=0.1),
+                                ("torch-xla", "keras-jax"))}
 
 
 def emitted(graph, target) -> tuple:

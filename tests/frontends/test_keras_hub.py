@@ -39,12 +39,13 @@ BACKBONES = {  # name: tiny config, 2 layers, hidden 16-64, 32x32 images
 }
 TEXT = ("bert", "gpt2", "llama", "llama-dropout")
 #: the block class the emitted torch module names after the keras-hub layer's (meta["module_classes"])
-BLOCK_CLASSES = {"gpt2": "TransformerDecoder", "llama": "LlamaTransformerDecoder"}
+BLOCK_CLASSES = {"gpt2": "TransformerDecoder", "llama": "LlamaTransformerDecoder",
+                 "llama-dropout": "LlamaTransformerDecoder"}
+#: the nn.Dropout modules each block owns (Note [weightless modules] in targets/torch_xla/modules.py): the
+#: attention's, the attention output's and (GPT-2) the feed-forward's; the Llama's default Dropout(0.0) layers leave
+#: the graph (Note [zero-rate dropout])
+BLOCK_DROPOUTS = {"gpt2": 3, "llama-dropout": 2}
 ONE_OF_EACH = ("mit", "resnet")  # one block per stage: nothing repeats, the code stays flat
-#: Note [structure gaps]: backbones whose repeated layers are still written flat, each with the reason (the Llama's
-#: default Dropout(0.0) layers leave the graph: Note [zero-rate dropout])
-STRUCTURE_GAPS = {"llama-dropout": "its Dropout(0.1) layers are one torch module (TorchEmitter.submodule shares "
-                                   "weightless ones), declared in the first layer, so the second reads the first's"}
 QUICK = ("gpt2", "resnet")  # the CI run; the rest are slow sweeps
 
 
@@ -71,8 +72,12 @@ def _check(name, tmp_path):
         (seq,) = [row for symbol, row in dims.items() if symbol != "batch"]
         assert seq["free"] and sorted({len(s) for s in seq["sites"]}) == [2], seq
         assert len(seq["verified"]) >= 2 and all(v["passed"] for v in seq["verified"])
-    if name not in STRUCTURE_GAPS:  # a layer class where layers repeat
-        assert_structured(result, "torch-xla", repeats=name not in ONE_OF_EACH)
+    assert_structured(result, "torch-xla", repeats=name not in ONE_OF_EACH)  # a layer class where layers repeat
+    if name in BLOCK_DROPOUTS:  # each block owns its dropouts, under the same names: none shared, none an argument
+        blocks = [m for m in result.model.modules() if type(m).__name__ == BLOCK_CLASSES[name]]
+        owned = [{n: m for n, m in block.named_modules() if isinstance(m, torch.nn.Dropout)} for block in blocks]
+        assert len(blocks) == 2 and len(owned[0]) == BLOCK_DROPOUTS[name] and set(owned[0]) == set(owned[1]), owned
+        assert not {id(m) for m in owned[0].values()} & {id(m) for m in owned[1].values()}
     return model, result
 
 

@@ -146,13 +146,16 @@ def block_lines(spans, block, writer=0) -> tuple:
     return spans[block["start"]][0][writer], spans[block["stop"] - 1][1][writer]
 
 
-def instance(rows, start, stop, block, variables, inputs=frozenset()) -> Instance | None:
+def instance(rows, start, stop, block, variables, inputs=frozenset(), reads=None) -> Instance | None:
     """``block``'s statements ``rows[start:stop]`` as an Instance; None where they cannot be templated.
 
     A statement that reads nothing but the model's ``inputs`` and names nothing of the block's (a constant the
     block was the first to need, which later blocks read too) is left where it is (``hoisted``), not templated.
+    Given ``reads`` (per line the variables it reads), only where a line outside the block reads what it makes:
+    the first block of a chain reads the model's input where the others read the block before's output, so its
+    own first statements (``torch.relu(x)``) stay in it, or it would differ from the rest.
     """
-    key = block["key"]
+    key, read_at = block["key"], reads
     prefix = ident(key)
     inst = Instance(key, prefix, block["parent"], block["index"], block["stem"], start, stop, [])
     for line, (indent, text, comment) in enumerate(rows[start:stop], start):
@@ -164,7 +167,8 @@ def instance(rows, start, stop, block, variables, inputs=frozenset()) -> Instanc
             return None
         made = _LHS.match(text)
         reads = [v for kind, v in parts[1:] if kind == "v"]
-        if made and parts[0][0] == "v" and all(kind in "tnv" for kind, _ in parts) and set(reads) <= inputs:
+        if made and parts[0][0] == "v" and all(kind in "tnv" for kind, _ in parts) and set(reads) <= inputs \
+                and _read_elsewhere(made.group(1).split(", "), read_at, start, stop):
             inst.hoisted.append(line)
             continue
         for kind, value in parts:
@@ -174,6 +178,11 @@ def instance(rows, start, stop, block, variables, inputs=frozenset()) -> Instanc
                 inst.numbers.append(value)
         inst.rows.append((parts, comment.replace(key + ".", "").replace(key, "")))
     return inst
+
+
+def _read_elsewhere(names, reads, start, stop) -> bool:
+    """True when a line outside [start, stop) reads one of ``names``, or ``reads`` is None (not known)."""
+    return reads is None or any(not start <= i < stop and not read.isdisjoint(names) for i, read in enumerate(reads))
 
 
 def block_groups(rows, spans, blocks, variables, reads, inputs=frozenset()) -> list:

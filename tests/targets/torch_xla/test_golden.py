@@ -22,6 +22,13 @@ def _case(name):
     longer than the flat (Note [structured only where shorter])."""
     if name == "keras_resnet":
         return keras_resnet(stages=(3, 3)), {}
+    if name == "keras_hub_gpt2":  # dropout 0.1: each block owns its nn.Dropout modules (Note [weightless modules])
+        keras_hub = pytest.importorskip("keras_hub")
+        import keras
+
+        keras.utils.set_random_seed(0)
+        return keras_hub.models.GPT2Backbone(vocabulary_size=100, num_layers=2, hidden_dim=32, intermediate_dim=64,
+                                             num_heads=2, max_sequence_length=16), {"grad": False}
     if name == "hf_llama":
         pytest.importorskip("transformers")
     model, inputs = {"resnet": lambda: small_resnet(layers=(3, 3)), "vit": small_vit, "decoder": small_decoder,
@@ -29,7 +36,7 @@ def _case(name):
     return model, {"example_inputs": inputs}
 
 
-@pytest.mark.parametrize("name", ["decoder", "hf_llama", "keras_resnet", "resnet", "vit"])
+@pytest.mark.parametrize("name", ["decoder", "hf_llama", "keras_hub_gpt2", "keras_resnet", "resnet", "vit"])
 def test_structured_source_matches_golden(name, tmp_path, request):
     model, kwargs = _case(name)
     result = portx.convert(model, out=tmp_path / "out", to="torch-xla", verify=False, **kwargs)

@@ -84,9 +84,8 @@ def test_hugging_face_llama_is_one_block_class_keeps_the_source_state_dict_keys_
 
 
 def _keras_blocks():
-    """Two Keras blocks as keras-hub's BERT writes them (``layer_0_*``) after its embeddings' Dropout (one module for
-    every Dropout of that rate, TorchEmitter.submodule), attention with dropout: the emitted attention reads
-    ``dropout_p=0.1 if self.training else 0.0``."""
+    """Two Keras blocks as keras-hub's BERT writes them (``layer_0_*``) after its embeddings' Dropout, attention with
+    dropout: the emitted attention reads ``dropout_p=0.1 if self.training else 0.0``."""
     import keras
 
     keras.utils.set_random_seed(0)

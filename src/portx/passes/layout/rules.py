@@ -250,6 +250,8 @@ def _linear_second_to_last(s, node, perm):
     if rank < 2 or inverse(perm)[rank - 1] != rank - 2 or not s.is_param(w) or (bias is not None
                                                                                 and not s.is_param(bias)):
         return False
+    if _in_attention_module(s.graph, w):  # Note [held parameters] in targets/torch_xla/held.py
+        return False
     if bias is None:
         s.bind(node, MATMUL, [s.at(w, (0, 1)), s.phys[x]], {}, [perm])
         return True
@@ -257,6 +259,14 @@ def _linear_second_to_last(s, node, perm):
     column = s.const(s.graph.params[bias.name].reshape(-1, 1), f"{bias.name}.column")
     s.bind(node, BINARY["add"], [y, column], {}, [perm])
     return True
+
+
+def _in_attention_module(graph, weight) -> bool:
+    """True for a weight of a source ``nn.MultiheadAttention`` (its ``out_proj``): the emitted module declares that
+    module with the source's keys only while each projection stays a ``linear`` on the weights as they are, so its
+    output projection is never a column matmul on a copied bias; the one transpose before it is the cost."""
+    classes, parts = graph.meta.get("module_classes") or {}, weight.name.split(".")
+    return any(classes.get(".".join(parts[:i])) == "MultiheadAttention" for i in range(1, len(parts)))
 
 
 @_rule(MATMUL)

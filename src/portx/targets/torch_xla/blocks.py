@@ -61,7 +61,7 @@ def _candidates(emitter, variables, reads, taken) -> dict:
             continue
         init = instance(emitter.init.rows, *block_lines(emitter.spans, block, 1), block, variables)
         body = instance(emitter.body.rows, *block_lines(emitter.spans, block, 0), block, variables,
-                        {emitter.names[v] for v in emitter.graph.inputs})
+                        {emitter.names[v] for v in emitter.graph.inputs}, reads)
         ok = init is not None and body is not None and body.rows
         if ok:
             _hoist(init)

@@ -3,7 +3,8 @@
 The generated file is plain PyTorch (never portx, keras or torch_xla): a ``Model(nn.Module)`` with
 submodules named after the source layers, a ``forward`` with one statement per IR node,
 ``build_model()`` and ``load_model()``. Per-op rules live in ``ops/<family>/to_torch.py`` and receive a
-``TorchEmitter``; this module assembles the file and saves the weights (runtime.py loads and runs it).
+``TorchEmitter``; this module walks the graph and saves the weights, modules.py declares the submodules and
+buffers, blocks.py writes repeated blocks as classes, files.py frames the file (runtime.py loads and runs it).
 
 Note [XLA-friendly torch]: every rule writes static shapes and no host syncs (no ``.item()``,
 ``nonzero`` or data-dependent Python), reads small constants from buffers made once in
@@ -18,18 +19,17 @@ Example:
 from __future__ import annotations
 
 import functools
-import hashlib
 from pathlib import Path
-
-import numpy as np
 
 from ...ir import DTYPES, IRError, SymDim
 from ...ops._util import kind
-from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal, module_sentences
+from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal
 from ..size_checks import write_forward_checks
 from .blocks import write_modules
-from .held import held_layer, mha_holders
-from .shards import INDEX_FILE, SHARDED_FOOTER, WEIGHTS_FILE, Converted, is_sharded, module_on, skeleton, write_weights
+from .files import HEADER, Emitted, model_text
+from .held import mha_holders
+from .modules import ModuleWriter
+from .shards import WEIGHTS_FILE, Converted, is_sharded, module_on, skeleton, write_weights
 from .literals import plain, scalar_result
 from .sharding import tp_plan_source
 from .unsigned import WIDE, narrowed, widened, widens
@@ -37,13 +37,7 @@ from .unsigned import WIDE, narrowed, widened, widens
 __all__ = ["TARGET", "WEIGHTS_FILE", "HEADER", "TorchEmitter", "emit_torch"]
 
 TARGET = "torch-xla"
-#: the first line of every model.py this emitter writes (how targets.TORCH_XLA recognises its folders)
-HEADER = '"""PyTorch model written by portx.'
 _RESERVED = {"torch", "nn", "F", "os", "math", "load_file", "self", "Model", "build_model", "load_model", "WEIGHTS"}
-_WEIGHT_WORDS = {"weight", "bias", "kernel", "folded", "folded_bias", "gamma", "beta", "embeddings",
-                 "running_mean", "running_var", "moving_mean", "moving_variance", "in_proj_weight",
-                 "reordered"}  # passes/layout/rules.py: a linear weight whose columns follow a moved flatten
-_INLINE_MAX = 16  # stored arrays with at most this many elements are written into __init__ as literals
 
 
 @functools.lru_cache(maxsize=1)
@@ -55,7 +49,7 @@ def _module_attributes() -> frozenset:
     return frozenset(dir(torch.nn.Module())) | {"forward"}
 
 
-class TorchEmitter(EmitterBase):
+class TorchEmitter(ModuleWriter, EmitterBase):
     """What an emit rule sees: references to values, and ways to write submodules and statements.
 
     Example rule::
@@ -79,8 +73,10 @@ class TorchEmitter(EmitterBase):
         self.state = {}  # state_dict key -> array, for model.safetensors
         self.module_of = {}  # Value -> submodule attribute, for per-layer checks
         self.paths = {}  # attribute -> the source path it stands for (Note [nested paths] in nesting.py)
-        self._shared = {}  # (constructor, weights) -> attribute: shared layers become one submodule
+        self._shared = {}  # (constructor, weights or source module) -> attribute (Note [weightless modules])
+        self._weightless = {}  # block key -> [(constructor, arguments, name in the block)] (the same Note)
         self._widened = False  # the node being written computes its unsigned operands in int64
+        self._block = None  # the repeated block the node being written lies in (Note [blocks overwrite ...])
         self._reads = None  # Value -> how many node inputs read it
         self.max_shard_size = None  # bytes or "2GB": weights past it are written as shards (Note [torch shards])
         self.classes = []  # repeated blocks as nn.Module classes, above Model (blocks.py)
@@ -116,14 +112,20 @@ class TorchEmitter(EmitterBase):
         hand-written PyTorch does to spare an allocation; ``value`` (and what it aliases) is then marked
         ``clobbered``, so that the trace no longer reads its variable. Allowed for a float value that one node
         input alone reads, neither an input nor an output of the graph, made fresh by an op whose backward
-        does not keep its output (trait ``fresh_output``), or a dropout (the identity at inference) of such a value."""
+        does not keep its output (trait ``fresh_output``), or a dropout (the identity at inference) of such a value.
+
+        Note [blocks overwrite their own values]: inside a repeated block (``graph.meta["blocks"]``) only a value the
+        block made is overwritten. A value from outside is the block class's argument, and the first block's may be
+        the model's input, which no node overwrites: in place there and not in the next block, the two would read
+        differently and stay flat; and a class that overwrote its argument would change its caller's tensor."""
         if self._reads is None:
             self._reads = {}
             for user in self.graph.nodes:
                 for v in user.inputs:
                     self._reads[v] = self._reads.get(v, 0) + 1
         if isinstance(value, str) or self.is_param(value) or self._reads.get(value, 0) != 1 \
-                or value in self.graph.inputs or value in self.graph.outputs or kind(value.type.dtype) != 2:
+                or value in self.graph.inputs or value in self.graph.outputs or kind(value.type.dtype) != 2 \
+                or (self._block is not None and self._made_in.get(value) != self._block):
             return False
         producer = self._producers.get(value)
         name = producer.op.name if producer is not None else ""
@@ -137,6 +139,13 @@ class TorchEmitter(EmitterBase):
     def _producers(self) -> dict:
         return self.graph.producers()
 
+    @functools.cached_property
+    def _made_in(self) -> dict:
+        """Value -> the key of the repeated block whose node makes it (Note [blocks overwrite their own values])."""
+        nodes = self.graph.nodes
+        return {out: b["key"] for b in self.graph.meta.get("blocks") or [] for node in nodes[b["start"]:b["stop"]]
+                for out in node.outputs}
+
     def free_dim(self, dim) -> str:
         """A free dimension as code that reads it from an input: ``x.shape[0] * 4 + 1``, ``x.shape[2] // 2``; a
         product of two (``batch*seq``, a merged axis) multiplies their sizes."""
@@ -144,36 +153,6 @@ class TorchEmitter(EmitterBase):
         text = " * ".join(sizes) + (f" * {dim.scale}" if dim.scale != 1 else "")
         text += f" + {dim.offset}" if dim.offset > 0 else f" - {-dim.offset}" if dim.offset else ""
         return text if dim.div == 1 else f"({text}) // {dim.div}" if dim.offset else f"{text} // {dim.div}"
-
-    def buffer(self, raw_name: str, array) -> str:
-        """Register ``array`` as a buffer and return ``self.<name>``.
-
-        Small arrays are written into ``__init__`` (non-persistent, so the code shows the numbers);
-        larger ones are zeros in ``__init__`` and come from model.safetensors.
-        """
-        array = np.asarray(array)
-        dtype, name = self.dtype(str(array.dtype)), self.attrs.name(raw_name, "buffer")
-        zeros = f"torch.zeros({literal(tuple(array.shape))}, dtype={dtype})"
-        if array.size == 0 or array.size > _INLINE_MAX:
-            self.state.update({name: array} if array.size else {})
-            kept = "" if array.size else ", persistent=False"
-            self.init.line(f"self.register_buffer({literal(name)}, {zeros}{kept})")
-        else:
-            self.init.line(f"self.register_buffer({literal(name)}, torch.tensor({literal(plain(array))}, "
-                           f"dtype={dtype}), persistent=False)")
-        return f"self.{name}"
-
-    def store(self, raw_name, array, trainable=False) -> str:
-        """A source parameter used directly is an ``nn.Parameter``; other stored arrays are buffers (``buffer``)."""
-        if not trainable:
-            return self.buffer(raw_name, array)
-        array = np.asarray(array)
-        name = self.attrs.name(raw_name, "param")
-        self.state[name] = array
-        self.paths[name] = raw_name
-        self.init.line(f"self.{name} = nn.Parameter(torch.zeros({literal(tuple(array.shape))}, "
-                       f"dtype={self.dtype(str(array.dtype))}))")
-        return f"self.{name}"
 
     @staticmethod
     def dtype(name: str) -> str:
@@ -196,67 +175,7 @@ class TorchEmitter(EmitterBase):
             flat = flat[:-2]
         return tuple(flat)
 
-    # -- writing ----------------------------------------------------------------------------
-    def submodule(self, node, cls: str, args=(), kwargs=None, weights=None) -> str:
-        """Declare ``self.NAME = nn.CLS(*args, **kwargs)`` holding ``weights``; return ``self.NAME``.
-
-        ``weights`` maps state_dict suffixes (``"weight"``, ``"running_mean"``) to stored Values
-        or arrays. A layer applied twice (same constructor, same stored weights) is declared once.
-        """
-        weights = dict(weights or {})
-        arrays = {k: np.asarray(self.param(v) if hasattr(v, "type") else v) for k, v in weights.items()}
-        kwargs = dict(kwargs or {})
-        text = ", ".join([literal(a) for a in args] + [f"{k}={literal(v)}" for k, v in kwargs.items()])
-        floats = {str(a.dtype) for k, a in arrays.items() if a.dtype.kind == "f" or str(a.dtype) == "bfloat16"}
-        if floats and floats != {"float32"}:
-            text += f"{', ' if text else ''}dtype={self.dtype(sorted(floats)[0])}"
-        ids = tuple((k, v.name if hasattr(v, "type") else hashlib.sha1(v.tobytes()).hexdigest())
-                    for k, v in weights.items())
-        key = (cls, text, ids)
-        if key in self._shared:
-            return self._shared[key]
-        hint = self._module_hint(node, weights)
-        name = self.attrs.name(hint, cls.lower())
-        self.paths[name] = hint
-        self.init.line(f"self.{name} = nn.{cls}({text})")
-        for suffix, array in arrays.items():
-            self.state[f"{name}.{suffix}"] = array
-        self._shared[key] = f"self.{name}"
-        return f"self.{name}"
-
-    def _module_hint(self, node, weights) -> str:
-        """The source layer's name: the node's scope, or the stored weight's more specific prefix.
-
-        ``mha.query.kernel`` under scope ``mha`` names ``mha_query``; a tied weight (``wte.weight``
-        read by ``lm_head``) keeps the reader's scope; ``conv.weight.folded`` names ``conv``.
-        """
-        scope = node.scope or node.outputs[0].name
-        for value in weights.values():
-            if hasattr(value, "type") and self.is_param(value):
-                parts = value.name.split(".")
-                while len(parts) > 1 and parts[-1] in _WEIGHT_WORDS:
-                    parts.pop()
-                prefix = ".".join(parts)
-                if len(parts) > 1 or prefix != value.name:
-                    return prefix if not node.scope or prefix.startswith(node.scope) else scope
-        return scope
-
-    def layer(self, node, cls: str, args=(), kwargs=None, weights=None, inputs=()) -> str:
-        """A submodule and its call: ``NAME = self.NAME(inputs)``. Returns the attribute expression. A weight an
-        ``nn.MultiheadAttention`` holds is read from it (Note [held parameters] in held.py)."""
-        held = held_layer(self, node, weights, inputs)
-        if held is not None:
-            expr, hint, attr, module = held
-            self._bind(node, expr, self.variables(node, hint))
-            self.module_of.update({out: module for out in node.outputs} if module else {})
-            return f"self.{attr}"
-        module = self.submodule(node, cls, args, kwargs, weights)
-        call = ", ".join(self.ref(v) for v in inputs)
-        self._bind(node, f"{module}({call})", self.variables(node, module[len("self."):]))
-        for out in node.outputs:
-            self.module_of[out] = module[len("self."):]
-        return module
-
+    # -- writing ---------------------------------------------------------------------------
     def _bind(self, node, expr, targets):
         """``out = EXPR``; in a node computing in int64, each unsigned output narrowed back to its dtype."""
         narrow = [(v, var) for v, var in zip(node.outputs, targets) if self._widened and v.type.dtype in WIDE]
@@ -285,7 +204,7 @@ class TorchEmitter(EmitterBase):
         outs = [self.ref(v) for v in self.graph.outputs]
         self.body.line("return " + (outs[0] if len(outs) == 1 else ", ".join(outs)))
         write_modules(self, _module_attributes())  # Note [nested torch modules]
-        return self._module_text(args)
+        return model_text(self, args)
 
     def marks(self) -> tuple:
         """How far ``forward`` and ``__init__`` have got (the lines each node wrote: blocks.py)."""
@@ -302,6 +221,7 @@ class TorchEmitter(EmitterBase):
         in int64 (Note [unsigned in int64] in unsigned.py): ``ref`` widens them and ``_bind`` narrows back.
         """
         self._widened = False
+        self._block = self._made_in.get(node.outputs[0]) if node.outputs else None
         if node.attrs.get("channels_last"):
             raise IRError(f"{node.where()}: channels_last=True reached the {TARGET} emitter, which writes "
                           f"channels-first PyTorch; run the '{TARGET}' pass pipeline first")
@@ -311,53 +231,6 @@ class TorchEmitter(EmitterBase):
     def sharded(self) -> bool:
         """True when the weights go to shards and an index, which load_model() then reads."""
         return is_sharded(self.state, self.max_shard_size)
-
-    def _module_text(self, args) -> str:
-        modules = "".join(row + "\n" for row in module_sentences(self.graph))
-        weights, wording = (INDEX_FILE, f"the shards {INDEX_FILE} lists") if self.sharded else \
-            (WEIGHTS_FILE, WEIGHTS_FILE)
-        text = _HEADER.format(weights=literal(weights), weights_text=wording, modules=modules,
-                              json="import json\n" if self.sharded else "")
-        text += "".join("\n\n" + cls for cls in self.classes)
-        text += "\n\nclass Model(nn.Module):\n"
-        text += '    """The converted network: channels-first inside, static shapes but for free dims."""\n\n'
-        text += "    def __init__(self):\n        super().__init__()\n"
-        text += self.init.text() if self.init.text().strip() else ""
-        text += f"\n    def forward(self{''.join(', ' + a for a in args)}):\n"
-        text += self.body.text()
-        return text + (SHARDED_FOOTER if self.sharded else _FOOTER)
-
-
-_HEADER = HEADER + ''' Plain PyTorch: runs on CPU, GPU and TPU (PyTorch/XLA, torchax).
-
-build_model() returns the architecture; load_model() returns it in eval mode with the weights in
-{weights_text} beside this file. Shapes are static but for free dims read from the inputs
-(x.shape[0]: the batch, unless pinned), and nothing in forward() syncs with the host.
-{modules}"""
-{json}import os
-
-import torch
-import torch.nn.functional as F
-from safetensors.torch import load_file
-from torch import nn
-
-WEIGHTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), {weights})
-'''
-
-_FOOTER = '''
-
-def build_model():
-    """The architecture, with freshly initialised weights."""
-    return Model()
-
-
-def load_model(weights=None, device=None):
-    """The model in eval mode with its converted weights (strict load), moved to ``device`` if given."""
-    model = build_model()
-    model.load_state_dict(load_file(weights or WEIGHTS), strict=True)
-    model.eval()
-    return model if device is None else model.to(device)
-'''
 
 
 def emit_torch(graph, out_dir, max_shard_size=None) -> dict:
@@ -382,18 +255,3 @@ def emit_torch(graph, out_dir, max_shard_size=None) -> dict:
     weights_path = write_weights(Converted(emitter.state, shape), out_dir, max_shard_size, sharded=emitter.sharded)
     return Emitted({"code": code_path, "weights": weights_path, "module_of": dict(emitter.module_of),
                     "var_of": emitter.var_of(), "origins": emitter.origins}, lambda: module_on(build, emitter.state))
-
-
-class Emitted(dict):
-    """emit_torch's result; its ``"model"`` (the module in eval mode holding the graph's arrays) is built when
-    first read, so a caller that only writes (api, streaming verification) never holds it (Note [torch shards])."""
-
-    def __init__(self, files, build):
-        super().__init__(files)
-        self.build = build
-
-    def __missing__(self, key):
-        if key != "model":
-            raise KeyError(key)
-        self["model"] = model = self.build().eval()
-        return model

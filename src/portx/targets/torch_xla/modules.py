@@ -1,0 +1,156 @@
+"""The submodules, parameters and buffers ``Model.__init__`` declares, each named after its source layer.
+
+Note [weightless modules]: a layer with weights is declared once per set of weights, so a layer the source applies
+twice (a tied embedding, a module called in a loop) is one submodule. A layer without weights (``nn.Dropout``, a
+pooling, ``nn.Upsample``) is declared once per source module (the node's scope): the nodes of one source module
+share it, as the source applies its own module again, and every other source module has its own. Shared model-wide
+(as they were), the dropouts of a repeated block were one module declared in the first block, which the later
+blocks then read: a block class took them as ``forward`` arguments, or the blocks differed and stayed flat. Per
+source module, each block owns its ``nn.Dropout`` under its source name (``self.attention_dropout``), as a person
+writes it, and ``state_dict()`` is unchanged (such modules hold nothing). Inside a repeated block a weightless
+module takes the name the first block of its kind gave the one at the same position (``_weightless_hint``): Keras
+numbers the layers it names itself model-wide (``dropout`` in one block, ``dropout_1`` in the next), and the
+blocks' code must read the same to be one class.
+
+Example:
+    >>> t.layer(node, "Dropout", (0.1,), {}, None, [x])   # self.<scope> = nn.Dropout(0.1); x_1 = self.<scope>(x)
+    'self.layers_0_dropout'
+"""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from ..codegen import literal
+from .held import held_layer, held_param
+from .literals import plain
+
+__all__ = ["ModuleWriter"]
+
+#: the last parts of a stored weight's name that name no module (``conv.weight`` is module ``conv``)
+_WEIGHT_WORDS = {"weight", "bias", "kernel", "folded", "folded_bias", "gamma", "beta", "embeddings",
+                "running_mean", "running_var", "moving_mean", "moving_variance", "in_proj_weight",
+                "reordered"}  # passes/layout/rules.py: a linear weight whose columns follow a moved flatten
+_INLINE_MAX = 16  # stored arrays with at most this many elements are written into __init__ as literals
+
+
+class ModuleWriter:
+    """``TorchEmitter``'s declarations: ``buffer``, ``store`` (an ``nn.Parameter``), ``submodule`` and ``layer``
+    (a submodule and its call). Reads the emitter's ``attrs`` (the Namespace of ``self.``), ``init``, ``state``,
+    ``paths``, ``module_of``, ``_shared`` and ``_weightless``."""
+
+    def buffer(self, raw_name: str, array) -> str:
+        """Register ``array`` as a buffer and return ``self.<name>``.
+
+        Small arrays are written into ``__init__`` (non-persistent, so the code shows the numbers);
+        larger ones are zeros in ``__init__`` and come from model.safetensors.
+        """
+        array = np.asarray(array)
+        dtype, name = self.dtype(str(array.dtype)), self.attrs.name(raw_name, "buffer")
+        zeros = f"torch.zeros({literal(tuple(array.shape))}, dtype={dtype})"
+        if array.size == 0 or array.size > _INLINE_MAX:
+            self.state.update({name: array} if array.size else {})
+            kept = "" if array.size else ", persistent=False"
+            self.init.line(f"self.register_buffer({literal(name)}, {zeros}{kept})")
+        else:
+            self.init.line(f"self.register_buffer({literal(name)}, torch.tensor({literal(plain(array))}, "
+                           f"dtype={dtype}), persistent=False)")
+        return f"self.{name}"
+
+    def store(self, raw_name, array, trainable=False) -> str:
+        """A source parameter used directly is an ``nn.Parameter``; other stored arrays are buffers (``buffer``)."""
+        held = held_param(self, raw_name)  # Note [held parameters] in held.py
+        if held is not None:
+            return held
+        if not trainable:
+            return self.buffer(raw_name, array)
+        array = np.asarray(array)
+        name = self.attrs.name(raw_name, "param")
+        self.state[name] = array
+        self.paths[name] = raw_name
+        self.init.line(f"self.{name} = nn.Parameter(torch.zeros({literal(tuple(array.shape))}, "
+                       f"dtype={self.dtype(str(array.dtype))}))")
+        return f"self.{name}"
+
+    # -- writing ----------------------------------------------------------------------------
+    def submodule(self, node, cls: str, args=(), kwargs=None, weights=None) -> str:
+        """Declare ``self.NAME = nn.CLS(*args, **kwargs)`` holding ``weights``; return ``self.NAME``.
+
+        ``weights`` maps state_dict suffixes (``"weight"``, ``"running_mean"``) to stored Values
+        or arrays. A layer applied twice (same constructor, same stored weights) is declared once; one without
+        weights once per source module (Note [weightless modules]).
+        """
+        weights = dict(weights or {})
+        arrays = {k: np.asarray(self.param(v) if hasattr(v, "type") else v) for k, v in weights.items()}
+        kwargs = dict(kwargs or {})
+        text = ", ".join([literal(a) for a in args] + [f"{k}={literal(v)}" for k, v in kwargs.items()])
+        floats = {str(a.dtype) for k, a in arrays.items() if a.dtype.kind == "f" or str(a.dtype) == "bfloat16"}
+        if floats and floats != {"float32"}:
+            text += f"{', ' if text else ''}dtype={self.dtype(sorted(floats)[0])}"
+        ids = tuple((k, v.name if hasattr(v, "type") else hashlib.sha1(v.tobytes()).hexdigest())
+                    for k, v in weights.items())
+        hint = self._module_hint(node, weights)
+        key = (cls, text, ids or hint)  # Note [weightless modules]
+        if key in self._shared:
+            return self._shared[key]
+        hint = hint if ids else self._weightless_hint(hint, cls, text)
+        name = self.attrs.name(hint, cls.lower())
+        self.paths[name] = hint
+        self.init.line(f"self.{name} = nn.{cls}({text})")
+        for suffix, array in arrays.items():
+            self.state[f"{name}.{suffix}"] = array
+        self._shared[key] = f"self.{name}"
+        return f"self.{name}"
+
+    def _weightless_hint(self, hint, cls, text) -> str:
+        """Inside a repeated block, a weightless module's name as the first block of its kind wrote the module at the
+        same position (Note [weightless modules]): Keras numbers the layers it names itself model-wide, so the
+        attention's dropout is ``self_attention.dropout`` in one block and ``self_attention.dropout_1`` in the
+        next, where the blocks' code must read the same."""
+        blocks = {b["key"]: b for b in self.graph.meta.get("blocks") or []}
+        parts = hint.split(".")
+        key = next((k for k in (".".join(parts[:i]) for i in range(len(parts) - 1, 0, -1)) if k in blocks), None)
+        if key is None:
+            return hint
+        block = blocks[key]
+        mine = self._weightless.setdefault(key, [])
+        first = next((self._weightless.get(b["key"]) for b in blocks.values() if b["kind"] == block["kind"]), None)
+        rel = hint[len(key) + 1:]
+        if first is not None and first is not mine and len(first) > len(mine) and first[len(mine)][:2] == (cls, text):
+            rel = first[len(mine)][2]
+        mine.append((cls, text, rel))
+        return f"{key}.{rel}"
+
+    def _module_hint(self, node, weights) -> str:
+        """The source layer's name: the node's scope, or the stored weight's more specific prefix.
+
+        ``mha.query.kernel`` under scope ``mha`` names ``mha_query``; a tied weight (``wte.weight``
+        read by ``lm_head``) keeps the reader's scope; ``conv.weight.folded`` names ``conv``.
+        """
+        scope = node.scope or node.outputs[0].name
+        for value in weights.values():
+            if hasattr(value, "type") and self.is_param(value):
+                parts = value.name.split(".")
+                while len(parts) > 1 and parts[-1] in _WEIGHT_WORDS:
+                    parts.pop()
+                prefix = ".".join(parts)
+                if len(parts) > 1 or prefix != value.name:
+                    return prefix if not node.scope or prefix.startswith(node.scope) else scope
+        return scope
+
+    def layer(self, node, cls: str, args=(), kwargs=None, weights=None, inputs=()) -> str:
+        """A submodule and its call: ``NAME = self.NAME(inputs)``. Returns the attribute expression. A weight an
+        ``nn.MultiheadAttention`` holds is read from it (Note [held parameters] in held.py)."""
+        held = held_layer(self, node, weights, inputs)
+        if held is not None:
+            expr, hint, attr, module = held
+            self._bind(node, expr, self.variables(node, hint))
+            self.module_of.update({out: module for out in node.outputs} if module else {})
+            return f"self.{attr}"
+        module = self.submodule(node, cls, args, kwargs, weights)
+        call = ", ".join(self.ref(v) for v in inputs)
+        self._bind(node, f"{module}({call})", self.variables(node, module[len("self."):]))
+        for out in node.outputs:
+            self.module_of[out] = module[len("self."):]
+        return module
