@@ -18,9 +18,6 @@ from tests.support.paths import SRC
 NAMES = set(REGISTRY) - {"shape"}
 SCANNED = sorted(p for sub in ("targets", "verification", "passes", "session", "reporting")
                  for p in (SRC / sub).rglob("*.py"))
-#: files others are changing this session (their owners move these to OpDef attributes)
-KNOWN = {"targets/torch_xla/emitter.py": "dropout compared by name (Note [in-place] overwrite rule)",
-         "passes/layout/__init__.py": "the broadcasting ops of transpose_reason: BINARY's names and 'where'"}
 
 
 def _op_strings(path) -> list:
@@ -50,9 +47,7 @@ def _op_strings(path) -> list:
     return found
 
 
-@pytest.mark.parametrize("path", [pytest.param(p, id=str(p.relative_to(SRC)), marks=[pytest.mark.xfail(
-    reason=KNOWN[str(p.relative_to(SRC))], strict=True)] if str(p.relative_to(SRC)) in KNOWN else [])
-    for p in SCANNED])
+@pytest.mark.parametrize("path", SCANNED, ids=lambda p: str(p.relative_to(SRC)))
 def test_no_op_names_outside_ops(path):
     found = _op_strings(path)
     assert not found, f"{path.relative_to(SRC)} names ops by string; ask the OpDef instead:\n" + "\n".join(found)

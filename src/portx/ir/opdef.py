@@ -30,6 +30,8 @@ TRAITS = {
     "unsigned_in_range": "its unsigned result stays in its operands' range, so narrowing it back needs no mask",
     "mask_reader": "it reads an attention mask, where -inf is the masking idiom (a hidden position), not a "
                    "broken weight",
+    "broadcasting": "its operands broadcast against each other elementwise, so an operand stored in another axis "
+                    "order than the others must be transposed first",
     "decomposed": "no target emits it: passes/legalize/decompose.py writes every node of it as other IR ops for "
                   "both targets (Note [decompositions])",
 }
@@ -53,7 +55,8 @@ class OpDef:
     ``domain`` ({input name: lower bound}) declares inputs the op is defined on only above a bound (igamma's
     ``a > 0``); verification draws the random inputs that feed them there (``verification.domain``).
     ``word`` names the op's output in emitted code (``attn_context``): its name unless ``ops/traits.py`` ``WORDS``
-    gives a more readable one.
+    gives a more readable one. ``layout_why`` says why a transpose the layout pass leaves before the op stays there
+    (the layout report), where the general reason reads worse (``ops/traits.py`` ``LAYOUT_WHY``).
     Example: ``OpDef("softmax", inputs=("x",), attrs={"axis": REQUIRED}, layout="axis")``.
     """
 
@@ -80,6 +83,7 @@ class OpDef:
         self.domain = {}
         self.traits = frozenset()
         self.word = name
+        self.layout_why = ""
         REGISTRY[name] = self
 
     def __repr__(self):

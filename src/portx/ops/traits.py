@@ -11,8 +11,9 @@ Example:
 from __future__ import annotations
 
 from ..ir.opdef import REGISTRY, TRAITS
+from .elementwise import BINARY_TABLE
 
-__all__ = ["OPS_WITH", "WORDS", "declare"]
+__all__ = ["LAYOUT_WHY", "OPS_WITH", "WORDS", "declare"]
 
 #: trait -> the ops that have it
 OPS_WITH = {
@@ -24,6 +25,7 @@ OPS_WITH = {
                           "bitwise_xor", "bitwise_right_shift", "abs", "clamp", "amax", "amin", "flip", "roll",
                           "gather", "index_select", "pad", "sort", "topk", "cummax", "cummin"),
     "mask_reader": ("where", "add", "attention", "minimum", "maximum"),
+    "broadcasting": (*BINARY_TABLE, "where"),
     "decomposed": ("grid_sample", "lu", "lu_unpack", "cholesky_info"),
 }
 
@@ -32,9 +34,18 @@ OPS_WITH = {
 WORDS = {"permute": "transpose", "attention": "context", "adaptive_avg_pool": "avg_pool",
          "adaptive_max_pool": "max_pool"}
 
+#: op -> why a transpose left before it stays (``OpDef.layout_why``; the layout report's ``reason``)
+LAYOUT_WHY = {
+    "reshape": "a reshape after it merges or splits the permuted axes with others",
+    "matmul": "a matmul whose operands are stored in different orders (the contracted and batch axes must agree)",
+    "attention": "an attention whose q, k, v are stored in different orders, or that runs unfused",
+    "linear": "a linear layer (it contracts the last axis; sinking past it needed more transposes)",
+    "split": "a split whose outputs are read in different orders",
+    "layer_norm": "a norm over trailing axes that the stored order does not keep trailing"}
+
 
 def declare() -> None:
-    """Give every OpDef its traits and word; an unknown trait or op name is a ValueError naming it."""
+    """Give every OpDef its traits, word and layout reason; an unknown trait or op name is a ValueError naming it."""
     for trait, names in OPS_WITH.items():
         if trait not in TRAITS:
             raise ValueError(f"ops/traits.py: unknown trait {trait!r}")
@@ -46,3 +57,7 @@ def declare() -> None:
         if name not in REGISTRY:
             raise ValueError(f"ops/traits.py: WORDS names op {name!r}, which no family declares")
         REGISTRY[name].word = word
+    for name, why in LAYOUT_WHY.items():
+        if name not in REGISTRY:
+            raise ValueError(f"ops/traits.py: LAYOUT_WHY names op {name!r}, which no family declares")
+        REGISTRY[name].layout_why = why

@@ -27,9 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir import GraphBuilder, Node, Value
+from ...ir import REGISTRY, GraphBuilder, Node, Value
 from ...ops._util import channels_first_perm, channels_last_perm
-from ...ops.elementwise import BINARY
 from ...ops.shape import PERMUTE, RESHAPE
 from ..blocks import refresh_blocks
 from ..fold import merge_reshapes_and_permutes, remove_dead_nodes
@@ -319,12 +318,14 @@ def inner_transposes(graph) -> list:
     return rows
 
 
-_WHY = {"reshape": "a reshape after it merges or splits the permuted axes with others",
-        "matmul": "a matmul whose operands are stored in different orders (the contracted and batch axes must agree)",
-        "attention": "an attention whose q, k, v are stored in different orders, or that runs unfused",
-        "linear": "a linear layer (it contracts the last axis; sinking past it needed more transposes)",
-        "split": "a split whose outputs are read in different orders",
-        "layer_norm": "a norm over trailing axes that the stored order does not keep trailing"}
+def _why(name) -> str:
+    """Why a transpose stays before an op named ``name`` (its ``OpDef.layout_why``, or what its traits imply)."""
+    op = REGISTRY.get(name)
+    if op is not None and op.layout_why:
+        return op.layout_why
+    if op is not None and op.has("broadcasting"):
+        return f"{name}, whose other operand is stored in another order"
+    return f"{name}, which runs in one fixed axis order here"
 
 
 def transpose_reason(origin, kept, feeds, carries=None) -> str:
@@ -333,9 +334,7 @@ def transpose_reason(origin, kept, feeds, carries=None) -> str:
     if kept:
         return ("the source's own transpose, kept in place: sinking it left more transposes elsewhere "
                 "(Note [kept permutes])")
-    broadcast = {op.name for op in BINARY.values()} | {"where"}
-    whys = [_WHY.get(op) or (f"{op}, whose other operand is stored in another order" if op in broadcast
-                             else f"{op}, which runs in one fixed axis order here") for op in feeds]
+    whys = [_why(op) for op in feeds]
     whys = whys or ["it is a graph output"]
     if carries is not None:
         return (f"the source's own transpose (%{carries}), carried into the stored order: it runs where "

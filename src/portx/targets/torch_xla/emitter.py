@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ...ir import DTYPES, IRError, SymDim
 from ...ops._util import kind
+from ...ops.dropout import DROPOUT
 from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal
 from ..size_checks import write_forward_checks
 from .blocks import write_modules
@@ -128,9 +129,8 @@ class TorchEmitter(ModuleWriter, EmitterBase):
                 or (self._block is not None and self._made_in.get(value) != self._block):
             return False
         producer = self._producers.get(value)
-        name = producer.op.name if producer is not None else ""
-        if (producer is not None and producer.op.has("fresh_output")) \
-                or (name == "dropout" and self.overwrite(producer.inputs[0])):
+        if producer is not None and (producer.op.has("fresh_output")
+                                     or (producer.op is DROPOUT and self.overwrite(producer.inputs[0]))):
             self.clobbered.add(value)
             return True
         return False
