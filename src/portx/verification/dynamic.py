@@ -52,7 +52,7 @@ def sample_sizes(dim, largest=BATCH_SAMPLES[-1]) -> list:
 def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> list:
     """One row per free dim: {"symbol", "sizes": [{"size", "passed", "max_abs", ...}]}, each size checked
     with the other dims at the example's size (Note [one compile at a time]). The example's own shapes are
-    checked (and compiled) by convert's verify stage, which compares the same seeded batch: their entry
+    compiled last, but checked by convert's verify stage, which compares the same seeded batch: their entry
     says ``"by": "verify"`` until ``example_checked`` copies that stage's result in."""
     dims = graph.meta.get("free", {}).get("dims", {})
     # Note [activations follow the weights] (verification/memory.py): a large batch only where it fits
@@ -62,13 +62,14 @@ def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFA
     plan = [(symbol, n, shapes) for symbol, n, shapes in plan
             if all(d >= 1 for shape in shapes for d in shape)]  # a dim that follows one with an offset: empty here
     example = repr(example_shapes(graph))
-    checks, run = {}, target.runner(model)  # made here, once: its compiles are shared with later stages
+    checks = {}
     # inputs of one shape (two dims both at one size) are checked once
     others = {repr(shapes): (f"{symbol}={n}", shapes, symbol) for symbol, n, shapes in plan
               if repr(shapes) != example}
     allowed = example_fraction(src, graph) if others else None  # the source on its example: once, not per size
     for done, (key, (label, shapes, symbol)) in enumerate(others.items()):
         step(done, len(others), f"{label}: compiling")  # progress.py display; Note [one compile at a time]
+        run = target.runner(model)  # the memoized forward, made again after each size's release
         _compile_alone(run, graph, shapes)
         step(done, len(others), f"{label}: the source")
         arrays, expected = batch_reference(src, graph, seed, shapes, allowed, dims[symbol] if symbol == "batch"
@@ -80,6 +81,7 @@ def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFA
         if symbol == "batch":
             chunk_problem(checks[key], dims["batch"], graph, seed)
         release(executables=True, collect=False)  # no later check runs this size
+    _compile_alone(target.runner(model), graph, example_shapes(graph))  # for the verify stage, which runs it next
     rows = []
     for symbol, dim in dims.items():
         sized = [{"size": n, **checks.get(repr(shapes), _BY_VERIFY)} for s, n, shapes in plan if s == symbol]
@@ -121,7 +123,6 @@ def verify_example(src, graph, model, emitted, target, seed=0, atol=DEFAULT_ATOL
     when they differ, the first IR node whose emitted value differs from the IR reference (verification/trace.py),
     read on those inputs with their rows cycled to the graph's own shapes (the reference runs there)."""
     shapes = example_shapes(graph)
-    _compile_alone(target.runner(model), graph, shapes)  # Note [one compile at a time]
     result, arrays = verify_in_domain(src, graph, model, target, seed, atol, rtol, shapes)  # verification/domain.py
     result.update({"seed": seed, "inputs": [[v.name, list(shape), v.type.dtype] for v, shape in
                                             zip(graph.inputs, shapes)]})
@@ -153,9 +154,11 @@ def _compile_alone(run, graph, shapes) -> None:
 # two cores a second faster, but the source's activations, one compile's working memory and the other's
 # executable stacked, the peak of resnet50's and swin_t's conversions. Now each size is compiled first, alone,
 # and the heap trimmed; the source runs at that size; the check runs on that compile; and JAX's caches are
-# cleared before the next size (its executable is run no more: ``release(executables=True)``). convert's verify
-# stage compiles the example's size the same way (``verify_example``). The checks are the same as before: the
-# same seeded inputs, the same source reference and tolerances, one compile per shape.
+# cleared before the next size (its executable is run no more: ``release(executables=True)``). The example's size
+# is compiled last, the same way, for convert's verify stage, which runs it next: compiled there instead, it
+# stacked on the gradient program's compile, which starts in the background before it (Note [gradient compile];
+# the sample's verify stage 94 -> 143 MB). The checks are the same as before: the same seeded inputs, the same
+# source reference and tolerances, one compile per shape.
 
 
 def _check_size(graph, run, arrays, expected, atol, rtol) -> dict:
