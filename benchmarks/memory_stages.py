@@ -1,10 +1,15 @@
 """portx's peak memory per conversion stage, on the same models, for this tree and another one, in one run.
 
 Run: .venv/bin/python benchmarks/memory_stages.py [--models resnet50,swin_t] [--before /work/main/src]
+[--stages [--steps]]
 
 Each model converts (``portx.convert`` as users call it: verification, size checks, trace, TPU proof) in a fresh
 process per tree, one after another. A progress reporter resets Linux's peak resident memory (VmHWM, through
 /proc/self/clear_refs) as each stage starts and reads it as the stage ends, so every stage gets its own peak.
+``--stages`` prints, per stage, ``held>peak>left``: MB above the baseline as it starts, at its peak, and as it
+ends (before the stage's release, verification/memory.py); ``--steps`` also the peak of each part of a stage
+between two progress messages, named by the message that starts the part (the steps of the NumPy reference or
+the emitter, one per node, print only where the peak moved).
 Columns (one row per model and tree):
 
   weights MB     the source's state_dict bytes (MiB)
@@ -56,15 +61,24 @@ class StagePeaks:
     def __init__(self, rss, reset, base):
         self.rss, self.reset, self.base, self.rows = rss, reset, base, []
         self.base_file = rss("RssFile")
+        self.held = self.steps = None
 
     def start(self, stage):
         self.reset()
+        self.held, self.steps, self.what = self.rss("VmRSS") - self.base, [], "start"
 
     def step(self, done, total=None, what=""):
-        pass
+        """Each step's peak too (``--steps``): the part of a stage before this step's message, named by the last."""
+        if what and self.steps is not None:
+            self.steps.append([self.what, round(self.rss("VmHWM") - self.base)])
+            self.what = what.split(" (")[0][:40]
+            self.reset()
 
     def end(self, stage, seconds):
-        self.rows.append({"stage": stage, "seconds": seconds, "peak_mb": self.rss("VmHWM") - self.base,
+        peak = max([self.rss("VmHWM") - self.base] + [s[1] for s in self.steps or ()])
+        self.steps.append([self.what, round(self.rss("VmHWM") - self.base)])
+        self.rows.append({"stage": stage, "seconds": seconds, "peak_mb": peak, "held_mb": self.held,
+                          "after_mb": self.rss("VmRSS") - self.base, "steps": self.steps,
                           "code_mb": self.rss("RssFile") - self.base_file})
         self.reset()
 
@@ -134,12 +148,28 @@ def table(rows) -> str:
     return "\n".join(lines)
 
 
+def stage_lines(stages, steps=False) -> str:
+    """Each stage's peak (MB above the baseline), with what it held when it started and left when it ended
+    (``held>peak>left``); ``steps``: also the peak of each part between its progress messages."""
+    line = "  " + "  ".join(f"{s['stage']} {s.get('held_mb', 0):.0f}>{s['peak_mb']:.0f}>{s.get('after_mb', 0):.0f}"
+                            for s in stages)
+    if not steps:
+        return line
+
+    def changes(steps):  # a stage of many steps (one per node) prints where its peak moved
+        return [(what, mb) for k, (what, mb) in enumerate(steps) if not k or mb != steps[k - 1][1]]
+
+    return line + "".join(f"\n    {s['stage']}: " + "; ".join(f"{what} {mb}" for what, mb in changes(s["steps"]))
+                          for s in stages if len(s.get("steps", ())) > 1)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="resnet50,swin_t")
     parser.add_argument("--before", default=None, help="another tree's src folder, measured first ('before')")
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per conversion")
     parser.add_argument("--stages", action="store_true", help="also print every stage's peak")
+    parser.add_argument("--steps", action="store_true", help="with --stages: each step's peak inside a stage too")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -152,7 +182,7 @@ def main(argv=None):
             rows.append({"model": model, "tree": tree, **measure(src, model, args.timeout)})
             print(f"{model} {tree}: {time.perf_counter() - start:.0f} s", flush=True)
             if args.stages and "stages" in rows[-1]:
-                print("  " + "  ".join(f"{s['stage']} {s['peak_mb']:.0f}" for s in rows[-1]["stages"]), flush=True)
+                print(stage_lines(rows[-1]["stages"], args.steps), flush=True)
     print(table(rows))
 
 

@@ -11,7 +11,6 @@ Example:
 from __future__ import annotations
 
 import re
-from concurrent.futures import ThreadPoolExecutor
 
 from ..errors import BadInput
 from ..progress import step
@@ -52,8 +51,8 @@ def sample_sizes(dim, largest=BATCH_SAMPLES[-1]) -> list:
 
 def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> list:
     """One row per free dim: {"symbol", "sizes": [{"size", "passed", "max_abs", ...}]}, each size checked
-    with the other dims at the example's size (Note [compile ahead]). The example's own shapes are
-    compiled here but checked by convert's verify stage, which compares the same seeded batch: their entry
+    with the other dims at the example's size (Note [one compile at a time]). The example's own shapes are
+    compiled last, but checked by convert's verify stage, which compares the same seeded batch: their entry
     says ``"by": "verify"`` until ``example_checked`` copies that stage's result in."""
     dims = graph.meta.get("free", {}).get("dims", {})
     # Note [activations follow the weights] (verification/memory.py): a large batch only where it fits
@@ -63,23 +62,26 @@ def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFA
     plan = [(symbol, n, shapes) for symbol, n, shapes in plan
             if all(d >= 1 for shape in shapes for d in shape)]  # a dim that follows one with an offset: empty here
     example = repr(example_shapes(graph))
-    checks, run = {}, target.runner(model)  # made here, once: its compiles are shared with later stages
-    with ThreadPoolExecutor(max_workers=1) as compiler:
-        ahead = _compile_ahead(compiler, run, graph, [shapes for _, _, shapes in plan])
-        # inputs of one shape (two dims both at one size) are checked once
-        others = {repr(shapes): (f"{symbol}={n}", shapes, symbol) for symbol, n, shapes in plan
-                  if repr(shapes) != example}
-        step(0, len(others), "the source at " + ", ".join(label for label, *_ in others.values()))
-        allowed = example_fraction(src, graph) if others else None  # the source on its example: once, not per size
-        batches = {key: batch_reference(src, graph, seed, shapes, allowed, dims[symbol] if symbol == "batch" else None)
-                   for key, (_, shapes, symbol) in others.items()}
-        release(collect=False)  # the source's freed activations, before XLA's threads allocate theirs
-        for done, (key, (label, *_)) in enumerate(others.items()):
-            step(done, len(others), label)  # progress.py display
-            checks[key] = _check_size(graph, run, *batches.pop(key), atol, rtol, ahead.get(key))
-            if others[key][2] == "batch":
-                chunk_problem(checks[key], dims["batch"], graph, seed)
-            release(collect=False)
+    checks = {}
+    # inputs of one shape (two dims both at one size) are checked once
+    others = {repr(shapes): (f"{symbol}={n}", shapes, symbol) for symbol, n, shapes in plan
+              if repr(shapes) != example}
+    allowed = example_fraction(src, graph) if others else None  # the source on its example: once, not per size
+    for done, (key, (label, shapes, symbol)) in enumerate(others.items()):
+        step(done, len(others), f"{label}: compiling")  # progress.py display; Note [one compile at a time]
+        run = target.runner(model)  # the memoized forward, made again after each size's release
+        _compile_alone(run, graph, shapes)
+        step(done, len(others), f"{label}: the source")
+        arrays, expected = batch_reference(src, graph, seed, shapes, allowed, dims[symbol] if symbol == "batch"
+                                           else None)
+        release(collect=False)  # the source's freed activations, before XLA allocates its own
+        step(done, len(others), f"{label}: the converted model")
+        checks[key] = _check_size(graph, run, arrays, expected, atol, rtol)
+        del arrays, expected
+        if symbol == "batch":
+            chunk_problem(checks[key], dims["batch"], graph, seed)
+        release(executables=True, collect=False)  # no later check runs this size
+    _compile_alone(target.runner(model), graph, example_shapes(graph))  # for the verify stage, which runs it next
     rows = []
     for symbol, dim in dims.items():
         sized = [{"size": n, **checks.get(repr(shapes), _BY_VERIFY)} for s, n, shapes in plan if s == symbol]
@@ -131,37 +133,37 @@ def verify_example(src, graph, model, emitted, target, seed=0, atol=DEFAULT_ATOL
     return result
 
 
-def _compile_ahead(compiler, run, graph, plan) -> dict:
-    """{repr(shapes): future} of the converted model's compile at each planned size, in plan order on one
-    thread, when the runner can compile ahead (Note [compile ahead]); {} when it cannot."""
+def _compile_alone(run, graph, shapes) -> None:
+    """Compile ``run`` (the converted model's runner) for inputs of ``shapes`` before anything else runs, then give
+    the compiler's memory back (Note [one compile at a time]); a runner that cannot compile ahead compiles at its
+    first run, and a compile that fails is left for that run to report."""
     compile_for = getattr(run, "compile_for", None)
     if compile_for is None:
-        return {}
-    ahead = {}
-    for shapes in plan:
-        if repr(shapes) not in ahead:
-            ahead[repr(shapes)] = compiler.submit(compile_for, [(shape, input_dtype(v))
-                                                                for shape, v in zip(shapes, graph.inputs)])
-    return ahead
+        return
+    try:
+        compile_for([(shape, input_dtype(v)) for shape, v in zip(shapes, graph.inputs)])
+    except Exception:  # noqa: BLE001 - the run reports it, as any failure at this size
+        pass
+    release(collect=False)
 
-# Note [compile ahead]: each size check is a run of the source (torch on the CPU) and one XLA compile and run
-# of the converted model. XLA compiles with the GIL released, so the compiles of every planned size start at
-# once on one background thread, in plan order, while the main thread runs the source at every size first
-# (on two cores the compiles overlap all of the source's runs; the expected outputs and inputs of every size
-# are held until their check, a few MB for a batch of 8 images). Each check then waits for its own size's
-# compile before it runs, so no shape compiles twice; a compile that fails is left for the run to report.
-# The checks are the same as when run alone: their own seeded inputs, the same tolerances, and the target's
-# runner (made once, so the jitted forward and its compile per shape are shared with the later stages).
-# resnet50 with a batch-1 example (sizes 1 and 8): the source runs at 8 while the forward compiles at 1 and 8,
-# and convert's verify stage then checks the example at 1 on that compile.
+# Note [one compile at a time]: each size check is a run of the source (torch on the CPU) and one XLA compile and
+# run of the converted model, and an XLA compile of a whole forward needs several times its executable while it
+# works (swin_t: ~190 MB, the executable 69 MB; resnet50: ~50 and ~10 MB, on top of ~20 MB of the compiler's
+# code mapped once). Until 2026-12-06 the compiles of every size, the example's included (for convert's verify
+# stage), started at once on a background thread while the source ran at every size: on
+# two cores a second faster, but the source's activations, one compile's working memory and the other's
+# executable stacked, the peak of resnet50's and swin_t's conversions. Now each size is compiled first, alone,
+# and the heap trimmed; the source runs at that size; the check runs on that compile; and JAX's caches are
+# cleared before the next size (its executable is run no more: ``release(executables=True)``). The example's size
+# is compiled last, the same way, for convert's verify stage, which runs it next: compiled there instead, it
+# stacked on the gradient program's compile, which starts in the background before it (Note [gradient compile];
+# the sample's verify stage 94 -> 143 MB). The checks are the same as before: the same seeded inputs, the same
+# source reference and tolerances, one compile per shape.
 
 
-def _check_size(graph, run, arrays, expected, atol, rtol, compiled=None) -> dict:
+def _check_size(graph, run, arrays, expected, atol, rtol) -> dict:
     """{"passed", "problem", "max_abs", "max_rel"} of ``run`` (the converted model's runner) on ``arrays`` against
-    ``expected`` (``sized_batch``'s: the source's outputs, or why it has none); ``compiled``: the future of
-    ``run``'s compile at these shapes (Note [compile ahead])."""
-    if compiled is not None:
-        compiled.exception()  # waits; a failed compile is reported by the run below
+    ``expected`` (``sized_batch``'s: the source's outputs, or why it has none)."""
     try:
         result = {"passed": False, "outputs": [], "problem": expected} if isinstance(expected, str) else \
             compare(expected, run(arrays), [v.name for v in graph.outputs], atol, rtol,

@@ -4,8 +4,9 @@ A conversion holds the source, the emitted model and, stage after stage, the arr
 of verification runs it will not make again. After each heavy stage ``LeanStages`` collects cycles and
 hands freed heap pages back to the operating system (glibc keeps them otherwise, so the next stage's
 peak stacks on the last one's); after the last run of the emitted model's own forward (the ``verify``
-stage) it also drops that forward's compiled executables, which the trace, gradient and TPU stages do not reuse
-(they compile their own functions). Verification keeps its runs and tolerances; only the largest batch the size
+stage; the size checks drop each size's themselves: Note [one compile at a time] in dynamic.py) it also drops
+that forward's compiled executables, which the trace, gradient and TPU stages do not reuse (they compile their
+own functions). Verification keeps its runs and tolerances; only the largest batch the size
 checks run follows the weights (Note [activations follow the weights]), and glibc's mmap threshold stays fixed
 during a conversion (Note [fixed mmap threshold]).
 
