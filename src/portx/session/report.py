@@ -21,7 +21,10 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 
-__all__ = ["SCHEMA_VERSION", "OpRow", "DynamicDim", "Training", "ConversionReport", "VerifyReport", "json_ready"]
+from ..verification.rows import BlockRow, OutputError
+
+__all__ = ["SCHEMA_VERSION", "OpRow", "DynamicDim", "Training", "BlockRow", "OutputError", "ConversionReport",
+           "VerifyReport", "json_ready", "read_typed"]
 
 #: bumped when a field changes meaning or shape (adding an optional field does not)
 SCHEMA_VERSION = 1
@@ -52,14 +55,7 @@ class _Typed:
         """The typed form of a JSON report (report.json's dict) that may lack any field or hold more: a missing field
         is None or its default, an unknown one is dropped, a malformed section reads as missing.
         Example: ``ConversionReport.read(json.loads(Path("out/report.json").read_text())).verification``."""
-        data = data if isinstance(data, dict) else {}
-        values = {}
-        for f in dataclasses.fields(cls):
-            if f.name in data:
-                values[f.name] = _read_nested(cls.NESTED.get(f.name), data[f.name])
-            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                values[f.name] = None
-        return cls(**values)
+        return read_typed(cls, data)
 
     def to_dict(self) -> dict:
         """The JSON form (plain dicts and lists). Example: ``report.to_dict()["verification"]["passed"]``."""
@@ -70,16 +66,30 @@ class _Typed:
         return json.dumps(self.to_dict(), indent=2, default=str) + "\n"
 
 
+def read_typed(cls, data):
+    """``data`` (JSON) as the dataclass ``cls`` (``_Typed.read``; also the rows of verification/rows.py, whose
+    ``NESTED`` says the same). Example: ``read_typed(BlockRow, row).worst()``."""
+    data = data if isinstance(data, dict) else {}
+    values = {}
+    for f in dataclasses.fields(cls):
+        if f.name in data:
+            values[f.name] = _read_nested(getattr(cls, "NESTED", {}).get(f.name), data[f.name])
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            values[f.name] = None
+    return cls(**values)
+
+
 def _read_nested(kind, value):
     """``value`` (JSON) read as ``kind`` says (``_Typed.NESTED``); None when its shape does not fit."""
     if kind is None:
         return value
     if isinstance(kind, list):
-        return [kind[0].read(v) for v in value if isinstance(v, dict)] if isinstance(value, list) else None
+        return [read_typed(kind[0], v) for v in value if isinstance(v, dict)] if isinstance(value, list) else None
     if isinstance(kind, set):
         [row] = kind
-        return {k: row.read(v) for k, v in value.items() if isinstance(v, dict)} if isinstance(value, dict) else None
-    return kind.read(value) if isinstance(value, dict) else None
+        return {k: read_typed(row, v) for k, v in value.items() if isinstance(v, dict)} \
+            if isinstance(value, dict) else None
+    return read_typed(kind, value) if isinstance(value, dict) else None
 
 
 @dataclass
@@ -129,7 +139,7 @@ class ConversionReport(_Typed):
     """report.json of one conversion (session/conversion.py fills it stage by stage)."""
 
     OMITTED = ("training", "gradients", "sharding", "profile")
-    NESTED = {"ops": {OpRow}, "dynamic": [DynamicDim], "training": Training}
+    NESTED = {"ops": {OpRow}, "dynamic": [DynamicDim], "training": Training, "blocks": [BlockRow]}
     source: str
     target: str
     portx_ir_nodes: int
@@ -143,6 +153,7 @@ class ConversionReport(_Typed):
     verification: dict = field(default_factory=dict)
     dynamic: list[DynamicDim] = field(default_factory=list)
     node_errors: dict = field(default_factory=dict)
+    blocks: list[BlockRow] = field(default_factory=list)  # Note [block rows] (verification/block_rows.py)
     gradients: dict | None = None
     tpu: dict = field(default_factory=dict)
     sharding: dict | None = None

@@ -28,7 +28,7 @@ first comparison passes: it would only confirm it, at twice the block's weight m
 
 Example:
     >>> report = stream_verify(src, graph, target, make_inputs(graph, seed=0))
-    >>> [(row["block"], row["passed"]) for row in report["segments"]]
+    >>> [(row.block, row.passed) for row in report["segments"]]
 """
 from __future__ import annotations
 
@@ -40,8 +40,10 @@ import numpy as np
 from ..ir import Graph
 from ..passes.blocks import block_of, block_runs
 from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare_arrays, make_inputs
+from .rows import BlockRow, OutputError, first_failed
 
-__all__ = ["Segment", "segments", "subgraph", "block_of", "layer_of", "stream_verify", "verify_streaming", "BF16_SLACK"]
+__all__ = ["Segment", "segments", "repeated_segments", "subgraph", "block_of", "layer_of", "stream_verify",
+           "verify_streaming", "compare_output", "block_row", "BF16_SLACK"]
 
 #: a bfloat16 block passes within this many times the source's own distance to the float32 run of the block
 BF16_SLACK = 2.0
@@ -68,22 +70,41 @@ def segments(graph) -> list:
     """``graph``'s nodes cut into Segments, one per block and one per stretch of glue between blocks (one per
     top-level layer of a Keras graph, whose source gives those layers' outputs: Note [keras layer outputs])."""
     key_of = layer_of if "layer_outputs" in graph.meta else block_of  # Note [repeated blocks] in passes/blocks.py
-    runs, result = block_runs(graph, key_of), []
-    for (key, nodes), after in zip(runs, _reads_after(graph, runs)):
-        made = {v for n in nodes for v in n.outputs}
-        inputs, params = [], []
-        for node in nodes:
-            for v in node.inputs:
-                if v is None or v in made:
-                    continue
-                if graph.is_param(v):
-                    if v.name not in params:
-                        params.append(v.name)
-                elif v not in inputs:
-                    inputs.append(v)
-        outs = tuple(v for n in nodes for v in n.outputs if v in after)
-        result.append(Segment(key, tuple(nodes), tuple(inputs), outs, tuple(params)))
-    return result
+    runs = block_runs(graph, key_of)
+    return [_segment(graph, key, nodes, after) for (key, nodes), after in zip(runs, _reads_after(graph, runs))]
+
+
+def repeated_segments(graph) -> list:
+    """(Segment, kind) for each block of ``graph.meta["blocks"]`` whose structure occurs more than once (Note
+    [repeated blocks] in passes/blocks.py): the blocks a whole-model conversion gives rows for (block_rows.py)."""
+    blocks = graph.meta.get("blocks") or []
+    kinds = [b["kind"] for b in blocks]
+    found = []
+    for block in blocks:
+        if kinds.count(block["kind"]) < 2:
+            continue
+        nodes = graph.nodes[block["start"]:block["stop"]]
+        inside = set(nodes)
+        after = set(graph.outputs) | {v for n in graph.nodes if n not in inside for v in n.inputs if v is not None}
+        found.append((_segment(graph, block["key"], nodes, after), block["kind"]))
+    return found
+
+
+def _segment(graph, key, nodes, after) -> Segment:
+    """The Segment of ``nodes`` (consecutive); ``after``: the values read outside them (or returned)."""
+    made = {v for n in nodes for v in n.outputs}
+    inputs, params = [], []
+    for node in nodes:
+        for v in node.inputs:
+            if v is None or v in made:
+                continue
+            if graph.is_param(v):
+                if v.name not in params:
+                    params.append(v.name)
+            elif v not in inputs:
+                inputs.append(v)
+    outs = tuple(v for n in nodes for v in n.outputs if v in after)
+    return Segment(key, tuple(nodes), tuple(inputs), outs, tuple(params))
 
 
 def _reads_after(graph, runs) -> list:
@@ -188,23 +209,23 @@ def stream_verify(src, graph, target, arrays, atol=DEFAULT_ATOL, rtol=DEFAULT_RT
         feed = [found.get(v.name, known.get(v.name)) for v in seg.inputs]
         if any(a is None for a in feed):
             missing = [v.name for v, a in zip(seg.inputs, feed) if a is None]
-            rows.append(_row(seg, graph, [], f"no value for input(s) {', '.join(missing)}"))
+            rows.append(block_row(seg, graph, [], f"no value for input(s) {', '.join(missing)}"))
             continue
         feed = [np.asarray(a).astype(v.type.dtype, copy=False) for v, a in zip(seg.inputs, feed)]
         got = _run_segment(target, subgraph(graph, seg), feed, built)
         known.update({v.name: g for v, g in zip(seg.outputs, got)})
-        outs = [_compare_out(v.name, found.get(v.name), g, None, atol, rtol) for v, g in zip(seg.outputs, got)]
-        if not all(o["passed"] for o in outs) and _is_narrow(graph, seg):  # Note [bfloat16 per block]
+        outs = [compare_output(v.name, found.get(v.name), g, None, atol, rtol) for v, g in zip(seg.outputs, got)]
+        if not all(o.passed for o in outs) and _is_narrow(graph, seg):  # Note [bfloat16 per block]
             exact = _run_segment(target, subgraph(graph, seg, True), [_wide(a) for a in feed], {})
-            outs = [_compare_out(v.name, found.get(v.name), g, e, atol, rtol)
+            outs = [compare_output(v.name, found.get(v.name), g, e, atol, rtol)
                     for v, g, e in zip(seg.outputs, got, exact)]
-        rows.append(_row(seg, graph, outs, ""))
+        rows.append(block_row(seg, graph, outs, ""))
         if release_params is not None:
             release_params(seg.params)
     found.until()  # the rest of the source's run: every weight released
     final = [known.get(v.name) for v in graph.outputs]
-    return {"mode": "streaming", "passed": all(r["passed"] for r in rows), "segments": rows,
-            "outputs": [_compare_out(v.name, found.get(v.name), g, None, atol, rtol)
+    return {"mode": "streaming", "passed": all(r.passed for r in rows), "segments": rows,
+            "outputs": [compare_output(v.name, found.get(v.name), g, None, atol, rtol)
                         for v, g in zip(graph.outputs, final) if g is not None]}
 
 
@@ -227,10 +248,10 @@ def verify_streaming(src, graph, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT
     report = stream_verify(src, graph, target, make_inputs(graph, seed=seed), atol, rtol,
                            release=lambda key, tensor: release_pages(tensor),
                            release_params=lambda names: [release_pages(graph.params[n]) for n in names])
-    bad = next((row for row in report["segments"] if not row["passed"]), None)
+    bad = first_failed(report["segments"])
     if bad is not None:
-        report["first_divergence"] = {"scope": bad["block"], "op": bad["first_node"]}
-        report["problem"] = bad["problem"] or next(o["problem"] for o in bad["outputs"] if not o["passed"])
+        report["first_divergence"] = {"scope": bad.block, "op": bad.first_node}
+        report["problem"] = bad.failure()
     return report
 
 
@@ -266,26 +287,25 @@ def structure(graph) -> tuple:
                    tuple(typed(v) for v in n.outputs)) for n in graph.nodes))
 
 
-def _compare_out(name, expected, got, exact, atol, rtol) -> dict:
+def compare_output(name, expected, got, exact, atol, rtol) -> OutputError:
     """One output of a segment against the source's value (None: the source does not compute it one-to-one)."""
     if expected is None:
-        return {"name": name, "paired": False, "passed": True, "max_abs": None}
+        return OutputError(name, False, True)
     expected = np.asarray(expected)
-    row = {"name": name, "paired": True, **compare_arrays(expected, got, atol, rtol)}
+    row = OutputError.of(name, compare_arrays(expected, got, atol, rtol))
     if exact is not None and np.issubdtype(np.asarray(exact).dtype, np.floating):
         own = float(np.max(np.abs(expected.astype(np.float64) - exact))) if exact.size else 0.0
         ours = float(np.max(np.abs(np.asarray(got).astype(np.float64) - exact))) if exact.size else 0.0
-        bound = BF16_SLACK * own + row["atol"]
-        row.update(f32_source=own, f32_max_abs=ours, f32_bound=bound)
-        if not row["passed"] and expected.shape == np.shape(got):  # bfloat16 rounding, not a wrong rule
-            row["passed"] = ours <= bound
-            row["problem"] = "" if row["passed"] else (
-                f"{row['problem']}; {ours:.3g} from the float32 run of the block, the source {own:.3g}")
+        row.f32_source, row.f32_max_abs, row.f32_bound = own, ours, BF16_SLACK * own + row.atol
+        if not row.passed and expected.shape == np.shape(got):  # bfloat16 rounding, not a wrong rule
+            row.passed = ours <= row.f32_bound
+            row.problem = "" if row.passed else (
+                f"{row.problem}; {ours:.3g} from the float32 run of the block, the source {own:.3g}")
     return row
 
 
-def _row(seg, graph, outs, problem) -> dict:
+def block_row(seg, graph, outs, problem, kind=None, skipped=None) -> BlockRow:
+    """``seg``'s row: its outputs' errors (``outs``), or why it failed (``problem``) or was not run (``skipped``)."""
     weight = sum(int(graph.params[p].nbytes) for p in seg.params)
-    return {"block": seg.key or "(glue)", "nodes": len(seg.nodes), "weight_bytes": weight,
-            "first_node": seg.nodes[0].where(), "outputs": outs, "problem": problem,
-            "passed": not problem and all(o["passed"] for o in outs)}
+    return BlockRow(seg.key or "(glue)", len(seg.nodes), weight, seg.nodes[0].where(), outs, problem,
+                    None if skipped else not problem and all(o.passed for o in outs), kind, skipped)

@@ -1,0 +1,115 @@
+"""Blocks cut out of a loaded module whose ``forward`` is straight-line Python (the torch-xla target's model.py):
+a repeated block is its submodule at the source path, or the statements of ``forward`` that compute it (Note [cut
+blocks] in keras_jax/cuts.py).
+
+Example:
+    >>> cut = forward_cutter(model, graph, emitted["var_of"])
+    >>> needed, run = cut(segment)
+    >>> outputs = run([source_values[v.name] for v in needed])
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import textwrap
+
+from .codegen import flatten_outputs
+from .torch_xla.runtime import numpy_of, tensor_of
+
+__all__ = ["forward_cutter"]
+
+# Note [forward slices]: torch-xla's model.py writes a block of a repeated kind as a class at the source path
+# (``self.blocks[3]``, Note [structured code]) whose ``forward`` takes the block's inputs in first-use order, then
+# the graph inputs it reads for sizes (``idx.shape[0]``); that module is called on the source's values. A block
+# written flat is the run of ``forward``'s statements from the first that binds one of its values to the last that
+# binds one of its outputs: those statements are compiled into a function of the block's inputs and the graph's
+# inputs, run on the model itself (``self``), so nothing is built or copied. A slice that reads another variable
+# (a value of the glue between its statements) is not cut.
+
+
+def forward_cutter(model, graph, var_of):
+    """``cut(segment) -> (needed IR values, run) | why`` for ``model`` (a torch module) emitted from ``graph``."""
+    forward = getattr(type(model), "forward", None)
+    if forward is None:
+        return lambda seg: "the model has no forward to cut"
+    try:
+        body = ast.parse(textwrap.dedent(inspect.getsource(forward))).body[0].body
+    except (OSError, TypeError, SyntaxError, IndexError):
+        return lambda seg: "the model's forward has no source to cut"
+
+    def cut(seg):
+        module = _submodule(model, seg.key)
+        if module is not None:
+            return _module_cut(module, seg, graph)
+        return _slice_cut(model, forward, body, seg, graph, var_of)
+
+    return cut
+
+
+def _submodule(model, key):
+    """The block's module where model.py writes it as a class of its own (a container of flat code's layers is not)."""
+    try:
+        module = model.get_submodule(key) if key else None
+    except AttributeError:
+        return None
+    return module if getattr(type(module).forward, "__name__", "") != "_forward_unimplemented" else None
+
+
+def _module_cut(module, seg, graph):
+    """The block's own module, called on its inputs and the graph inputs its forward reads for sizes."""
+    params = list(inspect.signature(module.forward).parameters)
+    needed = list(seg.inputs) + [v for v in graph.inputs if v not in seg.inputs][:len(params) - len(seg.inputs)]
+    if len(needed) != len(params):
+        return f"its module takes {len(params)} arguments, the block reads {len(seg.inputs)} values"
+    return needed, lambda feed: _call(module, feed)
+
+
+def _slice_cut(model, forward, body, seg, graph, var_of):
+    """The statements of ``forward`` that compute the block (Note [forward slices]), as a function."""
+    mine = {var_of[v] for n in seg.nodes for v in n.outputs if v in var_of}
+    outs = [var_of.get(v) for v in seg.outputs]
+    if None in outs or not mine:
+        return "its values have no variables in forward"
+    binds = [_bound(stmt) for stmt in body]
+    lines = [i for i, names in enumerate(binds) if names & mine]
+    stmts = body[lines[0]:max(i for i, names in enumerate(binds) if names & set(outs)) + 1]
+    if any(isinstance(s, (ast.For, ast.While, ast.If, ast.With, ast.Return)) for s in stmts):
+        return "its statements are not straight-line code"
+    if any(v not in var_of for v in seg.inputs):
+        return "an input of the block has no variable in forward"
+    given = list(seg.inputs) + [v for v in graph.inputs if v not in seg.inputs and v in var_of]
+    args = [var_of[v] for v in given]
+    reads = _free(stmts) - set(args) - {"self"} - set(forward.__globals__) - set(dir(builtins))
+    if reads:
+        return f"its statements read {', '.join(sorted(reads))}, made outside the block"
+    fn = ast.FunctionDef("block", ast.arguments([], [ast.arg("self")] + [ast.arg(a) for a in args], None, [], [],
+                                                None, []), stmts + [ast.Return(ast.Tuple([ast.Name(o, ast.Load()) for o in outs],
+                                                                                         ast.Load()))], [], None)
+    space = dict(forward.__globals__)
+    exec(compile(ast.fix_missing_locations(ast.Module([fn], [])), "<block>", "exec"), space)  # noqa: S102
+    return given, lambda feed: _call(lambda *xs: space["block"](model, *xs), feed)
+
+
+def _bound(stmt) -> set:
+    """The names a statement binds."""
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+    return {n.id for t in targets if t is not None for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+
+def _free(stmts) -> set:
+    """The names ``stmts`` read before binding them."""
+    bound, free = set(), set()
+    for stmt in stmts:
+        value = getattr(stmt, "value", stmt)
+        free |= {n.id for n in ast.walk(value) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound
+        bound |= _bound(stmt)
+    return free
+
+
+def _call(fn, feed) -> list:
+    """``fn`` on NumPy ``feed`` (copies: the emitted code adds in place) under no_grad, its outputs as NumPy."""
+    import torch
+
+    with torch.no_grad():
+        return [numpy_of(t) for t in flatten_outputs(fn(*[tensor_of(a) for a in feed]))]

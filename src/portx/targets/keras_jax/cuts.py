@@ -1,0 +1,101 @@
+"""Blocks cut out of a loaded Keras model: a functional sub-model between its own KerasTensors (Note [cut blocks]).
+
+Example:
+    >>> cut = keras_cutter(model, graph, emitted["layer_of"])
+    >>> needed, run = cut(segment)               # the IR values the block reads, and its run
+    >>> outputs = run([source_values[v.name] for v in needed])
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..codegen import flatten_outputs
+from .cpu_dots import widened_dots
+
+__all__ = ["keras_cutter"]
+
+# Note [cut blocks]: a conversion verified whole also gets a row per repeated block (verification/block_rows.py):
+# the emitted block run on the source's values at its inputs. Emitting and building each block again (streaming
+# verification's way, Note [segments in memory]) made the 4-layer Llama's verify stage 3x slower (Note [one
+# pipeline] in verification/budget.py). Here the block is a ``keras.Model`` between KerasTensors of the model
+# already loaded: its layers and variables are the model's own (no build, no copy of a weight). A block's outputs
+# are the tensors of the layers that made them (``layer_of``: IR value -> layer name, a layer called once). Its
+# inputs are found walking back from those outputs: the walk stops at a graph input or at a layer outside the block
+# that made a non-parameter IR value (a value the source computes too), and goes through any other operation (a
+# ``keras.ops`` call, a Constant layer holding a weight): glue written with ``keras.ops`` before the block's first
+# layer is then run with it, on the source's values at its own inputs. Blocks of one structure (the same
+# operations, variable shapes and input shapes) share one jitted forward, each run with its own variables'
+# values: one XLA compile per structure.
+
+
+def keras_cutter(model, graph, layer_of):
+    """``cut(segment) -> (needed IR values, run) | why``: the block of ``segment`` as a sub-model of ``model``."""
+    import keras
+
+    made = {}
+    for value, name in layer_of.items():
+        made.setdefault(name, []).append(value)
+    single = {name: values[0] for name, values in made.items() if len(values) == 1}
+    inputs = {id(t): v for t, v in zip(model.inputs, graph.inputs)}
+    shared = {}  # structure -> (sub-model, jitted forward)
+
+    def cut(seg):
+        own = {layer_of[v] for n in seg.nodes for v in n.outputs if v in layer_of}
+        outs = []
+        for value in seg.outputs:
+            name = layer_of.get(value)
+            if name not in single:
+                return f"its output {value.name} is not the one output of a layer"
+            outs.append(model.get_layer(name).output)
+        stops = _stops(outs, own, single, inputs, graph)
+        if isinstance(stops, str):
+            return stops
+        tensors, needed = [t for t, _ in stops], [v for _, v in stops]
+        sub = keras.Model(tensors if len(tensors) > 1 else tensors[0], outs)
+        key = (tuple(type(op).__name__ for op in sub.operations),
+               tuple((tuple(w.shape), str(w.dtype)) for w in sub.weights), tuple(tuple(t.shape) for t in tensors))
+        forward = shared.setdefault(key, (sub, _forward(sub)))[1]
+        return needed, lambda feed: forward(sub, feed)
+
+    return cut
+
+
+def _stops(outs, own, single, inputs, graph):
+    """[(KerasTensor, IR value)] where the walk back from ``outs`` stops (Note [cut blocks]), in first-met order."""
+    stops, seen, todo = {}, set(), list(outs)
+    while todo:
+        tensor = todo.pop()
+        if id(tensor) in seen:
+            continue
+        seen.add(id(tensor))
+        if id(tensor) in inputs:
+            stops[id(tensor)] = (tensor, inputs[id(tensor)])
+            continue
+        op, index, _ = tensor._keras_history
+        name = getattr(op, "name", None)
+        value = single.get(name)
+        if value is not None and name not in own and not graph.is_param(value):
+            stops[id(tensor)] = (tensor, value)
+            continue
+        node = op._inbound_nodes[index]
+        if not node.input_tensors and type(op).__name__ == "InputLayer":
+            return "it reads an input the graph does not name"
+        todo.extend(node.input_tensors)
+    return list(stops.values())[::-1]
+
+
+def _forward(like):
+    """``(sub, feed) -> [array]``: ``like``'s graph under one ``jax.jit``, run with ``sub``'s variables."""
+    import jax
+
+    def forward(trainable, non_trainable, *inputs):
+        out, _ = like.stateless_call(trainable, non_trainable, list(inputs) if len(inputs) > 1 else inputs[0])
+        return flatten_outputs(out)
+
+    run = jax.jit(widened_dots(forward))  # Note [bfloat16 dots on the CPU]
+
+    def call(sub, feed):
+        values = ([v.value for v in sub.trainable_variables], [v.value for v in sub.non_trainable_variables])
+        return [np.asarray(o) for o in run(*values, *feed)]
+
+    return call

@@ -1,0 +1,88 @@
+"""A row per repeated block for a model verified whole, each block cut from the loaded models (Note [block rows]).
+
+Note [block rows]: streaming verification (streaming.py) gives a large model one row per block: the emitted block
+run on the source's values at its inputs, so an error shows in the block that makes it. A model verified whole
+gets the same rows for its repeated blocks (``graph.meta["blocks"]`` of a structure that occurs more than once:
+a ViT's encoder layers, a ResNet's bottlenecks, a decoder's layers), without a second build: the source runs once
+more (``Source.intermediates``) keeping only the values at those blocks' boundaries, and each emitted block is cut
+out of the model already loaded (``Target.cutter``: a Keras sub-model between its KerasTensors, or a torch block
+module or slice of ``forward``; Note [cut blocks] in targets/keras_jax/cuts.py), sharing its weights. A value
+stored in another axis order (Note [stored orders] in passes/layout/sink.py) is compared in the IR's. Glue and
+one-off blocks get no row (the end-to-end comparison and the trace cover them); a block that cannot be cut gets a
+row that says why (``skipped``), and so does a failure of the rows themselves: they locate an error, the verdict
+stays the end-to-end comparison's, and a failed row adds a warning.
+
+Example:
+    >>> rows = block_rows(src, graph, model, emitted, target, seed=0)
+    >>> [(row.block, row.worst()) for row in rows]
+    [('encoder.layers.0', 2.4e-07), ('encoder.layers.1', 3.1e-07)]
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .compare import DEFAULT_ATOL, DEFAULT_RTOL, make_inputs
+from .rows import first_failed
+from .streaming import block_row, compare_output, repeated_segments
+
+__all__ = ["block_rows", "block_problem"]
+
+
+def block_rows(src, graph, model, emitted, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> list:
+    """report.json's ``blocks`` for a model verified whole: one BlockRow per repeated block (Note [block rows])."""
+    found = repeated_segments(graph)
+    if not found:
+        return []
+    try:
+        cut = target.cutter(model, graph, emitted)
+        cuts = [cut(seg) for seg, _ in found]
+    except Exception as exc:  # noqa: BLE001 - a report extra: say why the rows are missing
+        return [block_row(seg, graph, [], "", kind, _why("cutting the blocks", exc)) for seg, kind in found]
+    arrays = make_inputs(graph, seed)
+    wanted = {v.name: v for (seg, _), c in zip(found, cuts) if not isinstance(c, str) for v in (*c[0], *seg.outputs)}
+    values = _source_values(src, graph, arrays, wanted)
+    values.update({v.name: np.asarray(a) for v, a in zip(graph.inputs, arrays)})
+    return [_row(seg, kind, c, values, graph, atol, rtol) for (seg, kind), c in zip(found, cuts)]
+
+
+def _row(seg, kind, cut, values, graph, atol, rtol):
+    if isinstance(cut, str):
+        return block_row(seg, graph, [], "", kind, f"not cut from the emitted model: {cut}")
+    needed, run = cut
+    missing = [v.name for v in needed if v.name not in values]
+    if missing:
+        return block_row(seg, graph, [], "", kind, f"the source does not compute its input {missing[0]} one-to-one")
+    try:
+        got = run([values[v.name].astype(v.type.dtype, copy=False) for v in needed])
+    except Exception as exc:  # noqa: BLE001 - a block that runs whole but not cut out: a limit of the cut
+        return block_row(seg, graph, [], "", kind, _why("running the cut block", exc))
+    outs = [compare_output(v.name, values.get(v.name), g, None, atol, rtol) for v, g in zip(seg.outputs, got)]
+    return block_row(seg, graph, outs, "", kind)
+
+
+def _source_values(src, graph, arrays, wanted) -> dict:
+    """{IR value name: the source's value} for ``wanted``, in the axis order the IR stores each in."""
+    orders = graph.meta.get("stored_orders", {})
+    found = {}
+    for name, array in src.intermediates(arrays, keep=set(wanted)).items():
+        if name not in wanted:
+            continue
+        array, order = np.asarray(array), orders.get(name)
+        if order is not None and array.ndim == len(order):
+            array = np.transpose(array, order)
+        if tuple(array.shape) == tuple(wanted[name].type.shape):
+            found[name] = array
+    return found
+
+
+def _why(doing, exc) -> str:
+    return f"{doing} failed ({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})"
+
+
+def block_problem(rows) -> str:
+    """The warning for the first block whose row failed, or ''. Example: ``block_problem(rows)``."""
+    bad = first_failed(rows)
+    if bad is None:
+        return ""
+    return (f"block {bad.block} ({bad.first_node}) differs from the source on the source's own inputs: "
+            f"{bad.failure()}")
