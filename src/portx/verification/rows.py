@@ -42,6 +42,10 @@ class OutputError:
         return cls(name, True, row["passed"], row["max_abs"], row["max_rel"], row["atol"], row["rtol"],
                    row["problem"], row.get("shape"))
 
+    def as_dict(self) -> dict:
+        """The JSON row (verification's ``outputs`` hold these): fields in ``OMITTED`` left out where None."""
+        return {k: v for k, v in vars(self).items() if v is not None or k not in self.OMITTED}
+
 
 @dataclass
 class BlockRow:

@@ -225,7 +225,7 @@ def stream_verify(src, graph, target, arrays, atol=DEFAULT_ATOL, rtol=DEFAULT_RT
     found.until()  # the rest of the source's run: every weight released
     final = [known.get(v.name) for v in graph.outputs]
     return {"mode": "streaming", "passed": all(r.passed for r in rows), "segments": rows,
-            "outputs": [compare_output(v.name, found.get(v.name), g, None, atol, rtol)
+            "outputs": [compare_output(v.name, found.get(v.name), g, None, atol, rtol).as_dict()
                         for v, g in zip(graph.outputs, final) if g is not None]}
 
 

@@ -47,7 +47,7 @@ def keras_cutter(model, graph, layer_of):
             if name not in single:
                 return f"its output {value.name} is not the one output of a layer"
             outs.append(model.get_layer(name).output)
-        stops = _stops(outs, own, single, inputs, graph)
+        stops = _stops(outs, own, single, {**inputs, **_read_by_layers(model, seg, graph, layer_of)}, graph)
         if isinstance(stops, str):
             return stops
         tensors, needed = [t for t, _ in stops], [v for _, v in stops]
@@ -58,6 +58,21 @@ def keras_cutter(model, graph, layer_of):
         return needed, lambda feed: forward(sub, feed)
 
     return cut
+
+
+def _read_by_layers(model, seg, graph, layer_of) -> dict:
+    """{id(KerasTensor): IR value} for the block's inputs that its layers read: a layer's input tensors pair in order
+    with its node's inputs that are not weights."""
+    found = {}
+    for node in seg.nodes:
+        name = layer_of.get(node.outputs[0]) if node.outputs else None
+        if name is None or not any(v in seg.inputs for v in node.inputs):
+            continue
+        tensors = flatten_outputs(model.get_layer(name)._inbound_nodes[0].input_tensors)
+        values = [v for v in node.inputs if v is not None and not graph.is_param(v)]
+        if len(tensors) == len(values):
+            found.update({id(t): v for t, v in zip(tensors, values) if v in seg.inputs})
+    return found
 
 
 def _stops(outs, own, single, inputs, graph):
@@ -84,18 +99,29 @@ def _stops(outs, own, single, inputs, graph):
     return list(stops.values())[::-1]
 
 
+#: XLA options for a cut block, run once per block: its compile, not its run, is the cost (as the trace's probe)
+_CUT_OPTIONS = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
+
+
 def _forward(like):
-    """``(sub, feed) -> [array]``: ``like``'s graph under one ``jax.jit``, run with ``sub``'s variables."""
+    """``(sub, feed) -> [array]``: ``like``'s graph under one ``jax.jit``, compiled once, run with ``sub``'s
+    variables."""
     import jax
 
     def forward(trainable, non_trainable, *inputs):
         out, _ = like.stateless_call(trainable, non_trainable, list(inputs) if len(inputs) > 1 else inputs[0])
         return flatten_outputs(out)
 
-    run = jax.jit(widened_dots(forward))  # Note [bfloat16 dots on the CPU]
+    compiled = []
 
     def call(sub, feed):
-        values = ([v.value for v in sub.trainable_variables], [v.value for v in sub.non_trainable_variables])
-        return [np.asarray(o) for o in run(*values, *feed)]
+        args = ([v.value for v in sub.trainable_variables], [v.value for v in sub.non_trainable_variables], *feed)
+        if not compiled:
+            lowered = jax.jit(widened_dots(forward)).lower(*args)  # Note [bfloat16 dots on the CPU]
+            try:
+                compiled.append(lowered.compile(_CUT_OPTIONS))
+            except Exception:  # noqa: BLE001 - a backend without these options: its default compile
+                compiled.append(lowered.compile())
+        return [np.asarray(o) for o in compiled[0](*args)]
 
     return call
