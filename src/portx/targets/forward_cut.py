@@ -13,19 +13,21 @@ import ast
 import builtins
 import inspect
 import textwrap
+from collections import Counter
 
 from .codegen import flatten_outputs
 from .torch_xla.runtime import numpy_of, tensor_of
 
 __all__ = ["forward_cutter"]
 
-# Note [forward slices]: torch-xla's model.py writes a block of a repeated kind as a class at the source path
-# (``self.blocks[3]``, Note [structured code]) whose ``forward`` takes the block's inputs in first-use order, then
-# the graph inputs it reads for sizes (``idx.shape[0]``); that module is called on the source's values. A block
-# written flat is the run of ``forward``'s statements from the first that binds one of its values to the last that
-# binds one of its outputs: those statements are compiled into a function of the block's inputs and the graph's
-# inputs, run on the model itself (``self``), so nothing is built or copied. A slice that reads another variable
-# (a value of the glue between its statements) is not cut.
+# Note [forward slices]: a block is the run of ``forward``'s statements from the first that binds one of its values
+# to the last that binds one of its outputs (its flat code, or the lines that call its class, ``self.transformer[0]
+# (...)``, with those hoisted before the call): they are compiled into a function of the block's inputs and the
+# graph's inputs, run on the model itself (``self``), so nothing is built or copied. A slice that reads another
+# variable (a value of the glue between its statements) is not cut. Where ``forward`` calls the blocks in a loop
+# (a variable bound once per block), the block is its module, written as a class at the source path or at its
+# place in the container (Note [structured code]): its ``forward`` takes the block's inputs in first-use order,
+# then the graph inputs it reads for sizes (``idx.shape[0]``).
 
 
 def forward_cutter(model, graph, var_of):
@@ -38,22 +40,36 @@ def forward_cutter(model, graph, var_of):
     except (OSError, TypeError, SyntaxError, IndexError):
         return lambda seg: "the model's forward has no source to cut"
 
+    blocks = graph.meta.get("blocks") or []
+
+    rebound = {name for name, count in Counter(var_of.values()).items() if count > 1}
+
     def cut(seg):
-        module = _submodule(model, seg.key)
-        if module is not None:
-            return _module_cut(module, seg, graph)
-        return _slice_cut(model, forward, body, seg, graph, var_of)
+        sliced = _slice_cut(model, forward, body, seg, graph, var_of, rebound)
+        module = _submodule(model, seg.key, blocks) if isinstance(sliced, str) else None
+        return _module_cut(module, seg, graph) if module is not None else sliced
 
     return cut
 
 
-def _submodule(model, key):
-    """The block's module where model.py writes it as a class of its own (a container of flat code's layers is not)."""
+def _submodule(model, key, blocks):
+    """The block's module where model.py writes it as a class of its own (a container of flat code's layers is not):
+    at its source path, or the block's place in its container (Keras' ``block_2`` is ``self.block[1]``)."""
+    module = _at(model, key)
+    if module is None:
+        block = next((b for b in blocks if b["key"] == key), None)
+        siblings = sorted(b["index"] for b in blocks if block is not None and b["parent"] == block["parent"])
+        container = _at(model, block["parent"]) if block is not None else None
+        if hasattr(container, "__len__") and len(container) == len(siblings):
+            module = container[siblings.index(block["index"])]
+    return module if getattr(type(module).forward, "__name__", "") not in ("", "_forward_unimplemented") else None
+
+
+def _at(model, path):
     try:
-        module = model.get_submodule(key) if key else None
+        return model.get_submodule(path) if path else None
     except AttributeError:
         return None
-    return module if getattr(type(module).forward, "__name__", "") != "_forward_unimplemented" else None
 
 
 def _module_cut(module, seg, graph):
@@ -65,12 +81,14 @@ def _module_cut(module, seg, graph):
     return needed, lambda feed: _call(module, feed)
 
 
-def _slice_cut(model, forward, body, seg, graph, var_of):
+def _slice_cut(model, forward, body, seg, graph, var_of, rebound):
     """The statements of ``forward`` that compute the block (Note [forward slices]), as a function."""
     mine = {var_of[v] for n in seg.nodes for v in n.outputs if v in var_of}
     outs = [var_of.get(v) for v in seg.outputs]
     if None in outs or not mine:
         return "its values have no variables in forward"
+    if rebound & {*outs, *(var_of.get(v) for v in seg.inputs)}:
+        return "a variable of its inputs or outputs is bound more than once (a loop over the blocks)"
     binds = [_bound(stmt) for stmt in body]
     lines = [i for i, names in enumerate(binds) if names & mine]
     stmts = body[lines[0]:max(i for i, names in enumerate(binds) if names & set(outs)) + 1]
