@@ -101,9 +101,9 @@ def _slice_cut(model, forward, body, seg, graph, var_of, rebound):
     reads = _free(stmts) - set(args) - {"self"} - set(forward.__globals__) - set(dir(builtins))
     if reads:
         return f"its statements read {', '.join(sorted(reads))}, made outside the block"
-    fn = ast.FunctionDef("block", ast.arguments([], [ast.arg("self")] + [ast.arg(a) for a in args], None, [], [],
-                                                None, []), stmts + [ast.Return(ast.Tuple([ast.Name(o, ast.Load()) for o in outs],
-                                                                                         ast.Load()))], [], None)
+    returned = ast.Return(ast.Tuple([ast.Name(o, ast.Load()) for o in outs], ast.Load()))
+    signature = ast.arguments([], [ast.arg("self")] + [ast.arg(a) for a in args], None, [], [], None, [])
+    fn = ast.FunctionDef("block", signature, stmts + [returned], [], None)
     space = dict(forward.__globals__)
     exec(compile(ast.fix_missing_locations(ast.Module([fn], [])), "<block>", "exec"), space)  # noqa: S102
     return given, lambda feed: _call(lambda *xs: space["block"](model, *xs), feed)

@@ -196,8 +196,9 @@ def stream_verify(src, graph, target, arrays, atol=DEFAULT_ATOL, rtol=DEFAULT_RT
     """Verify ``graph`` as ``target`` emits it against ``src``, segment by segment (Note [streaming verification]).
 
     ``arrays``: the inputs (the IR's). ``release`` (the source's weight key and tensor) and ``release_params`` (IR
-    param names) free a weight's memory once no later stage needs it. Returns {"mode": "streaming", "passed", "segments": [...]}, each
-    segment row with its block, node count, weight bytes, and per-output errors (``f32_max_abs`` on bfloat16).
+    param names) free a weight's memory once no later stage needs it. Returns {"mode": "streaming", "passed",
+    "segments": [BlockRow], "outputs"}: a row per segment with its block, node count, weight bytes, and per-output
+    errors (``f32_max_abs`` on bfloat16); the conversion moves the rows to report.json's ``blocks``.
     """
     segs = segments(graph)
     wanted = {v.name: v for s in segs for v in (*s.inputs, *s.outputs)}
