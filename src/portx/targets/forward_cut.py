@@ -41,7 +41,6 @@ def forward_cutter(model, graph, var_of):
         return lambda seg: "the model's forward has no source to cut"
 
     blocks = graph.meta.get("blocks") or []
-
     rebound = {name for name, count in Counter(var_of.values()).items() if count > 1}
 
     def cut(seg):
@@ -62,6 +61,8 @@ def _submodule(model, key, blocks):
         container = _at(model, block["parent"]) if block is not None else None
         if hasattr(container, "__len__") and len(container) == len(siblings):
             module = container[siblings.index(block["index"])]
+    if module is None:
+        return None
     return module if getattr(type(module).forward, "__name__", "") not in ("", "_forward_unimplemented") else None
 
 
@@ -91,7 +92,10 @@ def _slice_cut(model, forward, body, seg, graph, var_of, rebound):
         return "a variable of its inputs or outputs is bound more than once (a loop over the blocks)"
     binds = [_bound(stmt) for stmt in body]
     lines = [i for i, names in enumerate(binds) if names & mine]
-    stmts = body[lines[0]:max(i for i, names in enumerate(binds) if names & set(outs)) + 1]
+    last = [i for i, names in enumerate(binds) if names & set(outs)]
+    if not lines or not last:
+        return "its values are bound inside a compound statement of forward"
+    stmts = body[lines[0]:last[-1] + 1]
     if any(isinstance(s, (ast.For, ast.While, ast.If, ast.With, ast.Return)) for s in stmts):
         return "its statements are not straight-line code"
     if any(v not in var_of for v in seg.inputs):

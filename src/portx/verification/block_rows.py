@@ -23,7 +23,7 @@ import numpy as np
 
 from .compare import DEFAULT_ATOL, DEFAULT_RTOL, make_inputs
 from .rows import first_failed
-from .streaming import block_row, compare_output, repeated_segments
+from .streaming import Boundaries, block_row, compare_output, repeated_segments
 
 __all__ = ["block_rows", "block_problem"]
 
@@ -39,40 +39,33 @@ def block_rows(src, graph, model, emitted, target, seed=0, atol=DEFAULT_ATOL, rt
     except Exception as exc:  # noqa: BLE001 - a report extra: say why the rows are missing
         return [block_row(seg, graph, [], "", kind, _why("cutting the blocks", exc)) for seg, kind in found]
     arrays = make_inputs(graph, seed)
+    reads = [[] if isinstance(c, str) else [v.name for v in (*c[0], *seg.outputs)] for (seg, _), c in zip(found, cuts)]
     wanted = {v.name: v for (seg, _), c in zip(found, cuts) if not isinstance(c, str) for v in (*c[0], *seg.outputs)}
-    values = _source_values(src, graph, arrays, wanted)
-    values.update({v.name: np.asarray(a) for v, a in zip(graph.inputs, arrays)})
-    return [_row(seg, kind, c, values, graph, atol, rtol) for (seg, kind), c in zip(found, cuts)]
+    values = Boundaries(src, arrays, wanted, None, graph.meta.get("stored_orders"))
+    values.values.update({v.name: np.asarray(a) for v, a in zip(graph.inputs, arrays)})
+    rows = []
+    for i, (seg, kind) in enumerate(found):
+        values.until(reads[i])  # the source only as far as this block needs (Note [one read per block])
+        rows.append(_row(seg, kind, cuts[i], values, graph, atol, rtol))
+        cuts[i] = None  # a structure's compiled block is freed with the last block that runs it
+        later = {name for names in reads[i + 1:] for name in names} | {v.name for v in graph.inputs}
+        values.drop(set(reads[i]) - later)  # one block's boundary values held at a time
+    return rows
 
 
 def _row(seg, kind, cut, values, graph, atol, rtol):
     if isinstance(cut, str):
         return block_row(seg, graph, [], "", kind, f"not cut from the emitted model: {cut}")
     needed, run = cut
-    missing = [v.name for v in needed if v.name not in values]
+    missing = [v.name for v in needed if values.get(v.name) is None]
     if missing:
         return block_row(seg, graph, [], "", kind, f"the source does not compute its input {missing[0]} one-to-one")
     try:
-        got = run([values[v.name].astype(v.type.dtype, copy=False) for v in needed])
+        got = run([np.asarray(values.get(v.name)).astype(v.type.dtype, copy=False) for v in needed])
     except Exception as exc:  # noqa: BLE001 - a block that runs whole but not cut out: a limit of the cut
         return block_row(seg, graph, [], "", kind, _why("running the cut block", exc))
     outs = [compare_output(v.name, values.get(v.name), g, None, atol, rtol) for v, g in zip(seg.outputs, got)]
     return block_row(seg, graph, outs, "", kind)
-
-
-def _source_values(src, graph, arrays, wanted) -> dict:
-    """{IR value name: the source's value} for ``wanted``, in the axis order the IR stores each in."""
-    orders = graph.meta.get("stored_orders", {})
-    found = {}
-    for name, array in src.intermediates(arrays, keep=set(wanted)).items():
-        if name not in wanted:
-            continue
-        array, order = np.asarray(array), orders.get(name)
-        if order is not None and array.ndim == len(order):
-            array = np.transpose(array, order)
-        if tuple(array.shape) == tuple(wanted[name].type.shape):
-            found[name] = array
-    return found
 
 
 def _why(doing, exc) -> str:

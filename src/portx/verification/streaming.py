@@ -43,7 +43,7 @@ from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare_arrays, make_inputs
 from .rows import BlockRow, OutputError, first_failed
 
 __all__ = ["Segment", "segments", "repeated_segments", "subgraph", "block_of", "layer_of", "stream_verify",
-           "verify_streaming", "compare_output", "block_row", "BF16_SLACK"]
+           "verify_streaming", "compare_output", "block_row", "Boundaries", "source_boundaries", "BF16_SLACK"]
 
 #: a bfloat16 block passes within this many times the source's own distance to the float32 run of the block
 BF16_SLACK = 2.0
@@ -151,29 +151,39 @@ def _wide_attrs(attrs) -> dict:
     return {k: ("float32" if isinstance(v, str) and v in _NARROW and "dtype" in k else v) for k, v in attrs.items()}
 
 
-def source_boundaries(src, arrays, wanted, release=None) -> dict:
+def source_boundaries(src, arrays, wanted, release=None, orders=None) -> dict:
     """{IR value name: the source's own value} for the ``wanted`` values ({name: Value}), from one node-by-node
-    run of the source; ``release(key, tensor)`` follows each weight's last use (frontends that stream weights)."""
+    run of the source; ``release(key, tensor)`` follows each weight's last use (frontends that stream weights);
+    ``orders``: {name: axis order} of values the IR stores in another order (Note [stored orders])."""
     found = src.intermediates(arrays, keep=set(wanted), release=release)
-    return {name: a for name, a in found.items()  # a value the IR holds in another layout is not a pair
-            if name in wanted and tuple(np.shape(a)) == tuple(wanted[name].type.shape)}
+    pairs = ((name, _in_ir_order(a, (orders or {}).get(name))) for name, a in found.items() if name in wanted)
+    return {name: a for name, a in pairs  # a value the IR holds in another layout is not a pair
+            if tuple(np.shape(a)) == tuple(wanted[name].type.shape)}
 
 
-class _Boundaries:
+def _in_ir_order(array, order):
+    """The source's ``array`` in the axis ``order`` the IR stores its value in (None: as it is)."""
+    return np.transpose(array, order) if order is not None and np.ndim(array) == len(order) else array
+
+
+class Boundaries:
     """The source's values at the segments' boundaries, made as far as the segments need them (Note [one read per
-    block]): from a source's ``stream_intermediates`` where it has one, else all at once (``source_boundaries``)."""
+    block]): from a source's ``stream_intermediates`` where it has one, else all at once (``source_boundaries``).
+    ``orders``: as ``source_boundaries``'; a value no later segment reads is dropped (``drop``)."""
 
-    def __init__(self, src, arrays, wanted, release):
+    def __init__(self, src, arrays, wanted, release, orders=None):
         self.wanted, self.values, self.coming, self.rest = wanted, {}, set(), iter(())
+        self.orders = orders or {}
         if hasattr(src, "stream_intermediates"):
             self.coming, self.rest = src.stream_intermediates(arrays, keep=set(wanted), release=release)
         else:
-            self.values = source_boundaries(src, arrays, wanted, release)
+            self.values = source_boundaries(src, arrays, wanted, release, self.orders)
 
     def until(self, names=None) -> None:
         """Run the source on until it has made each of ``names`` that it makes (None: to its end)."""
         need = set(self.coming if names is None else names) & self.coming - set(self.values)
         for name, array in self.rest if need or names is None else ():
+            array = _in_ir_order(array, self.orders.get(name))
             if tuple(np.shape(array)) == tuple(self.wanted[name].type.shape):  # another layout is not a pair
                 self.values.setdefault(name, array)
             need.discard(name)
@@ -183,11 +193,16 @@ class _Boundaries:
     def get(self, name, default=None):
         return self.values.get(name, default)
 
+    def drop(self, names) -> None:
+        """Forget the values ``names`` (no later segment reads them)."""
+        for name in names:
+            self.values.pop(name, None)
+
 
 # Note [one read per block]: the source's node-by-node run reads each block's weights from the mapped files, and so
 # does the block's emitted model. Run one after the other over the whole model, the two read the 16 GB of an 8B
 # checkpoint twice from the disk (the page cache holds less). The source now runs only as far as the next segment
-# needs (its inputs and outputs, ``_Boundaries.until``), then the segment runs: its weights were read a moment
+# needs (its inputs and outputs, ``Boundaries.until``), then the segment runs: its weights were read a moment
 # before, and their pages (released from the process after the source's last read) are still in the page cache.
 
 
@@ -202,7 +217,7 @@ def stream_verify(src, graph, target, arrays, atol=DEFAULT_ATOL, rtol=DEFAULT_RT
     """
     segs = segments(graph)
     wanted = {v.name: v for s in segs for v in (*s.inputs, *s.outputs)}
-    found = _Boundaries(src, arrays, wanted, release)
+    found = Boundaries(src, arrays, wanted, release)
     known = {v.name: np.asarray(a) for v, a in zip(graph.inputs, arrays)}
     rows, built = [], {}  # structure -> (model, the graph it was emitted from)
     for seg in segs:
