@@ -7,6 +7,8 @@ Example:
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..codegen import flatten_outputs
@@ -25,7 +27,9 @@ __all__ = ["keras_cutter"]
 # ``keras.ops`` call, a Constant layer holding a weight): glue written with ``keras.ops`` before the block's first
 # layer is then run with it, on the source's values at its own inputs. Blocks of one structure (the same
 # operations, variable shapes and input shapes) share one jitted forward, each run with its own variables'
-# values: one XLA compile per structure, and one held at a time (the blocks of a structure come together).
+# values: one XLA compile per structure (a torchvision ViT's blocks alternate between the MLP's two Linear layers:
+# holding one structure's compile at a time compiled each block again). A structure's executable is freed with
+# the last block that runs it (verification/block_rows.py).
 
 
 def keras_cutter(model, graph, layer_of):
@@ -37,7 +41,7 @@ def keras_cutter(model, graph, layer_of):
         made.setdefault(name, []).append(value)
     single = {name: values[0] for name, values in made.items() if len(values) == 1}
     inputs = {id(t): v for t, v in zip(model.inputs, graph.inputs)}
-    shared = {}  # structure -> its compiled forward
+    shared = weakref.WeakValueDictionary()  # structure -> its forward, while a block's run holds it
 
     def cut(seg):
         own = {layer_of[v] for n in seg.nodes for v in n.outputs if v in layer_of}
@@ -54,10 +58,9 @@ def keras_cutter(model, graph, layer_of):
         sub = keras.Model(tensors if len(tensors) > 1 else tensors[0], outs)
         key = (tuple(type(op).__name__ for op in sub.operations),
                tuple((tuple(w.shape), str(w.dtype)) for w in sub.weights), tuple(tuple(t.shape) for t in tensors))
-        if key not in shared:
-            shared.clear()  # blocks of one structure come together: one compiled block held at a time
-            shared[key] = _forward(sub)
-        forward = shared[key]
+        forward = shared.get(key)
+        if forward is None:
+            forward = shared[key] = _forward(sub)
         return needed, lambda feed: forward(sub, feed)
 
     return cut
