@@ -38,18 +38,22 @@ def block_rows(src, graph, model, emitted, target, seed=0, atol=DEFAULT_ATOL, rt
         cuts = [cut(seg) for seg, _ in found]
     except Exception as exc:  # noqa: BLE001 - a report extra: say why the rows are missing
         return [block_row(seg, graph, [], "", kind, _why("cutting the blocks", exc)) for seg, kind in found]
-    arrays = make_inputs(graph, seed)
     reads = [[] if isinstance(c, str) else [v.name for v in (*c[0], *seg.outputs)] for (seg, _), c in zip(found, cuts)]
-    wanted = {v.name: v for (seg, _), c in zip(found, cuts) if not isinstance(c, str) for v in (*c[0], *seg.outputs)}
-    values = Boundaries(src, arrays, wanted, None, graph.meta.get("stored_orders"))
-    values.values.update({v.name: np.asarray(a) for v, a in zip(graph.inputs, arrays)})
     rows = []
-    for i, (seg, kind) in enumerate(found):
-        values.until(reads[i])  # the source only as far as this block needs (Note [one read per block])
-        rows.append(_row(seg, kind, cuts[i], values, graph, atol, rtol))
-        cuts[i] = None  # a structure's compiled block is freed with the last block that runs it
-        later = {name for names in reads[i + 1:] for name in names} | {v.name for v in graph.inputs}
-        values.drop(set(reads[i]) - later)  # one block's boundary values held at a time
+    try:
+        arrays = make_inputs(graph, seed)
+        wanted = {v.name: v for (seg, _), c in zip(found, cuts) if not isinstance(c, str)
+                  for v in (*c[0], *seg.outputs)}
+        values = Boundaries(src, arrays, wanted, None, graph.meta.get("stored_orders"))
+        values.values.update({v.name: np.asarray(a) for v, a in zip(graph.inputs, arrays)})
+        for i, (seg, kind) in enumerate(found):
+            values.until(reads[i])  # the source only as far as this block needs (Note [one read per block])
+            rows.append(_row(seg, kind, cuts[i], values, graph, atol, rtol))
+            cuts[i] = None  # a structure's compiled block is freed with the last block that runs it
+            later = {name for names in reads[i + 1:] for name in names} | {v.name for v in graph.inputs}
+            values.drop(set(reads[i]) - later)  # one block's boundary values held at a time
+    except Exception as exc:  # noqa: BLE001 - the source's run on its own: a report extra, say why rows are missing
+        rows += [block_row(seg, graph, [], "", kind, _why("the source's run", exc)) for seg, kind in found[len(rows):]]
     return rows
 
 
