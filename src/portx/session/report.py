@@ -8,7 +8,9 @@ attributes; a report.json from disk (another portx version, a hand-edited one) b
 gives every missing field None or its default (Note [optional fields] in reporting/text.py). Sections that
 verification modules build and grow often (``verification``, ``node_errors``, ``gradients``, ``tpu``, ...) are
 typed as JSON objects and read by key; the sections the session builds are dataclasses. A field that is None and
-named in ``OMITTED`` is left out of the JSON, as it was before the report was typed.
+named in ``OMITTED`` is left out of the JSON, as it was before the report was typed. The per-block rows
+(``blocks``: ``BlockRow`` with its ``OutputError`` rows) are defined in verification/rows.py, since verification
+builds them and cannot import the session; ``read_typed`` reads them as it reads these classes (their ``NESTED``).
 
 Example:
     >>> report = ConversionReport(source="m.pt2", target="keras-jax", portx_ir_nodes=3, weight_bytes=48)
