@@ -110,8 +110,6 @@ class Target:
         ``emitted``: emit's dict) run on its own, sharing the model's weights (Note [cut blocks] in
         keras_jax/cuts.py); ``run(arrays)`` takes the needed values. By default a slice of a module's straight-line
         ``forward`` (Note [forward slices] in forward_cut.py)."""
-        from .forward_cut import forward_cutter  # it runs torch modules: the torch-xla target's, loaded by then
-
         return forward_cutter(model, graph, emitted.get("var_of") or {})
 
     def prove_tpu(self, model, graph) -> dict:
@@ -144,3 +142,7 @@ class Target:
                 return f.readline().startswith(self.header)
         except OSError:
             return False
+
+
+# at the end: forward_cut runs torch modules through torch_xla/runtime.py, whose package imports Target from here
+from .forward_cut import forward_cutter  # noqa: E402
