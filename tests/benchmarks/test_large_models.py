@@ -64,7 +64,7 @@ def test_a_1b_folder_converts_and_verifies_block_by_block(tmp_path):
     report = json.loads((out / "report.json").read_text())
     ver = report["verification"]
     assert ver["mode"] == "streaming" and ver["passed"] is True
-    assert [row["block"] for row in ver["segments"]][1:-1] == [f"model.model.layers.{i}" for i in range(16)]
+    assert [row["block"] for row in report["blocks"]][1:-1] == [f"model.model.layers.{i}" for i in range(16)]
     assert (out / "model.weights.json").is_file() and len(list(out.glob("model_*.weights.h5"))) >= 2
     code = (out / "model.py").read_text()  # one decoder layer function, called in a loop (Note [structured code])
     assert code.count("\ndef llama_decoder_layer(") == 1 and code.count("llama_decoder_layer(") <= 3, "flat layers"

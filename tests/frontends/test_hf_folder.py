@@ -80,9 +80,9 @@ def test_above_the_weight_budget_blocks_verify_one_at_a_time_and_the_tpu_proof_i
     report = result.report
     ver = report["verification"]  # Note [streaming verification]: each block on the source's own values
     assert ver["mode"] == "streaming" and ver["passed"] is True, ver
-    assert [row["block"] for row in ver["segments"]] == ["(glue)", "model.model.layers.0", "model.model.layers.1",
+    assert [row["block"] for row in report["blocks"]] == ["(glue)", "model.model.layers.0", "model.model.layers.1",
                                                          "(glue)"]
-    assert all(o["paired"] for row in ver["segments"] for o in row["outputs"])
+    assert all(o["paired"] for row in report["blocks"] for o in row["outputs"])
     assert ver["outputs"][0]["passed"] and ver["outputs"][0]["max_abs"] is not None  # the logits, end to end
     errors = report["node_errors"]  # Note [trace per segment]: the embeddings and the first block, node by node
     assert errors["segments"] == ["(glue)", "model.model.layers.0"] and len(errors["rows"]) > 10, errors

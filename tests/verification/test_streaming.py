@@ -64,9 +64,9 @@ def test_each_block_verifies_on_the_source_values_and_every_weight_is_released_o
     report = stream_verify(src, graph, target, make_inputs(graph, seed=0), release=lambda k, t: released.append(k),
                            release_params=freed.extend)
     assert report["passed"], report
-    blocks = [row["block"] for row in report["segments"]]
+    blocks = [row.block for row in report["segments"]]
     assert blocks == ["(glue)", "model.model.layers.0", "model.model.layers.1", "(glue)"]
-    assert all(o["paired"] for row in report["segments"] for o in row["outputs"])  # every boundary from the source
+    assert all(o.paired for row in report["segments"] for o in row.outputs)  # every boundary from the source
     assert report["outputs"][0]["passed"] and report["outputs"][0]["max_abs"] < 1e-5
     assert sorted(released) == sorted(set(released)) and set(src.program.state_dict) <= set(released)
     assert sorted(freed) == sorted(graph.params)
@@ -98,7 +98,7 @@ def test_a_wrong_weight_fails_its_own_block_only(decoder, to):
     params = dict(graph.params)
     params[name] = params[name] + np.float32(0.5)
     report = stream_verify(src, graph.replace(params=params), target, make_inputs(graph, seed=0))
-    verdicts = [(row["block"], row["passed"]) for row in report["segments"]]
+    verdicts = [(row.block, row.passed) for row in report["segments"]]
     assert verdicts == [("(glue)", True), ("model.model.layers.0", True), ("model.model.layers.1", False),
                         ("(glue)", True)]  # the head runs on the source's values, so the error stays in its block
     assert not report["passed"]

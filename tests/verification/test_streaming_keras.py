@@ -44,9 +44,10 @@ def test_layer_of_is_the_top_level_layer():
 def test_above_the_budget_each_layer_verifies_against_the_keras_layer_output(preset, tmp_path, monkeypatch):
     monkeypatch.setenv("PORTX_WEIGHT_BUDGET", "20KB")  # Note [weight budget]: the preset holds 100 KB
     result = portx.convert(preset, to="torch-xla", out=tmp_path / "out", max_shard_size="30KB", grad=False)
-    ver = json.loads((tmp_path / "out" / "report.json").read_text())["verification"]
+    written = json.loads((tmp_path / "out" / "report.json").read_text())
+    ver = written["verification"]
     assert ver["mode"] == "streaming" and ver["passed"] is True, ver
-    weighty = [row for row in ver["segments"] if row["weight_bytes"] > 100]  # not a pass's hoisted constants
+    weighty = [row for row in written["blocks"] if row["weight_bytes"] > 100]  # not a pass's hoisted constants
     assert [row["block"] for row in weighty] == _LAYERS
     for row in weighty:  # every layer's output was compared with the Keras layer's own
         assert row["outputs"] and all(o["paired"] and o["max_abs"] is not None for o in row["outputs"]), row
@@ -68,7 +69,7 @@ def test_a_wrong_weight_fails_the_layer_that_holds_it(preset):
     name = next(p for p in graph.params if p.startswith("transformer_layer_1.") and graph.params[p].size > 100)
     wrong = graph.replace(params={**graph.params, name: graph.params[name] * np.float32(1.5)})
     report = stream_verify(src, wrong, target, make_inputs(graph, seed=0))
-    failed = [row["block"] for row in report["segments"] if not row["passed"]]
+    failed = [row.block for row in report["segments"] if not row.passed]
     assert report["passed"] is False and failed == ["transformer_layer_1"], report["segments"]
     assert [s.key for s in segments(graph) if s.params and len(s.nodes) > 2] == _LAYERS
 

@@ -4,8 +4,8 @@ typed ``ConversionReport``, session/report.py; Note [optional fields] in reporti
 The page opens from disk with no server, no network, no script and no external file: inline CSS, and the error
 plot as inline SVG made with matplotlib (Agg, imported only here). It shows the numerical error along the graph
 (``report["node_errors"]``: max relative error per node in graph order, log scale, the layer tolerance as a
-line, the first diverging node marked), verification per output and per batch size, the op inventory with each
-op's TPU status, what was folded or dropped, the inner transposes with their reasons, the TPU lowering, the
+line, the first diverging node marked), verification per output, per block (on the source's values) and per
+batch size, the op inventory with each op's TPU status, what was folded or dropped, the inner transposes with their reasons, the TPU lowering, the
 warnings, and the stage times (with memory when ``--profile`` was given). Every text that comes from a model
 file (layer and value names) is escaped: model files are untrusted.
 
@@ -176,10 +176,26 @@ def _verification_section(report) -> str:
             for d in (report.dynamic or []) for c in (d.verified or [{}])]
     out += "<h3>Per batch size (free dims)</h3>" + _table(
         ["dim", "kept", "sites", "size", "", "max abs", "max rel", "problem"], rows)
+    out += _blocks_table(report.blocks or [])
     grads = report.gradients
     if grads:
         out += f"<p>Gradients: {_verdict(grads.get('passed'))} {_t(grads.get('skipped') or '')}</p>"
     return out
+
+
+def _blocks_table(rows) -> str:
+    """One row per block run on the source's values (Note [block rows]): its largest error, verdict, and why it failed
+    or was not compared."""
+    rows = [r for r in rows if getattr(r, "block", None) is not None]
+    if not rows:
+        return ""
+    cells = [[f"<code>{_t(r.block)}</code>", _t(r.kind), f'<span class="num">{_t(r.nodes)}</span>',
+              f'<span class="num">{_num((r.weight_bytes or 0) / 1e6)}</span>', _num(r.worst()), _verdict(r.passed),
+              _t(r.skipped or r.failure())] for r in rows]
+    return ("<h3>Per block, on the source's values</h3><p class=\"note\">Each block of the emitted model run on the "
+            "source's own values at its inputs and compared with the source's at its outputs: an error shows in the "
+            "block that makes it.</p>" + _table(["block", "kind", "nodes", "weights MB", "max abs", "", "problem"],
+                                                 cells))
 
 
 def _ops_section(report) -> str:

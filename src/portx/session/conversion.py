@@ -30,6 +30,7 @@ from ..passes.legalize import PortxWarning
 from ..passes.pipeline import inference_skip
 from ..passes.sharding import parse_mesh
 from ..reporting.html import write_report
+from ..verification.block_rows import block_problem, block_rows
 from ..verification.budget import over_budget
 from ..verification.compare import make_inputs, nonfinite_params
 from ..verification.dynamic import example_checked, verify_example
@@ -160,16 +161,21 @@ class Conversion:
                                       checks.rtol)
         else:
             verification = {"passed": None, "skipped": self.too_big or True}
+        self.report.blocks = verification.pop("segments", [])  # streamed: a row per segment
         self.report.verification = verification
         self.report.dynamic = dynamic_report(self.dims, graph, example_checked(self.sized, verification))
         settled(self.started)  # Note [gradient compile] (verification/grad_program.py): not under the trace's compile
+        if self.verifying:  # Note [block rows]: each repeated block, cut from the loaded models
+            self.report.blocks = stages.run("blocks", block_rows, src, graph, model, self.emitted, self.target,
+                                            checks.seed, checks.atol, checks.rtol)
+        self.report.warnings += [w for w in [block_problem(self.report.blocks)] if w]
 
     def trace(self):
         """report["node_errors"]: each node's error against the IR reference."""
         checks, report = self.checks, self.report
         if self.streaming:  # Note [trace per segment]
             report.node_errors = self.stages.run("trace", segment_node_errors, self.target, self.graph,
-                                                 make_inputs(self.graph, checks.seed), report.verification,
+                                                 make_inputs(self.graph, checks.seed), report.blocks,
                                                  checks.atol, checks.rtol)
             return
         if not self.verifying:

@@ -8,7 +8,10 @@ attributes; a report.json from disk (another portx version, a hand-edited one) b
 gives every missing field None or its default (Note [optional fields] in reporting/text.py). Sections that
 verification modules build and grow often (``verification``, ``node_errors``, ``gradients``, ``tpu``, ...) are
 typed as JSON objects and read by key; the sections the session builds are dataclasses. A field that is None and
-named in ``OMITTED`` is left out of the JSON, as it was before the report was typed.
+named in ``OMITTED`` is left out of the JSON, as it was before the report was typed. The per-block rows
+(``blocks``: ``BlockRow`` with its ``OutputError`` rows) are built by verification (streaming.py,
+block_rows.py), which may import this leaf module (Note [the report is a leaf] in session/__init__.py);
+``read_typed`` reads them as it reads the other classes (their ``NESTED``).
 
 Example:
     >>> report = ConversionReport(source="m.pt2", target="keras-jax", portx_ir_nodes=3, weight_bytes=48)
@@ -21,10 +24,75 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 
-__all__ = ["SCHEMA_VERSION", "OpRow", "DynamicDim", "Training", "ConversionReport", "VerifyReport", "json_ready"]
+__all__ = ["SCHEMA_VERSION", "OpRow", "DynamicDim", "Training", "BlockRow", "OutputError", "ConversionReport",
+           "VerifyReport", "first_failed", "json_ready", "read_typed"]
 
 #: bumped when a field changes meaning or shape (adding an optional field does not)
 SCHEMA_VERSION = 1
+
+
+@dataclass
+class OutputError:
+    """One value a block hands on, the emitted block's against the source's (``paired``: the source computes it
+    one-to-one; an unpaired value is not compared). ``f32_*``: a bfloat16 block's distances to the float32 run of
+    the same block, the converted block's and the source's, and the bound (Note [bfloat16 per block])."""
+
+    OMITTED = ("shape", "f32_source", "f32_max_abs", "f32_bound")
+    name: str
+    paired: bool
+    passed: bool
+    max_abs: float | None = None
+    max_rel: float | None = None
+    atol: float | None = None
+    rtol: float | None = None
+    problem: str = ""
+    shape: list[int] | None = None
+    f32_source: float | None = None
+    f32_max_abs: float | None = None
+    f32_bound: float | None = None
+
+    @classmethod
+    def of(cls, name, row) -> "OutputError":
+        """From compare.py's ``compare_arrays`` row. Example: ``OutputError.of("y", compare_arrays(a, b))``."""
+        return cls(name, True, row["passed"], row["max_abs"], row["max_rel"], row["atol"], row["rtol"],
+                   row["problem"], row.get("shape"))
+
+    def as_dict(self) -> dict:
+        """The JSON row (verification's ``outputs`` hold these): fields in ``OMITTED`` left out where None."""
+        return {k: v for k, v in vars(self).items() if v is not None or k not in self.OMITTED}
+
+
+@dataclass
+class BlockRow:
+    """One block (``block``: its scope, "(glue)" for the code between blocks) run on the source's values at its
+    inputs and compared with the source's at its outputs: an error shows in the block that makes it. ``kind``: the
+    repeated block's structure (blocks of one kind share it); ``skipped``: why it was not run (``passed`` None)."""
+
+    OMITTED = ("kind", "skipped")
+    NESTED = {"outputs": [OutputError]}
+    block: str
+    nodes: int
+    weight_bytes: int
+    first_node: str
+    outputs: list[OutputError] = field(default_factory=list)
+    problem: str = ""
+    passed: bool | None = True
+    kind: int | None = None
+    skipped: str | None = None
+
+    def worst(self) -> float | None:
+        """The largest error over the block's paired outputs (None when none was compared)."""
+        errors = [o.max_abs for o in self.outputs if o.paired and o.max_abs is not None]
+        return max(errors) if errors else None
+
+    def failure(self) -> str:
+        """What failed: the row's problem, else its first failing output's."""
+        return self.problem or next((f"{o.name}: {o.problem}" for o in self.outputs if not o.passed), "")
+
+
+def first_failed(rows) -> BlockRow | None:
+    """The first row that failed (``passed`` False; a skipped row did not). Example: ``first_failed(rows).block``."""
+    return next((row for row in rows if row.passed is False), None)
 
 
 def json_ready(value):
@@ -52,14 +120,7 @@ class _Typed:
         """The typed form of a JSON report (report.json's dict) that may lack any field or hold more: a missing field
         is None or its default, an unknown one is dropped, a malformed section reads as missing.
         Example: ``ConversionReport.read(json.loads(Path("out/report.json").read_text())).verification``."""
-        data = data if isinstance(data, dict) else {}
-        values = {}
-        for f in dataclasses.fields(cls):
-            if f.name in data:
-                values[f.name] = _read_nested(cls.NESTED.get(f.name), data[f.name])
-            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                values[f.name] = None
-        return cls(**values)
+        return read_typed(cls, data)
 
     def to_dict(self) -> dict:
         """The JSON form (plain dicts and lists). Example: ``report.to_dict()["verification"]["passed"]``."""
@@ -70,16 +131,30 @@ class _Typed:
         return json.dumps(self.to_dict(), indent=2, default=str) + "\n"
 
 
+def read_typed(cls, data):
+    """``data`` (JSON) as the dataclass ``cls`` (``_Typed.read``; also the block rows, whose
+    ``NESTED`` says the same). Example: ``read_typed(BlockRow, row).worst()``."""
+    data = data if isinstance(data, dict) else {}
+    values = {}
+    for f in dataclasses.fields(cls):
+        if f.name in data:
+            values[f.name] = _read_nested(getattr(cls, "NESTED", {}).get(f.name), data[f.name])
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            values[f.name] = None
+    return cls(**values)
+
+
 def _read_nested(kind, value):
     """``value`` (JSON) read as ``kind`` says (``_Typed.NESTED``); None when its shape does not fit."""
     if kind is None:
         return value
     if isinstance(kind, list):
-        return [kind[0].read(v) for v in value if isinstance(v, dict)] if isinstance(value, list) else None
+        return [read_typed(kind[0], v) for v in value if isinstance(v, dict)] if isinstance(value, list) else None
     if isinstance(kind, set):
         [row] = kind
-        return {k: row.read(v) for k, v in value.items() if isinstance(v, dict)} if isinstance(value, dict) else None
-    return kind.read(value) if isinstance(value, dict) else None
+        return {k: read_typed(row, v) for k, v in value.items() if isinstance(v, dict)} \
+            if isinstance(value, dict) else None
+    return read_typed(kind, value) if isinstance(value, dict) else None
 
 
 @dataclass
@@ -129,7 +204,7 @@ class ConversionReport(_Typed):
     """report.json of one conversion (session/conversion.py fills it stage by stage)."""
 
     OMITTED = ("training", "gradients", "sharding", "profile")
-    NESTED = {"ops": {OpRow}, "dynamic": [DynamicDim], "training": Training}
+    NESTED = {"ops": {OpRow}, "dynamic": [DynamicDim], "training": Training, "blocks": [BlockRow]}
     source: str
     target: str
     portx_ir_nodes: int
@@ -143,6 +218,7 @@ class ConversionReport(_Typed):
     verification: dict = field(default_factory=dict)
     dynamic: list[DynamicDim] = field(default_factory=list)
     node_errors: dict = field(default_factory=dict)
+    blocks: list[BlockRow] = field(default_factory=list)  # Note [block rows] (verification/block_rows.py)
     gradients: dict | None = None
     tpu: dict = field(default_factory=dict)
     sharding: dict | None = None

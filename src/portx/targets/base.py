@@ -105,6 +105,13 @@ class Target:
         target does not (verification/streaming.py then emits ``graph`` anew)."""
         return False
 
+    def cutter(self, model, graph, emitted):
+        """``cut(segment) -> (needed IR values, run) | why``: a block of the loaded ``model`` (emitted from ``graph``;
+        ``emitted``: emit's dict) run on its own, sharing the model's weights (Note [cut blocks] in
+        keras_jax/cuts.py); ``run(arrays)`` takes the needed values. By default a slice of a module's straight-line
+        ``forward`` (Note [forward slices] in forward_cut.py)."""
+        return forward_cutter(model, graph, emitted.get("var_of") or {})
+
     def prove_tpu(self, model, graph) -> dict:
         """Lower ``model`` for TPU: {"verdict": "ok"|"problems"|"failed"|"skipped", "problems": [...], ...}."""
         raise NotImplementedError
@@ -135,3 +142,7 @@ class Target:
                 return f.readline().startswith(self.header)
         except OSError:
             return False
+
+
+# at the end: forward_cut runs torch modules through torch_xla/runtime.py, whose package imports Target from here
+from .forward_cut import forward_cutter  # noqa: E402

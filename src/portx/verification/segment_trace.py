@@ -16,7 +16,7 @@ bfloat16, so a row can miss the layer tolerance by one rounding step where the b
 [bfloat16 per block]): the rows locate an error, the verdict stays verification's.
 
 Example:
-    >>> node_errors = segment_node_errors(target, graph, make_inputs(graph, seed=0), report["verification"])
+    >>> node_errors = segment_node_errors(target, graph, make_inputs(graph, seed=0), report.blocks)
     >>> node_errors["segments"]
     ['token_embedding', 'transformer_layer_0']
 """
@@ -30,11 +30,12 @@ from .trace import LAYER_SLACK, observe_values, trace_layers
 __all__ = ["segment_node_errors"]
 
 
-def segment_node_errors(target, graph, arrays, verification, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> dict:
+def segment_node_errors(target, graph, arrays, rows, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> dict:
     """report.json's ``node_errors`` above the weight budget (Note [trace per segment]): the traced segments'
-    rows against the IR's NumPy reference, their tolerances and the index of the first row that diverges."""
+    rows against the IR's NumPy reference, their tolerances and the index of the first row that diverges. ``rows``:
+    streaming verification's BlockRows (session/report.py), one per segment."""
     segs = segments(graph)
-    traced = _chosen(segs, verification)
+    traced = _chosen(segs, rows)
     if not traced:
         return {"skipped": "no segment to trace", "rows": []}
     known = {v.name: a for v, a in zip(graph.inputs, arrays)}
@@ -58,13 +59,12 @@ def segment_node_errors(target, graph, arrays, verification, atol=DEFAULT_ATOL, 
                       "passed": r["passed"]} for r in rows]}
 
 
-def _chosen(segs, verification) -> set:
+def _chosen(segs, rows) -> set:
     """Indexes of the segments traced: those up to the first of the largest (a decoder's first block), and the
     first that failed."""
     first = max(range(len(segs)), key=lambda i: (len(segs[i].nodes), -i), default=-1)
     chosen = set(range(first + 1))
-    rows = verification.get("segments") or []
-    failed = next((i for i, row in enumerate(rows) if not row.get("passed", True)), None)
+    failed = next((i for i, row in enumerate(rows or []) if row.passed is False), None)
     if failed is not None and failed < len(segs):
         chosen.add(failed)
     return chosen

@@ -28,7 +28,7 @@ first comparison passes: it would only confirm it, at twice the block's weight m
 
 Example:
     >>> report = stream_verify(src, graph, target, make_inputs(graph, seed=0))
-    >>> [(row["block"], row["passed"]) for row in report["segments"]]
+    >>> [(row.block, row.passed) for row in report["segments"]]
 """
 from __future__ import annotations
 
@@ -40,8 +40,10 @@ import numpy as np
 from ..ir import Graph
 from ..passes.blocks import block_of, block_runs
 from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare_arrays, make_inputs
+from ..session.report import BlockRow, OutputError, first_failed
 
-__all__ = ["Segment", "segments", "subgraph", "block_of", "layer_of", "stream_verify", "verify_streaming", "BF16_SLACK"]
+__all__ = ["Segment", "segments", "repeated_segments", "subgraph", "block_of", "layer_of", "stream_verify",
+           "verify_streaming", "compare_output", "block_row", "Boundaries", "source_boundaries", "BF16_SLACK"]
 
 #: a bfloat16 block passes within this many times the source's own distance to the float32 run of the block
 BF16_SLACK = 2.0
@@ -68,22 +70,41 @@ def segments(graph) -> list:
     """``graph``'s nodes cut into Segments, one per block and one per stretch of glue between blocks (one per
     top-level layer of a Keras graph, whose source gives those layers' outputs: Note [keras layer outputs])."""
     key_of = layer_of if "layer_outputs" in graph.meta else block_of  # Note [repeated blocks] in passes/blocks.py
-    runs, result = block_runs(graph, key_of), []
-    for (key, nodes), after in zip(runs, _reads_after(graph, runs)):
-        made = {v for n in nodes for v in n.outputs}
-        inputs, params = [], []
-        for node in nodes:
-            for v in node.inputs:
-                if v is None or v in made:
-                    continue
-                if graph.is_param(v):
-                    if v.name not in params:
-                        params.append(v.name)
-                elif v not in inputs:
-                    inputs.append(v)
-        outs = tuple(v for n in nodes for v in n.outputs if v in after)
-        result.append(Segment(key, tuple(nodes), tuple(inputs), outs, tuple(params)))
-    return result
+    runs = block_runs(graph, key_of)
+    return [_segment(graph, key, nodes, after) for (key, nodes), after in zip(runs, _reads_after(graph, runs))]
+
+
+def repeated_segments(graph) -> list:
+    """(Segment, kind) for each block of ``graph.meta["blocks"]`` whose structure occurs more than once (Note
+    [repeated blocks] in passes/blocks.py): the blocks a whole-model conversion gives rows for (block_rows.py)."""
+    blocks = graph.meta.get("blocks") or []
+    kinds = [b["kind"] for b in blocks]
+    found = []
+    for block in blocks:
+        if kinds.count(block["kind"]) < 2:
+            continue
+        nodes = graph.nodes[block["start"]:block["stop"]]
+        inside = set(nodes)
+        after = set(graph.outputs) | {v for n in graph.nodes if n not in inside for v in n.inputs if v is not None}
+        found.append((_segment(graph, block["key"], nodes, after), block["kind"]))
+    return found
+
+
+def _segment(graph, key, nodes, after) -> Segment:
+    """The Segment of ``nodes`` (consecutive); ``after``: the values read outside them (or returned)."""
+    made = {v for n in nodes for v in n.outputs}
+    inputs, params = [], []
+    for node in nodes:
+        for v in node.inputs:
+            if v is None or v in made:
+                continue
+            if graph.is_param(v):
+                if v.name not in params:
+                    params.append(v.name)
+            elif v not in inputs:
+                inputs.append(v)
+    outs = tuple(v for n in nodes for v in n.outputs if v in after)
+    return Segment(key, tuple(nodes), tuple(inputs), outs, tuple(params))
 
 
 def _reads_after(graph, runs) -> list:
@@ -130,29 +151,39 @@ def _wide_attrs(attrs) -> dict:
     return {k: ("float32" if isinstance(v, str) and v in _NARROW and "dtype" in k else v) for k, v in attrs.items()}
 
 
-def source_boundaries(src, arrays, wanted, release=None) -> dict:
+def source_boundaries(src, arrays, wanted, release=None, orders=None) -> dict:
     """{IR value name: the source's own value} for the ``wanted`` values ({name: Value}), from one node-by-node
-    run of the source; ``release(key, tensor)`` follows each weight's last use (frontends that stream weights)."""
+    run of the source; ``release(key, tensor)`` follows each weight's last use (frontends that stream weights);
+    ``orders``: {name: axis order} of values the IR stores in another order (Note [stored orders])."""
     found = src.intermediates(arrays, keep=set(wanted), release=release)
-    return {name: a for name, a in found.items()  # a value the IR holds in another layout is not a pair
-            if name in wanted and tuple(np.shape(a)) == tuple(wanted[name].type.shape)}
+    pairs = ((name, _in_ir_order(a, (orders or {}).get(name))) for name, a in found.items() if name in wanted)
+    return {name: a for name, a in pairs  # a value the IR holds in another layout is not a pair
+            if tuple(np.shape(a)) == tuple(wanted[name].type.shape)}
 
 
-class _Boundaries:
+def _in_ir_order(array, order):
+    """The source's ``array`` in the axis ``order`` the IR stores its value in (None: as it is)."""
+    return np.transpose(array, order) if order is not None and np.ndim(array) == len(order) else array
+
+
+class Boundaries:
     """The source's values at the segments' boundaries, made as far as the segments need them (Note [one read per
-    block]): from a source's ``stream_intermediates`` where it has one, else all at once (``source_boundaries``)."""
+    block]): from a source's ``stream_intermediates`` where it has one, else all at once (``source_boundaries``).
+    ``orders``: as ``source_boundaries``'; a value no later segment reads is dropped (``drop``)."""
 
-    def __init__(self, src, arrays, wanted, release):
+    def __init__(self, src, arrays, wanted, release, orders=None):
         self.wanted, self.values, self.coming, self.rest = wanted, {}, set(), iter(())
+        self.orders = orders or {}
         if hasattr(src, "stream_intermediates"):
             self.coming, self.rest = src.stream_intermediates(arrays, keep=set(wanted), release=release)
         else:
-            self.values = source_boundaries(src, arrays, wanted, release)
+            self.values = source_boundaries(src, arrays, wanted, release, self.orders)
 
     def until(self, names=None) -> None:
         """Run the source on until it has made each of ``names`` that it makes (None: to its end)."""
         need = set(self.coming if names is None else names) & self.coming - set(self.values)
         for name, array in self.rest if need or names is None else ():
+            array = _in_ir_order(array, self.orders.get(name))
             if tuple(np.shape(array)) == tuple(self.wanted[name].type.shape):  # another layout is not a pair
                 self.values.setdefault(name, array)
             need.discard(name)
@@ -162,11 +193,16 @@ class _Boundaries:
     def get(self, name, default=None):
         return self.values.get(name, default)
 
+    def drop(self, names) -> None:
+        """Forget the values ``names`` (no later segment reads them)."""
+        for name in names:
+            self.values.pop(name, None)
+
 
 # Note [one read per block]: the source's node-by-node run reads each block's weights from the mapped files, and so
 # does the block's emitted model. Run one after the other over the whole model, the two read the 16 GB of an 8B
 # checkpoint twice from the disk (the page cache holds less). The source now runs only as far as the next segment
-# needs (its inputs and outputs, ``_Boundaries.until``), then the segment runs: its weights were read a moment
+# needs (its inputs and outputs, ``Boundaries.until``), then the segment runs: its weights were read a moment
 # before, and their pages (released from the process after the source's last read) are still in the page cache.
 
 
@@ -175,12 +211,13 @@ def stream_verify(src, graph, target, arrays, atol=DEFAULT_ATOL, rtol=DEFAULT_RT
     """Verify ``graph`` as ``target`` emits it against ``src``, segment by segment (Note [streaming verification]).
 
     ``arrays``: the inputs (the IR's). ``release`` (the source's weight key and tensor) and ``release_params`` (IR
-    param names) free a weight's memory once no later stage needs it. Returns {"mode": "streaming", "passed", "segments": [...]}, each
-    segment row with its block, node count, weight bytes, and per-output errors (``f32_max_abs`` on bfloat16).
+    param names) free a weight's memory once no later stage needs it. Returns {"mode": "streaming", "passed",
+    "segments": [BlockRow], "outputs"}: a row per segment with its block, node count, weight bytes, and per-output
+    errors (``f32_max_abs`` on bfloat16); the conversion moves the rows to report.json's ``blocks``.
     """
     segs = segments(graph)
     wanted = {v.name: v for s in segs for v in (*s.inputs, *s.outputs)}
-    found = _Boundaries(src, arrays, wanted, release)
+    found = Boundaries(src, arrays, wanted, release)
     known = {v.name: np.asarray(a) for v, a in zip(graph.inputs, arrays)}
     rows, built = [], {}  # structure -> (model, the graph it was emitted from)
     for seg in segs:
@@ -188,23 +225,23 @@ def stream_verify(src, graph, target, arrays, atol=DEFAULT_ATOL, rtol=DEFAULT_RT
         feed = [found.get(v.name, known.get(v.name)) for v in seg.inputs]
         if any(a is None for a in feed):
             missing = [v.name for v, a in zip(seg.inputs, feed) if a is None]
-            rows.append(_row(seg, graph, [], f"no value for input(s) {', '.join(missing)}"))
+            rows.append(block_row(seg, graph, [], f"no value for input(s) {', '.join(missing)}"))
             continue
         feed = [np.asarray(a).astype(v.type.dtype, copy=False) for v, a in zip(seg.inputs, feed)]
         got = _run_segment(target, subgraph(graph, seg), feed, built)
         known.update({v.name: g for v, g in zip(seg.outputs, got)})
-        outs = [_compare_out(v.name, found.get(v.name), g, None, atol, rtol) for v, g in zip(seg.outputs, got)]
-        if not all(o["passed"] for o in outs) and _is_narrow(graph, seg):  # Note [bfloat16 per block]
+        outs = [compare_output(v.name, found.get(v.name), g, None, atol, rtol) for v, g in zip(seg.outputs, got)]
+        if not all(o.passed for o in outs) and _is_narrow(graph, seg):  # Note [bfloat16 per block]
             exact = _run_segment(target, subgraph(graph, seg, True), [_wide(a) for a in feed], {})
-            outs = [_compare_out(v.name, found.get(v.name), g, e, atol, rtol)
+            outs = [compare_output(v.name, found.get(v.name), g, e, atol, rtol)
                     for v, g, e in zip(seg.outputs, got, exact)]
-        rows.append(_row(seg, graph, outs, ""))
+        rows.append(block_row(seg, graph, outs, ""))
         if release_params is not None:
             release_params(seg.params)
     found.until()  # the rest of the source's run: every weight released
     final = [known.get(v.name) for v in graph.outputs]
-    return {"mode": "streaming", "passed": all(r["passed"] for r in rows), "segments": rows,
-            "outputs": [_compare_out(v.name, found.get(v.name), g, None, atol, rtol)
+    return {"mode": "streaming", "passed": all(r.passed for r in rows), "segments": rows,
+            "outputs": [compare_output(v.name, found.get(v.name), g, None, atol, rtol).as_dict()
                         for v, g in zip(graph.outputs, final) if g is not None]}
 
 
@@ -227,10 +264,10 @@ def verify_streaming(src, graph, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT
     report = stream_verify(src, graph, target, make_inputs(graph, seed=seed), atol, rtol,
                            release=lambda key, tensor: release_pages(tensor),
                            release_params=lambda names: [release_pages(graph.params[n]) for n in names])
-    bad = next((row for row in report["segments"] if not row["passed"]), None)
+    bad = first_failed(report["segments"])
     if bad is not None:
-        report["first_divergence"] = {"scope": bad["block"], "op": bad["first_node"]}
-        report["problem"] = bad["problem"] or next(o["problem"] for o in bad["outputs"] if not o["passed"])
+        report["first_divergence"] = {"scope": bad.block, "op": bad.first_node}
+        report["problem"] = bad.failure()
     return report
 
 
@@ -266,26 +303,25 @@ def structure(graph) -> tuple:
                    tuple(typed(v) for v in n.outputs)) for n in graph.nodes))
 
 
-def _compare_out(name, expected, got, exact, atol, rtol) -> dict:
+def compare_output(name, expected, got, exact, atol, rtol) -> OutputError:
     """One output of a segment against the source's value (None: the source does not compute it one-to-one)."""
     if expected is None:
-        return {"name": name, "paired": False, "passed": True, "max_abs": None}
+        return OutputError(name, False, True)
     expected = np.asarray(expected)
-    row = {"name": name, "paired": True, **compare_arrays(expected, got, atol, rtol)}
+    row = OutputError.of(name, compare_arrays(expected, got, atol, rtol))
     if exact is not None and np.issubdtype(np.asarray(exact).dtype, np.floating):
         own = float(np.max(np.abs(expected.astype(np.float64) - exact))) if exact.size else 0.0
         ours = float(np.max(np.abs(np.asarray(got).astype(np.float64) - exact))) if exact.size else 0.0
-        bound = BF16_SLACK * own + row["atol"]
-        row.update(f32_source=own, f32_max_abs=ours, f32_bound=bound)
-        if not row["passed"] and expected.shape == np.shape(got):  # bfloat16 rounding, not a wrong rule
-            row["passed"] = ours <= bound
-            row["problem"] = "" if row["passed"] else (
-                f"{row['problem']}; {ours:.3g} from the float32 run of the block, the source {own:.3g}")
+        row.f32_source, row.f32_max_abs, row.f32_bound = own, ours, BF16_SLACK * own + row.atol
+        if not row.passed and expected.shape == np.shape(got):  # bfloat16 rounding, not a wrong rule
+            row.passed = ours <= row.f32_bound
+            row.problem = "" if row.passed else (
+                f"{row.problem}; {ours:.3g} from the float32 run of the block, the source {own:.3g}")
     return row
 
 
-def _row(seg, graph, outs, problem) -> dict:
+def block_row(seg, graph, outs, problem, kind=None, skipped=None) -> BlockRow:
+    """``seg``'s row: its outputs' errors (``outs``), or why it failed (``problem``) or was not run (``skipped``)."""
     weight = sum(int(graph.params[p].nbytes) for p in seg.params)
-    return {"block": seg.key or "(glue)", "nodes": len(seg.nodes), "weight_bytes": weight,
-            "first_node": seg.nodes[0].where(), "outputs": outs, "problem": problem,
-            "passed": not problem and all(o["passed"] for o in outs)}
+    return BlockRow(seg.key or "(glue)", len(seg.nodes), weight, seg.nodes[0].where(), outs, problem,
+                    None if skipped else not problem and all(o.passed for o in outs), kind, skipped)

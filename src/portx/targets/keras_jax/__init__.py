@@ -22,6 +22,7 @@ from .sharded import DEFAULT_SHARD_GB, abstract_model
 from .mesh_proof import prove_sharded
 from .runtime import build_in_memory, jitted, load_folder, observe_layers, observe_locals
 from .tpu import export_artifact, prove_tpu_lowering
+from .cuts import keras_cutter
 
 __all__ = ["KERAS_JAX", "KerasJax"]
 
@@ -62,6 +63,10 @@ class KerasJax(Target):
         if code is not None:
             return observe_locals(code, arrays, names, like=model)  # the loaded model's weights, not the file again
         return observe_layers(model, arrays, names)
+
+    def cutter(self, model, graph, emitted):
+        """A block as a sub-model between the loaded model's KerasTensors (Note [cut blocks] in cuts.py)."""
+        return keras_cutter(model, graph, emitted.get("layer_of") or {})
 
     def input_shapes(self, model):
         return [tuple(t.shape) for t in model.inputs]
