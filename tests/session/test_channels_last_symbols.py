@@ -122,3 +122,39 @@ def test_a_pt2_with_dims_is_exported_once(to, counts, tmp_path):
     assert _found(result.report) == {s: (True, "symbolic export") for s in ("batch", "x_2", "x_3")}, \
         result.report["warnings"]
     _matches(result, to, module, [(1, 3, 16, 24), (3, 3, 13, 21)])
+
+
+def test_a_subclassed_keras_unet_to_channels_first_reads_jax_symbols(tmp_path, monkeypatch):
+    """Keras' NHWC source, NCHW I/O on torch-xla: the JAX frontend's symbols through the same permutes. Before,
+    ``--dynamic x:1`` (the source's height) was read at axis 1 of the NCHW graph (channels): exit 2."""
+    import portx.frontends.keras.subclassed as subclassed
+    from tests.support.zoo_traced import UNet, built
+
+    lowerings, model = counted(monkeypatch, subclassed, "lower_jaxpr"), built(UNet, (2, 8, 12, 3))
+    result = portx.convert(model, example_inputs=(np.ones((2, 8, 12, 3), np.float32),), to="torch-xla",
+                           shapes=Shapes(io_layout="channels-first", dynamic=["x:1", "x:2"]), checks=Checks(grad=False),
+                           output=Output(out=tmp_path / "o"))
+    assert lowerings[0] == 1, lowerings
+    assert _found(result.report) == {s: (True, "symbolic export") for s in ("batch", "x_1", "x_2")}, \
+        result.report["warnings"]
+    assert [r["sites"] for r in result.report["dynamic"]] == [[["x", 0]], [["x", 2]], [["x", 3]]]  # NCHW
+    for k, shape in enumerate([(1, 8, 12, 3), (3, 10, 14, 3)]):
+        x = np.random.default_rng(k).standard_normal(shape).astype(np.float32)
+        got = find_target("torch-xla").run(result.model, [x.transpose(0, 3, 1, 2)])[0]
+        np.testing.assert_allclose(got, np.asarray(model(x)).transpose(0, 3, 1, 2), rtol=1e-4, atol=1e-4)
+
+
+def test_an_onnx_unet_with_channels_last_keeps_its_declared_image_free(tmp_path):
+    """No symbols (two lowerings, Note [steps found by lowering]), but its dim_params name the file's NCHW axes:
+    before, ``w`` was read at axis 3 of the NHWC graph (channels) and pinned."""
+    from tests.frontends.onnx.test_onnx_models import export
+
+    module = ImageAndMask().eval()
+    path = export(module, (torch.randn(2, 3, 16, 24),), tmp_path / "m.onnx", False, {"x": {0: "b", 2: "h", 3: "w"}})
+    result = portx.convert(str(path), to="keras-jax", checks=Checks(grad=False),
+                           shapes=Shapes(io_layout="channels-last"), output=Output(out=tmp_path / "o"))
+    rows = {r["symbol"]: r for r in result.report["dynamic"]}
+    assert {s: (r["free"], r["sites"], r["step"]) for s, r in rows.items()} == {
+        "batch": (True, [["x", 0]], 1), "h": (True, [["x", 1]], 2), "w": (True, [["x", 2]], 2)}, \
+        result.report["warnings"]
+    _matches(result, "keras-jax", module, [(3, 3, 20, 12)])
