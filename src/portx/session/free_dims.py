@@ -254,9 +254,10 @@ def refree(record, symbols, notes):
         return graph
 
 
-def lower_for(src, target, skip=None, raw=None, io_layout="source", free=True):
+def lower_for(src, target, skip=None, raw=None, io_layout="source", free=True, dynamic=()):
     """The source's IR after ``target``'s passes (minus ``skip``) and ``--io-layout``: what convert emitted,
-    with the free dims it keeps by default (``free=False``: static, as with ``--static-batch``).
+    with the free dims it keeps by default and the ``dynamic`` ones (``--dynamic`` specs, as convert was given
+    them; ``free=False``: static, as with ``--static-batch``).
 
     ``skip`` None: the default pass set. ``raw`` reuses an already lowered, not yet rewritten graph (passes are
     pure functions).
@@ -271,7 +272,8 @@ def lower_for(src, target, skip=None, raw=None, io_layout="source", free=True):
     graph = prepare(src.lower() if raw is None else raw)
     if not free:
         return graph
-    try:  # the dims convert keeps free by default (Note [free dims])
-        return find_free(src, graph, lambda s: prepare(s.lower()), plan_dims(src, graph), [])[1]
-    except BadInput:
+    rows = plan_dims(src, graph, dynamic)  # a malformed --dynamic spec is the user's to fix: BadInput
+    try:  # the dims convert keeps free (Note [free dims])
+        return find_free(src, graph, lambda s: prepare(s.lower()), rows, [])[1]
+    except BadInput:  # a --dynamic axis the model fixes: convert refused it; checked at its sizes here
         return graph
