@@ -134,24 +134,15 @@ def test_an_onnx_file_with_named_inputs_takes_explicit_arrays(tmp_path):
     assert report["passed"] and report["inputs"][0][:2] == ["x", [3, 6]]
 
 
-class _Sequence(nn.Module):
-    def __init__(self):
-        super().__init__()
-        torch.manual_seed(0)
-        self.fc = nn.Linear(6, 4)
-
-    def forward(self, x):
-        return self.fc(x).softmax(1)
-
-
 @pytest.mark.parametrize("how", ["example", "inputs only"])
 def test_a_dynamic_axis_is_free_in_the_check_too(tmp_path, how):
     """Before: ``lower_for`` got no ``--dynamic`` specs, so only the batch was free: arrays at another length than
     the example's were refused ("the source was converted for [(2, 8, 6)]"), or, given as the only inputs, the
     source traced at their length did not match OUT's code. ``shapes=Shapes(dynamic=...)`` passes them through."""
     from portx.options import Checks, Shapes
+    from tests.session.test_symbols_read_directly import Sequence
 
-    module, out = _Sequence().eval(), tmp_path / "o"
+    module, out = Sequence().eval(), tmp_path / "o"
     portx.convert(module, example_inputs=(torch.randn(2, 8, 6),), out=out, grad=False, dynamic=["x:1"])
     x = torch.randn(3, 11, 6, generator=torch.Generator().manual_seed(1))
     example = {"example_inputs": (torch.randn(2, 8, 6),)} if how == "example" else {}
