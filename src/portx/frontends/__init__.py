@@ -33,7 +33,8 @@ from ..errors import BadInput
 from ..weights import is_hf_folder
 from .input_spec import resize_array
 
-__all__ = ["Source", "load", "is_keras_source", "is_onnx_source", "resize_array", "KERAS_SUFFIXES", "ONNX_SUFFIXES"]
+__all__ = ["Source", "load", "at_batch", "is_keras_source", "is_onnx_source", "resize_array", "KERAS_SUFFIXES",
+           "ONNX_SUFFIXES"]
 
 #: source file suffixes read by the Keras frontend (what neither it nor the ONNX frontend reads goes to torch)
 KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
@@ -102,7 +103,7 @@ def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_k
     if is_onnx_source(source):
         from .onnx import load_onnx_source
 
-        return load_onnx_source(source, inputs)
+        return at_batch(load_onnx_source(source, inputs), batch)
     if isinstance(source, (str, os.PathLike)) and _is_keras_folder(source):  # Note [keras folders]
         from .keras.preset import load_keras_folder
 
@@ -116,13 +117,42 @@ def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_k
         if is_legacy_h5(source):
             return load_legacy_h5(source, inputs, unsafe_keras)
     if is_keras_source(source):
-        return _load_keras(source, example_inputs, inputs, unsafe_keras)
+        src = _load_keras(source, example_inputs, inputs, unsafe_keras)
+        return at_batch(src, batch) if hasattr(src, "given_types") else src  # not a model traced through JAX
     from .torch.files import load_torch_source
     from .torch.live import from_module
 
     if isinstance(source, (str, os.PathLike)):
         return load_torch_source(source, inputs, trust_pickle)
     return from_module(source, example_inputs, batch=batch, free=free)
+
+
+# Note [batch of one, lowered]: a source lowered without tracing (an ONNX file, a Keras file or functional model)
+# given an example batch of 1 (``--input x:1x...``) was lowered there, then again at 2 (ONE_TRACED_AT: the IR folds
+# size-1 axes differently at 1, a broadcast or a squeeze that at 2 is a real axis, so the free-dims diff is taken
+# at 2 and 3), and the lowering at 1 thrown away. ``at_batch`` resizes it to 2 rows before its first lowering, as
+# a live module is traced at 2 (Note [batch of one] in frontends/torch/live.py): one lowering fewer. It keeps the 1
+# as ``batch_given`` (convert verifies there), and the types given as ``given_types``: where the graph does not
+# lower at 2 (an ONNX file whose dim_param the graph contradicts), its ``lower`` goes back to them, and the batch is
+# found at 1 as before. Keras models traced through JAX keep their example (their symbols read the batch).
+def at_batch(src, n):
+    """``src`` resized to ``n`` rows where its example batch (``batch_inputs``) is 1 and free (Note [batch of one,
+    lowered]); ``src`` itself otherwise. Example: ``at_batch(load("m.onnx", inputs=["x:1x3x8x8"]), 2)``."""
+    from ..ir import batch_inputs
+
+    shapes = [tuple(t.shape) for t in src.input_types]
+    axes = batch_inputs(shapes)
+    if not n or not axes or shapes[axes[0]][0] != 1 or any(
+            len(s) and s[0] == n for i, s in enumerate(shapes) if i not in axes):
+        return src
+    try:
+        wider = src.resized({(i, 0): n for i in axes})
+    except BadInput:  # a fixed batch of 1: the ops' rules free it (Note [static batch])
+        return src
+    wider.notes, wider.given_types, wider.batch_given = src.notes, src.input_types, 1
+    if hasattr(src, "sizes_from"):  # an ONNX file's: Note [contradicted dim_param] in onnx/source.py
+        wider.sizes_from = src.sizes_from
+    return wider
 
 
 def _is_keras_folder(path) -> bool:
