@@ -59,7 +59,6 @@ def plan_dims(src, graph, dynamic=(), static_batch=None) -> list:
     for row in declared:
         if sorted(map(tuple, row["sites"])) == [(i, 0) for i in ranked]:
             row["symbol"] = "batch"  # a Dim on axis 0 of every input is the batch, whatever torch called it
-            row["example"] = getattr(src, "batch_given", 0) or row["size"]  # a batch of 1 lowered at 2
         if static_batch and any(axis == 0 for _, axis in row["sites"]):
             check_static_batch(row, static_batch, names)
             continue

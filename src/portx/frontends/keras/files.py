@@ -62,7 +62,7 @@ class KerasSource:
     label: str
     notes: list = field(default_factory=list)
     pairs: dict = field(default_factory=dict)  # the last lowering's meta["layer_outputs"]
-    batch_given: int = 0  # an example batch of 1 resized to 2 rows (Note [batch of one, lowered] in frontends/)
+    batch_given: int = 0  # its example batch of 1, resized to 2 rows (Note [batch of one, lowered] in frontends/)
     given_types: list = None  # the input types given, where resized so
 
     def run(self, *arrays) -> list:

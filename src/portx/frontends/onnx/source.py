@@ -66,8 +66,6 @@ class OnnxSource:
         # where the free dims' sizes come from: "default" (``lower`` may pin one: Note [contradicted dim_param]),
         # "--input", or "resized" (another size of a free dim, tried by the free-dim check)
         self.sizes_from = "resized"
-        # the example's batch of 1, resized to 2 rows before lowering (Note [batch of one, lowered] in frontends/)
-        self.batch_given, self.given_types = 0, self.input_types
 
     def lower(self, name="model", strict_tpu=False):
         """The IR Graph (UnsupportedOps names every node without a rule; Note [onnx walk]).
@@ -81,10 +79,6 @@ class OnnxSource:
         except IRError as exc:  # a node's shape rule refuses the sizes chosen for free dims (Note [contradicted ...])
             if not free_sites(self.proto):
                 raise
-            if self.batch_given:  # not at 2 rows: at the batch of 1 given (Note [batch of one, lowered])
-                self.input_types, self.batch_given = self.given_types, 0
-                self.inferred = _static_types(self.proto, self.input_types, self.label)
-                return self.lower(name, strict_tpu)
             if self.sizes_from != "default":
                 given = self.sizes_from == "--input"
                 hint = "give the sizes the model runs at with --input NAME:SHAPE" if given else ""
