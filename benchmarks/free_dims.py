@@ -11,7 +11,7 @@ both. Seconds are CPU seconds of the converting process (all its threads) unless
 with other jobs, wall seconds measure the other jobs.
 
 Run: .venv/bin/python benchmarks/free_dims.py --trees main=/work/main/src,branch=src [--models mlp,vit,gpt,text-llama]
-     [--repeat 1] [--hf /path/to/hf-folder]
+     [--repeat 1] [--hf /path/to/hf-folder] [--io-layout channels-last]
 """
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ else:
 start = time.process_time() if {cpu!r} else time.perf_counter()
 with tempfile.TemporaryDirectory() as tmp:
     result = portx.convert(source, example_inputs=inputs, out=Path(tmp) / "out", verify={verify}, grad=False,
-                           dynamic=dynamic)
+                           dynamic=dynamic, io_layout={io_layout!r})
 total = (time.process_time() if {cpu!r} else time.perf_counter()) - start
 found = sorted({{r.get("found_by", "-") for r in result.report["dynamic"]}})
 print("RESULT " + json.dumps({{"stages": result.stage_times, "total": total, "found_by": found,
@@ -61,10 +61,10 @@ print("RESULT " + json.dumps({{"stages": result.stage_times, "total": total, "fo
 """
 
 
-def run_one(src, model, verify, cpu) -> dict:
+def run_one(src, model, verify, cpu, io_layout="source") -> dict:
     """One conversion of ``model`` by the portx tree at ``src``, in a fresh process."""
     env = {**os.environ, "PYTHONPATH": str(Path(src).resolve()), "KERAS_BACKEND": "jax"}
-    code = _WORKER.format(root=str(ROOT), model=model, verify=verify, cpu=cpu)
+    code = _WORKER.format(root=str(ROOT), model=model, verify=verify, cpu=cpu, io_layout=io_layout)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT)
     line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
     if line is None:
@@ -89,13 +89,15 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--hf", action="append", default=[], help="a Hugging Face folder (verification off)")
     parser.add_argument("--wall", action="store_true", help="wall seconds (default: CPU seconds of the process)")
+    parser.add_argument("--io-layout", default="source", help="--io-layout of every conversion (channels-last: "
+                        "Note [free dims in the emitted layout] in passes/layout/__init__.py)")
     args = parser.parse_args(argv)
     trees = dict(pair.split("=", 1) for pair in args.trees.split(","))
     models = [(m, True) for m in args.models.split(",") if m] + [(f"hf:{p}", False) for p in args.hf]
     print(f"{'model':<16}{'tree':<8}" + "".join(f"{s + ' s':>12}" for s in STAGES) + f"{'total s':>10}  found_by")
     for model, verify in models:
         for name, src in trees.items():  # interleaved: both trees see the machine in the same state
-            row = median_row([run_one(src, model, verify, not args.wall) for _ in range(args.repeat)])
+            row = median_row([run_one(src, model, verify, not args.wall, args.io_layout) for _ in range(args.repeat)])
             label = Path(model[3:]).name if model.startswith("hf:") else model
             if "error" in row:
                 print(f"{label:<16}{name:<8}error: {row['error']}")

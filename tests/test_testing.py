@@ -120,3 +120,32 @@ def test_pytest_plugin_fixture_in_a_fresh_session(tmp_path):
                           "test_user.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert "1 passed" in run.stdout
+
+
+def test_an_onnx_file_with_named_inputs_takes_explicit_arrays(tmp_path):
+    """Before: the arrays became specs named ``input0``, which a file whose input is ``x`` refuses (exit 2)."""
+    from tests.frontends.onnx.test_onnx_models import export
+
+    net = _net()
+    path = export(net, (torch.randn(2, 6),), tmp_path / "m.onnx", False, {"x": {0: "b"}})
+    portx.convert(str(path), out=tmp_path / "o", grad=False)
+    report = assert_equivalent(str(path), tmp_path / "o", inputs=(np.random.default_rng(0).standard_normal(
+        (3, 6)).astype(np.float32),))
+    assert report["passed"] and report["inputs"][0][:2] == ["x", [3, 6]]
+
+
+@pytest.mark.parametrize("how", ["example", "inputs only"])
+def test_a_dynamic_axis_is_free_in_the_check_too(tmp_path, how):
+    """Before: ``lower_for`` got no ``--dynamic`` specs, so only the batch was free: arrays at another length than
+    the example's were refused ("the source was converted for [(2, 8, 6)]"), or, given as the only inputs, the
+    source traced at their length did not match OUT's code. ``shapes=Shapes(dynamic=...)`` passes them through."""
+    from portx.options import Checks, Shapes
+    from tests.session.test_symbols_read_directly import Sequence
+
+    module, out = Sequence().eval(), tmp_path / "o"
+    portx.convert(module, example_inputs=(torch.randn(2, 8, 6),), out=out, grad=False, dynamic=["x:1"])
+    x = torch.randn(3, 11, 6, generator=torch.Generator().manual_seed(1))
+    example = {"example_inputs": (torch.randn(2, 8, 6),)} if how == "example" else {}
+    report = assert_equivalent(module, out, inputs=(x,), shapes=Shapes(dynamic=["x:1"]), checks=Checks(trace=True),
+                               **example)
+    assert report["passed"] and report["code_matches"], report  # the source's graph is what OUT was emitted from

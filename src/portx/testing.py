@@ -19,7 +19,7 @@ import os
 
 import numpy as np
 
-from .options import DEFAULT_ATOL, DEFAULT_RTOL, Checks, Trust, grouped
+from .options import DEFAULT_ATOL, DEFAULT_RTOL, Checks, Shapes, Trust, grouped
 
 __all__ = ["assert_equivalent"]
 
@@ -29,15 +29,12 @@ def _as_array(x):
 
 
 def _input_specs(arrays) -> tuple:
-    """``--input`` specs for file formats that do not record shapes (TorchScript, pickles)."""
-    specs = []
-    for i, a in enumerate(arrays or ()):
-        shape = "x".join(str(d) for d in a.shape) or "scalar"
-        specs.append(f"input{i}:{shape}:{a.dtype}")
-    return tuple(specs)
+    """``--input`` specs for file formats that do not record shapes (TorchScript, pickles), and an ONNX file's free
+    dims: positional (``2x3x16x16:float32``), so a file whose inputs have other names than ``input0`` takes them."""
+    return tuple(f"{'x'.join(str(d) for d in a.shape) or 'scalar'}:{a.dtype}" for a in arrays or ())
 
 
-def _open_source(source, inputs, example_inputs, trust):
+def _open_source(source, inputs, example_inputs, trust, dynamic):
     from .frontends import KERAS_SUFFIXES, load
 
     examples = example_inputs if example_inputs is not None else inputs
@@ -46,7 +43,7 @@ def _open_source(source, inputs, example_inputs, trust):
             return load(source, **trust.load_kwargs())
         arrays = [_as_array(x) for x in examples] if examples is not None else None
         return load(source, inputs=_input_specs(arrays), **trust.load_kwargs())
-    return load(source, example_inputs=examples)
+    return load(source, example_inputs=examples, free=dynamic)  # exported with those axes symbolic, as convert does
 
 
 def _explain(report) -> str:
@@ -75,7 +72,7 @@ def _num(x) -> str:
 
 
 def assert_equivalent(source, converted, inputs=None, *, example_inputs=None, trust=Trust(), checks=Checks(),
-                      **legacy) -> dict:
+                      shapes=Shapes(), **legacy) -> dict:
     """Assert that ``converted`` computes what ``source`` computes; returns the report when it does (the JSON form of a
     ``session.report.VerifyReport``, as ``portx.verify`` returns).
 
@@ -84,20 +81,22 @@ def assert_equivalent(source, converted, inputs=None, *, example_inputs=None, tr
     ``keras.Model``.
     inputs: arrays to run both on (one batch); by default ``samples`` seeded valid batches
     (``checks.seed``..``checks.seed+checks.samples-1``), compared within ``checks.atol``/``checks.rtol``.
-    ``trust``: as ``portx.convert``'s (Note [one trust] in options.py); flat ``samples=``, ``atol=``,
-    ``trust_pickle=`` ... still work, with a DeprecationWarning. Raises AssertionError with per-output max abs/rel
+    ``shapes.dynamic``: the ``--dynamic`` axes ``converted`` was made with, free here too (``inputs`` at another
+    length then check); ``trust``: as ``portx.convert``'s (Note [one trust] in options.py); flat ``samples=``,
+    ``atol=``, ``trust_pickle=`` ... still work, with a DeprecationWarning. Raises AssertionError with per-output max abs/rel
     errors. Example: ``assert_equivalent(net, "out/", example_inputs=(x,), checks=Checks(samples=3, atol=1e-4))``.
     """
     os.environ.setdefault("KERAS_BACKEND", "jax")  # as the API does, before anything imports Keras
     from .session.free_dims import lower_for
     from .verification.recheck import check_converted, open_converted
 
-    groups = grouped("assert_equivalent", legacy, trust=trust, checks=checks)
-    checks = groups["checks"]
-    src = _open_source(source, inputs, example_inputs, groups["trust"])
+    groups = grouped("assert_equivalent", legacy, trust=trust, checks=checks, shapes=shapes)
+    checks, dynamic = groups["checks"], groups["shapes"].dynamic
+    src = _open_source(source, inputs, example_inputs, groups["trust"], dynamic)
     batch = None if inputs is None else [_as_array(x) for x in inputs]
-    report = check_converted(src, open_converted(converted), lower=lower_for, batch=batch, samples=checks.samples,
-                             seed=checks.seed, atol=checks.atol, rtol=checks.rtol)  # a VerifyReport
+    lower = functools.partial(lower_for, dynamic=dynamic)
+    report = check_converted(src, open_converted(converted), lower=lower, batch=batch, samples=checks.samples,
+                             seed=checks.seed, atol=checks.atol, rtol=checks.rtol, trace=checks.trace)  # a VerifyReport
     if not report.passed:
         raise AssertionError(_explain(report))
     return report.to_dict()

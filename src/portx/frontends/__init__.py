@@ -33,7 +33,8 @@ from ..errors import BadInput
 from ..weights import is_hf_folder
 from .input_spec import resize_array
 
-__all__ = ["Source", "load", "is_keras_source", "is_onnx_source", "resize_array", "KERAS_SUFFIXES", "ONNX_SUFFIXES"]
+__all__ = ["Source", "load", "at_batch", "is_keras_source", "is_onnx_source", "resize_array", "KERAS_SUFFIXES",
+           "ONNX_SUFFIXES"]
 
 #: source file suffixes read by the Keras frontend (what neither it nor the ONNX frontend reads goes to torch)
 KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
@@ -102,7 +103,7 @@ def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_k
     if is_onnx_source(source):
         from .onnx import load_onnx_source
 
-        return load_onnx_source(source, inputs)
+        return load_onnx_source(source, inputs)  # its batch of 1 is lowered there: Note [batch of one, lowered]
     if isinstance(source, (str, os.PathLike)) and _is_keras_folder(source):  # Note [keras folders]
         from .keras.preset import load_keras_folder
 
@@ -116,13 +117,44 @@ def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_k
         if is_legacy_h5(source):
             return load_legacy_h5(source, inputs, unsafe_keras)
     if is_keras_source(source):
-        return _load_keras(source, example_inputs, inputs, unsafe_keras)
+        src = _load_keras(source, example_inputs, inputs, unsafe_keras)
+        return at_batch(src, batch) if hasattr(src, "given_types") else src  # not a model traced through JAX
     from .torch.files import load_torch_source
     from .torch.live import from_module
 
     if isinstance(source, (str, os.PathLike)):
         return load_torch_source(source, inputs, trust_pickle)
     return from_module(source, example_inputs, batch=batch, free=free)
+
+
+# Note [batch of one, lowered]: a Keras file or functional model lowers at a batch of 1 by default (its batch is
+# None: ``input_types_for``), then lowered again at 2 (ONE_TRACED_AT: the IR folds size-1 axes differently at 1, a
+# broadcast or a squeeze that at 2 is a real axis, so the free-dims diff is taken at 2 and 3), and the lowering at 1
+# was thrown away. ``at_batch`` resizes it to 2 rows before its first lowering, as a live module is traced at 2
+# (Note [batch of one] in frontends/torch/live.py): one lowering fewer. It keeps the 1 as ``batch_given`` (convert
+# verifies there) and the types given as ``given_types``, which ``KerasSource.lower`` goes back to where the model
+# does not lower at 2. A Keras batch is None in the model itself, so any batch runs. Not for ONNX files: their
+# ``dim_param`` is a claim the graph may contradict (Note [contradicted dim_param] in onnx/source.py: a Reshape to
+# a constant (4, 4) of an ``["N", 8]`` input runs at N=2 only); lowered at 2 first, such a file would be converted
+# at 2 where the user's ``--input x:1x8`` must be refused, and the default example's warning that names the
+# contradiction would be lost, so an ONNX batch of 1 is lowered at 1, then at 2 and 3. Models traced through JAX
+# keep their example too (their symbols read the batch without a second lowering).
+def at_batch(src, n):
+    """``src`` resized to ``n`` rows where its example batch (``batch_inputs``) is 1 (Note [batch of one,
+    lowered]); ``src`` itself otherwise. Example: ``at_batch(load("m.keras"), 2).input_types[0].shape[0] == 2``."""
+    from ..ir import batch_inputs
+
+    shapes = [tuple(t.shape) for t in src.input_types]
+    axes = batch_inputs(shapes)
+    if not n or not axes or shapes[axes[0]][0] != 1 or any(
+            len(s) and s[0] == n for i, s in enumerate(shapes) if i not in axes):
+        return src
+    try:
+        wider = src.resized({(i, 0): n for i in axes})
+    except BadInput:  # a batch the model fixes at 1 (keras.Input(batch_size=1)): lowered there
+        return src
+    wider.notes, wider.given_types, wider.batch_given = src.notes, src.input_types, 1
+    return wider
 
 
 def _is_keras_folder(path) -> bool:

@@ -13,6 +13,7 @@ import re
 
 from ..errors import BadInput
 from ..ir import batch_inputs
+from ..passes.layout import graph_axis
 
 __all__ = ["plan_dims", "parse_dynamic", "check_static_batch", "pinned_batch"]
 
@@ -46,7 +47,7 @@ def plan_dims(src, graph, dynamic=(), static_batch=None) -> list:
             if axis >= rank:
                 raise BadInput(f"--dynamic {names[index]}:{axis}: input {names[index]} has {rank} axes",
                                hint=f"give an axis below {rank}")
-            row["size"] = graph.inputs[index].type.shape[axis]
+            row["size"] = graph.inputs[index].type.shape[graph_axis(graph, index, axis)]  # sites: the source's axes
     declared = _grouped(declared)
     claimed = {tuple(site) for row in declared for site in row["sites"]}
     ranked = [i for i, v in enumerate(graph.inputs) if v.type.rank]

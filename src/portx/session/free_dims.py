@@ -21,6 +21,7 @@ import warnings
 
 from ..errors import BadInput
 from ..passes.free_dims import NotFree, apply_free, diff_free, merge_found
+from ..passes.layout import graph_axis, source_ends
 from ..passes.pipeline import inference_skip
 from ..passes.static_batch import rebatch
 from ..verification.dynamic import one_line
@@ -181,7 +182,7 @@ def _second_size(src, graph, prepare, rows, row, found, symbolic) -> str:
         row["found_by"] = (FOUND_BY_SUBSTITUTION if symbolic else "two lowerings") if g1 is not None \
             else "the ops' shape rules"
     try:
-        g1 = g1 or rebatch(graph, row["sites"], row["size"], other)
+        g1 = g1 or rebatch(graph, _graph_sites(graph, row["sites"]), row["size"], other)
         found[row["symbol"]] = diff_free(graph, g1, row["symbol"], row["size"], other)
     except NotFree as exc:
         return str(exc)
@@ -195,11 +196,23 @@ def _by_symbols(src, graph, rows, row, other):
     if hints is None:
         return None
     try:
-        g1 = rebatch(graph, row["sites"], row["size"], other, hints)
+        g1 = rebatch(graph, _graph_sites(graph, row["sites"]), row["size"], other, hints)
     except NotFree:
         return None
-    ends = [v for v in (*g1.inputs, *g1.outputs) if not g1.is_param(v)]
-    return g1 if all(hints["shapes"].get(v.name) == tuple(v.type.shape) for v in ends) else None
+    for (_, name, perm), v in zip(source_ends(graph), (*g1.inputs, *g1.outputs)):  # torch's shapes, permuted as
+        want = hints["shapes"].get(name)  # --io-layout permuted the graph's (Note [free dims in the emitted layout])
+        if not g1.is_param(v) and (want is None or _permuted(want, perm) != tuple(v.type.shape)):
+            return None
+    return g1
+
+
+def _permuted(shape, perm) -> tuple:
+    return tuple(shape) if perm is None else tuple(shape[p] for p in perm)
+
+
+def _graph_sites(graph, sites) -> list:
+    """``sites`` ([input, axis] in the source's axes) in ``graph``'s (Note [free dims in the emitted layout])."""
+    return [[i, graph_axis(graph, i, axis)] for i, axis in sites]
 
 
 def _exported_free(src, row) -> tuple:
@@ -241,9 +254,10 @@ def refree(record, symbols, notes):
         return graph
 
 
-def lower_for(src, target, skip=None, raw=None, io_layout="source", free=True):
+def lower_for(src, target, skip=None, raw=None, io_layout="source", free=True, dynamic=()):
     """The source's IR after ``target``'s passes (minus ``skip``) and ``--io-layout``: what convert emitted,
-    with the free dims it keeps by default (``free=False``: static, as with ``--static-batch``).
+    with the free dims it keeps by default and the ``dynamic`` ones (``--dynamic`` specs, as convert was given
+    them; ``free=False``: static, as with ``--static-batch``).
 
     ``skip`` None: the default pass set. ``raw`` reuses an already lowered, not yet rewritten graph (passes are
     pure functions).
@@ -258,7 +272,8 @@ def lower_for(src, target, skip=None, raw=None, io_layout="source", free=True):
     graph = prepare(src.lower() if raw is None else raw)
     if not free:
         return graph
-    try:  # the dims convert keeps free by default (Note [free dims])
-        return find_free(src, graph, lambda s: prepare(s.lower()), plan_dims(src, graph), [])[1]
-    except BadInput:
+    rows = plan_dims(src, graph, dynamic)  # a malformed --dynamic spec is the user's to fix: BadInput
+    try:  # the dims convert keeps free (Note [free dims])
+        return find_free(src, graph, lambda s: prepare(s.lower()), rows, [])[1]
+    except BadInput:  # a --dynamic axis the model fixes: convert refused it; checked at its sizes here
         return graph

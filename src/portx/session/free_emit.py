@@ -8,6 +8,7 @@ Example:
 from __future__ import annotations
 
 from ..ir import FreeDimRefused
+from ..passes.layout import graph_axis
 from ..verification.dynamic import verify_sizes
 from .free_dims import repin
 from .report import DynamicDim
@@ -55,13 +56,22 @@ def _pinned_note(symbol, bad, dim) -> str:
 
 
 def dynamic_report(dims, graph, sized) -> list[DynamicDim]:
-    """report["dynamic"]: each candidate dim, whether it stayed free, and its checks per size."""
+    """report["dynamic"]: each candidate dim, whether it stayed free, and its checks per size; its sites in the emitted
+    model's axes (Note [free dims in the emitted layout] in passes/layout/__init__.py)."""
     free = graph.meta.get("free", {}).get("dims", {})
     checks = {row["symbol"]: row for row in sized}
     return [DynamicDim(symbol=d["symbol"], free=d["symbol"] in free,
-                       sites=[[graph.inputs[i].name, axis] for i, axis in free.get(d["symbol"], d)["sites"]],
+                       sites=_report_sites(graph, free, d),
                        example_size=d.get("example", d["size"]) if d["symbol"] in free else d["size"],
                        min=d.get("min"), max=d.get("max"), torch_symbol=d.get("torch_symbol"),
                        found_by=d.get("found_by"), verified=checks.get(d["symbol"], {}).get("sizes", []),
                        step=free[d["symbol"]].get("step", 1) if d["symbol"] in free else None)
             for d in dims]
+
+
+def _report_sites(graph, free, dim) -> list:
+    """[[input name, axis]] in the emitted model's axes: a free dim's are (``refree``); a pinned one's are the
+    source's, mapped through ``--io-layout``'s permutes."""
+    if dim["symbol"] in free:
+        return [[graph.inputs[i].name, axis] for i, axis in free[dim["symbol"]]["sites"]]
+    return [[graph.inputs[i].name, graph_axis(graph, i, axis)] for i, axis in dim["sites"]]

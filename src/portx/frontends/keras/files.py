@@ -62,6 +62,8 @@ class KerasSource:
     label: str
     notes: list = field(default_factory=list)
     pairs: dict = field(default_factory=dict)  # the last lowering's meta["layer_outputs"]
+    batch_given: int = 0  # its example batch of 1, resized to 2 rows (Note [batch of one, lowered] in frontends/)
+    given_types: list = None  # the input types given, where resized so
 
     def run(self, *arrays) -> list:
         """The Keras model's outputs (KERAS_BACKEND=jax, inference mode) on NumPy inputs."""
@@ -75,7 +77,13 @@ class KerasSource:
 
         ``strict_tpu`` is accepted for the Source protocol: a functional graph has no data-dependent op to refuse.
         """
-        graph = lower_keras(self.model, self.input_types, name)
+        try:
+            graph = lower_keras(self.model, self.input_types, name)
+        except Exception:  # noqa: BLE001 - not at 2 rows: at the batch of 1 given (Note [batch of one, lowered])
+            if not self.batch_given:
+                raise
+            self.input_types, self.batch_given = self.given_types, 0
+            return self.lower(name, strict_tpu)
         self.pairs = graph.meta["layer_outputs"]
         return graph
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from ...errors import BadInput, first_line
+from ...ir import batch_inputs
 from ..input_spec import parse_input_spec
 from . import export_module
 from .live import from_module
@@ -69,8 +70,13 @@ def _load_pt2(path, trust_pickle=False) -> TorchSource:
                        f"({type(exc).__name__}: {first_line(exc, 200)})",
                        hint="the archive's models/model.json was edited or damaged: export the model again") from None
     pinned = None
-    if declared:  # exported again from its module, its Dims symbolic (Note [symbolic export])
-        ep, pinned = export_free(module, tuple(args), [site for row in declared for site in row["sites"]])
+    if declared:  # exported again from its module, its Dims and its batch symbolic (Note [symbolic export])
+        sites = [tuple(site) for row in declared for site in row["sites"]]
+        batch = [(i, 0) for i in batch_inputs([tuple(a.shape) for a in args]) if (i, 0) not in sites]
+        # its batch guard (at the export's batch) would pin the batch: the module exported drops it, the one run keeps
+        # it (a batch torch still pins, by a literal, is freed by the ops' rules: Note [static batch])
+        ep, pinned = export_free(ep.module(check_guards=False), tuple(args), sites + batch)
+        pinned = {site: why for site, why in (pinned or {}).items() if site not in batch} if ep else None
         ep = ep or export_module(module, tuple(args))
     return TorchSource(ep, tuple(args), module, path.name, notes, declared, pinned=pinned)
 

@@ -26,13 +26,14 @@ torch's recorded shape, growing stored constants whose torch shape grows (one ro
 ``grown``), and taking a scalar size a rule stored (an index's stride) for the size it equals (never a number the
 program spells: Note [literal or size]); ``diff_free`` reads
 the SymDims off the two graphs as before. Lowering again stays the fallback, with ``found_by`` "symbolic export,
-lowered twice": where the rules and torch's shapes disagree at any node, where a constant folded from a moving
-size keeps its shape (its value there is unknown: ``fixed``), where the graph's inputs and outputs are not torch's
-(``--io-layout channels-last`` permutes them). SymDims are not written into the IR while lowering because every
-pass after it (legalize, layout, fusions) computes attributes from static shapes; the second graph is what those
-passes would give, so the free-dims stage stays one diff for every source. What the shapes cannot show, a literal
-equal to a moving size by chance (a head count of 8 at a sequence of 8) read as that size, is what the checks at
-other sizes catch (verification/dynamic.py): that dim is then pinned with a warning, as before.
+lowered twice": where the rules and torch's shapes disagree at any node, or where a constant folded from a moving
+size keeps its shape (its value there is unknown: ``fixed``); inputs and outputs that ``--io-layout`` permutes are
+compared through those permutes (Note [free dims in the emitted layout] in passes/layout). SymDims are not written
+into the IR while lowering because every pass after it (legalize, layout, fusions) computes attributes from static
+shapes; the second graph is what those passes would give, so the free-dims stage stays one diff for every source.
+What the shapes cannot show, a literal equal to a moving size by chance (a head count of 8 at a sequence of 8) read
+as that size, is what the checks at other sizes catch (verification/dynamic.py): that dim is then pinned with a
+warning, as before.
 
 Example:
     >>> ep, pinned = export_free(module, (x,), [(0, 0)])

@@ -39,7 +39,8 @@ from .rules import RULES
 from .sink import Sinker, count_permutes, inverse
 
 __all__ = ["IO_LAYOUTS", "to_channels_last", "to_channels_first", "sink_permutes", "set_io_layout", "io_layouts",
-           "inner_transposes", "transpose_reason", "is_spatial", "source_arrays", "graph_arrays"]
+           "inner_transposes", "transpose_reason", "is_spatial", "source_arrays", "graph_arrays", "graph_axis",
+           "source_ends"]
 
 IO_LAYOUTS = ("source", "channels-last", "channels-first")
 _NAMES = {3: ("NCW", "NWC"), 4: ("NCHW", "NHWC"), 5: ("NCDHW", "NDHWC")}
@@ -184,6 +185,7 @@ def _drop_boundary_permutes(graph, channels_last: bool):
     the permute out of it are returned before it. Records each change in ``meta["io_perms"]``."""
     into = channels_last_perm if channels_last else channels_first_perm
     old = graph.meta.get("io_perms", {})
+    names = old.get("output_names") or tuple(v.name for v in graph.outputs)  # the outputs' names in the source
     in_perms = list(old.get("inputs", (None,) * len(graph.inputs)))
     out_perms = list(old.get("outputs", (None,) * len(graph.outputs)))
     users, producers = graph.users(), graph.producers()
@@ -210,7 +212,7 @@ def _drop_boundary_permutes(graph, channels_last: bool):
         outputs[k], out_perms[k] = inner, _compose(out_perms[k], q)
     graph = remove_dead_nodes(graph.replace(inputs=tuple(inputs), outputs=tuple(outputs), nodes=tuple(nodes)))
     graph = merge_reshapes_and_permutes(to_one_channel_layout(graph, channels_last, out_perms))
-    meta = {**graph.meta, "io_perms": {"inputs": tuple(in_perms), "outputs": tuple(out_perms)}}
+    meta = {**graph.meta, "io_perms": {"inputs": tuple(in_perms), "outputs": tuple(out_perms), "output_names": names}}
     return graph.replace(meta=meta)
 
 
@@ -353,3 +355,29 @@ def graph_arrays(graph, arrays) -> list:
     """The source's output arrays in the graph's layout (as ``set_io_layout`` changed them)."""
     perms = graph.meta.get("io_perms", {}).get("outputs", (None,) * len(arrays))
     return [a if p is None else np.ascontiguousarray(np.transpose(a, p)) for a, p in zip(arrays, perms)]
+
+
+# Note [free dims in the emitted layout]: a free dim is named by the source's axes (a torch.export Dim, ``--dynamic
+# x:2`` on an NCHW input: its height), which is what the source is resized and its symbols read at; the graph after
+# ``set_io_layout`` has that axis elsewhere (NHWC: axis 1). ``graph_axis`` maps one to the other, and ``source_ends``
+# says what torch's (or JAX's) shapes of each input and output are in the graph's layout, so the one symbolic
+# export's shapes check a channels-last graph as they check one in the source's layout (session/free_dims.py).
+def graph_axis(graph, index, axis) -> int:
+    """The axis of ``graph``'s input ``index`` that the source's ``axis`` became (``set_io_layout`` permutes image
+    inputs): ``graph_axis(g, 0, 1) == 3`` for an NCHW input made NHWC. ``axis`` must be below the input's rank."""
+    perms = graph.meta.get("io_perms", {}).get("inputs", ())
+    perm = perms[index] if index < len(perms) else None
+    return axis if perm is None else tuple(perm).index(axis)
+
+
+def source_ends(graph) -> list:
+    """(value, its name in the source, perm or None) for each input and output of ``graph``: the value's shape is
+    the source's shape of that name permuted by ``perm`` (Note [free dims in the emitted layout]).
+
+    Example: ``[(v, "x", (0, 2, 3, 1)), (out, "conv2d_2", (0, 2, 3, 1))]`` after ``set_io_layout(g, "channels-last")``.
+    """
+    perms = graph.meta.get("io_perms", {})
+    ins = perms.get("inputs", (None,) * len(graph.inputs))
+    outs = perms.get("outputs", (None,) * len(graph.outputs))
+    names = perms.get("output_names") or tuple(v.name for v in graph.outputs)
+    return [(v, v.name, p) for v, p in zip(graph.inputs, ins)] + list(zip(graph.outputs, names, outs))
