@@ -25,8 +25,9 @@ make 3 emitted models, each its model.py written, imported and built by Keras (~
 compiles with the 6 runs (~45 %; the 3 later blocks rebind the first block's model and reuse its compile),
 the rebinding of their weights (~15 %); the source's node-by-node run is ~13 %. Added to the whole-model checks it is +15 % of that conversion's 8.5 s of CPU, for
 rows the whole-model trace already gives node by node, and every distinct block structure adds a build and a
-compile (a ResNet's first block per stage differs from the rest). Cheaper rows need the segments cut from the
-loaded whole model (sub-models between its KerasTensors: no build, one compile per structure), not done. What
+compile (a ResNet's first block per stage differs from the rest). Cheaper rows are cut from the
+loaded whole model instead (sub-models between its KerasTensors: no build, one compile per structure), and every
+conversion below the budget now gets them that way (verification/block_rows.py, Note [block rows]). What
 sets a small model's peak is not the weights' path but costs that do not follow its size
 (docs/large_models.md "Small models' memory"): about 125 MB above the imports for a 0.02 MB CNN (XLA's
 compiler and its code pages, the checks' compiles).

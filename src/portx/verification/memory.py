@@ -43,10 +43,10 @@ LEAN_BYTES = 40 * 2**20
 #: reference each other, so only a cycle collection frees it) before the written files are loaded again
 RELEASE_BEFORE = frozenset({"load-emitted"})
 #: stages whose temporaries are large (emitted weights, verification batches and activations)
-RELEASE_AFTER = frozenset({"emit", "load-emitted", "verify-sizes", "verify", "trace", "grad"})
+RELEASE_AFTER = frozenset({"emit", "load-emitted", "verify-sizes", "verify", "blocks", "trace", "grad"})
 #: stages after which no compiled executable is run again by the conversion; and "load-emitted", whose build
 #: leaves JAX's tracing caches behind (Note [build caches])
-CLEAR_AFTER = frozenset({"load-emitted", "verify", "trace", "grad"})
+CLEAR_AFTER = frozenset({"load-emitted", "verify", "blocks", "trace", "grad"})
 
 # Note [build caches]: building the emitted Keras model traces every layer's output spec through JAX (one small
 # cache entry per layer and shape), and those entries outlive the build: 38 MB for resnet50 (98 MB of weights),

@@ -67,6 +67,7 @@ def _keras_blocks():
         def call(self, x):
             return self.norm(x + self.out_dropout(self.dense(self.inner_dropout(x))))
 
+    keras.backend.clear_session()  # Keras numbers the names it gives from a process-wide count: `dropout` first
     keras.utils.set_random_seed(0)
     x = keras.Input((4, 8))
     h = keras.layers.Dense(8, name="embed")(x)

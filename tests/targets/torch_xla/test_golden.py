@@ -26,6 +26,7 @@ def _case(name):
         keras_hub = pytest.importorskip("keras_hub")
         import keras
 
+        keras.backend.clear_session()  # Keras names its Dropouts from a process-wide count: `dropout` is the first
         keras.utils.set_random_seed(0)
         return keras_hub.models.GPT2Backbone(vocabulary_size=100, num_layers=2, hidden_dim=32, intermediate_dim=64,
                                              num_heads=2, max_sequence_length=16), {"grad": False}

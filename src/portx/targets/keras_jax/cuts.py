@@ -30,6 +30,14 @@ __all__ = ["keras_cutter"]
 # values: one XLA compile per structure (a torchvision ViT's blocks alternate between the MLP's two Linear layers:
 # holding one structure's compile at a time compiled each block again). A structure's executable is freed with
 # the last block that runs it (verification/block_rows.py).
+#
+# Note [cuts leave the model as it was]: ``keras.Model`` between tensors that are not ``keras.Input``s clones the
+# graph's nodes (keras' ``clone_graph_nodes``), and every cloned ``Node`` appends itself to its layer's
+# ``_inbound_nodes`` and to its producers' ``_outbound_nodes``. Left there, the loaded model, which is the model
+# ``convert`` hands back, no longer saves ("could not find node key ..._ib-4" from ``model.save``). The sub-model
+# runs from its own node lists, so each cut puts every layer's lists back as they were once the sub-model exists.
+# A cut whose input is a graph input keeps that ``keras.Input`` as its own, and the cloned ``InputLayer`` node
+# rewrites its ``_keras_history`` (node 1 of a layer the model knows with one node): that is put back too.
 
 
 def keras_cutter(model, graph, layer_of):
@@ -42,6 +50,7 @@ def keras_cutter(model, graph, layer_of):
     single = {name: values[0] for name, values in made.items() if len(values) == 1}
     inputs = {id(t): v for t, v in zip(model.inputs, graph.inputs)}
     shared = weakref.WeakValueDictionary()  # structure -> its forward, while a block's run holds it
+    restore = _node_lists(model)
 
     def cut(seg):
         own = {layer_of[v] for n in seg.nodes for v in n.outputs if v in layer_of}
@@ -55,7 +64,10 @@ def keras_cutter(model, graph, layer_of):
         if isinstance(stops, str):
             return stops
         tensors, needed = [t for t, _ in stops], [v for _, v in stops]
-        sub = keras.Model(tensors if len(tensors) > 1 else tensors[0], outs)
+        try:
+            sub = keras.Model(tensors if len(tensors) > 1 else tensors[0], outs)
+        finally:
+            restore()  # Note [cuts leave the model as it was]
         key = (tuple(type(op).__name__ for op in sub.operations),
                tuple((tuple(w.shape), str(w.dtype)) for w in sub.weights), tuple(tuple(t.shape) for t in tensors))
         forward = shared.get(key)
@@ -64,6 +76,25 @@ def keras_cutter(model, graph, layer_of):
         return needed, lambda feed: forward(sub, feed)
 
     return cut
+
+
+def _node_lists(model):
+    """``restore()``: puts every operation's ``_inbound_nodes`` / ``_outbound_nodes`` of ``model`` back to what they
+    hold now, in place, and every tensor's ``_keras_history`` (Note [cuts leave the model as it was])."""
+    ops = {id(op): op for op in model.operations}
+    ops.update({id(t._keras_history.operation): t._keras_history.operation for t in model.inputs})
+    saved = [(op, list(op._inbound_nodes), list(op._outbound_nodes)) for op in ops.values()]
+    tensors = {id(t): t for op in ops.values() for node in op._inbound_nodes for t in node.output_tensors}
+    histories = [(t, t._keras_history) for t in tensors.values()]
+
+    def restore():
+        for op, inbound, outbound in saved:
+            op._inbound_nodes[:] = inbound
+            op._outbound_nodes[:] = outbound
+        for tensor, history in histories:
+            tensor._keras_history = history
+
+    return restore
 
 
 def _read_by_layers(model, seg, graph, layer_of) -> dict:
