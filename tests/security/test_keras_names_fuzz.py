@@ -25,7 +25,7 @@ from tests.support.pt2_hostile import rename_everywhere
 
 HOSTILE = ["Conv", "conv", "c-o-n-v", "conv_1", "CONV", "con\u2028v", "con\x85v", "con\rv", "con\tv", "con\x00v",
            "__class__", "__init__", "conv_layer", "kernel", "bias", "model", "input", "build_model", "self", "x",
-           "conv.weight", "1conv", "", " ", "\\", "'", '"', "é", "\U0001f600"]
+           "conv.weight", "1conv", "", " ", "\\", "'", '"', "é", "\U0001f600", "a\u00aalW", "\ufb01"]
 #: placeholders of the saved base model, one per named layer (renamed in config.json)
 PLACEHOLDERS = ["QQconvAQQ", "QQbnQQ", "QQconvBQQ", "QQdenseQQ", "QQimgQQ"]
 
@@ -91,3 +91,18 @@ def test_the_issues_colliding_names(tmp_path, to):
     run = CliRunner().invoke(main, ["convert", str(src), "--to", to, "-o", str(tmp_path / "out"), "--grad"])
     check(run, tmp_path)
     assert run.exit_code == 0 and "gradients: 1 input(s) and 8 parameter(s)" in run.output, run.output
+
+
+@pytest.mark.parametrize("to", ["keras-jax", "torch-xla"])
+def test_a_name_python_normalises_keeps_its_weights(tmp_path, to):
+    """Campaign of 2026-12-06 (exit 70 on torch-xla): ``aªlW`` is a Python identifier, but Python reads
+    ``self.aªlW`` as ``self.aalW`` (NFKC), so the module's state_dict lacked the key portx wrote the weights under;
+    source paths reach emitted code as ASCII names only (Note [untrusted names])."""
+    def rename(config):
+        for old, new in zip(PLACEHOLDERS, [" ", "self", "a\u00aalW", "\U00108be8g", "\x8b\U0009fc99\U00076ac3"]):
+            rename_everywhere(config, old, new)
+
+    src = edit_config(base_model(), tmp_path / "m.keras", rename)
+    run = CliRunner().invoke(main, ["convert", str(src), "--to", to, "-o", str(tmp_path / "out"), "--grad"])
+    check(run, tmp_path)
+    assert run.exit_code == 0, run.output

@@ -305,7 +305,7 @@ def source_class(keys, classes) -> str:
     path: class name}), or "". Example: ``source_class(["layer1.1", "layer2.1"], classes)`` -> ``"Bottleneck"``."""
     found = {(classes or {}).get(key, "") for key in keys}
     name = found.pop() if len(found) == 1 else ""
-    return name if name.isidentifier() and not keyword.iskeyword(name) else ""
+    return name if name.isascii() and name.isidentifier() and not keyword.iskeyword(name) else ""
 
 
 def param_name(inst, col) -> str:

@@ -83,7 +83,7 @@ def _own_attributes(init, body, taken) -> bool:
                 own = j + 1 < len(parts) and parts[j + 1][0] == "a" and value.endswith("self.")
                 if kind == "t" and len(_OTHER.findall(value)) > own:
                     return False
-                if kind == "a" and (not attr_name(value).isidentifier() or keyword.iskeyword(value) or value in taken):
+                if kind == "a" and (not _ascii_ident(attr_name(value)) or keyword.iskeyword(value) or value in taken):
                     return False
     return True
 
@@ -380,3 +380,8 @@ def _rename_paths(emitter, paths) -> None:
     emitter.state = {moved(k): v for k, v in emitter.state.items()}
     emitter.origins = {moved(k): v for k, v in emitter.origins.items()}
     emitter.module_of = {v: moved(m) for v, m in emitter.module_of.items()}
+
+
+def _ascii_ident(name) -> bool:
+    """An identifier Python reads as written: ASCII (non-ASCII ones are NFKC-normalised; Note [untrusted names])."""
+    return name.isascii() and name.isidentifier()

@@ -41,12 +41,14 @@ def access(parts) -> str:
 def _usable(attr, path, defined, reserved) -> tuple | None:
     """The path's parts, when ``attr`` may move there: another name or two parts or more, names legal, the first not a
     number (``self_attention_dropout_1``, so named beside ``self_attention.dropout``, becomes its source's
-    ``self_attention_dropout`` once the other has moved)."""
+    ``self_attention_dropout`` once the other has moved). Names are ASCII (Note [untrusted names]): Python reads
+    ``self.aªlW`` as ``self.aalW`` (identifiers are NFKC-normalised), so the state_dict would not have the key
+    written."""
     parts = tuple(path.split("."))
     if attr not in defined or (len(parts) < 2 and parts[0] == attr) or parts[0].isdigit():
         return None
     for p in parts:
-        if not (p.isdigit() or (p.isidentifier() and not keyword.iskeyword(p) and p not in reserved)):
+        if not (p.isdigit() or (p.isascii() and p.isidentifier() and not keyword.iskeyword(p) and p not in reserved)):
             return None
     return parts
 
