@@ -83,13 +83,7 @@ def test_hostile_layer_names_convert_with_equal_gradients_or_are_refused(tmp_pat
 @pytest.mark.parametrize("to", ["keras-jax", "torch-xla"])
 def test_the_issues_colliding_names(tmp_path, to):
     """The hostile matrix's case: names that collide once sanitised paired the wrong gradients (4 of 5 differed)."""
-    def rename(config):
-        for old, new in zip(PLACEHOLDERS, ["Conv", "conv", "conv_1", "c-o-n-v", "con\x00v"]):
-            rename_everywhere(config, old, new)
-
-    src = edit_config(base_model(), tmp_path / "m.keras", rename)
-    run = CliRunner().invoke(main, ["convert", str(src), "--to", to, "-o", str(tmp_path / "out"), "--grad"])
-    check(run, tmp_path)
+    run = _convert_named(tmp_path, ["Conv", "conv", "conv_1", "c-o-n-v", "con\x00v"], to)
     assert run.exit_code == 0 and "gradients: 1 input(s) and 8 parameter(s)" in run.output, run.output
 
 
@@ -98,11 +92,17 @@ def test_a_name_python_normalises_keeps_its_weights(tmp_path, to):
     """Campaign of 2026-12-06 (exit 70 on torch-xla): ``aªlW`` is a Python identifier, but Python reads
     ``self.aªlW`` as ``self.aalW`` (NFKC), so the module's state_dict lacked the key portx wrote the weights under;
     source paths reach emitted code as ASCII names only (Note [untrusted names])."""
+    run = _convert_named(tmp_path, [" ", "self", "a\u00aalW", "\U00108be8g", "\x8b\U0009fc99\U00076ac3"], to)
+    assert run.exit_code == 0, run.output
+
+
+def _convert_named(tmp_path, names, to):
+    """``convert --grad`` of the base model with its layers named ``names``, checked as the fuzzer checks a run."""
     def rename(config):
-        for old, new in zip(PLACEHOLDERS, [" ", "self", "a\u00aalW", "\U00108be8g", "\x8b\U0009fc99\U00076ac3"]):
+        for old, new in zip(PLACEHOLDERS, names):
             rename_everywhere(config, old, new)
 
     src = edit_config(base_model(), tmp_path / "m.keras", rename)
     run = CliRunner().invoke(main, ["convert", str(src), "--to", to, "-o", str(tmp_path / "out"), "--grad"])
     check(run, tmp_path)
-    assert run.exit_code == 0, run.output
+    return run
