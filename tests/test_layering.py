@@ -138,30 +138,6 @@ def test_no_import_cycles_through_function_level_imports():
     assert cycle is None, "import cycle (function-level imports count): " + " -> ".join(cycle)
 
 
-#: modules that may import portx modules inside functions, and why (STYLE 6: a lazy import is for frameworks)
-LAZY = {
-    "portx": "``import portx`` stays light: ``portx.convert`` imports api (with JAX) on first use",
-    "portx.cli": "``portx --help`` imports no framework; the work's imports run under the signal handlers",
-    "portx.frontends": "one source's framework package only (torch, Keras, ONNX, TensorFlow)",
-    "portx.testing": "a pytest plugin loaded into every test session of a user who installed portx",
-    # modules other engineers were changing while these imports moved up (to move next)
-    "portx.frontends.jax": "to move", "portx.frontends.torch.dynamic": "to move",
-    "portx.frontends.torch.files": "to move", "portx.frontends.torch.source": "to move",
-    "portx.session.free_dims": "to move",
-    "portx.targets.torch_xla.emitter": "to move", "portx.targets.torch_xla.runtime": "to move",
-    "portx.targets.torch_xla.tpu": "to move", "portx.verification.streaming": "to move",
-    "portx.verification.trace": "to move",
-}
-
-
-def test_portx_modules_import_each_other_at_module_level():
-    """A function-level import of a portx module hides the dependency (and any cycle) from a reader; only the
-    modules of ``LAZY`` keep one, each for a framework's import time."""
-    bad = [f"{MODULES[module].relative_to(SRC)}:{line} imports {target} inside a function"
-           for module in MODULES if module not in LAZY for line, target, _, at_top in _imports(module)
-           if not at_top and target in MODULES and target != module]
-    assert not bad, "move these imports to the top of the module:\n" + "\n".join(bad)
-
 def test_no_private_names_cross_modules():
     bad = [f"{MODULES[module].relative_to(SRC)}:{line} imports {name} from {target}"
            for module, line, target, names in _edges() for name in names

@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from ...errors import MAX_INPUT_ELEMENTS, BadInput, Unsupported, UnsupportedOps
+from ...errors import BadInput, Unsupported, UnsupportedOps
 from ...ir import DTYPES, IMPORT_RULES, GraphBuilder, TensorType, Value
 from ...ir.builder import held_weight
 from ...ir.validate import IRError
@@ -255,6 +255,7 @@ class _Walker:
             self.fail(key, scope, str(exc))
 
     def bind(self, node, env, outs):
+        from ...errors import MAX_INPUT_ELEMENTS
 
         for tensor, value in zip(node.outputs, outs):
             known = tuple(tensor.shape)  # None: a free dim, any size
@@ -353,6 +354,7 @@ def input_types_for(model, overrides=None) -> list:
     """
     import keras
 
+    from ...errors import MAX_INPUT_ELEMENTS
 
     fn = functional_of(model)
     types = []
