@@ -109,7 +109,8 @@ def _slice_cut(model, forward, body, seg, graph, var_of, rebound):
     signature = ast.arguments([], [ast.arg("self")] + [ast.arg(a) for a in args], None, [], [], None, [])
     fn = ast.FunctionDef("block", signature, stmts + [returned], [], None)
     space = dict(forward.__globals__)
-    exec(compile(ast.fix_missing_locations(ast.Module([fn], [])), "<block>", "exec"), space)  # noqa: S102
+    code = compile(ast.fix_missing_locations(ast.Module([fn], [])), "<block>", "exec")
+    exec(code, space)  # noqa: S102  # trusted: lines of the model.py portx just emitted (Note [untrusted names])
     return given, lambda feed: _call(lambda *xs: space["block"](model, *xs), feed)
 
 

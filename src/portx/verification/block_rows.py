@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import first_line
 from .compare import DEFAULT_ATOL, DEFAULT_RTOL, make_inputs
 from ..session.report import first_failed
 from .streaming import Boundaries, block_row, compare_output, repeated_segments
@@ -81,7 +82,7 @@ def _row(seg, kind, cut, values, graph, atol, rtol):
 
 
 def _why(doing, exc) -> str:
-    return f"{doing} failed ({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})"
+    return f"{doing} failed ({type(exc).__name__}: {first_line(exc)})"
 
 
 def block_problem(rows) -> str:
