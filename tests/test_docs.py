@@ -1,12 +1,14 @@
 """Every code block in README.md and docs/*.md is tested (Note [tested docs]).
 
 Note [tested docs]: a fence says its language. Each ``python`` block runs as it stands, in a fresh interpreter,
-in a temporary folder holding the files the pages name: ``model.pt2`` (samples/tiny_cnn.pt2) and ``out/`` (its
-conversion with ``--export-tpu``), so every block is one a reader can paste; a block after ``<!-- docs-test:
-pytest FILE -->`` is written to FILE and run by pytest there. ``bash`` and ``yaml`` blocks: every ``portx``
-command is parsed by the real click commands (an unknown option, a bad value or a missing argument fails), every
-``./scripts/...`` named exists, every ``pip install 'portx[extra]'`` names an extra pyproject.toml declares;
-under PORTX_SLOW=1 the ``portx`` commands whose source is a fixture also run. ``text`` blocks are output shown as printed, not code. docs/cli.md must equal what
+in a temporary folder holding the files the pages name (tests/support/doc_fixtures.py: ``model.pt2``,
+``model.keras``, ``model.onnx``, a Hugging Face folder, ...) and ``out/`` (``model.pt2`` converted with
+``--export-tpu --explore``), so every block is one a reader can paste; a block after ``<!-- docs-test: pytest
+FILE -->`` is written to FILE and run by pytest there. ``bash`` and ``yaml`` blocks: every ``portx`` command is
+parsed by the real click commands (an unknown option, a bad value or a missing argument fails) and then run, the
+block's commands in order in one such folder, and must exit 0 (``portx explore`` must print its URL; it is then
+stopped); every ``./scripts/...`` named exists, every ``pip install 'portx[extra]'`` names an extra
+pyproject.toml declares. ``text`` blocks are output shown as printed, not code. docs/cli.md must equal what
 scripts/cli_reference.py writes.
 """
 from __future__ import annotations
@@ -18,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 import tomllib
 from pathlib import Path
 
@@ -141,17 +144,31 @@ def test_shell_commands_parse(page, block):
 
 @pytest.fixture(scope="module")
 def fixtures(tmp_path_factory):
-    """The files the pages name: ``model.pt2`` (samples/tiny_cnn.pt2) and ``out/``, its conversion."""
+    """The files the pages name (tests/support/doc_fixtures.py) and ``out/``: ``model.pt2`` converted with
+    ``--export-tpu --explore``."""
     folder = tmp_path_factory.mktemp("docs")
-    shutil.copy(ROOT / "samples" / "tiny_cnn.pt2", folder / "model.pt2")
+    subprocess.run([sys.executable, str(ROOT / "tests" / "support" / "doc_fixtures.py"), str(folder)],
+                   env=_env(), check=True, capture_output=True, timeout=900)
     portx = Path(sys.executable).parent / "portx"
-    subprocess.run([str(portx), "convert", "model.pt2", "-o", "out/", "--export-tpu", "--no-shard-proof"],
-                   cwd=folder, check=True, capture_output=True, timeout=900)
+    subprocess.run([str(portx), "convert", "model.pt2", "-o", "out/", "--export-tpu", "--explore",
+                    "--no-shard-proof"], cwd=folder, env=_env(), check=True, capture_output=True, timeout=900)
     return folder
 
 
-def _workdir(fixtures, tmp_path):
-    shutil.copytree(fixtures, tmp_path, dirs_exist_ok=True)
+def _env() -> dict:
+    """The pages' commands run as a user's would: Keras on JAX, one CPU device, portx from this checkout, and the
+    repository on the path (``full.pt`` pickles ``samples.make_samples.TinyCNN``)."""
+    env = {**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
+           "PYTHONUNBUFFERED": "1"}
+    env.pop("XLA_FLAGS", None)
+    return env
+
+
+def _workdir(fixtures, tmp_path, converted=True):
+    """A copy of the fixtures; without ``converted``, no ``out/`` (a shell block writes its own, as a reader
+    running it in a fresh folder would)."""
+    shutil.copytree(fixtures, tmp_path, dirs_exist_ok=True, ignore=None if converted else
+                    lambda folder, names: ["out"] if Path(folder) == fixtures else [])
     return tmp_path
 
 
@@ -169,25 +186,57 @@ def _script(block) -> str:
 @pytest.mark.parametrize("page,block", all_blocks("python"), ids=_block_id)
 def test_python_blocks_run(page, block, fixtures, tmp_path):
     cwd = _workdir(fixtures, tmp_path)
-    env = {**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": str(ROOT / "src")}
-    env.pop("XLA_FLAGS", None)
-    run = subprocess.run([sys.executable, "-c", _script(block)], cwd=cwd, env=env, capture_output=True, text=True,
+    run = subprocess.run([sys.executable, "-c", _script(block)], cwd=cwd, env=_env(), capture_output=True, text=True,
                          timeout=900)
     assert run.returncode == 0, f"{_where(page, block)}: the block failed:\n{(run.stdout + run.stderr)[-3000:]}"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("page,block", all_blocks("bash"), ids=_block_id)
+#: sources only the [tf] extra reads (CI installs it; without it the block that reads them is skipped)
+NEEDS_TF = {"saved_model_dir/", "legacy_tf_keras.h5"}
+
+
+def _portx_lines(block) -> list:
+    return [argv for argv in _shell_lines(block) if argv[:1] == ["portx"]]
+
+
+@pytest.mark.parametrize("page,block", [pb for pb in all_blocks() if pb[1]["lang"] in ("bash", "yaml")
+                                        and _portx_lines(pb[1])], ids=_block_id)
 def test_portx_commands_run_on_fixtures(page, block, fixtures, tmp_path):
-    cwd = _workdir(fixtures, tmp_path)
-    runnable = [argv for argv in _shell_lines(block)
-                if argv[:1] == ["portx"] and len(argv) > 2 and (cwd / argv[2]).exists()]
-    if not runnable:
-        pytest.skip("no command in this block reads a fixture")
+    """Every ``portx`` command of a block runs as written, in order, in one folder holding the fixtures, and exits
+    0 (``explore``: it serves and prints its URL, then is stopped)."""
+    cwd = _workdir(fixtures, tmp_path, converted=False)
+    commands = _portx_lines(block)
+    if NEEDS_TF & {arg for argv in commands for arg in argv} and not (fixtures / "saved_model_dir").exists():
+        pytest.skip("the [tf] extra is not installed (pip install 'portx[tf]')")
     portx = Path(sys.executable).parent / "portx"
-    for argv in runnable:
-        run = subprocess.run([str(portx), *argv[1:]], cwd=cwd, capture_output=True, text=True, timeout=900)
-        assert run.returncode in (0, 1), f"{_where(page, block)}: {shlex.join(argv)}: {run.stderr[-2000:]}"
+    for argv in commands:
+        source = argv[2] if len(argv) > 2 and not argv[2].startswith("-") else None
+        assert source is None or (cwd / source).exists(), \
+            f"{_where(page, block)}: {shlex.join(argv)}: no {source}: add it to tests/support/doc_fixtures.py"
+        if argv[1] == "explore":
+            _serves(page, block, [str(portx), *argv[1:]], cwd)
+            continue
+        run = subprocess.run([str(portx), *argv[1:]], cwd=cwd, env=_env(), capture_output=True, text=True,
+                             timeout=900)
+        assert run.returncode == 0, f"{_where(page, block)}: {shlex.join(argv)}: exit {run.returncode}\n" \
+                                    f"{(run.stdout + run.stderr)[-2000:]}"
+
+
+def _serves(page, block, command, cwd):
+    proc = subprocess.Popen(command, cwd=cwd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    try:
+        seen, deadline = [], time.monotonic() + 300
+        while time.monotonic() < deadline and not any("http://127.0.0.1:" in line for line in seen):
+            line = proc.stdout.readline()
+            if not line:
+                break
+            seen.append(line)
+        assert any("http://127.0.0.1:" in line for line in seen), \
+            f"{_where(page, block)}: {shlex.join(command[1:])} printed no URL: {''.join(seen)[-2000:]}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 def test_cli_reference_is_current():

@@ -99,6 +99,19 @@ def test_lambda_layer_refused_in_safe_mode_naming_the_layer(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("to", ["torch-xla", "keras-jax"])
+def test_lambda_layer_converts_with_unsafe_keras_as_the_ops_it_computes(tmp_path, to):
+    keras.utils.set_random_seed(0)
+    x = keras.Input((4,), name="features")
+    y = keras.layers.Lambda(lambda t: t * t * 2.0 + 1.0, name="square")(keras.layers.Dense(3)(x))
+    src = tmp_path / "lam.keras"
+    keras.Model(x, y).save(src)
+    code, text = _cli("convert", src, "--to", to, "-o", tmp_path / "out", "--unsafe-keras")
+    assert code == 0, text
+    emitted = (tmp_path / "out" / "model.py").read_text()
+    assert "square" in emitted and "lambda" not in emitted.lower()  # the ops (named by scope), not its Python
+
+
 def test_unsupported_keras_layers_are_all_listed_with_exit_3(tmp_path):
     x = keras.Input((6, 4))
     y = UnsupportedLayer(name="odd_a")(x)

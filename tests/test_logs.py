@@ -57,3 +57,30 @@ def test_a_failed_trace_prints_no_graph_through_the_api(tmp_path, capfd):
         portx.convert(_DataDependent(), example_inputs=(torch.randn(2, 3),), to="keras-jax", out=tmp_path / "o2",
                       debug=True)
     assert "def forward" in capfd.readouterr().err
+
+
+def test_tensorflow_that_keras_imports_behind_portx_prints_nothing(tmp_path):
+    """Note [tensorflow imported behind portx]: with the [tf] extra installed, Keras imports TensorFlow while
+    serialising a Lambda, and TensorFlow's native start-up lines bypass every logger; the CLI prints none of them
+    (and, with --debug, they are left alone)."""
+    import importlib.util
+    import os
+    import subprocess
+    import sys
+
+    import keras
+
+    if importlib.util.find_spec("tensorflow") is None:
+        pytest.skip("the [tf] extra is not installed (CI installs it)")
+    x = keras.Input((4,), name="features")
+    keras.Model(x, keras.layers.Lambda(lambda t: t * 2.0, name="double_it")(x)).save(tmp_path / "lam.keras")
+    env = {**os.environ, "KERAS_BACKEND": "jax"}
+    command = [sys.executable, "-m", "portx.cli", "convert", str(tmp_path / "lam.keras"), "--unsafe-keras",
+               "--no-verify"]
+    run = subprocess.run(command + ["-o", str(tmp_path / "out")], env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert not any(word in run.stderr for word in ("absl", "oneDNN", "cudart", "I0000")), run.stderr[-2000:]
+    debug = subprocess.run(command + ["-o", str(tmp_path / "out2"), "--debug"], env=env, capture_output=True,
+                           text=True, timeout=600)
+    assert debug.returncode == 0 and "absl" in debug.stderr  # --debug keeps what TensorFlow says

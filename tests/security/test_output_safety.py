@@ -98,6 +98,14 @@ def _report_json_and_a_subfolder(tmp, converted, source):
     return tmp / "out", source, r"holds files portx did not write \(data\)"
 
 
+def _explorer_folder_with_a_user_file(tmp, converted, source):
+    out = _portx_out(converted, tmp / "out")
+    (out / "explorer").mkdir()
+    (out / "explorer" / "graph.json").write_text("{}")
+    (out / "explorer" / "my_layout.txt").write_text("mine")
+    return out, source, r"holds files portx did not write \(explorer\)"
+
+
 def _portx_names_no_marker(tmp, converted, source):
     (tmp / "out").mkdir()
     (tmp / "out" / "model.py").write_text("# my own model.py")
@@ -148,8 +156,8 @@ def _dot_dot(tmp, converted, source):
 
 
 REFUSED = [_holds_source, _source_through_link, _user_folder, _portx_out_plus_notes, _report_json_and_a_subfolder,
-           _portx_names_no_marker, _model_py_is_a_link, _link_to_portx_out, _dangling_link, _link_loop, _self_loop,
-           _a_file, _name_too_long, _dot_dot]
+           _explorer_folder_with_a_user_file, _portx_names_no_marker, _model_py_is_a_link, _link_to_portx_out,
+           _dangling_link, _link_loop, _self_loop, _a_file, _name_too_long, _dot_dot]
 
 
 @pytest.mark.parametrize("force", [True, False], ids=["force", "plain"])
@@ -185,7 +193,7 @@ def test_cwd_its_parents_and_home_are_never_replaced(tmp_path, converted, source
 
 # ---- what --force does replace ----
 
-@pytest.mark.parametrize("kind", ["marker", "legacy", "empty"])
+@pytest.mark.parametrize("kind", ["marker", "legacy", "empty", "explore"])
 def test_force_replaces_portx_output_and_empty_folders(tmp_path, converted, source, kind):
     out = tmp_path / "out"
     if kind == "empty":
@@ -196,6 +204,10 @@ def test_force_replaces_portx_output_and_empty_folders(tmp_path, converted, sour
         (out / "__pycache__" / "model.cpython-311.pyc").write_bytes(b"\0")
     if kind == "legacy":  # written before the marker existed: report.json and portx's files only
         (out / MARKER).unlink()
+    if kind == "explore":  # --explore's folder of Model Explorer files
+        (out / "explorer").mkdir()
+        for name in ("graph.json", "node_data_tpu.json", "node_data_error.json"):
+            (out / "explorer" / name).write_text("{}")
     run = _run("convert", source, "-o", out, "--force", "--no-verify")
     assert run.exit_code == 0, run.output
     assert is_portx_output(out) == (True, "") and (out / MARKER).is_file()

@@ -52,6 +52,9 @@ PORTX_FILES = frozenset({MARKER, "model.py", "model.weights.h5", "model.weights.
 #: Hugging Face safetensors shards beside model.safetensors.index.json (targets/torch_xla/shards.py)
 _SHARD_FILES = re.compile(r"model_\d{5}\.weights\.h5|model-\d{5}-of-\d{5}\.safetensors"
                           r"|model\.safetensors\.index\.json")
+#: folders portx writes into OUT, and the files each may hold (None: anything; ``explorer/`` is --explore's,
+#: reporting/explorer.py)
+_PORTX_DIRS = {"__pycache__": None, "explorer": re.compile(r"graph\.json|node_data_\w+\.json")}
 _STOP = frozenset({signal.SIGINT, signal.SIGTERM})
 _FULL = {errno.ENOSPC: "the disk is full", errno.EFBIG: "a file reached the file size limit",
          getattr(errno, "EDQUOT", 122): "the disk quota is used up"}
@@ -108,6 +111,18 @@ def _portx_file(name) -> bool:
     return name in PORTX_FILES or _SHARD_FILES.fullmatch(name) is not None
 
 
+def _portx_dir(entry) -> bool:
+    """True for a folder portx writes into OUT that holds only the files portx writes there."""
+    if entry.name not in _PORTX_DIRS:
+        return False
+    names = _PORTX_DIRS[entry.name]
+    try:
+        return names is None or all(e.is_file(follow_symlinks=False) and names.fullmatch(e.name)
+                                    for e in os.scandir(entry.path))
+    except OSError:
+        return False
+
+
 def is_portx_output(folder) -> tuple:
     """(True, "") when ``folder`` holds only what portx writes, and its marker or report.json; else (False, why).
 
@@ -118,8 +133,8 @@ def is_portx_output(folder) -> tuple:
     except OSError as exc:
         return False, f"it cannot be read ({exc.strerror})"
     names = {e.name for e in entries}
-    foreign = sorted(e.name for e in entries if not _portx_file(e.name) or e.is_symlink()
-                     or e.is_dir(follow_symlinks=False) != (e.name == "__pycache__"))
+    foreign = sorted(e.name for e in entries if e.is_symlink() or not (
+        _portx_dir(e) if e.is_dir(follow_symlinks=False) else _portx_file(e.name) and e.name not in _PORTX_DIRS))
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
         return False, f"it holds files portx did not write ({shown})"

@@ -283,8 +283,6 @@ def _is_keras_tensor(x) -> bool:
 def _missing_reason(op) -> str:
     import keras
 
-    if isinstance(op, keras.layers.Lambda):
-        return "Lambda runs Python code that portx cannot convert; rewrite it as a layer"
     if isinstance(op, keras.Model):
         return "subclassed model without a functional graph"
     return ""

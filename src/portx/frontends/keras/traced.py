@@ -10,7 +10,10 @@ graph with the layer's scope in front of JAX's name stack (``vit_encoder.transfo
 Variables become parameters named by their Keras path under the layer's scope; a variable read by two
 traced layers (tied embeddings) is stored once. A primitive without a rule fails the layer (keyed by its
 class, naming the primitive), and so does a call JAX cannot trace (a Python-side cache, a branch on a
-tensor's value); both are collected with the walker's other failures.
+tensor's value); both are collected with the walker's other failures. A ``Lambda`` layer is traced the same way:
+one reaches the walker only from a live model (the user's own code) or from a file Keras loaded with
+``safe_mode=False`` (``--unsafe-keras``, the user's trust; Note [keras safe mode] in files.py), so its code has
+run already, and the emitted model holds the ops it computes, not its Python.
 
 Example:
     >>> outs = trace_layer(walker, node, "encoder", [x_value])  # inside _Walker.visit
@@ -29,11 +32,10 @@ __all__ = ["trace_layer", "trace_function", "traceable"]
 
 
 def traceable(operation) -> bool:
-    """True for a Keras layer whose ``call`` can be traced (not Lambda: its code is refused separately)."""
+    """True for a Keras layer whose ``call`` can be traced (Lambda too: Note [keras composite layers])."""
     import keras
 
-    return isinstance(operation, keras.layers.Layer) and not isinstance(
-        operation, (keras.layers.Lambda, keras.layers.InputLayer))
+    return isinstance(operation, keras.layers.Layer) and not isinstance(operation, keras.layers.InputLayer)
 
 
 def _cause(exc) -> str:

@@ -6,15 +6,14 @@ Example:
 """
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
 
 from ...errors import BadInput, UnsupportedOps, first_line
+from ...logs import quiet_native_logs
 from ..onnx.source import OnnxSource, load_onnx_source
 
 __all__ = ["TF_OPSET", "EXTRA_HINT", "TfSource", "quiet_native_logs", "import_tf", "to_onnx", "tf_source"]
@@ -45,21 +44,6 @@ class TfSource(OnnxSource):
         """The same model at other input sizes (BadInput where a dim is fixed; see ``OnnxSource.resized``)."""
         other = super().resized(sizes)
         return TfSource(self.proto, other.input_types, self.label, self.reference)
-
-
-@contextlib.contextmanager
-def quiet_native_logs():
-    """Within the block, file descriptor 2 goes to /dev/null: TensorFlow 2.21's C++ start-up lines (oneDNN,
-    CUDA probing) ignore TF_CPP_MIN_LOG_LEVEL and write there directly. Python exceptions are unaffected."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    try:
-        with open(os.devnull, "wb") as null:
-            os.dup2(null.fileno(), 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
 
 
 def import_tf(label):
