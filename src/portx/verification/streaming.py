@@ -39,7 +39,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import Graph
+from ..ir.types import TensorType, Value
 from ..passes.blocks import block_of, block_runs
+from ..weights import release_pages
 from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare_arrays, make_inputs
 from ..session.report import BlockRow, OutputError, first_failed
 
@@ -128,8 +130,6 @@ def subgraph(graph, seg, float32=False) -> Graph:
 
 def _as_float32(graph) -> Graph:
     """``graph`` with bfloat16 (and float16) values and params widened to float32: the exact run of a block."""
-    from ..ir.types import TensorType, Value
-
     def wide(v):
         if v is None or v.type.dtype not in _NARROW:
             return v
@@ -262,8 +262,6 @@ def _attr_key(value):
 def verify_streaming(src, graph, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> dict:
     """``report["verification"]`` of a model above the weight budget (Note [weight budget] in budget.py): the
     blocks verified one at a time on seeded inputs, each weight's mapped pages released after its last use."""
-    from ..weights import release_pages
-
     report = stream_verify(src, graph, target, make_inputs(graph, seed=seed), atol, rtol,
                            release=lambda key, tensor: release_pages(tensor),
                            release_params=lambda names: [release_pages(graph.params[n]) for n in names])
