@@ -138,6 +138,29 @@ def test_no_import_cycles_through_function_level_imports():
     assert cycle is None, "import cycle (function-level imports count): " + " -> ".join(cycle)
 
 
+#: modules that may import portx modules inside functions, and why (STYLE 6: a lazy import is for frameworks)
+LAZY = {
+    "portx": "``import portx`` stays light: ``portx.convert`` imports api (with JAX) on first use",
+    "portx.cli": "``portx --help`` imports no framework; the work's imports run under the signal handlers",
+    "portx.frontends": "one source's framework package only (torch, Keras, ONNX, TensorFlow)",
+    "portx.testing": "a pytest plugin loaded into every test session of a user who installed portx",
+    "portx.session.free_dims": "``frontends.torch.arrays`` imports torch; api imports this module for every source, "
+                               "and only a torch source's stepped dim runs that import",
+}
+
+
+def test_portx_modules_import_each_other_at_module_level():
+    """A function-level import of a portx module hides the dependency (and any cycle) from a reader; only the
+    modules of ``LAZY`` keep one, each for a framework's import time."""
+    bad = [f"{MODULES[module].relative_to(SRC)}:{line} imports {target} inside a function"
+           for module in MODULES if module not in LAZY for line, target, _, at_top in _imports(module)
+           if not at_top and target in MODULES and target != module]
+    assert not bad, "move these imports to the top of the module:\n" + "\n".join(bad)
+    lazy = {module for module in MODULES for _, target, _, at_top in _imports(module)
+            if not at_top and target in MODULES and target != module}
+    assert set(LAZY) <= lazy, f"LAZY names modules with no lazy portx import (drop them): {sorted(set(LAZY) - lazy)}"
+
+
 def test_no_private_names_cross_modules():
     bad = [f"{MODULES[module].relative_to(SRC)}:{line} imports {name} from {target}"
            for module, line, target, names in _edges() for name in names

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .ir import REGISTRY
 from .passes.legalize import load_table
 from .targets import find_target
 
@@ -18,7 +19,6 @@ def op_table(target=None) -> list:
 
     ``target`` is a target name or alias (``"tpu"``, ``"torch_xla"``). Example: ``op_table("tpu")[0]["status"]``.
     """
-    from .ir import REGISTRY
 
     found = find_target(target, "--target") if target else None
     table = load_table(found.table) if target else {}

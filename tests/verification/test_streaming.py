@@ -1,5 +1,8 @@
 """Block-by-block verification (verification/streaming.py): a decoder cut into its blocks, each emitted and run on
 the source's own values, weights handed back after their last use, and an error found in the block that makes it."""
+import gc
+import weakref
+
 import numpy as np
 import pytest
 import torch
@@ -85,6 +88,30 @@ def test_the_source_runs_only_as_far_as_the_next_block_needs(decoder):
     block_0 = min(i for i, (who, what) in enumerate(events) if who == "block" and ".layers.0." in what)
     source_1 = min(i for i, (who, what) in enumerate(events) if who == "source" and ".layers.1." in what)
     assert block_0 < source_1, events
+
+
+def test_a_forgotten_segment_model_is_freed_before_the_next_is_built(decoder):
+    """Note [dropped segment models]: the glue's Keras model (a web of reference cycles) is gone when the first
+    block's model is built, and that block's when the head's is, whenever the cyclic GC would run (off here)."""
+    src, graph = decoder
+    keras_jax = TARGETS["keras-jax"]
+    graph = _graph(src, graph, keras_jax)
+    models, alive = [], []
+
+    class Recording(type(keras_jax)):
+        def build(self, sub):
+            alive.append(sum(ref() is not None for ref in models))
+            model = super().build(sub)
+            models.append(weakref.ref(model))
+            return model
+
+    gc.disable()
+    try:
+        report = stream_verify(src, graph, Recording(), make_inputs(graph, seed=0))
+    finally:
+        gc.enable()
+    assert report["passed"], report
+    assert alive == [0, 0, 0]  # the glue, block 0 (block 1 reuses its model), the head
 
 
 @pytest.mark.parametrize("to", ["keras-jax", "torch-xla"])

@@ -11,6 +11,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Node, fresh_name, param_value
+from ..ops.conv import CONV
+from ..ops.dropout import DROPOUT
+from ..ops.norm import BATCH_NORM
+from ..ops.pool.adaptive import ADAPTIVE_AVG_POOL, ADAPTIVE_MAX_POOL
+from ..ops.reduce import REDUCE
+from ..ops.shape import PERMUTE, RESHAPE
 
 __all__ = ["remove_dead_nodes", "merge_reshapes_and_permutes", "fold_pool_then_reshape", "fold_batch_norm",
            "drop_dropout", "drop_zero_dropout"]
@@ -40,7 +46,6 @@ def merge_reshapes_and_permutes(graph: Graph) -> Graph:
         %c = permute(%b) {perm=(1, 0, 2)}
         %d = permute(%c) {perm=(1, 0, 2)}                 ->   (gone: %d is %b)
     """
-    from ..ops.shape import PERMUTE, RESHAPE
 
     producer = {}
     alias = {}  # Value -> the Value that replaces it
@@ -69,8 +74,6 @@ def merge_reshapes_and_permutes(graph: Graph) -> Graph:
 
 
 def _is_identity(node) -> bool:
-    from ..ops.shape import RESHAPE
-
     if node.op is RESHAPE:
         return node.inputs[0].type.shape == node.output.type.shape
     return tuple(node.attrs["perm"]) == tuple(range(len(node.attrs["perm"])))
@@ -89,8 +92,6 @@ def fold_pool_then_reshape(graph: Graph) -> Graph:
         %p: float32[1x16x1x1] = adaptive_avg_pool(%x) {size=(1, 1)}  # pool
         %v: float32[1x16] = reshape(%p) {shape=(1, 16)}   ->   %v = mean(%x) {axes=(2, 3), keepdims=False}  # pool
     """
-    from ..ops.reduce import REDUCE
-    from ..ops.shape import RESHAPE
 
     users = graph.users()
     replaced, dropped = {}, set()
@@ -113,8 +114,6 @@ def fold_pool_then_reshape(graph: Graph) -> Graph:
 
 def _pooled_axes(node):
     """("mean" or "amax", the reduced axes) of a reduction that keeps them or a global adaptive pool; else None."""
-    from ..ops.pool.adaptive import ADAPTIVE_AVG_POOL, ADAPTIVE_MAX_POOL
-    from ..ops.reduce import REDUCE
 
     if (node.op is REDUCE["mean"] or node.op is REDUCE["amax"]) and node.attrs["keepdims"]:
         return node.op.name, tuple(sorted(node.attrs["axes"]))
@@ -139,8 +138,6 @@ def fold_batch_norm(graph: Graph) -> Graph:
         %c = conv(%x, %w, %b) {...}          # stem.0
         %y = batch_norm(%c, %g, %beta, %m, %v) {eps=1e-05}   ->   %y = conv(%x, %w', %b') {...}  # stem.0
     """
-    from ..ops.conv import CONV
-    from ..ops.norm import BATCH_NORM
 
     producer = {o: n for n in graph.nodes for o in n.outputs}
     users = graph.users()
@@ -224,7 +221,6 @@ def drop_zero_dropout(graph: Graph) -> Graph:
 def _remove_dropouts(graph: Graph, which, record: bool) -> Graph:
     """``graph`` without the dropouts ``which(node)`` selects, each read of one replaced by its input; a dropout
     that would leave a graph input or parameter as a graph output stays. ``record``: list each in meta["dropped"]."""
-    from ..ops.dropout import DROPOUT
 
     alias, nodes, dropped = {}, [], list(graph.meta.get("dropped", ()))
     kept_outputs = set(graph.outputs)

@@ -15,13 +15,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import UnsupportedOps
+from ..ops.random import RANDOM_OPS
 
 __all__ = ["live_values", "constant_outputs", "evaluate_constant"]
 
 
 def live_values(graph) -> set:
     """The values computed at run time: from the graph's inputs (the inputs included) or from a random draw."""
-    from ..ops.random import RANDOM_OPS
 
     live = set(graph.inputs)
     for node in graph.nodes:
@@ -32,7 +32,6 @@ def live_values(graph) -> set:
 
 def evaluate_constant(graph, value) -> np.ndarray:
     """``value`` (one no input reaches) evaluated with each op's NumPy reference, in its IR dtype."""
-    from ..ops.random import RANDOM_OPS
 
     producer = {out: node for node in graph.nodes for out in node.outputs}
     env = {}

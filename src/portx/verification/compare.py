@@ -31,6 +31,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ops.embedding import EMBEDDING
+from ..ops.random import RANDOM_OPS, support_problem
+from ..ops.shape.index import GATHER, INDEX_SELECT
 from ..options import DEFAULT_ATOL, DEFAULT_RTOL  # defined with the option groups, re-exported here
 from ..weights import release_pages
 
@@ -59,9 +62,6 @@ def low_precision_tol(*arrays) -> float:
 
 
 def _indexing_ops():
-    from ..ops.embedding import EMBEDDING
-    from ..ops.shape.index import GATHER, INDEX_SELECT
-
     return (EMBEDDING, GATHER, INDEX_SELECT)
 
 
@@ -215,7 +215,6 @@ def compare(expected: list, got: list, names: list, atol=DEFAULT_ATOL, rtol=DEFA
 def random_outputs(graph) -> dict:
     """{output name: (the random node it depends on, whether it is that node's own output)} for every graph
     output computed from a random op (``ops.random.RANDOM_OPS``): its numbers cannot match the source's."""
-    from ..ops.random import RANDOM_OPS
 
     drawn = {}
     for node in graph.nodes:
@@ -277,7 +276,6 @@ def random_note(name, node) -> str:
 def compare_random(expected, got, node, direct) -> dict:
     """A random output against the source's: same shape and dtype kind; the random node's own output lies in its
     distribution's support (``ops.random.support_problem``), a derived one has NaN only where the source does."""
-    from ..ops.random import support_problem
 
     e, g = np.asarray(expected), np.asarray(got)
     problem = ""

@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import first_line
 from ..ops.elementwise import CAST
 from ..passes.layout import graph_arrays, source_arrays
-from .compare import make_inputs
+from .compare import compare, make_inputs, narrow_outputs, random_note, random_outputs, sign_free_outputs
 
 __all__ = ["RowsMix", "cycled", "example_arrays", "expected_outputs", "example_fraction", "in_domain", "sized_batch",
            "status_outputs", "verification_batches", "verify_in_domain"]
@@ -179,7 +179,6 @@ def verify_in_domain(src, graph, model, target, seed, atol, rtol, shapes=None) -
     """(result, arrays): ``compare`` of the source and the loaded ``model`` on each of ``verification_batches``
     (at ``shapes``); ``result["batches"]`` says which passed, ``result["notes"]`` why inputs were replaced, and
     ``arrays`` is the first batch that differs (else the first batch; None when verification was skipped)."""
-    from .compare import compare, narrow_outputs, random_note, random_outputs, sign_free_outputs
 
     batches, notes = verification_batches(src, graph, seed, shapes)
     if not batches:

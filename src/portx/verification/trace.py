@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..progress import step
 from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare_arrays, run_reference
 from .memory import release
 
@@ -160,8 +161,6 @@ def _flat_for_trace(target, graph, names, code, model, scratch) -> tuple:
 
 
 def _traced(target, graph, model, names, arrays, atol, rtol, code, passed, budget) -> dict:
-    from ..progress import step
-
     began, stopped = time.perf_counter(), None
     added = graph.meta.get("layout_transposes", ())
     traced = [v for node in graph.nodes for v in node.outputs

@@ -35,6 +35,7 @@ from ...ir.builder import holds_trainable
 from ...ir.types import FLOAT8
 from ...ir.validate import IRError
 from ...progress import counted
+from ... import ops  # noqa: F401  (registers every family's import rules)
 from ...ops.elementwise import CAST
 from ..call import ImportCall
 from .control import CONTROL_PRIMITIVES, lower_control
@@ -356,8 +357,6 @@ def inline_jaxpr(builder, closed_jaxpr, args, scope="", hooks=None) -> tuple:
     caller's own primitives to ``fn(eqn, input Values, scope) -> output Values`` (Unsupported: a failure).
     Example: ``outs, failures = inline_jaxpr(builder, jax.make_jaxpr(f)(w, x), [Const(w, "fc.w"), x_value], "fc")``.
     """
-    import portx.ops  # noqa: F401  (registers the import rules)
-
     low = _Lowering(builder.name, builder, keep_iota=True, hooks=hooks)
     with jax.default_device(jax.devices("cpu")[0]):
         outs = low.inline(closed_jaxpr, list(args), scope)
@@ -375,8 +374,6 @@ def lower_jaxpr(closed_jaxpr, input_names, param_arrays, name="model", trainable
     the weights that train in the source (``meta["trainable"]``); ``record``, a list, gets each equation walked.
     Example: ``lower_jaxpr(jax.make_jaxpr(f)(w, x), ["x"], {"w": w})``.
     """
-    import portx.ops  # noqa: F401  (registers the import rules)
-
     jaxpr, params = closed_jaxpr.jaxpr, _pairs(param_arrays)
     if len(params) + len(input_names) != len(jaxpr.invars):
         raise BadInput(f"jaxpr {name}: {len(jaxpr.invars)} inputs, but {len(params)} params and "

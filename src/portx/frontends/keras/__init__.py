@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from ...errors import BadInput, Unsupported, UnsupportedOps
+from ...errors import MAX_INPUT_ELEMENTS, BadInput, Unsupported, UnsupportedOps
 from ...ir import DTYPES, IMPORT_RULES, GraphBuilder, TensorType, Value
 from ...ir.builder import held_weight
 from ...ir.validate import IRError
@@ -255,8 +255,6 @@ class _Walker:
             self.fail(key, scope, str(exc))
 
     def bind(self, node, env, outs):
-        from ...errors import MAX_INPUT_ELEMENTS
-
         for tensor, value in zip(node.outputs, outs):
             known = tuple(tensor.shape)  # None: a free dim, any size
             if value is not None and math.prod(value.type.shape) > MAX_INPUT_ELEMENTS:
@@ -351,8 +349,6 @@ def input_types_for(model, overrides=None) -> list:
     (Note [keras input checks]), before anything is allocated.
     """
     import keras
-
-    from ...errors import MAX_INPUT_ELEMENTS
 
     fn = functional_of(model)
     types = []

@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from ...errors import MAX_INPUT_ELEMENTS, BadInput, Unsupported, UnsupportedOps, first_line
-from ...ir import IRError
+from ...ir import IRError, TensorType
 from ..input_spec import parse_input_spec
 from .files import check_proto, infer_shapes, read_model
 from .tensors import dtype_name
@@ -172,8 +172,6 @@ def _symbol(name: str) -> str:
 def _static_types(proto, input_types, label) -> dict:
     """{value name: TensorType} from strict ONNX shape inference with the inputs pinned to ``input_types``."""
     import onnx
-
-    from ...ir import TensorType
 
     pinned = onnx.ModelProto()
     pinned.CopyFrom(proto)

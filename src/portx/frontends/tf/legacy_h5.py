@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import BadInput, first_line
+from ..keras.files import checked_config
 from .source import EXTRA_HINT, TF_OPSET, TfSource, import_tf, tf_source, to_onnx
 
 __all__ = ["LEGACY_H5_CLASSES", "load_legacy_h5"]
@@ -21,8 +22,6 @@ LEGACY_H5_CLASSES = frozenset({"TFOpLambda", "SlicingOpLambda"})
 
 def load_legacy_h5(path, input_specs=(), unsafe=False) -> TfSource:
     """A TfSource for a tf.keras 2 ``.h5`` file Keras 3 cannot read (Note [tf sources])."""
-    from ..keras.files import checked_config
-
     label = str(path)
     checked_config(Path(path), unsafe)  # safe mode: no Lambda code, before tf_keras reads anything
     tf, tf2onnx = import_tf(label)

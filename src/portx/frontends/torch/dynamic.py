@@ -6,6 +6,7 @@ Example:
 from __future__ import annotations
 
 from ...errors import NotTpuLegal, UnsupportedOps
+from ...ir import DTYPES
 from .names import op_name, scope_of
 
 __all__ = ["data_dependent_ops", "refuse_data_dependent", "explain_export_failure", "computed_at_run_time",
@@ -122,8 +123,6 @@ def unrepresentable_values(ep) -> list:
     """(op or input, [scope], reason) per program value the IR cannot hold: a dtype it has no name for
     (complex32 from ``x.chalf()``, float8) or a sparse layout (CSR/COO: the targets compute on dense arrays)."""
     import torch
-
-    from ...ir import DTYPES
 
     items = []
     for n in ep.graph.nodes:

@@ -23,6 +23,7 @@ from ...ir import batch_inputs
 from ..input_spec import parse_input_spec
 from . import export_module
 from .live import from_module
+from .pt2 import load_pt2_safely
 from .source import TorchSource
 from .symbols import export_free, symbol_rows
 
@@ -47,8 +48,6 @@ def _example_from_specs(specs, path) -> tuple:
 
 
 def _load_pt2(path, trust_pickle=False) -> TorchSource:
-    from .pt2 import load_pt2_safely
-
     try:
         ep, notes = load_pt2_safely(path, trust_pickle)
     except BadInput:

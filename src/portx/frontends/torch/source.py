@@ -16,6 +16,7 @@ import torch
 from ...errors import BadInput, first_line
 from . import export_module, lower_exported, walk_program
 from .arrays import array_of
+from .intermediates import source_intermediates, stream_intermediates
 from .symbols import divisor, export_free, hints_at, input_symbols, resized_at, size_hints
 
 __all__ = ["TorchSource", "resize_tensor", "output_structure"]
@@ -133,14 +134,10 @@ class TorchSource:
 
     def intermediates(self, arrays, keep=None, release=None) -> dict:
         """IR value name -> the program's own intermediate on ``arrays`` (see torch_intermediates.py)."""
-        from .intermediates import source_intermediates
-
         return source_intermediates(self, arrays, keep, release)
 
     def stream_intermediates(self, arrays, keep=None, release=None) -> tuple:
         """``intermediates`` made one at a time, as far as asked: (their names, an iterator of (name, value))."""
-        from .intermediates import stream_intermediates
-
         return stream_intermediates(self, arrays, keep, release)
 
 

@@ -13,6 +13,7 @@ from ..elementwise import BINARY, CAST, WHERE
 from ..elementwise.from_onnx import scalar
 from ..elementwise.unary import UNARY
 from ..reduce import ARGMAX
+from ..shape.from_onnx import reshaped
 from .._util import norm_axis
 
 __all__ = []
@@ -76,8 +77,6 @@ def _one_hot_from_onnx(call):
     wrapped = call.emit(WHERE, [negative, call.emit(BINARY["add"], [indices, scalar(call, depth, indices)]), indices])
     shape = list(indices.type.shape)
     shape.insert(axis, 1)
-    from ..shape.from_onnx import reshaped
-
     hit = call.emit(BINARY["eq"], [reshaped(call, wrapped, shape), _iota(call, depth, axis, rank, indices.type.dtype)])
     off, on = (call.const(np.asarray(v)) for v in np.asarray(values).reshape(-1)[:2])
     return call.emit(WHERE, [hit, on, off])

@@ -14,6 +14,7 @@ Example:
 """
 from __future__ import annotations
 
+from ...ops.random import RANDOM_OPS
 from ..codegen import literal
 from ..constants import evaluate_constant
 from ..size_checks import size_checks
@@ -125,7 +126,6 @@ class DrawModel(keras.Model):
 
 def draws_random(graph) -> bool:
     """True when ``graph`` holds a random op (``ops.random.RANDOM_OPS``): it is drawn at run time, never stored."""
-    from ...ops.random import RANDOM_OPS
 
     return any(node.op in RANDOM_OPS for node in graph.nodes)
 

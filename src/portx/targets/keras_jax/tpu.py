@@ -11,6 +11,7 @@ Example:
 """
 from __future__ import annotations
 
+from ...progress import step
 from ..stablehlo import input_specs, scan_stablehlo
 
 __all__ = ["prove_tpu_lowering", "export_artifact", "stateless_fn"]
@@ -46,7 +47,6 @@ def _export(model, graph, platforms):
 
 def prove_tpu_lowering(model, graph) -> dict:
     """Lower ``model`` for TPU; returns {"verdict": "ok"|"problems"|"failed", "problems", "ops", ...}."""
-    from ...progress import step
 
     step(0, 2, "jax.export for platform tpu")
     try:

@@ -24,6 +24,7 @@ from pathlib import Path
 from ...ir import DTYPES, IRError, SymDim
 from ...ops._util import kind
 from ...ops.dropout import DROPOUT
+from ...progress import watch
 from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal
 from ..size_checks import write_forward_checks
 from .blocks import write_modules
@@ -245,7 +246,6 @@ def emit_torch(graph, out_dir, max_shard_size=None) -> dict:
     emitter.max_shard_size = max_shard_size
     code_path = out_dir / "model.py"
     code_path.write_text(emitter.emit_graph(), encoding="utf-8")
-    from ...progress import watch
 
     build = import_by_path(code_path).build_model
     with watch(code_path, "build_model", "building the torch module"):  # progress.py: follows build_model's lines

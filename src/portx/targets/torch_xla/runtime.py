@@ -15,6 +15,8 @@ import numpy as np
 
 from ...ir.types import VIEWED_AS_INT
 from ..codegen import flatten_outputs, import_by_path
+from .emitter import TorchEmitter
+from .shards import module_on
 
 __all__ = ["build_in_memory", "load_folder", "run_torch", "run_torch_with_locals", "tensor_of", "numpy_of"]
 
@@ -28,9 +30,6 @@ def load_folder(path):
 def build_in_memory(graph):
     """``graph``'s module in eval mode, holding the arrays its emit rules give, with no weights file written or read
     (Note [torch segments in memory]). Example: ``run_torch(build_in_memory(segment_graph), arrays)``."""
-    from .emitter import TorchEmitter
-    from .shards import module_on
-
     emitter = TorchEmitter(graph)
     with tempfile.TemporaryDirectory(prefix="portx-segment-") as folder:
         path = Path(folder) / "model.py"

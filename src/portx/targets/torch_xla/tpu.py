@@ -19,6 +19,7 @@ import importlib.util
 
 import numpy as np
 
+from ...progress import step
 from ..stablehlo import input_specs, scan_stablehlo
 
 __all__ = ["prove_torch_tpu_lowering", "run_on_torch_xla"]
@@ -77,7 +78,6 @@ def prove_torch_tpu_lowering(module, graph) -> dict:
         return {"verdict": "skipped", "via": "torchax", "problems": [],
                 "why": "torchax is not installed (a dependency of portx: pip install torchax==0.0.14.dev20261026)"}
     free, note = sorted(graph.meta.get("free", {}).get("dims", {})), None
-    from ...progress import step
 
     step(0, 2, "lowering through torchax for platform tpu")
     try:
