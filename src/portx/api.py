@@ -23,7 +23,7 @@ from .passes.legalize import status_of  # noqa: E402
 from .oplist import op_table  # noqa: E402
 from .session.conversion import Conversion, ConversionResult  # noqa: E402
 from .reporting import explorer  # noqa: E402  (Model Explorer: `portx explore` reaches it through api)
-from .session.free_dims import lower_for  # noqa: E402
+from .session.dims import lower_for  # noqa: E402
 from .session.sections import inventory  # noqa: E402
 from .targets import TARGETS, find_target  # noqa: E402
 from .targets.codegen import missing_emit_rules  # noqa: E402
@@ -95,7 +95,7 @@ def convert(source, to="keras-jax", *, example_inputs=None, trust=Trust(), shape
     The batch (axis 0 of every input) stays free: the emitted model runs at any batch size, and is verified
     at the example's, 1 and 8 (``report["dynamic"]``). ``shapes.static_batch=N`` pins it to N instead;
     ``shapes.dynamic=["x:1"]`` frees more axes (torch.export Dims and Keras None dims are free already). A dim the
-    model fixes is pinned with a warning naming the op (Note [free dims] in ir/types.py; session/free_dims.py).
+    model fixes is pinned with a warning naming the op (Note [free dims] in ir/types.py; session/dims/).
 
     ``shapes.io_layout``: "source", "channels-last" or "channels-first" (report["layout"] says which).
     ``output.explore`` also writes OUT/explorer/: Model Explorer graph JSON and overlays (reporting/explorer.py).

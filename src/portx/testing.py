@@ -87,7 +87,7 @@ def assert_equivalent(source, converted, inputs=None, *, example_inputs=None, tr
     errors. Example: ``assert_equivalent(net, "out/", example_inputs=(x,), checks=Checks(samples=3, atol=1e-4))``.
     """
     os.environ.setdefault("KERAS_BACKEND", "jax")  # as the API does, before anything imports Keras
-    from .session.free_dims import lower_for
+    from .session.dims import lower_for
     from .verification.recheck import check_converted, open_converted
 
     groups = grouped("assert_equivalent", legacy, trust=trust, checks=checks, shapes=shapes)

@@ -172,7 +172,7 @@ class OpRow(_Typed):
 class DynamicDim(_Typed):
     """report["dynamic"][i]: one candidate free dim, whether it stayed free, and its checks per size. ``step``: the
     free dim takes the example's size plus multiples of it only (1: any size; Note [divided dims] in
-    session/free_dims.py); None for a dim that stayed pinned."""
+    session/dims/find.py); None for a dim that stayed pinned."""
 
     OMITTED = ("torch_symbol", "found_by")
     symbol: str

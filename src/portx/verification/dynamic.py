@@ -1,6 +1,6 @@
 """Free dimensions checked (Note [free dims] in ir/types.py): the converted model at several sizes of each.
 
-Which dims stay free is decided by the conversion (session/free_dims.py); ``verify_sizes`` runs the source and
+Which dims stay free is decided by the conversion (session/dims/); ``verify_sizes`` runs the source and
 the converted model at several sizes of each free dim (the batch at the example's, 1 and 8, its reference the
 source on row chunks of the example's batch: Note [rows independent] in chunks.py) and reports each;
 ``verify_example`` is convert's own check at the example's shapes.

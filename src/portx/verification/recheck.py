@@ -219,7 +219,7 @@ def check_converted(src, converted, *, lower, batch=None, samples=1, seed=0, ato
     """Compare a loaded source with a converted model; returns the report (see ``verify_converted``).
 
     ``lower(src, target, skip, raw, io_layout, free)``: the source's graph as convert emits it, with its free dims
-    (session/free_dims.py ``lower_for``; passed in, as verification never imports the session).
+    (session/dims/lower.py ``lower_for``; passed in, as verification never imports the session).
 
     ``grad`` also compares gradients (``report.gradients``); a difference fails the report. ``stages``: a
     ``progress.Stages`` that times and shows the steps (pair, samples, trace, grad).

@@ -2,7 +2,7 @@
 
 ``plan_dims`` lists the candidates: the batch (axis 0 of every input) unless ``--static-batch``, the dims the
 source declares (torch.export Dims, Keras None dims, ONNX dim_params) and ``--dynamic NAME:AXIS`` ones;
-``pinned_batch`` is the source at ``--static-batch n``. free_dims.py decides which of them stay free.
+``pinned_batch`` is the source at ``--static-batch n``. find.py decides which of them stay free.
 
 Example:
     >>> dims = plan_dims(src, graph, dynamic=["x:1"])
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 
-from ..errors import BadInput
-from ..ir import batch_inputs
-from ..passes.layout import graph_axis
+from ...errors import BadInput
+from ...ir import batch_inputs
+from ...passes.layout import graph_axis
 
 __all__ = ["plan_dims", "parse_dynamic", "check_static_batch", "pinned_batch"]
 
