@@ -13,7 +13,8 @@ in the order the conversion makes them.
    (``verify_sizes``, verification/dynamic.py, which picks the sizes: ``sample_sizes``) find wrong, and emits
    again; ``dynamic_report`` is report.json's ``dynamic`` section.
 5. lower.py: ``lower_for``, the source lowered as convert emitted it, free dims included, for ``portx verify``
-   and ``portx.testing`` (verification takes it as an argument: it never imports the session).
+   and ``portx.testing`` (verification takes it as an argument: it never imports the session); ``requested_dims``,
+   the free dims ``verify --dynamic`` checks at other sizes.
 
 ``session/conversion.py`` calls 1, 2 and 4 from its ``free_dims`` and ``emit`` stages.
 
@@ -26,9 +27,9 @@ from __future__ import annotations
 from .divided import LARGEST_STEP, largest_div, stepped_diff, trial_steps
 from .emit import dynamic_report, emit_free
 from .find import ONE_TRACED_AT, find_free, refree, repin
-from .lower import lower_for
+from .lower import lower_for, requested_dims
 from .plan import check_static_batch, parse_dynamic, pinned_batch, plan_dims
 
 __all__ = ["plan_dims", "parse_dynamic", "check_static_batch", "pinned_batch", "ONE_TRACED_AT", "find_free", "refree",
            "repin", "LARGEST_STEP", "trial_steps", "stepped_diff", "largest_div", "emit_free", "dynamic_report",
-           "lower_for"]
+           "lower_for", "requested_dims"]
