@@ -127,3 +127,13 @@ def test_a_bad_dynamic_spec_is_one_line_and_exit_2(source, free_seq, spec, says)
     assert run.exit_code == 2 and says in run.output, run.output
     errors = [line for line in run.output.splitlines() if line.startswith("portx:")]  # beside the stage timings
     assert "Traceback" not in run.output and errors == [run.output.strip().splitlines()[-1]], run.output
+
+
+def test_the_batch_of_a_static_program_is_checked_with_x_0(fixed_source, tmp_path):
+    """``--dynamic x:0`` names the batch: a program exported without Dims has it freed by its ops' shape rules, as
+    without the flag (it was refused as a declared dim the file fixes), and verify checks it at 2, 1 and 8."""
+    result = _convert(fixed_source, tmp_path / "o", ("x:0",))
+    assert [(d["symbol"], d["free"], d["found_by"]) for d in result.report["dynamic"]] == [
+        ("batch", True, "the ops' shape rules")]
+    run = _run("verify", fixed_source, tmp_path / "o", "--dynamic", "x:0")
+    assert run.exit_code == 0 and "batch: free, verified at 2, 1, 8" in run.output, run.output
