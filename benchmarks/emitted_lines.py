@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from portx import ops  # noqa: E402,F401  (registers every op)
 from portx.frontends import load  # noqa: E402
-from portx.session.free_dims import lower_for  # noqa: E402
+from portx.session.dims import lower_for  # noqa: E402
 from portx.targets import TARGETS  # noqa: E402
 from tests.support.structured_models import ResNet, hf_llama, keras_resnet, small_decoder, small_vit  # noqa: E402
 

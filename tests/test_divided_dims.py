@@ -1,4 +1,4 @@
-"""Divided free dims (Note [divided dims] in session/free_dims.py): a U-Net pools its free image size by 2 and
+"""Divided free dims (Note [divided dims] in session/dims/find.py): a U-Net pools its free image size by 2 and
 upsamples it back (``h // 2``); torch's ``FloorDiv`` sets the second size two away, the SymDim carries ``div=2``
 and both targets write it (torch: ``x.shape[2] // 2``; Keras: None dims and FreeShape's ``// 2``)."""
 import numpy as np

@@ -186,7 +186,7 @@ def test_checker_resolves_relative_and_submodule_imports():
 
 def test_checker_sees_function_level_imports():
     lazy = {t for _, t, _, at_top in _imports("portx.testing") if not at_top}
-    assert "portx.session.free_dims" in lazy
+    assert "portx.session.dims" in lazy
 
 
 def test_the_typed_report_imports_without_the_conversion():

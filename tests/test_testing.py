@@ -149,3 +149,19 @@ def test_a_dynamic_axis_is_free_in_the_check_too(tmp_path, how):
     report = assert_equivalent(module, out, inputs=(x,), shapes=Shapes(dynamic=["x:1"]), checks=Checks(trace=True),
                                **example)
     assert report["passed"] and report["code_matches"], report  # the source's graph is what OUT was emitted from
+
+
+def test_a_dynamic_axis_is_checked_at_the_sizes_convert_checks(tmp_path):
+    """``shapes=Shapes(dynamic=...)`` checks the free dim at convert's sizes too (as ``portx verify --dynamic``), so
+    a source that agrees at the example's length only fails, naming the length."""
+    from portx.options import Checks, Output, Shapes
+    from tests.verification.test_verify_dynamic import _OtherAtOtherLengths, _Tokens
+
+    x, dynamic = torch.randn(2, 6, 8), Shapes(dynamic=("x:1",))
+    portx.convert(_Tokens().eval(), example_inputs=(x,), shapes=dynamic, checks=Checks(grad=False, mesh=None),
+                  output=Output(out=tmp_path / "o"))
+    report = assert_equivalent(_Tokens().eval(), tmp_path / "o", example_inputs=(x,), shapes=dynamic)
+    assert [(c["size"], c["passed"]) for c in report["dynamic"][0]["verified"]] == [(6, True), (9, True)]
+    assert "dynamic" not in assert_equivalent(_Tokens().eval(), tmp_path / "o", example_inputs=(x,))
+    with pytest.raises(AssertionError, match=r"free dim x_1 at sizes 6, 9 DIFFERS \("):
+        assert_equivalent(_OtherAtOtherLengths().eval(), tmp_path / "o", example_inputs=(x,), shapes=dynamic)

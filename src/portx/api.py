@@ -9,6 +9,7 @@ Example:
 """
 from __future__ import annotations
 
+import functools
 import os
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
@@ -23,7 +24,7 @@ from .passes.legalize import status_of  # noqa: E402
 from .oplist import op_table  # noqa: E402
 from .session.conversion import Conversion, ConversionResult  # noqa: E402
 from .reporting import explorer  # noqa: E402  (Model Explorer: `portx explore` reaches it through api)
-from .session.free_dims import lower_for  # noqa: E402
+from .session.dims import lower_for, requested_dims  # noqa: E402
 from .session.sections import inventory  # noqa: E402
 from .targets import TARGETS, find_target  # noqa: E402
 from .targets.codegen import missing_emit_rules  # noqa: E402
@@ -95,7 +96,7 @@ def convert(source, to="keras-jax", *, example_inputs=None, trust=Trust(), shape
     The batch (axis 0 of every input) stays free: the emitted model runs at any batch size, and is verified
     at the example's, 1 and 8 (``report["dynamic"]``). ``shapes.static_batch=N`` pins it to N instead;
     ``shapes.dynamic=["x:1"]`` frees more axes (torch.export Dims and Keras None dims are free already). A dim the
-    model fixes is pinned with a warning naming the op (Note [free dims] in ir/types.py; session/free_dims.py).
+    model fixes is pinned with a warning naming the op (Note [free dims] in ir/types.py; session/dims/).
 
     ``shapes.io_layout``: "source", "channels-last" or "channels-first" (report["layout"] says which).
     ``output.explore`` also writes OUT/explorer/: Model Explorer graph JSON and overlays (reporting/explorer.py).
@@ -136,14 +137,18 @@ def verify(source, out, *, trust=Trust(), shapes=Shapes(), checks=Checks(), chec
     ``samples``, ``first_divergence``, ``trace`` rows).
     ``checks``: ``samples``, ``seed``, ``atol``, ``rtol``, ``trace``, ``grad`` (also compare gradients,
     ``report["gradients"]``; a difference fails the check); ``trust`` and ``shapes.inputs`` as ``convert``'s.
+    ``shapes.dynamic``: the ``--dynamic`` axes OUT was converted with; they are free here too, and once the outputs
+    agree each is checked at the sizes convert checks it at (``report["dynamic"]``: its ``verified`` sizes; a size
+    that differs fails the check). A spec OUT or the source does not keep free is BadInput.
     ``progress``: as ``convert``'s (stages load, load-out, pair, samples with per-batch counts, trace, grad).
     Raises BadInput (2), or VerificationFailed (1) when ``check`` and the outputs differ.
     Example: ``verify("model.pt2", "out/", checks=Checks(samples=3))["outputs"][0]["max_abs"]``.
     """
     groups = grouped("verify", legacy, trust=trust, shapes=shapes, checks=checks)
-    checks = groups["checks"]
-    report = verify_converted(source, out, lower=lower_for, samples=checks.samples, seed=checks.seed,
-                              atol=checks.atol, rtol=checks.rtol, inputs=groups["shapes"].inputs,
+    checks, dynamic = groups["checks"], groups["shapes"].dynamic
+    report = verify_converted(source, out, lower=functools.partial(lower_for, dynamic=dynamic), samples=checks.samples,
+                              seed=checks.seed, atol=checks.atol, rtol=checks.rtol, inputs=groups["shapes"].inputs,
                               trust=groups["trust"], trace=checks.trace, grad=bool(checks.grad), check=check,
-                              progress=progress)
+                              progress=progress,
+                              sized=functools.partial(requested_dims, dynamic=dynamic) if dynamic else None)
     return report.to_dict()  # the typed VerifyReport (session/report.py) as JSON, with schema_version

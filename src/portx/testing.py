@@ -57,12 +57,16 @@ def _explain(report) -> str:
         verdict = "ok" if row["passed"] else f"DIFFERS{seed}: {row['problem']}"
         lines.append(f"  output {row['name']}: max abs {_num(row['max_abs'])}, max rel {_num(row['max_rel'])} "
                      f"(atol {row['atol']:g}, rtol {row['rtol']:g}) {verdict}")
+    for dim in report.dynamic or []:  # shapes.dynamic: each free dim at convert's sizes
+        sizes = ", ".join(str(c["size"]) + ("" if c["passed"] is not False else f" DIFFERS ({c['problem'] or ''})")
+                          for c in dim.verified)
+        lines.append(f"  free dim {dim.symbol} at sizes {sizes}")
     where = report.first_divergence
     if where:
         seed = "" if report.trace_seed is None else f" (seed {report.trace_seed})"
         lines.append(f"  first diverging layer{seed}: {where['scope'] or '<top>'} ({where['op']}) %{where['value']}: "
                      f"max abs {_num(where['max_abs'])}, max rel {_num(where['max_rel'])}; {where['problem']}")
-    elif report.outputs:
+    elif report.outputs and not all(row["passed"] for row in report.outputs):
         lines.append(f"  first diverging layer: unknown ({report.note or 'every layer matches its IR reference'})")
     return "\n".join(lines)
 
@@ -82,12 +86,12 @@ def assert_equivalent(source, converted, inputs=None, *, example_inputs=None, tr
     inputs: arrays to run both on (one batch); by default ``samples`` seeded valid batches
     (``checks.seed``..``checks.seed+checks.samples-1``), compared within ``checks.atol``/``checks.rtol``.
     ``shapes.dynamic``: the ``--dynamic`` axes ``converted`` was made with, free here too (``inputs`` at another
-    length then check); ``trust``: as ``portx.convert``'s (Note [one trust] in options.py); flat ``samples=``,
+    length then check), and checked at the sizes ``portx convert`` checks them at (``report["dynamic"]``); ``trust``: as ``portx.convert``'s (Note [one trust] in options.py); flat ``samples=``,
     ``atol=``, ``trust_pickle=`` ... still work, with a DeprecationWarning. Raises AssertionError with per-output max abs/rel
     errors. Example: ``assert_equivalent(net, "out/", example_inputs=(x,), checks=Checks(samples=3, atol=1e-4))``.
     """
     os.environ.setdefault("KERAS_BACKEND", "jax")  # as the API does, before anything imports Keras
-    from .session.free_dims import lower_for
+    from .session.dims import lower_for, requested_dims
     from .verification.recheck import check_converted, open_converted
 
     groups = grouped("assert_equivalent", legacy, trust=trust, checks=checks, shapes=shapes)
@@ -95,8 +99,10 @@ def assert_equivalent(source, converted, inputs=None, *, example_inputs=None, tr
     src = _open_source(source, inputs, example_inputs, groups["trust"], dynamic)
     batch = None if inputs is None else [_as_array(x) for x in inputs]
     lower = functools.partial(lower_for, dynamic=dynamic)
+    sized = functools.partial(requested_dims, dynamic=dynamic) if dynamic else None  # as portx.verify --dynamic
     report = check_converted(src, open_converted(converted), lower=lower, batch=batch, samples=checks.samples,
-                             seed=checks.seed, atol=checks.atol, rtol=checks.rtol, trace=checks.trace)  # a VerifyReport
+                             seed=checks.seed, atol=checks.atol, rtol=checks.rtol, trace=checks.trace,
+                             sized=sized)  # a VerifyReport
     if not report.passed:
         raise AssertionError(_explain(report))
     return report.to_dict()

@@ -70,7 +70,7 @@ class OnesThenBlocks(nn.Module):
 
 def test_the_nodes_free_dims_put_first_leave_each_block_on_its_own_nodes():
     from portx.frontends import load
-    from portx.session.free_dims import lower_for
+    from portx.session.dims import lower_for
     from portx.targets import TARGETS
 
     torch.manual_seed(0)
@@ -110,7 +110,7 @@ def test_a_block_whose_nodes_free_dims_put_first_is_still_one_block_written_once
     """Note [a block's own nodes]: the nodes put first are glue; each block is its longest stretch (a keras-hub
     Llama's layers grow their rotary positions and mask so, and were left flat)."""
     from portx.frontends import load
-    from portx.session.free_dims import lower_for
+    from portx.session.dims import lower_for
     from portx.targets import TARGETS
     from tests.support.structured_code import assert_structured
 

@@ -1,4 +1,4 @@
-"""Steps of divided free dims for sources with no symbols (Note [steps found by lowering] in session/divided.py): an
+"""Steps of divided free dims for sources with no symbols (Note [steps found by lowering] in session/dims/divided.py): an
 ONNX U-Net (both torch exporters) and a ``.pt2`` exported without Dims keep their image size free at multiples of
 the step the model divides by; report.json's ``dynamic`` rows carry that ``step``; the emitted model, ``portx
 verify`` and ``portx.testing`` refuse a size off the step in one line (Note [size checks] in
@@ -16,7 +16,7 @@ from torch import nn
 import portx
 from portx.cli import main
 from portx.errors import BadInput
-from portx.session.divided import largest_div, trial_steps
+from portx.session.dims.divided import largest_div, trial_steps
 from portx.ir import SymDim
 from portx.targets import find_target
 from portx.testing import assert_equivalent

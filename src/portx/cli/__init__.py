@@ -151,7 +151,7 @@ def convert(src, target, output, shapes, checks, trust, as_json, debug):
 @click.argument("src", type=click.Path(path_type=str))
 @click.argument("out", type=click.Path(path_type=str))
 @check_options("samples", "seed", "atol", "rtol", "trace", "grad")
-@shape_options("inputs")
+@shape_options("inputs", "dynamic")
 @trust_options
 @click.option("--json", "as_json", is_flag=True, help="print the verification report as JSON on stdout")
 @click.option("--debug", is_flag=True, help="show tracebacks")
@@ -180,8 +180,10 @@ def verify(src, out, checks, shapes, trust, as_json, debug):
         sys.exit(_fail(VerificationFailed(typed.problem or "the converted model differs", hint=hint), False))
     if not as_json:
         samples, seed = len(typed.samples or []), checks.seed
+        sizes = "; ".join(f"{d.symbol} = {', '.join(str(c.get('size')) for c in d.verified or [])}"
+                          for d in typed.dynamic or [])  # --dynamic: the sizes checked
         click.echo(f"verified: {out} matches {typed.source or 'the source'} on {samples} sample(s) "
-                   f"(seeds {seed}..{seed + samples - 1})")
+                   f"(seeds {seed}..{seed + samples - 1})" + (f" and at {sizes}" if sizes else ""))
 
 
 @main.command()

@@ -91,7 +91,7 @@ class SymDim:
     along one axis (``batch``: axis 0 of every input). ``size`` is the example's value, which the static IR
     holds in its place.
 
-    Note [free dims]: the IR is static, built at the example's sizes. ``session/free_dims.py`` gets the graph at
+    Note [free dims]: the IR is static, built at the example's sizes. ``session/dims/find.py`` gets the graph at
     another size of each free symbol (for a symbolic torch.export, from torch's own shapes and the ops' rules
     without lowering again: Note [symbols read directly] in frontends/torch/symbols.py; else by lowering the
     source a second time) and diffs the two graphs; what changed becomes a
@@ -105,7 +105,7 @@ class SymDim:
     ``symbol`` may be a product ``"batch*seq"``: an axis that merges two free dims (``mask.reshape(-1)``).
     ``div`` (1 unless the model divides a size: a pool by 2 is ``x_2 // 2``) is read off torch's ``FloorDiv``s,
     and the second size is a multiple of it away, so two sizes pin the rounding (Note [divided dims] in
-    session/free_dims.py).
+    session/dims/find.py).
     Example: ``SymDim("batch", 4, 0, 2)`` is ``4 * batch``, 8 in the example.
     """
 

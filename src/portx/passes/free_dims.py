@@ -36,7 +36,7 @@ class NotFree(Exception):
 def _affine(a0, a1, symbol, s0, s1, where):
     """The SymDim through (s0, a0) and (s1, a1); NotFree when the step is not positive. A step that is a fraction
     ``p / q`` of the symbol's is ``(p * symbol + offset) // q``, exact at ``s0`` (Note [divided dims] in
-    session/free_dims.py: ``s1 - s0`` is a multiple of torch's divisors, so both sizes round alike)."""
+    session/dims/find.py: ``s1 - s0`` is a multiple of torch's divisors, so both sizes round alike)."""
     slope = Fraction(a1 - a0, s1 - s0)
     if slope <= 0:
         raise NotFree(f"{where} changes from {a0} to {a1} when {symbol} goes from {s0} to {s1}")

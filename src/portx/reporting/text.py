@@ -20,8 +20,8 @@ import math
 
 import click
 
-__all__ = ["print_conversion", "print_verification", "print_gradients", "print_blocks", "print_profile", "num",
-           "sharding_line"]
+__all__ = ["print_conversion", "print_verification", "print_dynamic", "print_gradients", "print_blocks", "print_profile",
+           "num", "sharding_line"]
 
 #: inner transposes named on the console's layout line (the rest are counted; report.json lists them all)
 LAYOUT_SHOWN = 3
@@ -72,13 +72,21 @@ def print_conversion(report, out) -> None:
         click.echo(f"  output {row.get('name', '?')}: max abs {num(row.get('max_abs'))}, max rel "
                    f"{num(row.get('max_rel'))} {_tolerances(row)}")
     print_blocks(report.blocks)
-    for dim in report.dynamic or []:
-        sizes = ", ".join(str(c.get("size", "?")) for c in _rows(dim.verified))
-        click.echo(f"  {_known(dim.symbol)}: " + (f"free, verified at {sizes}" if dim.free else
-                                                  f"pinned to {_known(dim.example_size)}"))
+    print_dynamic(report.dynamic)
     print_gradients(report.gradients)
     print_profile(report.profile)
     click.echo(f"verified: {out}/model.py matches {_known(report.source, 'the source')}; see {out}/report.html")
+
+
+def print_dynamic(dims) -> None:
+    """One line per free-dim row (``DynamicDim``) of convert's report or ``verify --dynamic``'s: the sizes it was
+    checked at, a size that differs marked. Example: ``  x_1: free, verified at 6, 9``."""
+    for dim in dims or []:
+        checks = _rows(dim.verified)
+        sizes = ", ".join(str(c.get("size", "?")) + ("" if c.get("passed") is not False else " DIFFERS")
+                          for c in checks)
+        click.echo(f"  {_known(dim.symbol)}: " + (f"free, verified at {sizes}" if dim.free else
+                                                  f"pinned to {_known(dim.example_size)}"))
 
 
 def print_blocks(rows) -> None:
@@ -145,6 +153,7 @@ def print_verification(report) -> None:
     for row in _rows(report.outputs):
         click.echo(f"  output {row.get('name', '?')}: max abs {num(row.get('max_abs'))}, max rel "
                    f"{num(row.get('max_rel'))} {_tolerances(row)}" + ("" if row.get("passed") else "  DIFFERS"))
+    print_dynamic(report.dynamic)
     print_gradients(report.gradients)
     if report.note:
         click.echo(f"  note: {report.note}", err=True)

@@ -42,9 +42,7 @@ from ..verification.sharding import proof_devices, sharding_report
 from ..verification.streaming import verify_streaming
 from ..verification.trace import node_errors
 from ..weights import shard_gb
-from .dim_plan import pinned_batch, plan_dims
-from .free_dims import ONE_TRACED_AT, find_free
-from .free_emit import dynamic_report, emit_free
+from .dims import ONE_TRACED_AT, dynamic_report, emit_free, find_free, pinned_batch, plan_dims
 from .report import ConversionReport
 from .sections import (GRAD_AUTO_BYTES, base_report, source_counts, training, verification_failed,
                      written_files)
@@ -125,7 +123,7 @@ class Conversion:
         return prepared(src.lower("model", self.checks.strict_tpu), self.target, self.skip, self.shapes.io_layout)
 
     def free_dims(self):
-        """Which dims stay free (session/free_dims.py)."""
+        """Which dims stay free (session/dims/)."""
         self.dims = plan_dims(self.src, self.graph, self.shapes.dynamic, self.shapes.static_batch)
         self.src, self.graph, self.record = self.stages.run("free-dims", find_free, self.src, self.graph,
                                                             self._prepare, self.dims, self.notes)

@@ -172,7 +172,7 @@ class OpRow(_Typed):
 class DynamicDim(_Typed):
     """report["dynamic"][i]: one candidate free dim, whether it stayed free, and its checks per size. ``step``: the
     free dim takes the example's size plus multiples of it only (1: any size; Note [divided dims] in
-    session/free_dims.py); None for a dim that stayed pinned."""
+    session/dims/find.py); None for a dim that stayed pinned."""
 
     OMITTED = ("torch_symbol", "found_by")
     symbol: str
@@ -230,9 +230,11 @@ class ConversionReport(_Typed):
 @dataclass
 class VerifyReport(_Typed):
     """What ``portx verify`` (``api.verify``) returns: per-output and per-seed comparisons, and when traced or
-    failing, each layer's error and the first diverging one (verification/recheck.py builds it)."""
+    failing, each layer's error and the first diverging one (verification/recheck.py builds it). ``dynamic``: with
+    ``--dynamic``, the free dims it names, checked at the sizes convert checks them at."""
 
-    OMITTED = ("problem", "code_matches", "note", "trace", "trace_seed", "first_divergence", "gradients")
+    OMITTED = ("problem", "code_matches", "note", "trace", "trace_seed", "first_divergence", "gradients", "dynamic")
+    NESTED = {"dynamic": [DynamicDim]}
     source: str
     out: str
     target: str
@@ -250,6 +252,7 @@ class VerifyReport(_Typed):
     trace_seed: int | None = None
     first_divergence: dict | None = None
     gradients: dict | None = None
+    dynamic: list[DynamicDim] | None = None
     schema_version: int = SCHEMA_VERSION
 
     @classmethod

@@ -66,6 +66,6 @@ def _symbols(graph, node) -> set:
 # Those fail only when ``build_model()`` runs the written statements on symbolic tensors (a ValueError or
 # TypeError from Keras, an InconclusiveDimensionOperation from jax's symbolic shapes). Each node's statements
 # end by binding its outputs, so the failing line names the node (a rule's temporaries come first); convert
-# pins that node's free symbols with a warning naming it (session/free_dims.py ``repin``), as for a
+# pins that node's free symbols with a warning naming it (session/dims/find.py ``repin``), as for a
 # FreeDimRefused raised by the emit rule itself, and emits again. A graph without free dims that fails to build
 # is a bug, and its exception passes unchanged.

@@ -16,7 +16,7 @@ _REFUSED = re.compile(r"input \S+: axis \d+ has size \d+, not [^()]*\(the model 
 
 
 # Note [size checks]: a U-Net pools its free image size by 2 and upsamples it back, so its skip connection only
-# concatenates at even sizes (Note [divided dims] in session/free_dims.py). Fed an odd size, the emitted model
+# concatenates at even sizes (Note [divided dims] in session/dims/find.py). Fed an odd size, the emitted model
 # would fail deep inside (a concatenate of 16 and 17 rows) with a message that names neither the input nor the
 # rule. So each input axis of such a dim is checked before anything runs: torch's forward starts with
 # ``if x.shape[2] % 2: raise ValueError(...)``, Keras' model passes the input through a ``SizeCheck`` layer that

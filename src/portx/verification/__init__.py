@@ -9,6 +9,6 @@ but for the typed report, data only (Note [the report is a leaf] in session/__in
 
 Example:
     >>> from portx.verification.recheck import verify_converted
-    >>> verify_converted("model.pt2", "out/", lower=session.free_dims.lower_for, samples=3).passed
+    >>> verify_converted("model.pt2", "out/", lower=session.dims.lower_for, samples=3).passed
     True
 """

@@ -1,6 +1,6 @@
 """Free dimensions checked (Note [free dims] in ir/types.py): the converted model at several sizes of each.
 
-Which dims stay free is decided by the conversion (session/free_dims.py); ``verify_sizes`` runs the source and
+Which dims stay free is decided by the conversion (session/dims/); ``verify_sizes`` runs the source and
 the converted model at several sizes of each free dim (the batch at the example's, 1 and 8, its reference the
 source on row chunks of the example's batch: Note [rows independent] in chunks.py) and reports each;
 ``verify_example`` is convert's own check at the example's shapes.
@@ -49,12 +49,15 @@ def sample_sizes(dim, largest=BATCH_SAMPLES[-1]) -> list:
     return inside if dim["symbol"] == "batch" else inside[:2]
 
 
-def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> list:
+def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, symbols=None) -> list:
     """One row per free dim: {"symbol", "sizes": [{"size", "passed", "max_abs", ...}]}, each size checked
     with the other dims at the example's size (Note [one compile at a time]). The example's own shapes are
     compiled last, but checked by convert's verify stage, which compares the same seeded batch: their entry
-    says ``"by": "verify"`` until ``example_checked`` copies that stage's result in."""
-    dims = graph.meta.get("free", {}).get("dims", {})
+    says ``"by": "verify"`` until ``example_checked`` copies that stage's result in. ``symbols``: only these dims,
+    every size checked here, the example's too (``portx verify --dynamic``: its samples may run at the traced
+    size, not the example's)."""
+    dims = {symbol: dim for symbol, dim in graph.meta.get("free", {}).get("dims", {}).items()
+            if symbols is None or symbol in symbols}
     # Note [activations follow the weights] (verification/memory.py): a large batch only where it fits
     largest = largest_batch(graph, dims["batch"]["size"], BATCH_SAMPLES[-1]) if "batch" in dims else None
     plan = [(symbol, n, example_shapes(graph, {symbol: n})) for symbol, dim in dims.items()
@@ -65,7 +68,7 @@ def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFA
     checks = {}
     # inputs of one shape (two dims both at one size) are checked once
     others = {repr(shapes): (f"{symbol}={n}", shapes, symbol) for symbol, n, shapes in plan
-              if repr(shapes) != example}
+              if symbols is not None or repr(shapes) != example}
     allowed = example_fraction(src, graph) if others else None  # the source on its example: once, not per size
     for done, (key, (label, shapes, symbol)) in enumerate(others.items()):
         step(done, len(others), f"{label}: compiling")  # progress.py display; Note [one compile at a time]
@@ -81,7 +84,8 @@ def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFA
         if symbol == "batch":
             chunk_problem(checks[key], dims["batch"], graph, seed)
         release(executables=True, collect=False)  # no later check runs this size
-    _compile_alone(target.runner(model), graph, example_shapes(graph))  # for the verify stage, which runs it next
+    if symbols is None:  # for convert's verify stage, which runs it next
+        _compile_alone(target.runner(model), graph, example_shapes(graph))
     rows = []
     for symbol, dim in dims.items():
         sized = [{"size": n, **checks.get(repr(shapes), _BY_VERIFY)} for s, n, shapes in plan if s == symbol]

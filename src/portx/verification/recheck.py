@@ -32,12 +32,13 @@ from ..options import Trust
 from ..passes.layout import IO_LAYOUTS, set_io_layout, source_arrays
 from ..passes.pipeline import inference_skip, run_passes
 from ..progress import Stages, step
-from ..session.report import VerifyReport
+from ..session.report import DynamicDim, VerifyReport
 from ..targets import DEFAULT_TARGET, target_of
 from ..targets.size_checks import size_checks, size_refused, size_rule
 from .compare import (DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs, narrow_outputs, random_outputs, run_reference,
                       sign_free_outputs)
 from .domain import expected_outputs
+from .dynamic import verify_sizes
 from .grads import compare_gradients, gradient_problem
 from .trace import first_failure, observe_values, trace_layers
 
@@ -215,11 +216,13 @@ def _summary(samples) -> list:
 
 
 def check_converted(src, converted, *, lower, batch=None, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL,
-                    trace=False, grad=False, stages=None) -> VerifyReport:
+                    trace=False, grad=False, stages=None, sized=None) -> VerifyReport:
     """Compare a loaded source with a converted model; returns the report (see ``verify_converted``).
 
     ``lower(src, target, skip, raw, io_layout, free)``: the source's graph as convert emits it, with its free dims
-    (session/free_dims.py ``lower_for``; passed in, as verification never imports the session).
+    (session/dims/lower.py ``lower_for``; passed in, as verification never imports the session).
+    ``sized(src, graph)``: the free dims to check at other sizes too once the outputs agree, at the sizes convert
+    checks (``verify_sizes``; session/dims/lower.py ``requested_dims``); their rows are ``report.dynamic``.
 
     ``grad`` also compares gradients (``report.gradients``); a difference fails the report. ``stages``: a
     ``progress.Stages`` that times and shows the steps (pair, samples, trace, grad).
@@ -230,6 +233,7 @@ def check_converted(src, converted, *, lower, batch=None, samples=1, seed=0, ato
         raise BadInput(f"--samples {samples}: must be at least 1", hint="pass --samples 1 or more")
     stages = stages or Stages()
     graph, io_layout, names, note = stages.run("pair", _pair, src, src.lower(), converted, lower)
+    symbols = sized(src, graph) if sized is not None else []  # a spec the graph does not keep free: BadInput now
     report = VerifyReport(source=str(src.label), out=converted.label, target=converted.target.name, atol=atol,
                           rtol=rtol, io_layout=io_layout, passed=False, outputs=[], samples=[],
                           inputs=[[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs])
@@ -254,13 +258,30 @@ def check_converted(src, converted, *, lower, batch=None, samples=1, seed=0, ato
             report.note = "layers are traced at the converted sizes only: pass inputs of those sizes for a trace"
     if not report.passed:
         report.problem = failure_message(report)
-    elif grad:  # the outputs agree: their gradients must too
+    elif symbols:  # the outputs agree at the samples' sizes: now at the free dims' other sizes
+        stages.run("sizes", _check_sizes, report, src, graph, converted, symbols, seed)
+    if report.passed and grad:  # the outputs agree: their gradients must too
         origins = _origins(converted.target, graph) if names is not None else None  # Note [gradient pairing]
         report.gradients = grads = stages.run("grad", compare_gradients, src, graph, converted.model, seed,
                                               origins=origins)
         if grads["passed"] is False:
             report.passed, report.problem = False, gradient_problem(grads)
     return report
+
+
+def _check_sizes(report, src, graph, converted, symbols, seed) -> None:
+    """Into ``report``: ``dynamic``, a row per free dim in ``symbols`` with its checks per size (convert's sizes:
+    ``verify_sizes``), and the verdict and problem of the first size that differs."""
+    dims = graph.meta["free"]["dims"]
+    rows = verify_sizes(src, graph, converted.model, converted.target, seed, report.atol, report.rtol, symbols)
+    report.dynamic = [DynamicDim(symbol=row["symbol"], free=True, sites=row["sites"], min=row["min"], max=row["max"],
+                                 example_size=dims[row["symbol"]].get("example", dims[row["symbol"]]["size"]),
+                                 verified=row["sizes"], step=dims[row["symbol"]].get("step", 1))
+                      for row in rows]
+    bad = next(((row["symbol"], c) for row in rows for c in row["sizes"] if c["passed"] is False), None)
+    if bad is not None:
+        (symbol, check), report.passed = bad, False
+        report.problem = f"{report.out}: at {symbol}={check['size']} {check['problem'] or 'the outputs differ'}"
 
 
 def _layer_report(report, src, graph, converted, names, batch, trace) -> None:
@@ -297,13 +318,14 @@ def failure_message(report: VerifyReport) -> str:
 
 
 def verify_converted(source, out, *, lower, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, inputs=(),
-                     trust=None, trace=False, grad=False, check=True, progress=None) -> VerifyReport:
+                     trust=None, trace=False, grad=False, check=True, progress=None, sized=None) -> VerifyReport:
     """Re-check OUT (folder written by ``portx convert``, for any target) against SOURCE on seeds
     seed..seed+samples-1.
 
     Returns the report; raises BadInput (2), or VerificationFailed (1) when ``check`` and it differs.
     ``progress``: a ``progress.Reporter`` (or ``progress(name, seconds)``) shown each stage and per-batch counts.
-    ``trust``: an ``options.Trust`` (all of it reaches ``load``: Note [one trust]); ``lower``: as ``check_converted``.
+    ``trust``: an ``options.Trust`` (all of it reaches ``load``: Note [one trust]); ``lower``, ``sized``: as
+    ``check_converted``.
     Example: ``verify_converted("model.pt2", "out/", lower=lower_for, samples=3).passed``.
     """
     stages = Stages(progress)
@@ -312,7 +334,7 @@ def verify_converted(source, out, *, lower, samples=1, seed=0, atol=DEFAULT_ATOL
     if converted.code is None:
         raise BadInput(f"{type(out).__name__}: OUT must be a folder or a model.py path", hint="pass the OUT folder")
     report = check_converted(src, converted, lower=lower, samples=samples, seed=seed, atol=atol, rtol=rtol,
-                             trace=trace, grad=grad, stages=stages)
+                             trace=trace, grad=grad, stages=stages, sized=sized)
     if not report.passed and not report.outputs:  # nothing compared: OUT takes or gives other tensors
         first = next((s.get("problem") for s in report.samples if s.get("problem")), None)
         raise BadInput(f"{report.out}: was converted from another model or for other input shapes: "

@@ -16,7 +16,7 @@ a size whose shape does not move (``fixed``: their value there is unknown; the c
 as a value (``dim_as_value``: ``x.shape[1] ** -0.5``) is a symbolic-only equation; it is skipped in the matching
 and what is computed from it is ``sized``. What a floor divides the symbol by (a pool by 2) is read from the
 expressions' ``floordiv``/``mod`` (``divisor``), as torch's ``FloorDiv`` is (Note [divided dims] in
-session/free_dims.py). Report: ``found_by`` "symbolic export", as for torch.
+session/dims/find.py). Report: ``found_by`` "symbolic export", as for torch.
 
 Note [scaled symbols]: JAX decides ``d == 2 * floordiv(d, 2)`` as False (it cannot prove it), so a U-Net that pools
 an image axis by 2 and concatenates the upsampled map with its skip does not trace with that axis as ``d``, where

@@ -232,7 +232,7 @@ class SubclassedKerasSource:
         return not isinstance(found, str)
 
     def divisor(self, sites) -> int:
-        """What the symbolic shapes divide ``sites`` by (Note [divided dims] in session/free_dims.py)."""
+        """What the symbolic shapes divide ``sites`` by (Note [divided dims] in session/dims/find.py)."""
         found = self._symbols_at(sites)
         return 1 if isinstance(found, str) else found.divisor()
 

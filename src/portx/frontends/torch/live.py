@@ -65,7 +65,7 @@ def _batch_at(inputs, n):
         return None
     return tuple(resize_tensor(t, {0: n}) if i in axes else t for i, t in enumerate(inputs))
 
-# Note [batch of one]: torch specializes a size of 1, so find_free (session/free_dims.py) traces and lowers a
+# Note [batch of one]: torch specializes a size of 1, so find_free (session/dims/find.py) traces and lowers a
 # batch-1 example again at 2 (ONE_TRACED_AT) before diffing it with 3, and the graph at 1 is thrown away. When
 # the batch may stay free (no --static-batch, no --dynamic on an axis 0; other --dynamic axes are exported
 # symbolic at 2 rows as at 1), convert asks ``load`` for a live module traced at 2 from the start (rows repeated):

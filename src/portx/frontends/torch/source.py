@@ -45,7 +45,7 @@ class TorchSource:
         """True when every (input, axis) of ``sites`` is a symbol of the program (Note [symbolic export])."""
         return self.pinned is not None and all(tuple(site) in input_symbols(self.program) for site in sites)
 
-    def divisor(self, sites) -> int:  # what torch divides ``sites`` by: Note [divided dims] in session/free_dims.py
+    def divisor(self, sites) -> int:  # what torch divides ``sites`` by: Note [divided dims] in session/dims/find.py
         return 1 if self.pinned is None else divisor(self.program, sites)
 
     def dynamic_dims(self) -> list:

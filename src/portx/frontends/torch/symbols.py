@@ -329,7 +329,7 @@ def hints_at(low, at) -> dict:
 def divisor(ep, sites) -> int:
     """The least common multiple of the divisors torch applies to the symbols of ``sites`` ((input, axis) pairs) in
     ``ep``'s shapes: 2 for a pool by 2 (``s0 // 2``, ``Mod(s0, 2)``), 4 for two; 1 where none divides
-    (Note [divided dims] in session/free_dims.py)."""
+    (Note [divided dims] in session/dims/find.py)."""
     import math
 
     import torch

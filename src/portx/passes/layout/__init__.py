@@ -361,7 +361,7 @@ def graph_arrays(graph, arrays) -> list:
 # x:2`` on an NCHW input: its height), which is what the source is resized and its symbols read at; the graph after
 # ``set_io_layout`` has that axis elsewhere (NHWC: axis 1). ``graph_axis`` maps one to the other, and ``source_ends``
 # says what torch's (or JAX's) shapes of each input and output are in the graph's layout, so the one symbolic
-# export's shapes check a channels-last graph as they check one in the source's layout (session/free_dims.py).
+# export's shapes check a channels-last graph as they check one in the source's layout (session/dims/find.py).
 def graph_axis(graph, index, axis) -> int:
     """The axis of ``graph``'s input ``index`` that the source's ``axis`` became (``set_io_layout`` permutes image
     inputs): ``graph_axis(g, 0, 1) == 3`` for an NCHW input made NHWC. ``axis`` must be below the input's rank."""

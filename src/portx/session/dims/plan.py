@@ -2,7 +2,7 @@
 
 ``plan_dims`` lists the candidates: the batch (axis 0 of every input) unless ``--static-batch``, the dims the
 source declares (torch.export Dims, Keras None dims, ONNX dim_params) and ``--dynamic NAME:AXIS`` ones;
-``pinned_batch`` is the source at ``--static-batch n``. free_dims.py decides which of them stay free.
+``pinned_batch`` is the source at ``--static-batch n``. find.py decides which of them stay free.
 
 Example:
     >>> dims = plan_dims(src, graph, dynamic=["x:1"])
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 
-from ..errors import BadInput
-from ..ir import batch_inputs
-from ..passes.layout import graph_axis
+from ...errors import BadInput
+from ...ir import batch_inputs
+from ...passes.layout import graph_axis
 
 __all__ = ["plan_dims", "parse_dynamic", "check_static_batch", "pinned_batch"]
 
@@ -40,7 +40,8 @@ def parse_dynamic(specs, names) -> list:
 def plan_dims(src, graph, dynamic=(), static_batch=None) -> list:
     """Candidate free dims: [{"symbol", "sites", "size", "min", "max", "declared"}]; the batch comes first."""
     names = [v.name for v in graph.inputs]
-    declared = list(src.dynamic_dims()) + parse_dynamic(dynamic, names)
+    flagged = parse_dynamic(dynamic, names)
+    declared = _with_flags([dict(row) for row in src.dynamic_dims()], flagged)
     for row in declared:
         for index, axis in row["sites"]:
             rank = graph.inputs[index].type.rank
@@ -48,14 +49,15 @@ def plan_dims(src, graph, dynamic=(), static_batch=None) -> list:
                 raise BadInput(f"--dynamic {names[index]}:{axis}: input {names[index]} has {rank} axes",
                                hint=f"give an axis below {rank}")
             row["size"] = graph.inputs[index].type.shape[graph_axis(graph, index, axis)]  # sites: the source's axes
-    declared = _grouped(declared)
+    batch = [[i, 0] for i in batch_inputs([v.type.shape for v in graph.inputs])]
+    declared, asked = _batch_asked(_grouped(declared), flagged, batch)
     claimed = {tuple(site) for row in declared for site in row["sites"]}
     ranked = [i for i, v in enumerate(graph.inputs) if v.type.rank]
-    batch = [[i, 0] for i in batch_inputs([v.type.shape for v in graph.inputs]) if (i, 0) not in claimed]
+    batch = [site for site in batch if tuple(site) not in claimed]
     size = graph.inputs[batch[0][0]].type.shape[0] if batch else None
     rows = [] if static_batch or not batch else [
         {"symbol": "batch", "sites": batch, "size": size, "example": getattr(src, "batch_given", 0) or size,
-         "min": 1, "max": None, "declared": False}]
+         "min": 1, "max": None, "declared": False, **({"flag": True} if asked else {})}]
     for row in declared:
         if sorted(map(tuple, row["sites"])) == [(i, 0) for i in ranked]:
             row["symbol"] = "batch"  # a Dim on axis 0 of every input is the batch, whatever torch called it
@@ -64,6 +66,28 @@ def plan_dims(src, graph, dynamic=(), static_batch=None) -> list:
             continue
         rows.append(row)
     return rows
+
+
+def _with_flags(own, flagged) -> list:
+    """The source's declared dims and the ``--dynamic`` ones; a ``--dynamic`` axis the source declares free already
+    (a torch.export Dim, an ONNX dim_param) is that one dim, flagged (two rows of one axis were two report rows)."""
+    by_site = {tuple(site): row for row in own for site in row["sites"]}
+    for row in flagged:
+        site = tuple(row["sites"][0])
+        if site in by_site:
+            by_site[site]["flag"] = True
+        else:
+            own.append(row)
+    return own
+
+
+def _batch_asked(declared, flagged, batch) -> tuple:
+    """(``declared`` without a ``--dynamic`` row that names axis 0 of exactly the batch's inputs, whether one did):
+    that row asks for the batch, which is then freed as without the flag (a static program by its ops' shape rules:
+    Note [static batch] in passes/static_batch.py), only flagged, so that a batch the model fixes is BadInput."""
+    sites = sorted(map(tuple, batch))
+    asked = [row for row in declared if any(row is f for f in flagged) and sorted(map(tuple, row["sites"])) == sites]
+    return [row for row in declared if not any(row is a for a in asked)], bool(asked)
 
 
 def _grouped(rows) -> list:

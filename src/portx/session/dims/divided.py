@@ -7,9 +7,9 @@ Example:
 """
 from __future__ import annotations
 
-from ..ir import SymDim
-from ..passes.free_dims import NotFree, diff_free
-from ..verification.dynamic import one_line
+from ...ir import SymDim
+from ...passes.free_dims import NotFree, diff_free
+from ...verification.dynamic import one_line
 
 __all__ = ["LARGEST_STEP", "trial_steps", "stepped_diff", "largest_div"]
 
@@ -18,7 +18,7 @@ LARGEST_STEP = 32
 
 
 # Note [steps found by lowering]: torch's symbolic shapes say what a free dim is divided by (Note [divided dims] in
-# free_dims.py); a source lowered again at a second size has no such word. Its second size is then the example's
+# find.py); a source lowered again at a second size has no such word. Its second size is then the example's
 # plus the largest power of two dividing it (at most LARGEST_STEP): every floor of the size by a power of two up to
 # that rounds alike at both sizes, and a model that only runs at even sizes (a skip concatenated with an upsampled
 # map) runs there. The diff's SymDims carry the divisors the model uses (``_affine`` in passes/free_dims.py reads a

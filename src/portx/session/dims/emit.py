@@ -7,11 +7,11 @@ Example:
 """
 from __future__ import annotations
 
-from ..ir import FreeDimRefused
-from ..passes.layout import graph_axis
-from ..verification.dynamic import verify_sizes
-from .free_dims import repin
-from .report import DynamicDim
+from ...ir import FreeDimRefused
+from ...passes.layout import graph_axis
+from ...verification.dynamic import verify_sizes
+from ..report import DynamicDim
+from .find import repin
 
 __all__ = ["emit_free", "dynamic_report"]
 

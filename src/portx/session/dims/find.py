@@ -1,4 +1,4 @@
-"""Which of a conversion's candidate free dims (dim_plan.py) stay free (Note [free dims] in ir/types.py), and what
+"""Which of a conversion's candidate free dims (plan.py) stay free (Note [free dims] in ir/types.py), and what
 happens to one that cannot.
 
 ``find_free`` gets the graph at a second size of each (from a symbolic torch.export's own shapes without
@@ -8,9 +8,7 @@ by substitution into the export's symbols where it has them) and diffs the graph
 explains, is pinned at the example's size with a warning that says why (a declared one the model
 fixes to a constant is an error); a source that cannot run at another batch (a static program) gets that
 graph from its ops' shape rules (Note [static batch] in passes/static_batch.py). ``repin``/``refree`` give the
-graph with fewer dims free (free_emit.py pins at emit time).
-``lower_for`` lowers a source as convert does, for ``portx verify`` (verification/recheck.py takes it as an
-argument: verification never imports the session).
+graph with fewer dims free (emit.py pins at emit time).
 
 Example:
     >>> src, graph, free = find_free(src, graph, prepare, plan_dims(src, graph), notes)
@@ -19,17 +17,14 @@ from __future__ import annotations
 
 import warnings
 
-from ..errors import BadInput
-from ..passes.free_dims import NotFree, apply_free, diff_free, merge_found
-from ..passes.layout import graph_axis, source_ends
-from ..passes.pipeline import inference_skip
-from ..passes.static_batch import rebatch
-from ..verification.dynamic import one_line
-from ..verification.recheck import prepared
-from .dim_plan import plan_dims
+from ...errors import BadInput
+from ...passes.free_dims import NotFree, apply_free, diff_free, merge_found
+from ...passes.layout import graph_axis, source_ends
+from ...passes.static_batch import rebatch
+from ...verification.dynamic import one_line
 from .divided import stepped_diff
 
-__all__ = ["ONE_TRACED_AT", "find_free", "refree", "repin", "lower_for"]
+__all__ = ["ONE_TRACED_AT", "find_free", "refree", "repin"]
 
 
 #: report.json's ``found_by`` where the one symbolic export's symbols did not settle the graph at a second size, so
@@ -161,7 +156,7 @@ def _second_size(src, graph, prepare, rows, row, found, symbolic) -> str:
     if other is None:
         return f"its range [{row.get('min')}, {row.get('max')}] has no second size to check"
     if row["step"] > 1:  # torch may divide where the model cannot run (a reshape to literals): run it there once
-        from ..frontends.torch.arrays import array_of  # a torch source (a JAX-traced one has example_arrays)
+        from ...frontends.torch.arrays import array_of  # a torch source (a JAX-traced one has example_arrays)
         try:
             sized = src.resized(_sizes(src, rows, {row["symbol"]: other}))
             sized.run(*getattr(sized, "example_arrays", None) or [array_of(t) for t in sized.example_inputs])
@@ -251,29 +246,4 @@ def refree(record, symbols, notes):
         return apply_free(graph, dims, merge_found([record["found"][s] for s in dims]))
     except NotFree as exc:
         notes.append(f"{', '.join(dims)} pinned: {exc}")
-        return graph
-
-
-def lower_for(src, target, skip=None, raw=None, io_layout="source", free=True, dynamic=()):
-    """The source's IR after ``target``'s passes (minus ``skip``) and ``--io-layout``: what convert emitted,
-    with the free dims it keeps by default and the ``dynamic`` ones (``--dynamic`` specs, as convert was given
-    them; ``free=False``: static, as with ``--static-batch``).
-
-    ``skip`` None: the default pass set. ``raw`` reuses an already lowered, not yet rewritten graph (passes are
-    pure functions).
-    Example: ``make_inputs(lower_for(load("model.pt2"), TARGETS["keras-jax"]), seed=0)``.
-    """
-    skip = inference_skip() if skip is None else skip
-    def prepare(graph):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # convert already reported these warnings
-            return prepared(graph, target, skip, io_layout)
-
-    graph = prepare(src.lower() if raw is None else raw)
-    if not free:
-        return graph
-    rows = plan_dims(src, graph, dynamic)  # a malformed --dynamic spec is the user's to fix: BadInput
-    try:  # the dims convert keeps free (Note [free dims])
-        return find_free(src, graph, lambda s: prepare(s.lower()), rows, [])[1]
-    except BadInput:  # a --dynamic axis the model fixes: convert refused it; checked at its sizes here
         return graph
