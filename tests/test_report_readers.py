@@ -18,7 +18,8 @@ from portx.frontends import load
 from portx.reporting import html as report_html
 from portx.reporting.html import write_report
 from portx.reporting.text import print_conversion, print_gradients, print_verification
-from portx.session.report import ConversionReport, DynamicDim, OpRow, Training, VerifyReport
+from portx.session.report import (ConversionReport, DynamicDim, Gradients, GradientRow, NodeErrors, NodeRow, OpRow,
+                                  TpuProof, Training, Verification, VerifyReport, read_typed)
 from portx.targets import find_target
 from tests.support.json_schema import problems
 from tests.support.paths import REPO
@@ -83,7 +84,7 @@ def test_every_convert_report_field_is_optional_to_every_reader(reports, tmp_pat
     for path in paths:
         partial = ConversionReport.read(_without(report, path))
         print_conversion(partial, reports["out"])
-        print_verification(VerifyReport.read(partial.verification))
+        print_verification(VerifyReport.read(partial.to_dict()["verification"]))
         # the plot reads node_errors alone, and takes most of a render (0.5 s): drawn where a field of it is gone
         monkeypatch.setattr(report_html, "error_plot", plot if path[0] == "node_errors" else lambda errors: "")
         write_report(tmp_path / "report.html", partial)
@@ -110,8 +111,9 @@ def test_a_report_json_reads_back_as_the_report_that_wrote_it(reports):
 
 def test_a_gradient_row_without_numbers_prints(capsys):
     """The issue's crash: a row whose sizes differ has a problem and no max_rel (KeyError before)."""
-    print_gradients({"passed": False, "atol": 1e-4, "rtol": 1e-3, "inputs": [], "matched": 1,
-                     "parameters": [{"name": "conv_1/beta", "passed": False, "problem": "3 elements, converted 4"}]})
+    print_gradients(Gradients.read({"passed": False, "atol": 1e-4, "rtol": 1e-3, "inputs": [], "matched": 1,
+                                    "parameters": [{"name": "conv_1/beta", "passed": False,
+                                                    "problem": "3 elements, converted 4"}]}))
     assert "1 parameter(s), max rel 0 (atol 0.0001, rtol 0.001)  DIFFER" in capsys.readouterr().out
 
 

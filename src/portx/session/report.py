@@ -5,10 +5,10 @@ dataclasses by report_schema.py.
 Note [report fields]: the JSON field names and shapes are the ones report.json always had, so users' scripts keep
 working. The readers (report.html, the console, Model Explorer overlays) take the typed report and read its fields as
 attributes; a report.json from disk (another portx version, a hand-edited one) becomes one with ``read``, which
-gives every missing field None or its default (Note [optional fields] in reporting/text.py). Sections that
-verification modules build and grow often (``verification``, ``node_errors``, ``gradients``, ``tpu``, ...) are
-typed as JSON objects and read by key; the sections the session builds are dataclasses. A field that is None and
-named in ``OMITTED`` is left out of the JSON, as it was before the report was typed. The per-block rows
+gives every missing field None or its default (Note [optional fields] in reporting/text.py). The sections the
+session builds are dataclasses here; those verification builds (``verification``, ``node_errors``, ``gradients``,
+``tpu``) are dataclasses in report_sections.py (Note [typed sections]), typed where the session takes them. A field
+that is None and named in ``OMITTED`` is left out of the JSON, as it was before the report was typed. The per-block rows
 (``blocks``: ``BlockRow`` with its ``OutputError`` rows) are built by verification (streaming.py,
 block_rows.py), which may import this leaf module (Note [the report is a leaf] in session/__init__.py);
 ``read_typed`` reads them as it reads the other classes (their ``NESTED``).
@@ -20,12 +20,15 @@ Example:
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 from dataclasses import dataclass, field
 
+from .report_sections import (Divergence, GradientRow, Gradients, NodeErrors, NodeRow, Section, TpuProof, Verification,
+                              from_dict, json_ready, read_typed)
+
 __all__ = ["SCHEMA_VERSION", "OpRow", "DynamicDim", "Training", "BlockRow", "OutputError", "ConversionReport",
-           "VerifyReport", "first_failed", "json_ready", "read_typed"]
+           "VerifyReport", "first_failed", "json_ready", "read_typed", "Verification", "Divergence", "NodeErrors",
+           "NodeRow", "Gradients", "GradientRow", "TpuProof"]
 
 #: bumped when a field changes meaning or shape (adding an optional field does not)
 SCHEMA_VERSION = 1
@@ -95,66 +98,12 @@ def first_failed(rows) -> BlockRow | None:
     return next((row for row in rows if row.passed is False), None)
 
 
-def json_ready(value):
-    """``value`` with every report dataclass replaced by its dict, omitting ``OMITTED`` fields that are None."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        omitted = getattr(value, "OMITTED", ())
-        return {f.name: json_ready(getattr(value, f.name)) for f in dataclasses.fields(value)
-                if not (f.name in omitted and getattr(value, f.name) is None)}
-    if isinstance(value, dict):
-        return {k: json_ready(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_ready(v) for v in value]
-    return value
-
-
-class _Typed:
-    """``to_dict`` / ``to_json`` / ``read`` for the report dataclasses."""
-
-    OMITTED: tuple = ()
-    #: field -> how ``read`` types its JSON: a report dataclass for an object, ``[cls]`` a list, ``{cls}`` a dict
-    NESTED: dict = {}
-
-    @classmethod
-    def read(cls, data):
-        """The typed form of a JSON report (report.json's dict) that may lack any field or hold more: a missing field
-        is None or its default, an unknown one is dropped, a malformed section reads as missing.
-        Example: ``ConversionReport.read(json.loads(Path("out/report.json").read_text())).verification``."""
-        return read_typed(cls, data)
-
-    def to_dict(self) -> dict:
-        """The JSON form (plain dicts and lists). Example: ``report.to_dict()["verification"]["passed"]``."""
-        return json_ready(self)
+class _Typed(Section):
+    """``to_json`` besides ``Section``'s ``read`` / ``to_dict`` (report_sections.py), for the whole reports."""
 
     def to_json(self) -> str:
         """report.json's text. Example: ``Path("out/report.json").write_text(report.to_json())``."""
         return json.dumps(self.to_dict(), indent=2, default=str) + "\n"
-
-
-def read_typed(cls, data):
-    """``data`` (JSON) as the dataclass ``cls`` (``_Typed.read``; also the block rows, whose
-    ``NESTED`` says the same). Example: ``read_typed(BlockRow, row).worst()``."""
-    data = data if isinstance(data, dict) else {}
-    values = {}
-    for f in dataclasses.fields(cls):
-        if f.name in data:
-            values[f.name] = _read_nested(getattr(cls, "NESTED", {}).get(f.name), data[f.name])
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            values[f.name] = None
-    return cls(**values)
-
-
-def _read_nested(kind, value):
-    """``value`` (JSON) read as ``kind`` says (``_Typed.NESTED``); None when its shape does not fit."""
-    if kind is None:
-        return value
-    if isinstance(kind, list):
-        return [read_typed(kind[0], v) for v in value if isinstance(v, dict)] if isinstance(value, list) else None
-    if isinstance(kind, set):
-        [row] = kind
-        return {k: read_typed(row, v) for k, v in value.items() if isinstance(v, dict)} \
-            if isinstance(value, dict) else None
-    return read_typed(kind, value) if isinstance(value, dict) else None
 
 
 @dataclass
@@ -204,7 +153,8 @@ class ConversionReport(_Typed):
     """report.json of one conversion (session/conversion.py fills it stage by stage)."""
 
     OMITTED = ("training", "gradients", "sharding", "profile")
-    NESTED = {"ops": {OpRow}, "dynamic": [DynamicDim], "training": Training, "blocks": [BlockRow]}
+    NESTED = {"ops": {OpRow}, "dynamic": [DynamicDim], "training": Training, "blocks": [BlockRow],
+              "verification": Verification, "node_errors": NodeErrors, "gradients": Gradients, "tpu": TpuProof}
     source: str
     target: str
     portx_ir_nodes: int
@@ -215,12 +165,12 @@ class ConversionReport(_Typed):
     layout: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     training: Training | None = None
-    verification: dict = field(default_factory=dict)
+    verification: Verification = field(default_factory=Verification)
     dynamic: list[DynamicDim] = field(default_factory=list)
-    node_errors: dict = field(default_factory=dict)
+    node_errors: NodeErrors = field(default_factory=NodeErrors)
     blocks: list[BlockRow] = field(default_factory=list)  # Note [block rows] (verification/block_rows.py)
-    gradients: dict | None = None
-    tpu: dict = field(default_factory=dict)
+    gradients: Gradients | None = None
+    tpu: TpuProof = field(default_factory=TpuProof)
     sharding: dict | None = None
     stages: dict = field(default_factory=dict)
     profile: dict | None = None
@@ -233,6 +183,7 @@ class VerifyReport(_Typed):
     failing, each layer's error and the first diverging one (verification/recheck.py builds it)."""
 
     OMITTED = ("problem", "code_matches", "note", "trace", "trace_seed", "first_divergence", "gradients")
+    NESTED = {"gradients": Gradients}
     source: str
     out: str
     target: str
@@ -249,11 +200,11 @@ class VerifyReport(_Typed):
     trace: list[dict] | None = None
     trace_seed: int | None = None
     first_divergence: dict | None = None
-    gradients: dict | None = None
+    gradients: Gradients | None = None
     schema_version: int = SCHEMA_VERSION
 
     @classmethod
     def from_dict(cls, report: dict) -> "VerifyReport":
         """The typed form of recheck's report dict (a TypeError names a field the dataclass lacks: a bug).
         Example: ``VerifyReport.from_dict(verify_converted(...)).passed``."""
-        return cls(**{k: v for k, v in report.items() if k != "schema_version"})
+        return from_dict(cls, {k: v for k, v in report.items() if k != "schema_version"})

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..errors import VerificationFailed
 from ..passes.layout import io_layouts
 from ..passes.legalize import status_of
-from .report import ConversionReport, OpRow, Training
+from .report import ConversionReport, Divergence, OpRow, Training
 
 __all__ = ["inventory", "base_report", "source_counts", "training", "written_files", "verification_failed",
            "GRAD_AUTO_BYTES"]
@@ -71,13 +71,13 @@ def written_files(out, target, export_tpu) -> dict:
 
 def verification_failed(result) -> VerificationFailed:
     """The error ``convert`` raises when its check fails; ``exc.result`` holds the result."""
-    ver = result.typed.verification  # the typed report (report.py); its verification section is a JSON object
-    rows = [r for r in ver["outputs"] if not r["passed"]]
-    where = ver.get("first_divergence") or {}
+    ver = result.typed.verification  # the typed report's Verification (report_sections.py)
+    rows = ver.failed_outputs()
+    where = ver.first_divergence or Divergence()
     exc = VerificationFailed(
         f"{result.out}: output {rows[0]['name'] if rows else '?'} differs from the source "
-        f"({rows[0]['problem'] if rows else ver.get('problem')}); first diverging node: "
-        f"{where.get('scope') or '?'} ({where.get('op') or '?'})",
+        f"({rows[0]['problem'] if rows else ver.problem}); first diverging node: "
+        f"{where.scope or '?'} ({where.op or '?'})",
         hint="see report.html (the error along the graph) and report.json; rerun with --atol/--rtol if the "
              "tolerance is too tight")
     exc.result = result

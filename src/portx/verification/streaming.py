@@ -266,8 +266,8 @@ def verify_streaming(src, graph, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT
                            release_params=lambda names: [release_pages(graph.params[n]) for n in names])
     bad = first_failed(report["segments"])
     if bad is not None:
+        report["problem"] = bad.failure()  # before first_divergence: report.json's order (report_sections.py)
         report["first_divergence"] = {"scope": bad.block, "op": bad.first_node}
-        report["problem"] = bad.failure()
     return report
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from ...errors import BadInput, first_line
 from ...ir import Graph
+from ..differentiable import KERAS, Differentiable
 from ..input_spec import resize_array
 from ..jax import lower_jaxpr
 from ..jax.symbols import Mismatch, compact, read_symbols, symbolic_specs
@@ -212,6 +213,10 @@ class SubclassedKerasSource:
         with inference_context(self.model):
             out = self.model(*call_args(self.model, flat))
         return [np.asarray(t) for t in keras.tree.flatten(out)]
+
+    def differentiable(self) -> Differentiable:
+        """The Keras model, differentiated with ``jax.grad`` (frontends/differentiable.py)."""
+        return Differentiable(self.model, KERAS)
 
     def lower(self, name="model", strict_tpu=False):
         """The IR Graph traced from ``model.stateless_call`` (``strict_tpu``: see KerasSource.lower)."""

@@ -15,6 +15,7 @@ import torch
 
 from ...errors import BadInput, first_line
 from . import export_module, lower_exported, walk_program
+from ..differentiable import TORCH, Differentiable
 from .arrays import array_of
 from .symbols import divisor, export_free, hints_at, input_symbols, resized_at, size_hints
 
@@ -114,6 +115,10 @@ class TorchSource:
             out = self.module(*self.torch_inputs(arrays))
         flat = torch.utils._pytree.tree_leaves(out)  # nested dicts/tuples/lists, in torch.export's output order
         return [array_of(t, keep_bfloat16=True) for t in flat]  # compared at bfloat16's resolution
+
+    def differentiable(self) -> Differentiable:
+        """The module, differentiated with ``torch.autograd`` (frontends/differentiable.py)."""
+        return Differentiable(self.module, TORCH)
 
     def walk(self, program):
         """``walk_program(program)``, kept for the last program walked (Note [one walk per program]).
