@@ -21,14 +21,15 @@ Example:
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field
 
 from .report_sections import (Divergence, GradientRow, Gradients, NodeErrors, NodeRow, Section, TpuProof, Verification,
                               from_dict, json_ready, read_typed)
 
 __all__ = ["SCHEMA_VERSION", "OpRow", "DynamicDim", "Training", "BlockRow", "OutputError", "ConversionReport",
-           "VerifyReport", "first_failed", "json_ready", "read_typed", "Verification", "Divergence", "NodeErrors",
-           "NodeRow", "Gradients", "GradientRow", "TpuProof"]
+           "VerifyReport", "InspectReport", "first_failed", "json_ready", "read_typed", "Verification", "Divergence",
+           "NodeErrors", "NodeRow", "Gradients", "GradientRow", "TpuProof"]
 
 #: bumped when a field changes meaning or shape (adding an optional field does not)
 SCHEMA_VERSION = 1
@@ -108,13 +109,15 @@ class _Typed(Section):
 
 @dataclass
 class OpRow(_Typed):
-    """report["ops"][op]: how often the op occurs, its first scopes, and its status in the target's op table."""
+    """report["ops"][op]: how often the op occurs, its first scopes, and its status in the target's op table
+    (``source``: the evidence's URL, in ``inspect``'s rows)."""
 
-    OMITTED = ("status", "why")
+    OMITTED = ("status", "why", "source")
     count: int = 0
     scopes: list[str] = field(default_factory=list)
     status: str | None = None
     why: str | None = None
+    source: str | None = None
 
 
 @dataclass
@@ -208,3 +211,24 @@ class VerifyReport(_Typed):
         """The typed form of recheck's report dict (a TypeError names a field the dataclass lacks: a bug).
         Example: ``VerifyReport.from_dict(verify_converted(...)).passed``."""
         return from_dict(cls, {k: v for k, v in report.items() if k != "schema_version"})
+
+
+@dataclass
+class InspectReport(_Typed):
+    """What ``portx inspect`` (``api.inspect``) returns: the source's op inventory as portx IR (``ops``: op ->
+    ``OpRow``, with its status, reason and evidence when a target was named), its size and its inputs and outputs
+    (``[name, shape, dtype]``). ``to_dict()`` is ``portx inspect --json``'s object.
+    Example: ``inspect("model.pt2").ops["conv"].count``."""
+
+    NESTED = {"ops": {OpRow}}
+    ops: dict[str, OpRow]
+    nodes: int
+    weight_bytes: int
+    inputs: list[list]
+    outputs: list[list]
+
+    def __getitem__(self, key):
+        """``inspect(...)["ops"]`` as before ``InspectReport``: the dict's item, with a DeprecationWarning."""
+        warnings.warn(f'inspect(...)["{key}"] is deprecated: read the attribute, inspect(...).{key} '
+                      "(or inspect(...).to_dict() for the dict)", DeprecationWarning, stacklevel=2)
+        return self.to_dict()[key]
