@@ -1,4 +1,4 @@
-"""What the gradient check differentiates is declared (frontends/differentiable.py): each Source answers
+"""What the gradient check differentiates is declared (frontends/base.py): each Source answers
 ``differentiable()`` and each Target names its ``framework``; verification/grads.py asks them and probes no
 model's attributes."""
 import ast
@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from portx.frontends import load
-from portx.frontends.differentiable import KERAS, TORCH, Differentiable
+from portx.frontends.base import KERAS, TORCH, Differentiable
 from portx.session.report import Gradients
 from portx.targets import TARGETS
 from portx.verification.grads import compare_gradients
@@ -21,16 +21,20 @@ def test_each_source_declares_what_it_differentiates(tmp_path):
     x = torch.randn(2, 4)
     torch_src = load(net, example_inputs=(x,))
     assert torch_src.differentiable() == Differentiable(torch_src.module, TORCH)
+    assert len(torch_src.examples()) == 1 and torch_src.stream_intermediates([x.numpy()]) is not None
 
     keras.utils.set_random_seed(0)
     inputs = keras.Input((4,))
     model = keras.Model(inputs, keras.layers.Dense(3)(inputs))
-    assert load(model).differentiable() == Differentiable(model, KERAS)
+    keras_src = load(model)
+    assert keras_src.differentiable() == Differentiable(model, KERAS)
+    assert keras_src.examples() is None and keras_src.stream_intermediates([x.numpy()]) is None
 
     torch.onnx.export(net, (x,), str(tmp_path / "net.onnx"), dynamo=False)
     onnx_src = load(str(tmp_path / "net.onnx"))
     declared = onnx_src.differentiable()
     assert declared.model is None and declared.why == "the source cannot be differentiated here"
+    assert onnx_src.examples() is None and onnx_src.stream_intermediates([x.numpy()]) is None
     skipped = compare_gradients(onnx_src, onnx_src.lower(), Differentiable(None, KERAS))
     assert isinstance(skipped, Gradients) and skipped.to_dict() == {"passed": None, "skipped": declared.why}
 
@@ -39,13 +43,13 @@ def test_each_target_names_the_framework_its_models_run_in():
     assert {name: target.framework for name, target in TARGETS.items()} == {"keras-jax": KERAS, "torch-xla": TORCH}
 
 
-def test_the_gradient_check_probes_no_model_attributes():
-    """No ``hasattr(model, ...)`` / ``getattr(src, ..., None)`` in grads.py and grad_pairs.py (Note: the
-    protocols say what a source or a converted model is)."""
+def test_verification_probes_no_source_or_model_attributes():
+    """No ``hasattr(model, ...)`` / ``getattr(src, ..., None)`` in verification (the protocols say what a source or
+    a converted model is: frontends/base.py)."""
     found = []
-    for name in ("grads.py", "grad_pairs.py"):
-        tree = ast.parse((SRC / "verification" / name).read_text(encoding="utf-8"))
-        found += [f"{name}:{node.lineno}" for node in ast.walk(tree) if isinstance(node, ast.Call)
+    for path in sorted((SRC / "verification").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        found += [f"{path.name}:{node.lineno}" for node in ast.walk(tree) if isinstance(node, ast.Call)
                   and isinstance(node.func, ast.Name) and node.func.id in ("hasattr", "getattr")
                   and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in ("model", "src")]
     assert not found, found

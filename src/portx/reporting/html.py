@@ -22,7 +22,7 @@ import re
 from html import escape
 from pathlib import Path
 
-from ..session.report_sections import NodeErrors, TpuProof, Verification
+from ..session.report_sections import NodeErrors, Profile, ProfileRow, TpuProof, Verification
 
 __all__ = ["render", "write_report", "error_plot", "first_divergence"]
 
@@ -239,12 +239,14 @@ def _layout_section(report) -> str:
 def _stages_section(report) -> str:
     stages = report.stages or {}
     longest = max(stages.values(), default=0) or 1
-    prof = {r.get("stage"): r for r in (report.profile or {}).get("stages", [])}
+    profile = report.profile or Profile()
+    prof = {r.stage: r for r in profile.stages or []}
     head = ["stage", "seconds", ""] + (["RSS after (MB)", "peak RSS (MB)"] if prof else [])
     rows = [[_t(name), f'<span class="num">{secs:.2f}</span>', f'<span class="bar" style="width:{int(300 * secs / longest)}px">'
-             "</span>"] + ([_num(prof.get(name, {}).get("rss_mb")), _num(prof.get(name, {}).get("peak_rss_mb"))] if prof else [])
+             "</span>"] + ([_num(prof.get(name, ProfileRow()).rss_mb), _num(prof.get(name, ProfileRow()).peak_rss_mb)]
+                           if prof else [])
             for name, secs in stages.items()]
-    peak = (report.profile or {}).get("peak_rss_mb")
+    peak = profile.peak_rss_mb
     return ("<h2>Stage times</h2>" + _table(head, rows)
             + (f"<p>Peak RSS: {_num(peak)} MB</p>" if peak is not None else
                '<p class="note">Memory per stage: convert with --profile.</p>'))

@@ -118,12 +118,13 @@ def sharding_line(proof) -> str:
 
 
 def print_profile(profile) -> None:
-    """--profile: one line per stage with its time, its CPU time and the RSS after it, and the peak RSS."""
-    for row in _rows(profile, "stages"):
-        rss = num(row.get("rss_mb"), ".0f").replace("n/a", "-")
-        cpu = num(row.get("cpu_seconds"), "8.2f").replace("n/a", "-")
-        click.echo(f"  profile {row.get('stage', '?'):<13}{num(row.get('seconds'), '8.2f'):>8}s  CPU {cpu:>8}s  "
-                   f"RSS {rss} MB, peak {num(row.get('peak_rss_mb'), '.0f')} MB", err=True)
+    """--profile (a ``Profile``): one line per stage with its time, its CPU time and the RSS after it, and the
+    peak RSS."""
+    for row in profile.stages or [] if profile is not None else []:
+        rss = num(row.rss_mb, ".0f").replace("n/a", "-")
+        cpu = num(row.cpu_seconds, "8.2f").replace("n/a", "-")
+        click.echo(f"  profile {row.stage or '?':<13}{num(row.seconds, '8.2f'):>8}s  CPU {cpu:>8}s  "
+                   f"RSS {rss} MB, peak {num(row.peak_rss_mb, '.0f')} MB", err=True)
 
 
 def print_gradients(grads) -> None:

@@ -45,7 +45,7 @@ from ..weights import shard_gb
 from .dim_plan import pinned_batch, plan_dims
 from .free_dims import ONE_TRACED_AT, find_free
 from .free_emit import dynamic_report, emit_free
-from .report import ConversionReport, NodeErrors, TpuProof, Verification
+from .report import ConversionReport, NodeErrors, Profile, TpuProof, Verification
 from .sections import (GRAD_AUTO_BYTES, base_report, source_counts, training, verification_failed,
                      written_files)
 
@@ -200,7 +200,7 @@ class Conversion:
             self.report.warnings.append(gradient_problem(self.report.gradients))
 
     def _differentiable(self) -> Differentiable:
-        """The converted model, as the gradient check differentiates it (frontends/differentiable.py)."""
+        """The converted model, as the gradient check differentiates it (frontends/base.py)."""
         return Differentiable(self.model, self.target.framework)
 
     def tpu_proof(self):
@@ -221,7 +221,7 @@ class Conversion:
             self.stages.run("explore", write_conversion, tmp, self.src, self.graph, self.target, report)
         report.stages = self.stages.times
         if self.output.profile:
-            report.profile = self.stages.memory()
+            report.profile = Profile.from_dict(self.stages.memory())
         text = report.to_json()  # Note [report fields] (report.py): report.html is a function of report.json
         (tmp / "report.json").write_text(text, encoding="utf-8")
         write_report(tmp / "report.html", ConversionReport.read(json.loads(text)))

@@ -24,12 +24,12 @@ import json
 import warnings
 from dataclasses import dataclass, field
 
-from .report_sections import (Divergence, GradientRow, Gradients, NodeErrors, NodeRow, Section, TpuProof, Verification,
-                              from_dict, json_ready, read_typed)
+from .report_sections import (Divergence, GradientRow, Gradients, NodeErrors, NodeRow, Profile, ProfileRow, Section,
+                              TpuProof, Verification, from_dict, json_ready, read_typed)
 
 __all__ = ["SCHEMA_VERSION", "OpRow", "DynamicDim", "Training", "BlockRow", "OutputError", "ConversionReport",
            "VerifyReport", "InspectReport", "first_failed", "json_ready", "read_typed", "Verification", "Divergence",
-           "NodeErrors", "NodeRow", "Gradients", "GradientRow", "TpuProof"]
+           "NodeErrors", "NodeRow", "Gradients", "GradientRow", "TpuProof", "Profile", "ProfileRow"]
 
 #: bumped when a field changes meaning or shape (adding an optional field does not)
 SCHEMA_VERSION = 1
@@ -157,7 +157,8 @@ class ConversionReport(_Typed):
 
     OMITTED = ("training", "gradients", "sharding", "profile")
     NESTED = {"ops": {OpRow}, "dynamic": [DynamicDim], "training": Training, "blocks": [BlockRow],
-              "verification": Verification, "node_errors": NodeErrors, "gradients": Gradients, "tpu": TpuProof}
+              "verification": Verification, "node_errors": NodeErrors, "gradients": Gradients, "tpu": TpuProof,
+              "profile": Profile}
     source: str
     target: str
     portx_ir_nodes: int
@@ -175,8 +176,8 @@ class ConversionReport(_Typed):
     gradients: Gradients | None = None
     tpu: TpuProof = field(default_factory=TpuProof)
     sharding: dict | None = None
-    stages: dict = field(default_factory=dict)
-    profile: dict | None = None
+    stages: dict[str, float] = field(default_factory=dict)  # stage -> seconds
+    profile: Profile | None = None
     schema_version: int = SCHEMA_VERSION
 
 

@@ -25,7 +25,7 @@ import dataclasses
 from dataclasses import dataclass
 
 __all__ = ["Section", "json_ready", "read_typed", "Divergence", "Verification", "NodeRow", "NodeErrors", "GradientRow", "Gradients", "TpuProof",
-           "from_dict"]
+           "Profile", "ProfileRow", "from_dict"]
 
 
 def from_dict(cls, data: dict):
@@ -238,3 +238,24 @@ class TpuProof(Section):
     custom_calls: dict[str, int] | None = None
     artifact: dict | None = None  # {"path", "weights", "bytes", "platforms"}
 
+
+@dataclass
+class ProfileRow(Section):
+    """One stage of report["profile"] (``--profile``; progress.py's ``Stages``): its wall and CPU seconds and the
+    process's RSS after it and at its peak, in MB (``rss_mb`` None where the platform cannot say)."""
+
+    stage: str | None = None
+    seconds: float | None = None
+    cpu_seconds: float | None = None
+    peak_rss_mb: float | None = None
+    rss_mb: float | None = None
+
+
+@dataclass
+class Profile(Section):
+    """report["profile"] (``--profile``): a row per stage, and the run's peak and final RSS in MB."""
+
+    NESTED = {"stages": [ProfileRow]}
+    stages: list[ProfileRow] | None = None
+    peak_rss_mb: float | None = None
+    rss_mb: float | None = None

@@ -37,7 +37,7 @@ class Target:
     #: the deployable TPU artifact ``export_tpu`` writes into OUT, or None when the target has none
     tpu_artifact = None
     #: the framework its loaded models run in, which the gradient check differentiates them with
-    #: (``frontends.differentiable.TORCH`` or ``KERAS``)
+    #: (``frontends.base.TORCH`` or ``KERAS``)
     framework = ""
 
     def __repr__(self):

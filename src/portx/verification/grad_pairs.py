@@ -24,7 +24,7 @@ import re
 
 import numpy as np
 
-from ..frontends.differentiable import KERAS, Differentiable
+from ..frontends.base import KERAS, Differentiable
 
 __all__ = ["parameter_pairs", "converted_weights"]
 

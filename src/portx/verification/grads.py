@@ -5,7 +5,7 @@ so every output element contributes with its own weight. Both sides are differen
 mode (BatchNorm with its statistics, no dropout): PyTorch with ``torch.autograd``, Keras with
 ``jax.grad`` over ``stateless_call``. Which framework differentiates which model is declared, not probed: the
 source says it (``Source.differentiable()``), and the converted model is given as a ``Differentiable`` with its
-target's ``framework`` (frontends/differentiable.py). Compared:
+target's ``framework`` (frontends/base.py). Compared:
 
 - the gradient with respect to every floating input, element by element (inputs in the source layout;
   with another ``--io-layout`` they are skipped);
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..frontends.differentiable import KERAS, Differentiable
+from ..frontends.base import KERAS, Differentiable
 from ..passes.layout import source_arrays
 from ..session.report_sections import GradientRow, Gradients
 from .compare import compare_arrays, make_inputs, random_outputs

@@ -174,8 +174,9 @@ class Boundaries:
     def __init__(self, src, arrays, wanted, release, orders=None):
         self.wanted, self.values, self.coming, self.rest = wanted, {}, set(), iter(())
         self.orders = orders or {}
-        if hasattr(src, "stream_intermediates"):
-            self.coming, self.rest = src.stream_intermediates(arrays, keep=set(wanted), release=release)
+        streamed = src.stream_intermediates(arrays, keep=set(wanted), release=release)  # frontends/base.py
+        if streamed is not None:
+            self.coming, self.rest = streamed
         else:
             self.values = source_boundaries(src, arrays, wanted, release, self.orders)
 

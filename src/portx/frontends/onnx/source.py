@@ -25,7 +25,7 @@ import numpy as np
 
 from ...errors import MAX_INPUT_ELEMENTS, BadInput, Unsupported, UnsupportedOps, first_line
 from ...ir import IRError
-from ..differentiable import Differentiable
+from ..base import SourceBase
 from ..input_spec import parse_input_spec
 from .files import check_proto, infer_shapes, read_model
 from .tensors import dtype_name
@@ -56,7 +56,7 @@ def declared_dims(proto) -> list:
     return rows
 
 
-class OnnxSource:
+class OnnxSource(SourceBase):
     """A loaded ONNX model (a Source, frontends/__init__): ``proto`` as saved, ``input_types`` its example."""
 
     def __init__(self, proto, input_types, label, path=None, notes=None):
@@ -119,10 +119,6 @@ class OnnxSource:
         except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own exception types
             raise BadInput(f"{self.label}: onnxruntime cannot run the model at input shapes "
                            f"{[tuple(np.shape(a)) for a in arrays]} ({first_line(exc, 200)})") from None
-
-    def differentiable(self) -> Differentiable:
-        """None: onnxruntime (TensorFlow for a TfSource) runs the model without gradients."""
-        return Differentiable(why="the source cannot be differentiated here")
 
     def intermediates(self, arrays, keep=None, release=None) -> dict:
         """{IR value name: onnxruntime's value} for every ONNX node output that became an IR value (the model

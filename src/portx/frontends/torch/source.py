@@ -15,14 +15,14 @@ import torch
 
 from ...errors import BadInput, first_line
 from . import export_module, lower_exported, walk_program
-from ..differentiable import TORCH, Differentiable
+from ..base import TORCH, Differentiable, SourceBase
 from .arrays import array_of
 from .symbols import divisor, export_free, hints_at, input_symbols, resized_at, size_hints
 
 __all__ = ["TorchSource", "resize_tensor", "output_structure"]
 
 @dataclass
-class TorchSource:
+class TorchSource(SourceBase):
     """A loaded PyTorch model: its ExportedProgram, example inputs and the module (or callable) to run.
 
     It follows the Source protocol of ``frontends/__init__.py``: ``lower()``, ``run(*arrays)``, ``intermediates()``.
@@ -117,8 +117,12 @@ class TorchSource:
         return [array_of(t, keep_bfloat16=True) for t in flat]  # compared at bfloat16's resolution
 
     def differentiable(self) -> Differentiable:
-        """The module, differentiated with ``torch.autograd`` (frontends/differentiable.py)."""
+        """The module, differentiated with ``torch.autograd`` (frontends/base.py)."""
         return Differentiable(self.module, TORCH)
+
+    def examples(self) -> list:
+        """The example inputs it was exported with (tensors)."""
+        return list(self.example_inputs)
 
     def walk(self, program):
         """``walk_program(program)``, kept for the last program walked (Note [one walk per program]).
