@@ -62,7 +62,8 @@ def test_its_report_json_validates_and_reads_back_typed(failed):
 
 def test_a_section_leaves_out_what_its_builder_left_out():
     """A skipped trace has no ``first_divergence``; a trace without a divergence writes it as null (KEPT_WITH)."""
-    assert NodeErrors(skipped="no segment to trace", rows=[]).to_dict() == {"skipped": "no segment to trace", "rows": []}
+    skipped = NodeErrors(skipped="no segment to trace", rows=[]).to_dict()
+    assert skipped == {"skipped": "no segment to trace", "rows": []}
     traced = NodeErrors(atol=1e-4, rtol=1e-3, rows=[]).to_dict()
     assert traced == {"atol": 1e-4, "rtol": 1e-3, "first_divergence": None, "rows": []}
     assert Gradients(passed=None, skipped="why").to_dict() == {"passed": None, "skipped": "why"}

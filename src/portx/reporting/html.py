@@ -213,12 +213,12 @@ def _training_section(report) -> str:
     tr = report.training  # None: a report without the section shows it empty
     mode, problem = (tr.mode, tr.problem) if tr else (None, None)
     folded, dropped, params = (tr.folded, tr.dropped, tr.parameters) if tr else ([], [], {})
-    rows = [[k, f'<span class="num">{_t(v.get("trainable"))}</span>', f'<span class="num">{_t(v.get("non_trainable"))}</span>']
+    rows = [[k, f'<span class="num">{_t(v.trainable)}</span>', f'<span class="num">{_t(v.non_trainable)}</span>']
             for k, v in (params or {}).items()]
     return (f"<h2>Training: folded and dropped</h2><p>Mode: <b>{_t(mode)}</b>. {_t(problem or '')}</p>"
-            "<h3>Folded</h3>" + _table(["scope", "op"], [[f"<code>{_t(r.get('scope'))}</code>", _t(r.get("op"))]
+            "<h3>Folded</h3>" + _table(["scope", "op"], [[f"<code>{_t(r.scope)}</code>", _t(r.op)]
                                                         for r in folded or []])
-            + "<h3>Dropped</h3>" + _table(["scope", "kind"], [[f"<code>{_t(r.get('scope'))}</code>", _t(r.get("kind"))]
+            + "<h3>Dropped</h3>" + _table(["scope", "kind"], [[f"<code>{_t(r.scope)}</code>", _t(r.kind)]
                                                             for r in dropped or []])
             + "<h3>Parameter elements</h3>" + _table(["", "trainable", "non-trainable"], rows))
 

@@ -27,9 +27,10 @@ from dataclasses import dataclass, field
 from .report_sections import (Divergence, GradientRow, Gradients, NodeErrors, NodeRow, Profile, ProfileRow, Section,
                               TpuProof, Verification, from_dict, json_ready, read_typed)
 
-__all__ = ["SCHEMA_VERSION", "OpRow", "DynamicDim", "Training", "BlockRow", "OutputError", "ConversionReport",
-           "VerifyReport", "InspectReport", "first_failed", "json_ready", "read_typed", "Verification", "Divergence",
-           "NodeErrors", "NodeRow", "Gradients", "GradientRow", "TpuProof", "Profile", "ProfileRow"]
+__all__ = ["SCHEMA_VERSION", "OpRow", "DynamicDim", "Training", "Folded", "Dropped", "Elements", "BlockRow",
+           "OutputError", "ConversionReport", "VerifyReport", "InspectReport", "first_failed", "json_ready",
+           "read_typed", "Verification", "Divergence", "NodeErrors", "NodeRow", "Gradients", "GradientRow", "TpuProof",
+           "Profile", "ProfileRow"]
 
 #: bumped when a field changes meaning or shape (adding an optional field does not)
 SCHEMA_VERSION = 1
@@ -140,13 +141,39 @@ class DynamicDim(_Typed):
 
 
 @dataclass
-class Training(_Typed):
-    """report["training"]: what was folded or dropped, and the trainable/non-trainable element counts."""
+class Folded(_Typed):
+    """report["training"]["folded"][i]: an op folded away (a batch norm into the convolution before it)."""
 
+    scope: str | None = None
+    op: str | None = None
+
+
+@dataclass
+class Dropped(_Typed):
+    """report["training"]["dropped"][i]: a training-only layer dropped (``kind``: dropout, ...)."""
+
+    scope: str | None = None
+    kind: str | None = None
+
+
+@dataclass
+class Elements(_Typed):
+    """report["training"]["parameters"]["source" | "converted"]: trainable and non-trainable element counts."""
+
+    trainable: int | None = None
+    non_trainable: int | None = None
+
+
+@dataclass
+class Training(_Typed):
+    """report["training"]: what was folded or dropped, and the trainable/non-trainable element counts of the source
+    and of the converted model (``parameters``: "source" and "converted")."""
+
+    NESTED = {"folded": [Folded], "dropped": [Dropped], "parameters": {Elements}}
     mode: str
-    folded: list[dict]
-    dropped: list[dict]
-    parameters: dict
+    folded: list[Folded]
+    dropped: list[Dropped]
+    parameters: dict[str, Elements]
     trainable_match: bool
     problem: str
 

@@ -24,8 +24,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-__all__ = ["Section", "json_ready", "read_typed", "Divergence", "Verification", "NodeRow", "NodeErrors", "GradientRow", "Gradients", "TpuProof",
-           "Profile", "ProfileRow", "from_dict"]
+__all__ = ["Section", "json_ready", "read_typed", "from_dict", "Divergence", "Verification", "NodeRow", "NodeErrors",
+           "GradientRow", "Gradients", "TpuProof", "Profile", "ProfileRow"]
 
 
 def from_dict(cls, data: dict):

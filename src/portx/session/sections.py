@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..errors import VerificationFailed
 from ..passes.layout import io_layouts
 from ..passes.legalize import status_of
-from .report import ConversionReport, Divergence, OpRow, Training
+from .report import ConversionReport, Divergence, Dropped, Elements, Folded, OpRow, Training
 
 __all__ = ["inventory", "base_report", "source_counts", "training", "written_files", "verification_failed",
            "GRAD_AUTO_BYTES"]
@@ -49,15 +49,15 @@ def source_counts(graph) -> dict:
 def training(graph, source, converted, folding) -> Training:
     """report["training"]: what was folded or dropped, and the trainable/non-trainable element counts of the
     source (the params the model reads) and of the converted model, whose trainable ones must agree."""
-    folded = [{"scope": row["scope"], "op": row["op"]}
-              for rows in graph.meta.get("folded", {}).values() for row in rows]
-    dropped = [{"scope": row["scope"], "kind": row["kind"]} for row in graph.meta.get("dropped", ())]
+    folded = [Folded(row["scope"], row["op"]) for rows in graph.meta.get("folded", {}).values() for row in rows]
+    dropped = [Dropped(row["scope"], row["kind"]) for row in graph.meta.get("dropped", ())]
     match = source["trainable"] == converted["trainable"]
     problem = "" if match or folding else (
         f"trainable elements differ: source {source['trainable']:,}, converted {converted['trainable']:,} "
         "(a parameter read only through a folded computation became a constant)")
     return Training(mode="inference" if folding else "training", folded=folded, dropped=dropped,
-                    parameters={"source": source, "converted": converted}, trainable_match=match, problem=problem)
+                    parameters={"source": Elements(**source), "converted": Elements(**converted)},
+                    trainable_match=match, problem=problem)
 
 
 def written_files(out, target, export_tpu) -> dict:
