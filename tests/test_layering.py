@@ -26,7 +26,8 @@ GROUP_OF = {"portx.optables": "passes", "portx.reporting.explorer": "session",
 #: utilities importable from anywhere; they import only each other (the typed report too: Note [the report is a
 #: leaf] in session/__init__.py)
 LEAVES = {"portx.errors", "portx.options", "portx.outputs", "portx.outputs.staging", "portx.progress", "portx.logs",
-          "portx.reporting", "portx.reporting.html", "portx.reporting.text", "portx.session.report", "portx.version"}
+          "portx.reporting", "portx.reporting.html", "portx.reporting.text", "portx.session.report",
+          "portx.session.report_sections", "portx.version"}
 
 
 def _module_name(path: Path) -> str:

@@ -18,7 +18,8 @@ from portx.frontends import load
 from portx.reporting import html as report_html
 from portx.reporting.html import write_report
 from portx.reporting.text import print_conversion, print_gradients, print_verification
-from portx.session.report import ConversionReport, DynamicDim, OpRow, Training, VerifyReport
+from portx.session.report import (ConversionReport, DynamicDim, Gradients, GradientRow, NodeErrors, NodeRow, OpRow,
+                                  TpuProof, Training, Verification, VerifyReport, read_typed)
 from portx.targets import find_target
 from tests.support.json_schema import problems
 from tests.support.paths import REPO
@@ -83,7 +84,7 @@ def test_every_convert_report_field_is_optional_to_every_reader(reports, tmp_pat
     for path in paths:
         partial = ConversionReport.read(_without(report, path))
         print_conversion(partial, reports["out"])
-        print_verification(VerifyReport.read(partial.verification))
+        print_verification(VerifyReport.read(partial.to_dict()["verification"]))
         # the plot reads node_errors alone, and takes most of a render (0.5 s): drawn where a field of it is gone
         monkeypatch.setattr(report_html, "error_plot", plot if path[0] == "node_errors" else lambda errors: "")
         write_report(tmp_path / "report.html", partial)
@@ -110,8 +111,9 @@ def test_a_report_json_reads_back_as_the_report_that_wrote_it(reports):
 
 def test_a_gradient_row_without_numbers_prints(capsys):
     """The issue's crash: a row whose sizes differ has a problem and no max_rel (KeyError before)."""
-    print_gradients({"passed": False, "atol": 1e-4, "rtol": 1e-3, "inputs": [], "matched": 1,
-                     "parameters": [{"name": "conv_1/beta", "passed": False, "problem": "3 elements, converted 4"}]})
+    print_gradients(Gradients.read({"passed": False, "atol": 1e-4, "rtol": 1e-3, "inputs": [], "matched": 1,
+                                    "parameters": [{"name": "conv_1/beta", "passed": False,
+                                                    "problem": "3 elements, converted 4"}]}))
     assert "1 parameter(s), max rel 0 (atol 0.0001, rtol 0.001)  DIFFER" in capsys.readouterr().out
 
 
@@ -124,10 +126,40 @@ def test_the_report_line_of_a_proof_on_abstract_weights_says_nothing_ran():
                                     "abstract weights, not run")
 
 
+#: the sections verification builds, typed in session/report_sections.py (Note [typed sections])
+SECTIONS = ("verification", "node_errors", "gradients", "tpu")
+
+
+def _section_names(tree) -> set:
+    """Names bound to a typed section: ``ver = report.verification``, ``ver, tpu = report.verification, ...``,
+    ``errors = report.node_errors or NodeErrors()``, ``grads = stages.run("grad", compare_gradients, ...)``."""
+    import ast
+
+    def of_section(value):
+        if isinstance(value, ast.BoolOp):
+            value = value.values[0]
+        if isinstance(value, ast.Call) and any(isinstance(a, ast.Name) and a.id == "compare_gradients"
+                                               for a in value.args):
+            return True
+        return isinstance(value, ast.Attribute) and value.attr in SECTIONS
+
+    names = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Assign):
+            continue
+        for target in node.targets:
+            pairs = zip(target.elts, node.value.elts) if isinstance(target, ast.Tuple) and \
+                isinstance(node.value, ast.Tuple) else [(target, node.value)]
+            names |= {t.id for t, v in pairs if isinstance(t, ast.Name) and of_section(v)}
+    return names
+
+
 def test_the_report_readers_read_typed_report_fields_as_attributes():
     """api, testing, cli, session, reporting and verification take the typed report: no ``report["verification"]``
     or ``report.get("outputs")`` of a report dataclass field outside session/report.py (recheck.py builds a
-    ``VerifyReport``; verification/streaming.py, which builds the ``verification`` section, is not scanned yet)."""
+    ``VerifyReport``; verification/streaming.py, which builds the ``verification`` section, is not scanned yet),
+    and no key read of a typed section (``report.tpu["artifact"]``, ``ver.get("passed")`` where ``ver`` is
+    ``report.verification``, ``grads["passed"]`` of ``compare_gradients``)."""
     import ast
     import dataclasses
 
@@ -136,8 +168,10 @@ def test_the_report_readers_read_typed_report_fields_as_attributes():
     files = [src / "api.py", src / "testing.py", *(src / "cli").glob("*.py"), *(src / "session").glob("*.py"),
              *(src / "reporting").glob("*.py"), *(src / "verification").glob("*.py")]
     found = []
-    for path in (p for p in files if p.name not in ("report.py", "streaming.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for path in (p for p in files if p.name not in ("report.py", "report_sections.py", "streaming.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        sections = _section_names(tree)
+        for node in ast.walk(tree):
             if isinstance(node, ast.Subscript):
                 holder, key = node.value, node.slice
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
@@ -148,4 +182,8 @@ def test_the_report_readers_read_typed_report_fields_as_attributes():
             name = holder.attr if isinstance(holder, ast.Attribute) else getattr(holder, "id", "")
             if name == "report" and isinstance(key, ast.Constant) and key.value in fields:
                 found.append(f"{path.relative_to(src)}:{node.lineno}: [{key.value!r}]")
+            elif isinstance(key, ast.Constant) and isinstance(key.value, str) and (
+                    (isinstance(holder, ast.Attribute) and holder.attr in SECTIONS)
+                    or (isinstance(holder, ast.Name) and holder.id in sections)):
+                found.append(f"{path.relative_to(src)}:{node.lineno}: {name}[{key.value!r}]")
     assert not found, found

@@ -26,6 +26,7 @@ from .session.conversion import Conversion, ConversionResult  # noqa: E402
 from .reporting import explorer  # noqa: E402  (Model Explorer: `portx explore` reaches it through api)
 from .session.dims import lower_for, requested_dims  # noqa: E402
 from .session.sections import inventory  # noqa: E402
+from .session.report import InspectReport, OpRow  # noqa: E402
 from .targets import TARGETS, find_target  # noqa: E402
 from .targets.codegen import missing_emit_rules  # noqa: E402
 from .verification.recheck import verify_converted  # noqa: E402
@@ -36,24 +37,22 @@ __all__ = ["convert", "load", "inspect", "op_table", "ConversionResult", "TARGET
 
 
 @quiet_unless_debug  # logs.py: the frameworks' loggers are silent unless debug=True
-def inspect(source, *, example_inputs=None, target=None, trust=Trust(), shapes=Shapes(), **legacy) -> dict:
-    """Op inventory of a source without converting: {"ops": {...}, "inputs": [...], "outputs": [...]}.
+def inspect(source, *, example_inputs=None, target=None, trust=Trust(), shapes=Shapes(), **legacy) -> InspectReport:
+    """Op inventory of a source without converting: an ``InspectReport`` (``ops``, ``nodes``, ``weight_bytes``,
+    ``inputs``, ``outputs``; ``to_dict()`` is ``portx inspect --json``'s object).
 
     With ``target="tpu"`` (a target name or alias) each op row also carries its status, reason and source
     from that target's op table. ``trust``, ``shapes``: as ``convert``'s (``shapes.inputs`` only).
-    Example: ``inspect("model.pt2")["ops"]["conv"]["count"]``.
+    Example: ``inspect("model.pt2").ops["conv"].count``.
     """
     groups = grouped("inspect", legacy, trust=trust, shapes=shapes)
     table = find_target(target, "--target").table if target else None
     graph = load(source, example_inputs=example_inputs, inputs=groups["shapes"].inputs,
                  **groups["trust"].load_kwargs()).lower()
-    ops_rows = inventory(graph)
-    if table:
-        for op, row in ops_rows.items():
-            row.update(status_of(table, op))
-    return {"ops": ops_rows, "nodes": len(graph.nodes), "weight_bytes": graph.weight_bytes(),
-            "inputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs],
-            "outputs": [[v.name, list(v.type.shape), v.type.dtype] for v in graph.outputs]}
+    ops = {op: OpRow(**row, **(status_of(table, op) if table else {})) for op, row in inventory(graph).items()}
+    return InspectReport(ops=ops, nodes=len(graph.nodes), weight_bytes=graph.weight_bytes(),
+                         inputs=[[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs],
+                         outputs=[[v.name, list(v.type.shape), v.type.dtype] for v in graph.outputs])
 
 
 def _require_jax_backend():

@@ -83,7 +83,7 @@ def test_every_inner_transpose_is_one_source_permute(name, tmp_path):
     cls, kwargs, expected, plain = CASES[name]
     torch.manual_seed(0)
     model, x = cls(**kwargs).eval(), torch.randn(2, 3, 8, 8)
-    source = portx.inspect(model, example_inputs=(x,))["ops"]["permute"]["count"]
+    source = portx.inspect(model, example_inputs=(x,)).ops["permute"].count
     result = portx.convert(model, example_inputs=(x,), out=str(tmp_path / "out"), io_layout="channels-last")
     assert result.report["verification"]["passed"], result.report["verification"]
     rows = result.report["layout"]["inner_transposes"]

@@ -16,6 +16,7 @@ from safetensors.numpy import load_file, save_file
 import portx
 from portx import api
 from portx.cli import main
+from portx.session.report import Verification
 from portx.session.sections import verification_failed
 from portx.targets.torch_xla.emitter import emit_torch
 from portx.verification.compare import DEFAULT_ATOL, DEFAULT_RTOL
@@ -145,7 +146,7 @@ def test_convert_localises_a_corrupted_weight_in_the_written_safetensors(sources
     ver = verify_example(src, result.graph, corrupted, emitted, api.TARGETS["torch-xla"], 0, DEFAULT_ATOL, DEFAULT_RTOL)
     assert ver["passed"] is False
     assert (ver["first_divergence"]["scope"], ver["first_divergence"]["op"]) == ("head", "linear")
-    result.typed.verification, result.ok = ver, False
+    result.typed.verification, result.ok = Verification.from_dict(ver), False  # as Conversion.verify types it
     assert "first diverging node: head (linear)" in str(verification_failed(result))
 
 

@@ -201,20 +201,20 @@ def inspect(src, shapes, trust, target, as_json, debug):
 
         return api.inspect(src, target=target, trust=trust, shapes=shapes, debug=debug)
 
-    info = _run(debug, work)
+    info = _run(debug, work)  # an InspectReport (session/report.py)
     if as_json:
-        click.echo(json.dumps(info, indent=2))
+        click.echo(json.dumps(info.to_dict(), indent=2))
         return
-    click.echo(f"{src}: {info['nodes']} nodes, {info['weight_bytes'] / 1e6:.2f} MB of weights")
-    for name, shape, dtype in info["inputs"]:
+    click.echo(f"{src}: {info.nodes} nodes, {info.weight_bytes / 1e6:.2f} MB of weights")
+    for name, shape, dtype in info.inputs:
         click.echo(f"  input  {name}: {dtype}{shape}")
-    for name, shape, dtype in info["outputs"]:
+    for name, shape, dtype in info.outputs:
         click.echo(f"  output {name}: {dtype}{shape}")
-    width = max((len(k) for k in info["ops"]), default=4)
-    for op, row in sorted(info["ops"].items(), key=lambda kv: -kv[1]["count"]):
-        scopes = ", ".join(s or "<top>" for s in row["scopes"][:3])
-        status = f"  [{row['status']}]" if "status" in row else ""
-        click.echo(f"  {op:<{width}}  {row['count']:>5}  {scopes}{status}")
+    width = max((len(k) for k in info.ops), default=4)
+    for op, row in sorted(info.ops.items(), key=lambda kv: -kv[1].count):
+        scopes = ", ".join(s or "<top>" for s in row.scopes[:3])
+        status = f"  [{row.status}]" if row.status is not None else ""
+        click.echo(f"  {op:<{width}}  {row.count:>5}  {scopes}{status}")
 
 
 @main.command()

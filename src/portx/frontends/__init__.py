@@ -12,7 +12,10 @@ questions, so api and verification never ask which framework a model came from:
   ``release(weight key, tensor)`` is told when a weight is read for the last time, where the source can say (torch);
 - ``dynamic_dims() -> [{"symbol", "sites": [[input, axis]], "min", "max"}]``: the dims the source declares
   free (torch.export Dims, Keras None dims, ONNX ``dim_param``); ``resized({(input, axis): size}) -> Source``:
-  the same model at other input sizes, BadInput where it cannot run there (Note [free dims] in ir/types.py).
+  the same model at other input sizes, BadInput where it cannot run there (Note [free dims] in ir/types.py);
+- ``differentiable()``, ``examples()``, ``stream_intermediates(...)``: what the gradient check differentiates, the
+  example inputs, intermediates one at a time; each with a default in ``SourceBase`` (frontends/base.py), which
+  every Source derives from.
 
 Loading this package imports no framework: ``load`` imports the frontend it needs.
 
@@ -31,10 +34,11 @@ import numpy as np
 
 from ..errors import BadInput
 from ..weights import is_hf_folder
+from .base import Differentiable, SourceBase
 from .input_spec import resize_array
 
-__all__ = ["Source", "load", "at_batch", "is_keras_source", "is_onnx_source", "resize_array", "KERAS_SUFFIXES",
-           "ONNX_SUFFIXES"]
+__all__ = ["Source", "SourceBase", "Differentiable", "load", "at_batch", "is_keras_source", "is_onnx_source",
+           "resize_array", "KERAS_SUFFIXES", "ONNX_SUFFIXES"]
 
 #: source file suffixes read by the Keras frontend (what neither it nor the ONNX frontend reads goes to torch)
 KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
@@ -57,6 +61,12 @@ class Source(Protocol):
     def dynamic_dims(self) -> list: ...
 
     def resized(self, sizes) -> "Source": ...
+
+    def differentiable(self) -> Differentiable: ...
+
+    def examples(self) -> list | None: ...
+
+    def stream_intermediates(self, arrays, keep=None, release=None) -> tuple | None: ...
 
 
 def is_keras_source(source) -> bool:

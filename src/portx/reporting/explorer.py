@@ -17,6 +17,7 @@ import socket
 from pathlib import Path
 
 from ..errors import BadInput
+from ..session.report_sections import NodeErrors
 from .explorer_graph import GRAPH_ID, error_overlay, graph_collection, layout_overlay, tpu_overlay
 
 __all__ = ["EXPLORER", "GRAPH_FILE", "write_explorer", "write_conversion", "explorer_files", "free_port", "prepare",
@@ -61,9 +62,9 @@ def write_conversion(out, src, graph, target, report) -> list:
     ``node_errors`` (verification/trace.py) become the error overlay, and where it was skipped the side panel says
     why."""
     # Note [optional fields] (reporting/text.py): a row without its value names no node
-    node_errors = report.node_errors if isinstance(report.node_errors, dict) else {}
-    rows = {row["value"]: row for row in node_errors.get("rows") or [] if isinstance(row, dict) and "value" in row}
-    info = {"error overlay": f"none: {node_errors['skipped']}"} if node_errors.get("skipped") else {}
+    node_errors = report.node_errors or NodeErrors()
+    rows = {row.value: row for row in node_errors.rows or [] if row.value is not None}
+    info = {"error overlay": f"none: {node_errors.skipped}"} if node_errors.skipped else {}
     return write_explorer(Path(out) / EXPLORER, graph, target.name, Path(str(src.label)).name or "model",
                           rows or None, info)
 

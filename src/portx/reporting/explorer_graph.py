@@ -140,16 +140,15 @@ def _finite(x) -> float:
 
 
 def error_overlay(graph, rows) -> dict:
-    """Per-node max relative error against the IR reference (``rows``: value name -> a compare row with
-    ``max_rel``, ``max_abs``, ``passed``); green within tolerance, red beyond. Nodes without a row (their value
-    is not a variable of the emitted model, e.g. folded into the next layer) have no value."""
+    """Per-node max relative error against the IR reference (``rows``: value name -> a ``NodeRow`` of the typed
+    report's ``node_errors``); green within tolerance, red beyond. Nodes without a row (their value is not a
+    variable of the emitted model, e.g. folded into the next layer) have no value."""
     results = {}
     for i, node in enumerate(graph.nodes):
         row = rows.get(node.outputs[0].name) if node.outputs else None
         if row is None:
             continue
-        error = row.get("max_rel") if row.get("max_rel") is not None else row.get("max_abs")
-        passed = row.get("passed")  # Note [optional fields] (reporting/text.py): an unknown verdict shows red
+        error, passed = row.max_rel, row.passed  # Note [optional fields] (reporting/text.py): unknown shows red
         results[str(i)] = {"value": _finite(error if error is not None else (0.0 if passed else math.inf)),
                            "bgColor": "#c8e6c9" if passed else "#ef9a9a"}
     return _overlay("max relative error vs the IR reference", results)

@@ -22,6 +22,8 @@ import re
 from html import escape
 from pathlib import Path
 
+from ..session.report_sections import NodeErrors, Profile, ProfileRow, TpuProof, Verification
+
 __all__ = ["render", "write_report", "error_plot", "first_divergence"]
 
 #: max relative errors of exactly 0 are drawn at this floor on the log scale
@@ -62,47 +64,49 @@ def _table(head, rows) -> str:
 
 
 def first_divergence(report) -> dict | None:
-    """The first node that diverges: from the per-node trace, else from verification's ``first_divergence``."""
-    errors = report.node_errors or {}
-    index = errors.get("first_divergence")
-    if index is not None and index < len(errors.get("rows", [])):
-        return {"index": index, **errors["rows"][index]}
-    found = (report.verification or {}).get("first_divergence") or {}
-    return {"node": found.get("scope"), "op": found.get("op"), "value": found.get("value")} if found.get("op") else None
+    """The first node that diverges: from the per-node trace, else from verification's ``first_divergence``;
+    {"node", "op", "value"} (and "index" from the trace)."""
+    errors = report.node_errors or NodeErrors()
+    index, rows = errors.first_divergence, errors.rows or []
+    if index is not None and index < len(rows):
+        return {"index": index, "node": rows[index].node, "op": rows[index].op, "value": rows[index].value}
+    found = (report.verification or Verification()).first_divergence
+    return {"node": found.scope, "op": found.op, "value": found.value} if found is not None and found.op else None
 
 
 def error_plot(node_errors) -> str:
     """Inline SVG: max relative error per node (graph order, log scale), the layer tolerance as a dashed line,
-    nodes over it in red and the first diverging one annotated. Empty string when there are no rows."""
-    rows = node_errors.get("rows") or []
+    nodes over it in red and the first diverging one annotated (``node_errors``: a ``NodeErrors``). Empty string
+    when there are no rows."""
+    rows = node_errors.rows or []
     if not rows:
         return ""
     import matplotlib
     from matplotlib.figure import Figure  # no pyplot: no global backend, nothing opens a window
 
-    ys = [max(r["max_rel"], _FLOOR) if isinstance(r.get("max_rel"), (int, float)) and math.isfinite(r["max_rel"])
+    ys = [max(r.max_rel, _FLOOR) if isinstance(r.max_rel, (int, float)) and math.isfinite(r.max_rel)
           else 1.0 for r in rows]
-    bad = [i for i, r in enumerate(rows) if not r.get("passed")]
+    bad = [i for i, r in enumerate(rows) if not r.passed]
     fig = Figure(figsize=(11, 4.2 if len(rows) <= _NAMED_TICKS else 3.6), dpi=100)
     ax = fig.add_subplot()
     ax.plot(range(len(ys)), ys, color="#0969da", linewidth=1, marker="o", markersize=3, label="max relative error")
     if bad:
         ax.plot(bad, [ys[i] for i in bad], linestyle="none", marker="o", markersize=5, color="#cf222e",
                 label="over the tolerance")
-    tol = node_errors.get("rtol")
+    tol = node_errors.rtol
     if tol:
         ax.axhline(tol, color="#cf222e", linestyle="--", linewidth=1, label=f"layer tolerance (rtol {tol:g})")
-    first = node_errors.get("first_divergence")
+    first = node_errors.first_divergence
     if first is not None and first < len(rows):
         row = rows[first]
         ax.axvline(first, color="#cf222e", linewidth=0.8, alpha=0.5)
-        ax.annotate(f"first divergence: {row.get('node') or '<top>'} ({row.get('op')})", (first, ys[first]),
+        ax.annotate(f"first divergence: {row.node or '<top>'} ({row.op})", (first, ys[first]),
                     xytext=(10, 12), textcoords="offset points", color="#cf222e", fontsize=9, parse_math=False,
                     arrowprops={"arrowstyle": "->", "color": "#cf222e"})
     ax.set_yscale("log")
     ax.set_ylim(top=max(ys + [tol or 0]) * 30)  # room above for the annotation
     if len(rows) <= _NAMED_TICKS:  # few nodes: each tick names its node
-        ax.set_xticks(range(len(rows)), [r.get("node") or "<top>" for r in rows], rotation=40, ha="right",
+        ax.set_xticks(range(len(rows)), [r.node or "<top>" for r in rows], rotation=40, ha="right",
                       fontsize=7, parse_math=False)
     else:
         from matplotlib.ticker import MaxNLocator
@@ -121,34 +125,33 @@ def error_plot(node_errors) -> str:
 
 
 def _summary(report) -> str:
-    ver = report.verification or {}
+    ver, tpu = report.verification or Verification(), report.tpu or TpuProof()
     first = first_divergence(report)
     where = (f'<p class="bad">First diverging node: <code>{_t(first.get("node") or "<top>")}</code> '
              f'({_t(first.get("op"))}, value <code>%{_t(first.get("value"))}</code>)</p>') if first else ""
     return (f"<h1>portx conversion report</h1><p><code>{_t(report.source)}</code> &rarr; "
-            f"<b>{_t(report.target)}</b>: verification {_verdict(ver.get('passed'))}; "
+            f"<b>{_t(report.target)}</b>: verification {_verdict(ver.passed)}; "
             f"{_t(report.portx_ir_nodes)} IR nodes, {_num((report.weight_bytes or 0) / 1e6)} MB of "
-            f"weights; TPU lowering <b>{_t((report.tpu or {}).get('verdict', 'not checked'))}</b></p>{where}")
+            f"weights; TPU lowering <b>{_t(tpu.verdict or 'not checked')}</b></p>{where}")
 
 
 def _plot_section(report) -> str:
-    errors = report.node_errors or {}
+    errors = report.node_errors or NodeErrors()
     head = "<h2>Numerical error along the graph</h2>"
-    if not errors.get("rows"):
-        return head + f'<p class="note">No per-node errors: {_t(errors.get("skipped") or "not traced")}.</p>'
-    rows = [[str(i), f"<code>{_t(r.get('node') or '<top>')}</code>", _t(r.get("op")), f"<code>{_t(r.get('value'))}</code>",
-             f'<span class="num">{_num(r.get("max_rel"))}</span>', _verdict(r.get("passed"))]
-            for i, r in enumerate(errors["rows"])]
+    if not errors.rows:
+        return head + f'<p class="note">No per-node errors: {_t(errors.skipped or "not traced")}.</p>'
+    rows = [[str(i), f"<code>{_t(r.node or '<top>')}</code>", _t(r.op), f"<code>{_t(r.value)}</code>",
+             f'<span class="num">{_num(r.max_rel)}</span>', _verdict(r.passed)] for i, r in enumerate(errors.rows)]
     return (head + f'<p class="note">Each emitted intermediate against the IR\'s NumPy reference on the '
-            f'verification batch; intermediates are checked at atol {_num(errors.get("atol"))}, rtol '
-            f'{_num(errors.get("rtol"))}.{_sampled(errors)}</p><div class="plot" id="error-plot">{error_plot(errors)}</div>'
+            f'verification batch; intermediates are checked at atol {_num(errors.atol)}, rtol '
+            f'{_num(errors.rtol)}.{_sampled(errors)}</p><div class="plot" id="error-plot">{error_plot(errors)}</div>'
             f"<details><summary>{len(rows)} nodes</summary>"
             + _table(["#", "node", "op", "value", "max rel", ""], rows) + "</details>")
 
 
 def _sampled(errors) -> str:
     """The note's sentences for a sampled or stopped trace (a passing model, large or slow), or ''."""
-    sampled, stopped = errors.get("sampled"), errors.get("stopped")
+    sampled, stopped = errors.sampled, errors.stopped
     text = (f' <b>The plot is sampled</b>: 1 in {sampled["every"]} of the graph\'s {sampled["of"]} intermediates '
             "(verification passed; a failing conversion traces them all).") if sampled else ""
     if stopped:
@@ -159,16 +162,16 @@ def _sampled(errors) -> str:
 
 
 def _verification_section(report) -> str:
-    ver = report.verification or {}
-    out = f"<h2>Verification</h2><p>{_verdict(ver.get('passed'))}"
-    if ver.get("skipped"):
+    ver = report.verification or Verification()
+    out = f"<h2>Verification</h2><p>{_verdict(ver.passed)}"
+    if ver.skipped:
         return out + " (--no-verify)</p>"
-    out += (f" on seed {_t(ver.get('seed'))}, inputs "
-            + ", ".join(f"<code>{_t(n)}</code> {_t(d)}{_t(s)}" for n, s, d in ver.get("inputs", [])) + "</p>")
+    out += (f" on seed {_t(ver.seed)}, inputs "
+            + ", ".join(f"<code>{_t(n)}</code> {_t(d)}{_t(s)}" for n, s, d in ver.inputs or []) + "</p>")
     out += _table(["output", "max abs", "max rel", "atol", "rtol", "", "problem"],
                   [[f"<code>{_t(r.get('name'))}</code>", _num(r.get("max_abs")), _num(r.get("max_rel")),
                     _num(r.get("atol")), _num(r.get("rtol")), _verdict(r.get("passed")), _t(r.get("problem") or "")]
-                   for r in ver.get("outputs", [])])
+                   for r in ver.outputs or [] if isinstance(r, dict)])
     rows = [[f"<code>{_t(d.symbol)}</code>", "free" if d.free else f"pinned to {_t(d.example_size)}",
              ", ".join(f"{_t(s[0])}:{_t(s[1])}" for s in d.sites or []), _t(c.get("size")),
              _verdict(c.get("passed")) if c else "", _num(c.get("max_abs")), _num(c.get("max_rel")),
@@ -178,8 +181,8 @@ def _verification_section(report) -> str:
         ["dim", "kept", "sites", "size", "", "max abs", "max rel", "problem"], rows)
     out += _blocks_table(report.blocks or [])
     grads = report.gradients
-    if grads:
-        out += f"<p>Gradients: {_verdict(grads.get('passed'))} {_t(grads.get('skipped') or '')}</p>"
+    if grads is not None:
+        out += f"<p>Gradients: {_verdict(grads.passed)} {_t(grads.skipped or '')}</p>"
     return out
 
 
@@ -210,12 +213,12 @@ def _training_section(report) -> str:
     tr = report.training  # None: a report without the section shows it empty
     mode, problem = (tr.mode, tr.problem) if tr else (None, None)
     folded, dropped, params = (tr.folded, tr.dropped, tr.parameters) if tr else ([], [], {})
-    rows = [[k, f'<span class="num">{_t(v.get("trainable"))}</span>', f'<span class="num">{_t(v.get("non_trainable"))}</span>']
+    rows = [[k, f'<span class="num">{_t(v.trainable)}</span>', f'<span class="num">{_t(v.non_trainable)}</span>']
             for k, v in (params or {}).items()]
     return (f"<h2>Training: folded and dropped</h2><p>Mode: <b>{_t(mode)}</b>. {_t(problem or '')}</p>"
-            "<h3>Folded</h3>" + _table(["scope", "op"], [[f"<code>{_t(r.get('scope'))}</code>", _t(r.get("op"))]
+            "<h3>Folded</h3>" + _table(["scope", "op"], [[f"<code>{_t(r.scope)}</code>", _t(r.op)]
                                                         for r in folded or []])
-            + "<h3>Dropped</h3>" + _table(["scope", "kind"], [[f"<code>{_t(r.get('scope'))}</code>", _t(r.get("kind"))]
+            + "<h3>Dropped</h3>" + _table(["scope", "kind"], [[f"<code>{_t(r.scope)}</code>", _t(r.kind)]
                                                             for r in dropped or []])
             + "<h3>Parameter elements</h3>" + _table(["", "trainable", "non-trainable"], rows))
 
@@ -236,22 +239,24 @@ def _layout_section(report) -> str:
 def _stages_section(report) -> str:
     stages = report.stages or {}
     longest = max(stages.values(), default=0) or 1
-    prof = {r.get("stage"): r for r in (report.profile or {}).get("stages", [])}
+    profile = report.profile or Profile()
+    prof = {r.stage: r for r in profile.stages or []}
     head = ["stage", "seconds", ""] + (["RSS after (MB)", "peak RSS (MB)"] if prof else [])
     rows = [[_t(name), f'<span class="num">{secs:.2f}</span>', f'<span class="bar" style="width:{int(300 * secs / longest)}px">'
-             "</span>"] + ([_num(prof.get(name, {}).get("rss_mb")), _num(prof.get(name, {}).get("peak_rss_mb"))] if prof else [])
+             "</span>"] + ([_num(prof.get(name, ProfileRow()).rss_mb), _num(prof.get(name, ProfileRow()).peak_rss_mb)]
+                           if prof else [])
             for name, secs in stages.items()]
-    peak = (report.profile or {}).get("peak_rss_mb")
+    peak = profile.peak_rss_mb
     return ("<h2>Stage times</h2>" + _table(head, rows)
             + (f"<p>Peak RSS: {_num(peak)} MB</p>" if peak is not None else
                '<p class="note">Memory per stage: convert with --profile.</p>'))
 
 
 def _other_section(report) -> str:
-    tpu = report.tpu or {}
+    tpu = report.tpu or TpuProof()
     warnings = report.warnings or []
-    return (f"<h2>TPU lowering</h2><p><b>{_t(tpu.get('verdict', 'not checked'))}</b></p>"
-            + ("<ul>" + "".join(f"<li>{_t(p)}</li>" for p in tpu.get("problems", [])) + "</ul>" if tpu.get("problems") else "")
+    return (f"<h2>TPU lowering</h2><p><b>{_t(tpu.verdict or 'not checked')}</b></p>"
+            + ("<ul>" + "".join(f"<li>{_t(p)}</li>" for p in tpu.problems) + "</ul>" if tpu.problems else "")
             + f"<h2>Warnings ({len(warnings)})</h2>"
             + ("<ul>" + "".join(f"<li>{_t(w)}</li>" for w in warnings) + "</ul>" if warnings else '<p class="note">none</p>'))
 

@@ -5,10 +5,11 @@ gradient row whose sizes differ), a report from another portx version, a hand-ed
 number prints ``n/a``, a missing list prints nothing, a missing name prints ``?``; a printer never raises.
 
 Note [optional fields]: the readers (this module, reporting/html.py, reporting/explorer.py) take the typed report
-(session/report.py: ``ConversionReport``, ``VerifyReport``) and read its fields as attributes, any of which may be
-None (a report.json read back with ``ConversionReport.read`` lacks what its writer left out); the sections typed
-as JSON objects (``verification``, ``node_errors``, ``gradients``, ``tpu`` ...) are read with ``.get`` and a
-default. tests/test_report_readers.py renders all three from a real report with each field removed in turn.
+(session/report.py: ``ConversionReport``, ``VerifyReport``, and the sections of report_sections.py:
+``Verification``, ``NodeErrors``, ``Gradients``, ``TpuProof``) and read their fields as attributes, any of which may
+be None (a report.json read back with ``ConversionReport.read`` lacks what its writer left out); what is still a
+JSON object (an output's row, ``layout``, ``sharding``, ``profile``) is read with ``.get`` and a default.
+tests/test_report_readers.py renders all three from a real report with each field removed in turn.
 
 Example:
     >>> print_conversion(result.typed, result.out)      # the lines after the progress display
@@ -59,16 +60,16 @@ def print_conversion(report, out) -> None:
                           for row in inner[:LAYOUT_SHOWN])
         more = f", and {len(inner) - LAYOUT_SHOWN} more in report.json" if len(inner) > LAYOUT_SHOWN else ""
         click.echo(f"  layout: {len(inner)} transpose(s) inside the model: {where}{more}")
-    ver, tpu = _table(report.verification), _table(report.tpu)
-    if tpu:
-        problems = tpu.get("problems") or []
-        click.echo(f"  TPU lowering: {tpu.get('verdict', 'not checked')}" + (f" ({'; '.join(problems)})" if problems else ""))
+    ver, tpu = report.verification, report.tpu
+    if tpu is not None and tpu.verdict is not None:
+        problems = tpu.problems or []
+        click.echo(f"  TPU lowering: {tpu.verdict}" + (f" ({'; '.join(problems)})" if problems else ""))
     if report.sharding:
         click.echo(f"  sharded: {sharding_line(_table(report.sharding))}")
-    if ver.get("skipped") or not ver:
+    if ver is None or ver.skipped or (ver.passed is None and not ver.outputs):
         click.echo(f"wrote {out} (verification skipped)")
         return
-    for row in _rows(ver, "outputs"):
+    for row in _rows(ver.outputs):
         click.echo(f"  output {row.get('name', '?')}: max abs {num(row.get('max_abs'))}, max rel "
                    f"{num(row.get('max_rel'))} {_tolerances(row)}")
     print_blocks(report.blocks)
@@ -125,26 +126,29 @@ def sharding_line(proof) -> str:
 
 
 def print_profile(profile) -> None:
-    """--profile: one line per stage with its time, its CPU time and the RSS after it, and the peak RSS."""
-    for row in _rows(profile, "stages"):
-        rss = num(row.get("rss_mb"), ".0f").replace("n/a", "-")
-        cpu = num(row.get("cpu_seconds"), "8.2f").replace("n/a", "-")
-        click.echo(f"  profile {row.get('stage', '?'):<13}{num(row.get('seconds'), '8.2f'):>8}s  CPU {cpu:>8}s  "
-                   f"RSS {rss} MB, peak {num(row.get('peak_rss_mb'), '.0f')} MB", err=True)
+    """--profile (a ``Profile``): one line per stage with its time, its CPU time and the RSS after it, and the
+    peak RSS."""
+    for row in profile.stages or [] if profile is not None else []:
+        rss = num(row.rss_mb, ".0f").replace("n/a", "-")
+        cpu = num(row.cpu_seconds, "8.2f").replace("n/a", "-")
+        click.echo(f"  profile {row.stage or '?':<13}{num(row.seconds, '8.2f'):>8}s  CPU {cpu:>8}s  "
+                   f"RSS {rss} MB, peak {num(row.peak_rss_mb, '.0f')} MB", err=True)
 
 
 def print_gradients(grads) -> None:
-    """One line for report["gradients"]: what was compared and the worst relative error (or why it was skipped)."""
-    if not isinstance(grads, dict) or not grads:
+    """One line for report["gradients"] (a ``Gradients``): what was compared and the worst relative error (or why
+    it was skipped)."""
+    if grads is None:
         return
-    if grads.get("passed") is None:
-        click.echo(f"  gradients: not compared ({grads.get('skipped', 'nothing to compare')})")
+    if grads.passed is None:
+        click.echo(f"  gradients: not compared ({grads.skipped or 'nothing to compare'})")
         return
-    rows = _rows(grads, "inputs") + _rows(grads, "parameters")
-    rels = [r.get("max_rel") for r in rows if isinstance(r.get("max_rel"), (int, float)) and math.isfinite(r["max_rel"])]
-    matched = grads.get("matched", len(_rows(grads, "parameters")))
-    click.echo(f"  gradients: {len(_rows(grads, 'inputs'))} input(s) and {matched} parameter(s), max rel "
-               f"{num(max(rels, default=0.0))} {_tolerances(grads)}" + ("" if grads.get("passed") else "  DIFFER"))
+    inputs, params = grads.inputs or [], grads.parameters or []
+    rels = [r.max_rel for r in inputs + params if isinstance(r.max_rel, (int, float)) and math.isfinite(r.max_rel)]
+    matched = len(params) if grads.matched is None else grads.matched
+    click.echo(f"  gradients: {len(inputs)} input(s) and {matched} parameter(s), max rel "
+               f"{num(max(rels, default=0.0))} (atol {num(grads.atol, 'g')}, rtol {num(grads.rtol, 'g')})"
+               + ("" if grads.passed else "  DIFFER"))
 
 
 def print_verification(report) -> None:

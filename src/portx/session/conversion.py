@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..errors import NotTpuLegal
 from ..reporting.explorer import write_conversion
-from ..frontends import load
+from ..frontends import Differentiable, load
 from ..options import Checks, Output, Shapes, Trust
 from ..outputs import staged_output
 from ..passes.layout.one_channel import unknown_layout_notes
@@ -43,7 +43,7 @@ from ..verification.streaming import verify_streaming
 from ..verification.trace import node_errors
 from ..weights import shard_gb
 from .dims import ONE_TRACED_AT, dynamic_report, emit_free, find_free, pinned_batch, plan_dims
-from .report import ConversionReport
+from .report import ConversionReport, NodeErrors, Profile, TpuProof, Verification
 from .sections import (GRAD_AUTO_BYTES, base_report, source_counts, training, verification_failed,
                      written_files)
 
@@ -117,7 +117,7 @@ class Conversion:
             warnings.simplefilter("always", PortxWarning)
             self.graph = self.stages.run("passes", prepared, self.graph, self.target, self.skip, self.shapes.io_layout)
         self.notes += ([str(w.message) for w in caught if issubclass(w.category, PortxWarning)]
-                       + nonfinite_params(self.graph) + list(getattr(self.src, "notes", [])))
+                       + nonfinite_params(self.graph) + list(self.src.notes))
 
     def _prepare(self, src):
         return prepared(src.lower("model", self.checks.strict_tpu), self.target, self.skip, self.shapes.io_layout)
@@ -149,8 +149,8 @@ class Conversion:
         checks, stages, src, graph, model = self.checks, self.stages, self.src, self.graph, self.model
         grad = checks.grad
         self.grad_on = self.verifying and (grad or (grad is None and graph.weight_bytes() <= GRAD_AUTO_BYTES))
-        self.started = stages.run("grad-start", start_gradients, src, graph, model, checks.seed) if self.grad_on \
-            else None
+        self.started = stages.run("grad-start", start_gradients, src, graph, self._differentiable(),
+                                  checks.seed) if self.grad_on else None
         if self.verifying:
             verification = stages.run("verify", verify_example, src, graph, model, self.emitted, self.target,
                                       checks.seed, checks.atol, checks.rtol)
@@ -160,7 +160,7 @@ class Conversion:
         else:
             verification = {"passed": None, "skipped": self.too_big or True}
         self.report.blocks = verification.pop("segments", [])  # streamed: a row per segment
-        self.report.verification = verification
+        self.report.verification = Verification.from_dict(verification)  # Note [typed sections] (report_sections.py)
         self.report.dynamic = dynamic_report(self.dims, graph, example_checked(self.sized, verification))
         settled(self.started)  # Note [gradient compile] (verification/grad_program.py): not under the trace's compile
         if self.verifying:  # Note [block rows]: each repeated block, cut from the loaded models
@@ -172,30 +172,34 @@ class Conversion:
         """report["node_errors"]: each node's error against the IR reference."""
         checks, report = self.checks, self.report
         if self.streaming:  # Note [trace per segment]
-            report.node_errors = self.stages.run("trace", segment_node_errors, self.target, self.graph,
-                                                 make_inputs(self.graph, checks.seed), report.blocks,
-                                                 checks.atol, checks.rtol)
+            report.node_errors = NodeErrors.from_dict(self.stages.run(
+                "trace", segment_node_errors, self.target, self.graph, make_inputs(self.graph, checks.seed),
+                report.blocks, checks.atol, checks.rtol))
             return
         if not self.verifying:
-            report.node_errors = {"skipped": self.too_big or "verification was skipped (--no-verify)", "rows": []}
+            report.node_errors = NodeErrors(skipped=self.too_big or "verification was skipped (--no-verify)", rows=[])
             return
-        report.node_errors = self.stages.run(
+        report.node_errors = NodeErrors.from_dict(self.stages.run(
             "trace", node_errors, self.target, self.graph, self.model, self.emitted["var_of"],
             make_inputs(self.graph, checks.seed), checks.atol, checks.rtol, self.emitted["code"],
-            report.verification.get("passed") is True, sum(self.stages.times.values()))
+            report.verification.passed is True, sum(self.stages.times.values())))
 
     def gradients(self):
         """report["gradients"] when compared (verification/grads.py); a difference is a warning."""
         if not self.grad_on:
             if self.streaming and self.checks.grad:  # Note [abstract gradients] (verification/grad_program.py)
                 self.report.gradients = self.stages.run("grad-lower", lower_gradients, self.src, self.graph,
-                                                        self.model, self.checks.seed)  # lowered, not compared
+                                                        self._differentiable(), self.checks.seed)  # not compared
             return
-        self.report.gradients = self.stages.run("grad", compare_gradients, self.src, self.graph, self.model,
+        self.report.gradients = self.stages.run("grad", compare_gradients, self.src, self.graph, self._differentiable(),
                                                 self.checks.seed, started=self.started,
                                                 origins=self.emitted.get("origins"))
-        if self.report.gradients["passed"] is False:
+        if self.report.gradients.passed is False:
             self.report.warnings.append(gradient_problem(self.report.gradients))
+
+    def _differentiable(self) -> Differentiable:
+        """The converted model, as the gradient check differentiates it (frontends/base.py)."""
+        return Differentiable(self.model, self.target.framework)
 
     def tpu_proof(self):
         """report["tpu"]: the TPU lowering proof; the sharded proof on a mesh; the TPU artifact (--export-tpu)."""
@@ -205,7 +209,7 @@ class Conversion:
             report.sharding = stages.run("shard-proof", sharding_report, target, self.tmp, self.graph, self.mesh,
                                          self.checks.seed, report.warnings)
         if self.output.export_tpu:
-            report.tpu["artifact"] = stages.run("tpu-export", target.export_tpu, self.model, self.graph,
+            report.tpu.artifact = stages.run("tpu-export", target.export_tpu, self.model, self.graph,
                                                    self.tmp / target.tpu_artifact)
 
     def write(self):
@@ -215,7 +219,7 @@ class Conversion:
             self.stages.run("explore", write_conversion, tmp, self.src, self.graph, self.target, report)
         report.stages = self.stages.times
         if self.output.profile:
-            report.profile = self.stages.memory()
+            report.profile = Profile.from_dict(self.stages.memory())
         text = report.to_json()  # Note [report fields] (report.py): report.html is a function of report.json
         (tmp / "report.json").write_text(text, encoding="utf-8")
         write_report(tmp / "report.html", ConversionReport.read(json.loads(text)))
@@ -224,21 +228,21 @@ class Conversion:
         """The finished conversion; VerificationFailed (``exc.result`` holds it) when its check failed."""
         result = ConversionResult(self.model, self.report.to_dict(), written_files(self.out, self.target,
                                                                                    self.output.export_tpu),
-                                  self.graph, self.out, self.report.verification.get("passed") is not False,
+                                  self.graph, self.out, self.report.verification.passed is not False,
                                   self.stages.times, self.report)
         if not result.ok:
             raise verification_failed(result)
         return result
 
 
-def _tpu_proof(target, model, graph, strict):
-    proof = target.prove_tpu(model, graph)
-    if strict and proof["verdict"] == "skipped":
-        raise NotTpuLegal(f"the TPU lowering proof was skipped ({proof.get('why') or 'its tools are missing'}), so "
+def _tpu_proof(target, model, graph, strict) -> TpuProof:
+    proof = TpuProof.from_dict(target.prove_tpu(model, graph))  # Note [typed sections] (report_sections.py)
+    if strict and proof.verdict == "skipped":
+        raise NotTpuLegal(f"the TPU lowering proof was skipped ({proof.why or 'its tools are missing'}), so "
                           "--strict-tpu cannot vouch for this model", hint="install portx with its dependencies "
                           "(torchax for --to torch-xla) and convert again, or drop --strict-tpu")
-    if strict and proof["verdict"] != "ok":
-        raise NotTpuLegal(f"model does not lower cleanly for TPU: {'; '.join(proof['problems'])}",
+    if strict and proof.verdict != "ok":
+        raise NotTpuLegal(f"model does not lower cleanly for TPU: {'; '.join(proof.problems or [])}",
                           hint="drop --strict-tpu to convert anyway, or replace the listed constructs")
     return proof
 

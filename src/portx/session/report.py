@@ -5,10 +5,10 @@ dataclasses by report_schema.py.
 Note [report fields]: the JSON field names and shapes are the ones report.json always had, so users' scripts keep
 working. The readers (report.html, the console, Model Explorer overlays) take the typed report and read its fields as
 attributes; a report.json from disk (another portx version, a hand-edited one) becomes one with ``read``, which
-gives every missing field None or its default (Note [optional fields] in reporting/text.py). Sections that
-verification modules build and grow often (``verification``, ``node_errors``, ``gradients``, ``tpu``, ...) are
-typed as JSON objects and read by key; the sections the session builds are dataclasses. A field that is None and
-named in ``OMITTED`` is left out of the JSON, as it was before the report was typed. The per-block rows
+gives every missing field None or its default (Note [optional fields] in reporting/text.py). The sections the
+session builds are dataclasses here; those verification builds (``verification``, ``node_errors``, ``gradients``,
+``tpu``) are dataclasses in report_sections.py (Note [typed sections]), typed where the session takes them. A field
+that is None and named in ``OMITTED`` is left out of the JSON, as it was before the report was typed. The per-block rows
 (``blocks``: ``BlockRow`` with its ``OutputError`` rows) are built by verification (streaming.py,
 block_rows.py), which may import this leaf module (Note [the report is a leaf] in session/__init__.py);
 ``read_typed`` reads them as it reads the other classes (their ``NESTED``).
@@ -20,12 +20,17 @@ Example:
 """
 from __future__ import annotations
 
-import dataclasses
 import json
+import warnings
 from dataclasses import dataclass, field
 
-__all__ = ["SCHEMA_VERSION", "OpRow", "DynamicDim", "Training", "BlockRow", "OutputError", "ConversionReport",
-           "VerifyReport", "first_failed", "json_ready", "read_typed"]
+from .report_sections import (Divergence, GradientRow, Gradients, NodeErrors, NodeRow, Profile, ProfileRow, Section,
+                              TpuProof, Verification, from_dict, json_ready, read_typed)
+
+__all__ = ["SCHEMA_VERSION", "OpRow", "DynamicDim", "Training", "Folded", "Dropped", "Elements", "BlockRow",
+           "OutputError", "ConversionReport", "VerifyReport", "InspectReport", "first_failed", "json_ready",
+           "read_typed", "Verification", "Divergence", "NodeErrors", "NodeRow", "Gradients", "GradientRow", "TpuProof",
+           "Profile", "ProfileRow"]
 
 #: bumped when a field changes meaning or shape (adding an optional field does not)
 SCHEMA_VERSION = 1
@@ -95,77 +100,25 @@ def first_failed(rows) -> BlockRow | None:
     return next((row for row in rows if row.passed is False), None)
 
 
-def json_ready(value):
-    """``value`` with every report dataclass replaced by its dict, omitting ``OMITTED`` fields that are None."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        omitted = getattr(value, "OMITTED", ())
-        return {f.name: json_ready(getattr(value, f.name)) for f in dataclasses.fields(value)
-                if not (f.name in omitted and getattr(value, f.name) is None)}
-    if isinstance(value, dict):
-        return {k: json_ready(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_ready(v) for v in value]
-    return value
-
-
-class _Typed:
-    """``to_dict`` / ``to_json`` / ``read`` for the report dataclasses."""
-
-    OMITTED: tuple = ()
-    #: field -> how ``read`` types its JSON: a report dataclass for an object, ``[cls]`` a list, ``{cls}`` a dict
-    NESTED: dict = {}
-
-    @classmethod
-    def read(cls, data):
-        """The typed form of a JSON report (report.json's dict) that may lack any field or hold more: a missing field
-        is None or its default, an unknown one is dropped, a malformed section reads as missing.
-        Example: ``ConversionReport.read(json.loads(Path("out/report.json").read_text())).verification``."""
-        return read_typed(cls, data)
-
-    def to_dict(self) -> dict:
-        """The JSON form (plain dicts and lists). Example: ``report.to_dict()["verification"]["passed"]``."""
-        return json_ready(self)
+class _Typed(Section):
+    """``to_json`` besides ``Section``'s ``read`` / ``to_dict`` (report_sections.py), for the whole reports."""
 
     def to_json(self) -> str:
         """report.json's text. Example: ``Path("out/report.json").write_text(report.to_json())``."""
         return json.dumps(self.to_dict(), indent=2, default=str) + "\n"
 
 
-def read_typed(cls, data):
-    """``data`` (JSON) as the dataclass ``cls`` (``_Typed.read``; also the block rows, whose
-    ``NESTED`` says the same). Example: ``read_typed(BlockRow, row).worst()``."""
-    data = data if isinstance(data, dict) else {}
-    values = {}
-    for f in dataclasses.fields(cls):
-        if f.name in data:
-            values[f.name] = _read_nested(getattr(cls, "NESTED", {}).get(f.name), data[f.name])
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            values[f.name] = None
-    return cls(**values)
-
-
-def _read_nested(kind, value):
-    """``value`` (JSON) read as ``kind`` says (``_Typed.NESTED``); None when its shape does not fit."""
-    if kind is None:
-        return value
-    if isinstance(kind, list):
-        return [read_typed(kind[0], v) for v in value if isinstance(v, dict)] if isinstance(value, list) else None
-    if isinstance(kind, set):
-        [row] = kind
-        return {k: read_typed(row, v) for k, v in value.items() if isinstance(v, dict)} \
-            if isinstance(value, dict) else None
-    return read_typed(kind, value) if isinstance(value, dict) else None
-
-
 @dataclass
 class OpRow(_Typed):
-    """report["ops"][op]: how often the op occurs, its first scopes, and its status in the target's op table."""
+    """report["ops"][op]: how often the op occurs, its first scopes, and its status in the target's op table
+    (``source``: the evidence's URL, in ``inspect``'s rows)."""
 
-    OMITTED = ("status", "why")
+    OMITTED = ("status", "why", "source")
     count: int = 0
     scopes: list[str] = field(default_factory=list)
     status: str | None = None
     why: str | None = None
+    source: str | None = None
 
 
 @dataclass
@@ -188,13 +141,39 @@ class DynamicDim(_Typed):
 
 
 @dataclass
-class Training(_Typed):
-    """report["training"]: what was folded or dropped, and the trainable/non-trainable element counts."""
+class Folded(_Typed):
+    """report["training"]["folded"][i]: an op folded away (a batch norm into the convolution before it)."""
 
+    scope: str | None = None
+    op: str | None = None
+
+
+@dataclass
+class Dropped(_Typed):
+    """report["training"]["dropped"][i]: a training-only layer dropped (``kind``: dropout, ...)."""
+
+    scope: str | None = None
+    kind: str | None = None
+
+
+@dataclass
+class Elements(_Typed):
+    """report["training"]["parameters"]["source" | "converted"]: trainable and non-trainable element counts."""
+
+    trainable: int | None = None
+    non_trainable: int | None = None
+
+
+@dataclass
+class Training(_Typed):
+    """report["training"]: what was folded or dropped, and the trainable/non-trainable element counts of the source
+    and of the converted model (``parameters``: "source" and "converted")."""
+
+    NESTED = {"folded": [Folded], "dropped": [Dropped], "parameters": {Elements}}
     mode: str
-    folded: list[dict]
-    dropped: list[dict]
-    parameters: dict
+    folded: list[Folded]
+    dropped: list[Dropped]
+    parameters: dict[str, Elements]
     trainable_match: bool
     problem: str
 
@@ -204,7 +183,9 @@ class ConversionReport(_Typed):
     """report.json of one conversion (session/conversion.py fills it stage by stage)."""
 
     OMITTED = ("training", "gradients", "sharding", "profile")
-    NESTED = {"ops": {OpRow}, "dynamic": [DynamicDim], "training": Training, "blocks": [BlockRow]}
+    NESTED = {"ops": {OpRow}, "dynamic": [DynamicDim], "training": Training, "blocks": [BlockRow],
+              "verification": Verification, "node_errors": NodeErrors, "gradients": Gradients, "tpu": TpuProof,
+              "profile": Profile}
     source: str
     target: str
     portx_ir_nodes: int
@@ -215,15 +196,15 @@ class ConversionReport(_Typed):
     layout: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     training: Training | None = None
-    verification: dict = field(default_factory=dict)
+    verification: Verification = field(default_factory=Verification)
     dynamic: list[DynamicDim] = field(default_factory=list)
-    node_errors: dict = field(default_factory=dict)
+    node_errors: NodeErrors = field(default_factory=NodeErrors)
     blocks: list[BlockRow] = field(default_factory=list)  # Note [block rows] (verification/block_rows.py)
-    gradients: dict | None = None
-    tpu: dict = field(default_factory=dict)
+    gradients: Gradients | None = None
+    tpu: TpuProof = field(default_factory=TpuProof)
     sharding: dict | None = None
-    stages: dict = field(default_factory=dict)
-    profile: dict | None = None
+    stages: dict[str, float] = field(default_factory=dict)  # stage -> seconds
+    profile: Profile | None = None
     schema_version: int = SCHEMA_VERSION
 
 
@@ -234,7 +215,7 @@ class VerifyReport(_Typed):
     ``--dynamic``, the free dims it names, checked at the sizes convert checks them at."""
 
     OMITTED = ("problem", "code_matches", "note", "trace", "trace_seed", "first_divergence", "gradients", "dynamic")
-    NESTED = {"dynamic": [DynamicDim]}
+    NESTED = {"dynamic": [DynamicDim], "gradients": Gradients}
     source: str
     out: str
     target: str
@@ -251,7 +232,7 @@ class VerifyReport(_Typed):
     trace: list[dict] | None = None
     trace_seed: int | None = None
     first_divergence: dict | None = None
-    gradients: dict | None = None
+    gradients: Gradients | None = None
     dynamic: list[DynamicDim] | None = None
     schema_version: int = SCHEMA_VERSION
 
@@ -259,4 +240,25 @@ class VerifyReport(_Typed):
     def from_dict(cls, report: dict) -> "VerifyReport":
         """The typed form of recheck's report dict (a TypeError names a field the dataclass lacks: a bug).
         Example: ``VerifyReport.from_dict(verify_converted(...)).passed``."""
-        return cls(**{k: v for k, v in report.items() if k != "schema_version"})
+        return from_dict(cls, {k: v for k, v in report.items() if k != "schema_version"})
+
+
+@dataclass
+class InspectReport(_Typed):
+    """What ``portx inspect`` (``api.inspect``) returns: the source's op inventory as portx IR (``ops``: op ->
+    ``OpRow``, with its status, reason and evidence when a target was named), its size and its inputs and outputs
+    (``[name, shape, dtype]``). ``to_dict()`` is ``portx inspect --json``'s object.
+    Example: ``inspect("model.pt2").ops["conv"].count``."""
+
+    NESTED = {"ops": {OpRow}}
+    ops: dict[str, OpRow]
+    nodes: int
+    weight_bytes: int
+    inputs: list[list]
+    outputs: list[list]
+
+    def __getitem__(self, key):
+        """``inspect(...)["ops"]`` as before ``InspectReport``: the dict's item, with a DeprecationWarning."""
+        warnings.warn(f'inspect(...)["{key}"] is deprecated: read the attribute, inspect(...).{key} '
+                      "(or inspect(...).to_dict() for the dict)", DeprecationWarning, stacklevel=2)
+        return self.to_dict()[key]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..errors import VerificationFailed
 from ..passes.layout import io_layouts
 from ..passes.legalize import status_of
-from .report import ConversionReport, OpRow, Training
+from .report import ConversionReport, Divergence, Dropped, Elements, Folded, OpRow, Training
 
 __all__ = ["inventory", "base_report", "source_counts", "training", "written_files", "verification_failed",
            "GRAD_AUTO_BYTES"]
@@ -49,15 +49,15 @@ def source_counts(graph) -> dict:
 def training(graph, source, converted, folding) -> Training:
     """report["training"]: what was folded or dropped, and the trainable/non-trainable element counts of the
     source (the params the model reads) and of the converted model, whose trainable ones must agree."""
-    folded = [{"scope": row["scope"], "op": row["op"]}
-              for rows in graph.meta.get("folded", {}).values() for row in rows]
-    dropped = [{"scope": row["scope"], "kind": row["kind"]} for row in graph.meta.get("dropped", ())]
+    folded = [Folded(row["scope"], row["op"]) for rows in graph.meta.get("folded", {}).values() for row in rows]
+    dropped = [Dropped(row["scope"], row["kind"]) for row in graph.meta.get("dropped", ())]
     match = source["trainable"] == converted["trainable"]
     problem = "" if match or folding else (
         f"trainable elements differ: source {source['trainable']:,}, converted {converted['trainable']:,} "
         "(a parameter read only through a folded computation became a constant)")
     return Training(mode="inference" if folding else "training", folded=folded, dropped=dropped,
-                    parameters={"source": source, "converted": converted}, trainable_match=match, problem=problem)
+                    parameters={"source": Elements(**source), "converted": Elements(**converted)},
+                    trainable_match=match, problem=problem)
 
 
 def written_files(out, target, export_tpu) -> dict:
@@ -71,13 +71,13 @@ def written_files(out, target, export_tpu) -> dict:
 
 def verification_failed(result) -> VerificationFailed:
     """The error ``convert`` raises when its check fails; ``exc.result`` holds the result."""
-    ver = result.typed.verification  # the typed report (report.py); its verification section is a JSON object
-    rows = [r for r in ver["outputs"] if not r["passed"]]
-    where = ver.get("first_divergence") or {}
+    ver = result.typed.verification  # the typed report's Verification (report_sections.py)
+    rows = ver.failed_outputs()
+    where = ver.first_divergence or Divergence()
     exc = VerificationFailed(
         f"{result.out}: output {rows[0]['name'] if rows else '?'} differs from the source "
-        f"({rows[0]['problem'] if rows else ver.get('problem')}); first diverging node: "
-        f"{where.get('scope') or '?'} ({where.get('op') or '?'})",
+        f"({rows[0]['problem'] if rows else ver.problem}); first diverging node: "
+        f"{where.scope or '?'} ({where.op or '?'})",
         hint="see report.html (the error along the graph) and report.json; rerun with --atol/--rtol if the "
              "tolerance is too tight")
     exc.result = result

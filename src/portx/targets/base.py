@@ -36,6 +36,9 @@ class Target:
     header = ""
     #: the deployable TPU artifact ``export_tpu`` writes into OUT, or None when the target has none
     tpu_artifact = None
+    #: the framework its loaded models run in, which the gradient check differentiates them with
+    #: (``frontends.base.TORCH`` or ``KERAS``)
+    framework = ""
 
     def __repr__(self):
         return f"<target {self.name}>"

@@ -38,7 +38,7 @@ def expected_outputs(src, graph, arrays) -> list:
 def example_arrays(src, graph) -> list | None:
     """The source's example inputs as NumPy arrays in the graph's input layout and dtypes, or None when the
     source has none or the graph takes other shapes (``--static-batch`` at another batch)."""
-    examples = getattr(src, "example_inputs", None) or getattr(src, "example_arrays", None)
+    examples = src.examples()  # frontends/base.py
     if not examples or len(examples) != len(graph.inputs):
         return None
     arrays = []

@@ -14,7 +14,7 @@ names differ only after sanitising (``Conv`` and ``conv``, ``c-o-n-v`` and ``c_o
 wrong tensors, and the check failed a model whose weights were all in their right layers.
 
 Example:
-    >>> pairs = parameter_pairs(graph, emitted["origins"], converted_weights(model))
+    >>> pairs = parameter_pairs(graph, emitted["origins"], converted_weights(Differentiable(model, target.framework)))
     >>> pairs["conv_1/kernel"]      # converted name -> the source's
     'conv/kernel'
 """
@@ -24,15 +24,17 @@ import re
 
 import numpy as np
 
+from ..frontends.base import KERAS, Differentiable
+
 __all__ = ["parameter_pairs", "converted_weights"]
 
 
-def converted_weights(model) -> dict:
+def converted_weights(converted: Differentiable) -> dict:
     """{name: array-like} of the trainable weights of a converted Keras model (variable paths) or torch module
     (``named_parameters``), the names the gradient check reports."""
-    if hasattr(model, "trainable_variables") and not hasattr(model, "named_parameters"):
-        return {v.path: v.value for v in model.trainable_variables}  # no copy: read only where sizes tie
-    return {name: p.detach() for name, p in model.named_parameters() if p.requires_grad}
+    if converted.framework == KERAS:
+        return {v.path: v.value for v in converted.model.trainable_variables}  # no copy: read only where sizes tie
+    return {name: p.detach() for name, p in converted.model.named_parameters() if p.requires_grad}
 
 
 def _owners(name: str) -> list:

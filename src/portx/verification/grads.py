@@ -3,7 +3,9 @@
 The loss is ``sum_k sum(output_k * R_k)`` with seeded random weights ``R_k`` (one per floating output),
 so every output element contributes with its own weight. Both sides are differentiated in inference
 mode (BatchNorm with its statistics, no dropout): PyTorch with ``torch.autograd``, Keras with
-``jax.grad`` over ``stateless_call``. Compared:
+``jax.grad`` over ``stateless_call``. Which framework differentiates which model is declared, not probed: the
+source says it (``Source.differentiable()``), and the converted model is given as a ``Differentiable`` with its
+target's ``framework`` (frontends/base.py). Compared:
 
 - the gradient with respect to every floating input, element by element (inputs in the source layout;
   with another ``--io-layout`` they are skipped);
@@ -17,15 +19,18 @@ mode (BatchNorm with its statistics, no dropout): PyTorch with ``torch.autograd`
 (grad_program.py), so ``convert`` overlaps that compile with its other checks.
 
 Example:
-    >>> started = start_gradients(src, graph, model, seed=0)          # optional; returns at once
-    >>> report = compare_gradients(src, graph, model, seed=0, started=started, origins=emitted["origins"])
-    >>> report["passed"], report["inputs"][0]["max_rel"], report["matched"]
+    >>> converted = Differentiable(model, target.framework)
+    >>> started = start_gradients(src, graph, converted, seed=0)          # optional; returns at once
+    >>> report = compare_gradients(src, graph, converted, seed=0, started=started, origins=emitted["origins"])
+    >>> report.passed, report.inputs[0].max_rel, report.matched                # a typed ``Gradients``
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..frontends.base import KERAS, Differentiable
 from ..passes.layout import source_arrays
+from ..session.report_sections import GradientRow, Gradients
 from .compare import compare_arrays, make_inputs, random_outputs
 from .grad_pairs import converted_weights, parameter_pairs
 from .grad_program import abstract_program, compiled, keras_program, start_program
@@ -70,45 +75,41 @@ def _now(model, arrays, weights):
     return (compiled(lowered), *rest)
 
 
-def gradients(model, arrays, weights, started=None):
+def gradients(of: Differentiable, arrays, weights, started=None):
     """(input gradients or None per input, {parameter name: gradient}) of ``sum(out_k * weights_k)``.
 
-    ``model`` is a ``keras.Model`` or a torch module (a loaded source's unlifted program too); ``started``
-    is its program from ``start_gradients``, compiling in the background (grad_program.py).
+    ``of``: a ``keras.Model`` (KERAS) or a torch module (TORCH; a loaded source's unlifted program too);
+    ``started`` is its program from ``start_gradients``, compiling in the background (grad_program.py).
     """
-    if hasattr(model, "stateless_call"):
-        return _keras_gradients(model, arrays, weights, started)
-    return _torch_gradients(model, arrays, weights)
-
-
-def _differentiable(src):
-    """The source's model to differentiate: a torch module or a Keras model, or None."""
-    return getattr(src, "model", None) or getattr(src, "module", None)
+    if of.framework == KERAS:
+        return _keras_gradients(of.model, arrays, weights, started)
+    return _torch_gradients(of.model, arrays, weights)
 
 
 def _loss_inputs(src, graph, seed):
-    """(source model, inputs, output weights) of the gradient check, or (None, skipped dict, None)."""
-    reference = _differentiable(src)
-    if reference is None:
-        return None, {"passed": None, "skipped": "the source cannot be differentiated here"}, None
+    """(the source's ``Differentiable``, inputs, output weights) of the gradient check, or (None, the skipped
+    ``Gradients``, None)."""
+    reference = src.differentiable()
+    if reference.model is None:
+        return None, Gradients(passed=None, skipped=reference.why), None
     arrays = make_inputs(graph, seed=seed)
     rng = np.random.default_rng(seed + 1)
     random = random_outputs(graph)  # a random draw's gradient differs by its draw: left out of the loss
     weights = [rng.normal(size=v.type.shape).astype(np.float32) if v.type.dtype.startswith(("float", "bfloat"))
                and v.name not in random else None for v in graph.outputs]
     if all(w is None for w in weights):
-        return None, {"passed": None, "skipped": "no floating output to differentiate" + (
-            " (outputs of random ops are left out)" if random else "")}, None
+        return None, Gradients(passed=None, skipped="no floating output to differentiate" + (
+            " (outputs of random ops are left out)" if random else "")), None
     return reference, arrays, weights
 
 
-def start_gradients(src, graph, model, seed=0):
-    """The converted Keras ``model``'s gradient program for ``compare_gradients(..., started=)``, traced now and
+def start_gradients(src, graph, converted: Differentiable, seed=0):
+    """The converted Keras model's gradient program for ``compare_gradients(..., started=)``, traced now and
     compiled on a background thread while other checks run; None when there is nothing to compile."""
     reference, arrays, weights = _loss_inputs(src, graph, seed)
-    if reference is None or not hasattr(model, "stateless_call"):
+    if reference is None or converted.framework != KERAS:
         return None
-    return start_program(model, arrays, weights)
+    return start_program(converted.model, arrays, weights)
 
 
 def settled(started) -> None:
@@ -119,33 +120,34 @@ def settled(started) -> None:
         release(collect=False)  # the compile's own memory, given back before the trace's
 
 
-def compare_gradients(src, graph, model, seed=0, atol=GRAD_ATOL, rtol=GRAD_RTOL, started=None,
-                      origins=None) -> dict:
-    """Compare the gradients of the converted ``model`` with the source's (see the module docstring).
+def compare_gradients(src, graph, converted: Differentiable, seed=0, atol=GRAD_ATOL, rtol=GRAD_RTOL, started=None,
+                      origins=None) -> Gradients:
+    """Compare the gradients of the ``converted`` model with the source's (see the module docstring).
 
-    Returns {"passed", "inputs": [rows], "parameters": [rows], "matched", "unmatched_source",
-    "unmatched_converted", "atol", "rtol"}; "passed" is None (with "skipped") when there is nothing to compare.
+    Returns report["gradients"], a ``Gradients`` (session/report_sections.py): ``inputs`` and ``parameters`` rows,
+    ``matched``, ``unmatched_source``, ``unmatched_converted``; ``passed`` None (with ``skipped``) when there is
+    nothing to compare.
     ``started``: ``start_gradients``' program for the same model and seed (its inputs are reused).
     ``origins``: the emitter's (Note [gradient pairing]); without them no parameter is paired.
     """
     reference, arrays, weights = _loss_inputs(src, graph, seed)
     if reference is None:
         return arrays
-    if started is not None and started.model is model:
+    if started is not None and started.model is converted.model:
         arrays, weights = started.arrays, started.weights
     same_layout = not graph.meta.get("io_perms")
     try:
         # the converted side first: its background compile's memory is given back before the source's backward
-        got_in, got_params = gradients(model, arrays, weights, started)
+        got_in, got_params = gradients(converted, arrays, weights, started)
         want_in, want_params = gradients(reference, source_arrays(graph, arrays), weights)
     except Exception as exc:  # a framework refusing to differentiate (an integer path, a custom op): say so
-        return {"passed": None, "skipped": f"gradients could not be computed: {type(exc).__name__}: {exc}"[:300]}
+        return Gradients(passed=None, skipped=f"gradients could not be computed: {type(exc).__name__}: {exc}"[:300])
     rows = []
     if same_layout:
         for value, want, got in zip(graph.inputs, want_in, got_in):
             if want is not None and got is not None:
-                rows.append({"name": value.name, **compare_arrays(want, got, atol, rtol)})
-    pairs = parameter_pairs(graph, origins or {}, converted_weights(model))
+                rows.append(GradientRow(name=value.name, **compare_arrays(want, got, atol, rtol)))
+    pairs = parameter_pairs(graph, origins or {}, converted_weights(converted))
     split = {}  # source weight -> the converted weights made from it (a Keras GRU bias: torch's two biases)
     for converted, source in sorted(pairs.items(), key=lambda p: (p[1], p[0])):
         if source in want_params and converted in got_params:
@@ -156,26 +158,26 @@ def compare_gradients(src, graph, model, seed=0, atol=GRAD_ATOL, rtol=GRAD_RTOL,
                               for source, parts in split.items()) if row is not None]
     paired_source, paired_converted = set(pairs.values()), set(pairs)
     checked = rows + params
-    return {"passed": all(r["passed"] for r in checked) if checked else None, "atol": atol, "rtol": rtol,
-            "inputs": rows, "parameters": params, "matched": len(params),
-            "unmatched_source": sorted(k for k in want_params if k not in paired_source),
-            "unmatched_converted": sorted(k for k in got_params if k not in paired_converted)}
+    return Gradients(passed=all(r.passed for r in checked) if checked else None, atol=atol, rtol=rtol,
+                     inputs=rows, parameters=params, matched=len(params),
+                     unmatched_source=sorted(k for k in want_params if k not in paired_source),
+                     unmatched_converted=sorted(k for k in got_params if k not in paired_converted))
 
 
-def lower_gradients(src, graph, model, seed=0) -> dict:
+def lower_gradients(src, graph, converted: Differentiable, seed=0) -> Gradients:
     """report["gradients"] above the weight budget: the converted model's gradient program lowered on abstract
     weights for the CPU and TPU (Note [abstract gradients] in grad_program.py); "passed" is None, nothing is
-    compared. Example: ``lower_gradients(src, graph, abstract_model, 0)["abstract"]["platforms"]["tpu"]``."""
+    compared. Example: ``lower_gradients(src, graph, Differentiable(abstract, KERAS), 0).abstract["platforms"]``."""
     reference, arrays, weights = _loss_inputs(src, graph, seed)
     if reference is None:
         return arrays
-    lowered = abstract_program(model, arrays, weights)
+    lowered = abstract_program(converted.model, arrays, weights)
     shown = ", ".join(f"{platform} {result}" for platform, result in lowered["platforms"].items())
-    return {"passed": None, "abstract": lowered, "skipped": f"weights above the budget: the gradient program was "
-            f"lowered on abstract weights ({shown}); numbers are compared only where the weights fit"}
+    return Gradients(passed=None, abstract=lowered, skipped=f"weights above the budget: the gradient program was "
+                     f"lowered on abstract weights ({shown}); numbers are compared only where the weights fit")
 
 
-def _parameter_row(name, want, other, got, atol, rtol):
+def _parameter_row(name, want, other, got, atol, rtol) -> GradientRow | None:
     """One parameter's row: the source's gradient ``want`` against the converted ``got`` as sorted values."""
     if want is None and got is None:  # unused by the loss on both sides
         return None
@@ -185,11 +187,11 @@ def _parameter_row(name, want, other, got, atol, rtol):
         row = {"passed": False, "max_abs": None, "max_rel": None, "problem": f"{want.size} elements, converted {got.size}"}
     else:
         row = compare_arrays(np.sort(want, axis=None), np.sort(got, axis=None), atol, rtol)
-    return {"name": name, "converted": other, **row}
+    return GradientRow(name=name, converted=other, **row)
 
 
-def gradient_problem(grads) -> str:
+def gradient_problem(grads: Gradients) -> str:
     """One line for a failed comparison: how many tensors differ and the first, e.g. for report warnings."""
-    rows = [r for r in grads["inputs"] + grads["parameters"] if not r["passed"]]
-    return (f"gradients differ from the source's at {len(rows)} of {len(grads['inputs']) + grads['matched']} "
-            f"tensors, first {rows[0]['name']}: {rows[0]['problem']}")
+    rows = grads.failed()
+    return (f"gradients differ from the source's at {len(rows)} of {len(grads.inputs) + grads.matched} "
+            f"tensors, first {rows[0].name}: {rows[0].problem}")

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BadInput, UnsupportedOps, VerificationFailed, first_line
-from ..frontends import load
+from ..frontends import Differentiable, load
 from ..options import Trust
 from ..passes.layout import IO_LAYOUTS, set_io_layout, source_arrays
 from ..passes.pipeline import inference_skip, run_passes
@@ -262,9 +262,10 @@ def check_converted(src, converted, *, lower, batch=None, samples=1, seed=0, ato
         stages.run("sizes", _check_sizes, report, src, graph, converted, symbols, seed)
     if report.passed and grad:  # the outputs agree: their gradients must too
         origins = _origins(converted.target, graph) if names is not None else None  # Note [gradient pairing]
-        report.gradients = grads = stages.run("grad", compare_gradients, src, graph, converted.model, seed,
+        report.gradients = grads = stages.run("grad", compare_gradients, src, graph,
+                                              Differentiable(converted.model, converted.target.framework), seed,
                                               origins=origins)
-        if grads["passed"] is False:
+        if grads.passed is False:
             report.passed, report.problem = False, gradient_problem(grads)
     return report
 

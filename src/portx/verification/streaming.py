@@ -175,8 +175,9 @@ class Boundaries:
     def __init__(self, src, arrays, wanted, release, orders=None):
         self.wanted, self.values, self.coming, self.rest = wanted, {}, set(), iter(())
         self.orders = orders or {}
-        if hasattr(src, "stream_intermediates"):
-            self.coming, self.rest = src.stream_intermediates(arrays, keep=set(wanted), release=release)
+        streamed = src.stream_intermediates(arrays, keep=set(wanted), release=release)  # frontends/base.py
+        if streamed is not None:
+            self.coming, self.rest = streamed
         else:
             self.values = source_boundaries(src, arrays, wanted, release, self.orders)
 
@@ -267,8 +268,8 @@ def verify_streaming(src, graph, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT
                            release_params=lambda names: [release_pages(graph.params[n]) for n in names])
     bad = first_failed(report["segments"])
     if bad is not None:
+        report["problem"] = bad.failure()  # before first_divergence: report.json's order (report_sections.py)
         report["first_divergence"] = {"scope": bad.block, "op": bad.first_node}
-        report["problem"] = bad.failure()
     return report
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import BadInput
+from ..base import KERAS, Differentiable, SourceBase
 from ..input_spec import parse_input_spec
 from . import functional_of, input_name, input_types_for, lower_keras, sequence_limit
 from .archive import iter_objects, json_kind, object_name, read_stored_model, stored_layers
@@ -54,7 +55,7 @@ def packed_inputs(model, flat):
 
 
 @dataclass
-class KerasSource:
+class KerasSource(SourceBase):
     """A loaded Keras model with static input types, a runner and a lowering to IR (a Source, frontends/__init__)."""
 
     model: object
@@ -71,6 +72,10 @@ class KerasSource:
 
         out = self.model(packed_inputs(self.model, [np.asarray(a) for a in arrays]), training=False)
         return [np.asarray(t) for t in keras.tree.flatten(out)]
+
+    def differentiable(self) -> Differentiable:
+        """The Keras model, differentiated with ``jax.grad`` (frontends/base.py)."""
+        return Differentiable(self.model, KERAS)
 
     def lower(self, name="model", strict_tpu=False):
         """The IR Graph (UnsupportedOps lists every layer without a rule).

@@ -19,6 +19,7 @@ import numpy as np
 
 from ...errors import BadInput, first_line
 from ...ir import Graph
+from ..base import KERAS, Differentiable, SourceBase
 from ..input_spec import resize_array
 from ..jax import lower_jaxpr
 from ..jax.symbols import Mismatch, compact, read_symbols, symbolic_specs
@@ -186,7 +187,7 @@ def _check_float_dtypes(model, arrays):
                                               "the model's own dtype")
 
 
-class SubclassedKerasSource:
+class SubclassedKerasSource(SourceBase):
     """A subclassed Keras model with example inputs: runs the model and lowers it by tracing.
 
     Example:
@@ -212,6 +213,14 @@ class SubclassedKerasSource:
         with inference_context(self.model):
             out = self.model(*call_args(self.model, flat))
         return [np.asarray(t) for t in keras.tree.flatten(out)]
+
+    def differentiable(self) -> Differentiable:
+        """The Keras model, differentiated with ``jax.grad`` (frontends/base.py)."""
+        return Differentiable(self.model, KERAS)
+
+    def examples(self) -> list:
+        """The example arrays it was traced on."""
+        return self.example_arrays
 
     def lower(self, name="model", strict_tpu=False):
         """The IR Graph traced from ``model.stateless_call`` (``strict_tpu``: see KerasSource.lower)."""

@@ -25,6 +25,7 @@ import numpy as np
 
 from ...errors import MAX_INPUT_ELEMENTS, BadInput, Unsupported, UnsupportedOps, first_line
 from ...ir import IRError, TensorType
+from ..base import SourceBase
 from ..input_spec import parse_input_spec
 from .files import check_proto, infer_shapes, read_model
 from .tensors import dtype_name
@@ -55,7 +56,7 @@ def declared_dims(proto) -> list:
     return rows
 
 
-class OnnxSource:
+class OnnxSource(SourceBase):
     """A loaded ONNX model (a Source, frontends/__init__): ``proto`` as saved, ``input_types`` its example."""
 
     def __init__(self, proto, input_types, label, path=None, notes=None):

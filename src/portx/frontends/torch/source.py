@@ -15,6 +15,7 @@ import torch
 
 from ...errors import BadInput, first_line
 from . import export_module, lower_exported, walk_program
+from ..base import TORCH, Differentiable, SourceBase
 from .arrays import array_of
 from .intermediates import source_intermediates, stream_intermediates
 from .symbols import divisor, export_free, hints_at, input_symbols, resized_at, size_hints
@@ -22,7 +23,7 @@ from .symbols import divisor, export_free, hints_at, input_symbols, resized_at, 
 __all__ = ["TorchSource", "resize_tensor", "output_structure"]
 
 @dataclass
-class TorchSource:
+class TorchSource(SourceBase):
     """A loaded PyTorch model: its ExportedProgram, example inputs and the module (or callable) to run.
 
     It follows the Source protocol of ``frontends/__init__.py``: ``lower()``, ``run(*arrays)``, ``intermediates()``.
@@ -115,6 +116,14 @@ class TorchSource:
             out = self.module(*self.torch_inputs(arrays))
         flat = torch.utils._pytree.tree_leaves(out)  # nested dicts/tuples/lists, in torch.export's output order
         return [array_of(t, keep_bfloat16=True) for t in flat]  # compared at bfloat16's resolution
+
+    def differentiable(self) -> Differentiable:
+        """The module, differentiated with ``torch.autograd`` (frontends/base.py)."""
+        return Differentiable(self.module, TORCH)
+
+    def examples(self) -> list:
+        """The example inputs it was exported with (tensors)."""
+        return list(self.example_inputs)
 
     def walk(self, program):
         """``walk_program(program)``, kept for the last program walked (Note [one walk per program]).

@@ -36,6 +36,7 @@ class KerasJax(Target):
     weights_file = WEIGHTS_FILE
     header = HEADER
     tpu_artifact = "model.tpu.jaxexport"
+    framework = "keras"  # frontends.base.KERAS
 
     def emitter(self, graph):
         return KerasEmitter(graph)

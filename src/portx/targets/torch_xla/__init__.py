@@ -31,6 +31,7 @@ class TorchXla(Target):
     table = "torch_xla"
     weights_file = WEIGHTS_FILE
     header = HEADER
+    framework = "torch"  # frontends.base.TORCH
 
     def emitter(self, graph):
         return TorchEmitter(graph)
