@@ -106,6 +106,7 @@ def test_a_size_that_differs_fails_the_check(free_seq, tmp_path):
     assert [(c["size"], c["passed"]) for c in report["dynamic"][0]["verified"]] == [(6, True), (9, False)]
     run = _run("verify", other, free_seq, "--dynamic", "x:1")
     assert run.exit_code == 1 and "x_1: free, verified at 6, 9 DIFFERS" in run.output, run.output
+    assert "OUT differs at x_1 = 9" in run.output and "--trace" not in run.output  # --trace would not show it
 
 
 def test_an_axis_the_source_fixes_is_one_line_and_exit_2(fixed_source, fixed_out):

@@ -176,14 +176,25 @@ def verify(src, out, checks, shapes, trust, as_json, debug):
     if not typed.passed:
         from ..errors import VerificationFailed
 
-        hint = "" if checks.trace else "rerun with --trace to see every layer's error"
-        sys.exit(_fail(VerificationFailed(typed.problem or "the converted model differs", hint=hint), False))
+        sys.exit(_fail(VerificationFailed(typed.problem or "the converted model differs",
+                                          hint=_verify_hint(typed, checks.trace)), False))
     if not as_json:
         samples, seed = len(typed.samples or []), checks.seed
         sizes = "; ".join(f"{d.symbol} = {', '.join(str(c.get('size')) for c in d.verified or [])}"
                           for d in typed.dynamic or [])  # --dynamic: the sizes checked
         click.echo(f"verified: {out} matches {typed.source or 'the source'} on {samples} sample(s) "
                    f"(seeds {seed}..{seed + samples - 1})" + (f" and at {sizes}" if sizes else ""))
+
+
+def _verify_hint(typed, traced) -> str:
+    """What to do after a failed verify: --trace shows each layer's error at the samples' size, which does not help
+    when the samples agree and only a --dynamic size differs."""
+    sizes = [f"{d.symbol} = {c.get('size')}" for d in typed.dynamic or [] for c in d.verified or []
+             if c.get("passed") is False]
+    if sizes and all(row.get("passed", True) for row in typed.outputs or []):
+        return (f"the samples agree; OUT differs at {', '.join(sizes)}: convert again without that dim in --dynamic, "
+                "or see the dim's rows in --json")
+    return "" if traced else "rerun with --trace to see every layer's error"
 
 
 @main.command()
