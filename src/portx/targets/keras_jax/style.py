@@ -17,6 +17,14 @@ the layout pass added carries no scope (it belongs to no source layer, which per
 on; ``meta["layout_transposes"]`` names them); for naming it takes the scope of the node producing
 its input. Nodes of no scope keep their value's name (``add``, ``relu_2``).
 
+Note [weightless layers in blocks]: Keras numbers the layers it names itself model-wide, so keras-hub's attention
+softmax is ``transformer_layer_0.self_attention.softmax`` in one block and ``...softmax_1`` in the next; the
+blocks' code must read the same to be written once (Note [structured code] in targets/structure.py). A node without
+weights in a repeated block (``graph.meta["blocks"]``) whose scope differs from the node at the same position in the
+first block of its kind only in such numbers takes that node's scope after its own block's key (``_block_scopes``),
+as torch-xla names such modules (Note [weightless modules] in torch_xla/modules.py). A layer with weights keeps its
+source name: the weights file and the layer names follow the source's.
+
 Example:
     >>> layer_args("Conv2D", {"filters": 16, "kernel_size": (3, 3), "strides": (2, 2), "padding": "valid"})
     ['16', '3', 'strides=2']
@@ -151,6 +159,7 @@ class VariableNames:
             source = producer.get(node.inputs[0]) if node.inputs and node.inputs[0] is not None else None
             moved = not node.scope and node.outputs[0].name in added and source is not None
             self.scope[node] = self.scope[source] if moved else node.scope
+        self.scope.update(_block_scopes(graph, self.scope))
         self.last = set({self.scope[n]: n for n in graph.nodes if self.scope[n]}.values())
         self.role, self._base = {}, {}  # Value -> its name after the scope; -> the input name it leads to
         self._producer, self._users = producer, users
@@ -201,6 +210,33 @@ class VariableNames:
             return scope  # a module called twice (``layer1.0.relu``): Namespace numbers the calls
         return f"{scope}_{node.op.word}"  # ops/traits.py WORDS
 
+
+
+#: Keras' own numbering of a layer it names itself (``softmax_1``), in a path component
+_AUTO_NUMBER = re.compile(r"_\d+(?=\.|$)")
+
+
+def _block_scopes(graph, scope) -> dict:
+    """{node: scope} for the weightless nodes of repeated blocks that name their layer as the first block of their
+    kind named the node at the same position (Note [weightless layers in blocks]).
+
+    Example: ``transformer_layer_1.self_attention.softmax_1`` -> ``transformer_layer_1.self_attention.softmax``.
+    """
+    found, first = {}, {}
+    for block in graph.meta.get("blocks") or []:
+        base = first.setdefault(block["kind"], block)
+        if base is block:
+            continue
+        for i in range(block["stop"] - block["start"]):
+            node, model = graph.nodes[block["start"] + i], graph.nodes[base["start"] + i]
+            mine, theirs = scope.get(node) or "", scope.get(model) or ""
+            if not (mine.startswith(block["key"]) and theirs.startswith(base["key"])) \
+                    or any(v is not None and graph.is_param(v) for v in node.inputs):
+                continue
+            rel, rel0 = mine[len(block["key"]):], theirs[len(base["key"]):]
+            if rel != rel0 and _AUTO_NUMBER.sub("", rel) == _AUTO_NUMBER.sub("", rel0):
+                found[node] = block["key"] + rel0
+    return found
 
 
 def layout_sentence(graph) -> str:
