@@ -19,11 +19,12 @@ its input. Nodes of no scope keep their value's name (``add``, ``relu_2``).
 
 Note [weightless layers in blocks]: Keras numbers the layers it names itself model-wide, so keras-hub's attention
 softmax is ``transformer_layer_0.self_attention.softmax`` in one block and ``...softmax_1`` in the next; the
-blocks' code must read the same to be written once (Note [structured code] in targets/structure.py). A node without
-weights in a repeated block (``graph.meta["blocks"]``) whose scope differs from the node at the same position in the
-first block of its kind only in such numbers takes that node's scope after its own block's key (``_block_scopes``),
-as torch-xla names such modules (Note [weightless modules] in torch_xla/modules.py). A layer with weights keeps its
-source name: the weights file and the layer names follow the source's.
+blocks' code must read the same to be written once (Note [structured code] in targets/structure.py). The nodes of a
+source layer without trainable weights in a repeated block (``graph.meta["blocks"]``) whose scope differs from the
+node at the same position in the first block of its kind only in such numbers take that node's scope after their
+own block's key (``_block_scopes``), as torch-xla names such modules (Note [weightless modules] in
+torch_xla/modules.py). A layer with weights keeps its source name, so the layer names that hold weights follow the
+source's (such a block stays flat).
 
 Example:
     >>> layer_args("Conv2D", {"filters": 16, "kernel_size": (3, 3), "strides": (2, 2), "padding": "valid"})
@@ -217,8 +218,8 @@ _AUTO_NUMBER = re.compile(r"_\d+(?=\.|$)")
 
 
 def _block_scopes(graph, scope) -> dict:
-    """{node: scope} for the weightless nodes of repeated blocks that name their layer as the first block of their
-    kind named the node at the same position (Note [weightless layers in blocks]).
+    """{node: scope} for the nodes of repeated blocks whose source layer holds no weights and names itself as the
+    first block of its kind named the layer at the same position (Note [weightless layers in blocks]).
 
     Example: ``transformer_layer_1.self_attention.softmax_1`` -> ``transformer_layer_1.self_attention.softmax``.
     """
@@ -227,15 +228,18 @@ def _block_scopes(graph, scope) -> dict:
         base = first.setdefault(block["kind"], block)
         if base is block:
             continue
-        for i in range(block["stop"] - block["start"]):
-            node, model = graph.nodes[block["start"] + i], graph.nodes[base["start"] + i]
+        nodes = graph.nodes[block["start"]:block["stop"]]
+        renamed, weighted = {}, set()
+        for node, model in zip(nodes, graph.nodes[base["start"]:base["stop"]]):
             mine, theirs = scope.get(node) or "", scope.get(model) or ""
-            if not (mine.startswith(block["key"]) and theirs.startswith(base["key"])) \
-                    or any(v is not None and graph.is_param(v) for v in node.inputs):
-                continue
-            rel, rel0 = mine[len(block["key"]):], theirs[len(base["key"]):]
-            if rel != rel0 and _AUTO_NUMBER.sub("", rel) == _AUTO_NUMBER.sub("", rel0):
-                found[node] = block["key"] + rel0
+            if any(v is not None and graph.is_param(v) and graph.is_trainable(v.name) for v in node.inputs):
+                weighted.add(mine)
+            if mine.startswith(block["key"]) and theirs.startswith(base["key"]):
+                rel, rel0 = mine[len(block["key"]):], theirs[len(base["key"]):]
+                if rel != rel0 and _AUTO_NUMBER.sub("", rel) == _AUTO_NUMBER.sub("", rel0):
+                    renamed.setdefault(mine, set()).add(block["key"] + rel0)
+        renamed = {s: new.pop() for s, new in renamed.items() if len(new) == 1 and s not in weighted}
+        found.update({node: renamed[scope[node]] for node in nodes if scope.get(node) in renamed})
     return found
 
 
