@@ -179,7 +179,7 @@ class KerasEmitter(EmitterBase):
         (``style.auto_names_in``) and, only if a layer name clashes with one, writes it again with
         those prefixes in ``clash``: such names then get a ``_layer`` suffix.
         """
-        base = self.ns.name(raw, fallback)
+        base = self.ns.name(raw, fallback, self.var_names.room(raw))  # Note [names in longer blocks] in style.py
         if re.sub(r"_\d+$", "", base) in self.clash:
             self.ns.release(base)
             base = self.ns.name(f"{base}_layer", fallback)
@@ -257,7 +257,7 @@ class KerasEmitter(EmitterBase):
         if hint and len(node.outputs) == 1:
             return [hint]
         hint = hint or self.var_names.raw(node)  # Note [variable names] in style.py
-        return [self.ns.name(hint if len(node.outputs) == 1 else f"{hint}_{i}", node.op.name)
+        return [self.ns.name(hint if len(node.outputs) == 1 else f"{hint}_{i}", node.op.name, self.var_names.room(hint))
                 for i, _ in enumerate(node.outputs)]
 
     # -- assembly ---------------------------------------------------------------------------

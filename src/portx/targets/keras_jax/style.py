@@ -26,6 +26,12 @@ own block's key (``_block_scopes``), as torch-xla names such modules (Note [weig
 torch_xla/modules.py). A layer with weights keeps its source name, so the layer names that hold weights follow the
 source's (such a block stays flat).
 
+Note [names in longer blocks]: Namespace cuts a name at 48 characters, so ``transformer_layer_0_self_attention_query_
+reshape`` (48) kept its end and ``transformer_layer_10_...`` lost a letter: blocks 10 and later named their layers
+differently from blocks 0 to 9 and were written by a second function. A name that starts with a repeated block's
+prefix may run past the limit by as many characters as that prefix is longer than the first block's of its kind
+(``VariableNames.room``), so every block of a kind keeps the same name after its prefix.
+
 Example:
     >>> layer_args("Conv2D", {"filters": 16, "kernel_size": (3, 3), "strides": (2, 2), "padding": "valid"})
     ['16', '3', 'strides=2']
@@ -37,6 +43,7 @@ import re
 import textwrap
 
 from ..codegen import literal
+from ..structure import ident
 
 __all__ = ["layer_args", "auto_names_in", "VariableNames", "layout_sentence"]
 
@@ -161,6 +168,9 @@ class VariableNames:
             moved = not node.scope and node.outputs[0].name in added and source is not None
             self.scope[node] = self.scope[source] if moved else node.scope
         self.scope.update(_block_scopes(graph, self.scope))
+        first = {}
+        self._room = {f"{ident(b['key'])}_": len(ident(b["key"])) - len(ident(first.setdefault(b["kind"], b)["key"]))
+                      for b in graph.meta.get("blocks") or []}
         self.last = set({self.scope[n]: n for n in graph.nodes if self.scope[n]}.values())
         self.role, self._base = {}, {}  # Value -> its name after the scope; -> the input name it leads to
         self._producer, self._users = producer, users
@@ -199,6 +209,12 @@ class VariableNames:
         if len(set(roles)) == len(roles):
             joined = "".join(roles) if all(len(r) == 1 for r in roles) else "_".join(roles)
             self.role[out] = self._base[out] = joined
+
+    def room(self, raw: str) -> int:
+        """Characters a name starting with a repeated block's prefix may run past the usual length: as many as that
+        prefix is longer than the first of its kind's (Note [names in longer blocks])."""
+        name = re.sub(r"[^0-9A-Za-z_]+", "_", raw).lower()
+        return max((extra for prefix, extra in self._room.items() if name.startswith(prefix)), default=0)
 
     def raw(self, node) -> str:
         """The name for ``node``'s (first) output, before Namespace makes it a unique identifier."""
