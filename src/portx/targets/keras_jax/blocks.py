@@ -32,32 +32,13 @@ def _reads(rows, variables, outs) -> list:
 # and written in its function; it creates no layer with weights, so the layers holding weights keep their order.
 
 
-def _absorb(emitter, blocks, variables, inputs, reads) -> tuple:
+def _absorb(emitter, blocks, inputs, reads) -> tuple:
     """(rows, spans) of the body with the statements each block owns moved into it (Note [glue a block owns]);
     ``spans`` as ``block_groups`` reads them: each node of a block -> the block's (first line, end line)."""
     rows, spans = emitter.body.rows, emitter.spans
     ranges = [(block, *block_lines(spans, block)) for block in blocks
               if all(spans.get(i) is not None for i in range(block["start"], block["stop"]))]
-    inside = {i for _, lo, hi in ranges for i in range(lo, hi)}
-    readers = {}
-    for i, names in enumerate(reads):
-        for v in names:
-            readers.setdefault(v, set()).add(i)
-    owned, made = {}, {}
-    for k, (block, lo, hi) in enumerate(ranges):
-        prefix = ident(block["key"]) + "_"
-        for i in range(lo if hi > lo else 0):
-            names = _made(rows[i][1]) if i not in inside and rows[i][0] == rows[lo][0] else None
-            if names and all(n.startswith(prefix) and n not in emitter.weights for n in names) \
-                    and not set(_NAMED.findall(rows[i][1])) & set(emitter.weights):
-                owned[i], made[i] = k, names
-    changed = True
-    while changed:  # drop a statement read outside its block, or reading what is not an input or owned with it
-        mine = {k: {n for i, o in owned.items() if o == k for n in made[i]} for k in set(owned.values())}
-        keep = {i: k for i, k in owned.items()
-                if reads[i] <= inputs | mine[k] and all(j in owned and owned[j] == k or ranges[k][1] <= j < ranges[k][2]
-                                                       for n in made[i] for j in readers.get(n, ()))}
-        changed, owned = keep != owned, keep
+    owned = _owned(emitter, rows, ranges, inputs, reads)
     if not owned:
         return rows, spans
     order = []
@@ -74,6 +55,30 @@ def _absorb(emitter, blocks, variables, inputs, reads) -> tuple:
         for i in range(block["start"], block["stop"]):
             moved[i] = ((at[first],), (at[hi - 1] + 1,)) if hi > lo else spans[i]
     return [rows[i] for i in order], moved
+
+
+def _owned(emitter, rows, ranges, inputs, reads) -> dict:
+    """{line: the index in ``ranges`` of the block that owns it} (Note [glue a block owns])."""
+    inside = {i for _, lo, hi in ranges for i in range(lo, hi)}
+    readers, weighted = {}, set(emitter.weights)
+    for i, names in enumerate(reads):
+        for v in names:
+            readers.setdefault(v, set()).add(i)
+    owned, made = {}, {}
+    for k, (block, lo, hi) in enumerate(ranges):
+        prefix = ident(block["key"]) + "_"
+        for i in range(lo if hi > lo else 0):
+            names = _made(rows[i][1]) if i not in inside and rows[i][0] == rows[lo][0] else None
+            if names and all(n.startswith(prefix) for n in names) \
+                    and not (set(names) | set(_NAMED.findall(rows[i][1]))) & weighted:
+                owned[i], made[i] = k, names
+    changed = True
+    while changed:  # drop a statement read outside its block, or reading what is not an input or owned with it
+        mine = {k: {n for i, o in owned.items() if o == k for n in made[i]} for k in set(owned.values())}
+        keep = {i: k for i, k in owned.items() if reads[i] <= inputs | mine[k] and all(
+            owned.get(j) == k or ranges[k][1] <= j < ranges[k][2] for n in made[i] for j in readers.get(n, ()))}
+        changed, owned = keep != owned, keep
+    return owned
 
 
 def _made(text) -> list:
@@ -95,7 +100,7 @@ def write_blocks(emitter, outs, width=100) -> list:
         return outs
     variables = assigned_names(emitter)
     inputs = {emitter.names[v] for v in emitter.graph.inputs} | {"anchor"}
-    rows, spans = _absorb(emitter, blocks, variables, inputs, _reads(rows, variables, outs))
+    rows, spans = _absorb(emitter, blocks, inputs, _reads(rows, variables, outs))
     groups = block_groups(rows, spans, blocks, variables, _reads(rows, variables, outs), inputs)
     if not groups:
         return outs
