@@ -26,6 +26,13 @@ own block's key (``_block_scopes``), as torch-xla names such modules (Note [weig
 torch_xla/modules.py). A layer with weights keeps its source name, so the layer names that hold weights follow the
 source's (such a block stays flat).
 
+Note [keywords that vary in blocks]: a layer leaves out a keyword at Keras' default, so keras.applications' first
+block of a stage read ``Conv2D(4, 1, name=...)`` in ``conv2_block1`` and ``Conv2D(8, 1, strides=2, name=...)`` in
+``conv3_block1``: one block kind (passes/blocks.py compares attribute names, not values) whose statements differed,
+written flat. Where the nodes at one position of the blocks of a kind differ in their stride or dilation, each
+writes the keyword, ``strides=1`` too, and the number becomes the block function's argument, as keras.applications
+writes ``block1(x, filters, stride=1, ...)``.
+
 Note [names in longer blocks]: Namespace cuts a name at 48 characters, so ``transformer_layer_0_self_attention_query_
 reshape`` (48) kept its end and ``transformer_layer_10_...`` lost a letter: blocks 10 and later named their layers
 differently from blocks 0 to 9 and were written by a second function. A name that starts with a repeated block's
@@ -102,8 +109,9 @@ def _is_default(value, default) -> bool:
         (value is None) == (default is None)
 
 
-def layer_args(cls: str, kwargs: dict) -> list:
-    """The argument texts for ``layers.CLS(...)`` (without ``name``), Keras defaults left out."""
+def layer_args(cls: str, kwargs: dict, keep=()) -> list:
+    """The argument texts for ``layers.CLS(...)`` (without ``name``), Keras defaults left out but for the keywords in
+    ``keep`` (Note [keywords that vary in blocks])."""
     family = _family(cls)
     positional, defaults = _SIGNATURES.get(family, ((), {}))
     kwargs = {k: _compact(k, v, family) for k, v in kwargs.items()}
@@ -115,7 +123,7 @@ def layer_args(cls: str, kwargs: dict) -> list:
             break
         args.append(literal(kwargs.pop(name)))
     return args + [f"{k}={literal(v)}" for k, v in kwargs.items()
-                   if not (k in defaults and _is_default(v, defaults[k]))]
+                   if k in keep or not (k in defaults and _is_default(v, defaults[k]))]
 
 
 # Note [layer names] (emitter.py): the auto names Keras gives the operations a body creates. Keras
@@ -168,6 +176,7 @@ class VariableNames:
             moved = not node.scope and node.outputs[0].name in added and source is not None
             self.scope[node] = self.scope[source] if moved else node.scope
         self.scope.update(_block_scopes(graph, self.scope))
+        self._kept = _varying(graph)
         first = {}
         self._room = {f"{ident(b['key'])}_": len(ident(b["key"])) - len(ident(first.setdefault(b["kind"], b)["key"]))
                       for b in graph.meta.get("blocks") or []}
@@ -216,6 +225,10 @@ class VariableNames:
         name = re.sub(r"[^0-9A-Za-z_]+", "_", raw).lower()
         return max((extra for prefix, extra in self._room.items() if name.startswith(prefix)), default=0)
 
+    def kept(self, node) -> frozenset:
+        """The Keras keywords ``node``'s layer writes even at their default (Note [keywords that vary in blocks])."""
+        return self._kept.get(node, frozenset())
+
     def raw(self, node) -> str:
         """The name for ``node``'s (first) output, before Namespace makes it a unique identifier."""
         scope, out = self.scope.get(node, node.scope), node.outputs[0]
@@ -256,6 +269,23 @@ def _block_scopes(graph, scope) -> dict:
                     renamed.setdefault(mine, set()).add(block["key"] + rel0)
         renamed = {s: new.pop() for s, new in renamed.items() if len(new) == 1 and s not in weighted}
         found.update({node: renamed[scope[node]] for node in nodes if scope.get(node) in renamed})
+    return found
+
+
+#: IR attributes whose Keras keyword a block writes at its default where blocks of its kind differ in it
+_KEPT = {"stride": "strides", "dilation": "dilation_rate"}
+
+
+def _varying(graph) -> dict:
+    """{node: the Keras keywords its layer writes at their default} (Note [keywords that vary in blocks])."""
+    kinds, found = {}, {}
+    for block in graph.meta.get("blocks") or []:
+        kinds.setdefault(block["kind"], []).append(graph.nodes[block["start"]:block["stop"]])
+    for members in kinds.values():
+        for column in zip(*members):
+            keys = frozenset(kw for attr, kw in _KEPT.items() if len({repr(n.attrs.get(attr)) for n in column}) > 1)
+            if keys:
+                found.update(dict.fromkeys(column, keys))
     return found
 
 
