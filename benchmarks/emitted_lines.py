@@ -81,7 +81,7 @@ def hub(name, **extra):
 
 
 MODELS = {"resnet50": (resnet50, ("keras-jax", "torch-xla")), "decoder32": (decoder32, ("keras-jax", "torch-xla")),
-          "keras_resnet50": (keras_resnet50, ("torch-xla",)), "vit": (vit, ("keras-jax", "torch-xla")),
+          "keras_resnet50": (keras_resnet50, ("torch-xla", "keras-jax")), "vit": (vit, ("keras-jax", "torch-xla")),
           "keras_resnet_small": (lambda: load(keras_resnet()), ("torch-xla", "keras-jax")),
           "hf_llama32": (hf_llama32, ("keras-jax", "torch-xla")),
           "hub_gpt2": (lambda: hub("GPT2Backbone", num_heads=2, max_sequence_length=16), ("torch-xla", "keras-jax")),

@@ -1,6 +1,8 @@
-"""keras-hub backbones -> torch-xla: composite layers traced through (Note [keras composite layers]) and free
-sequence dims (Note [keras free input dims]), each verified by ``portx.convert`` itself."""
+"""keras-hub backbones -> torch-xla and keras-jax: composite layers traced through (Note [keras composite layers])
+and free sequence dims (Note [keras free input dims]), each verified by ``portx.convert`` itself; the layers
+written once, as a torch class or a Keras function (Note [structured code])."""
 import os
+import re
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
 
@@ -10,6 +12,7 @@ import pytest  # noqa: E402
 
 import portx  # noqa: E402
 from portx.errors import UnsupportedOps  # noqa: E402
+from portx.targets import TARGETS  # noqa: E402
 from tests.support.structured_code import assert_structured  # noqa: E402
 
 keras_hub = pytest.importorskip("keras_hub")
@@ -38,9 +41,12 @@ BACKBONES = {  # name: tiny config, 2 layers, hidden 16-64, 32x32 images
                                                       stackwise_num_strides=[1, 2], block_type="basic_block"),
 }
 TEXT = ("bert", "gpt2", "llama", "llama-dropout")
-#: the block class the emitted torch module names after the keras-hub layer's (meta["module_classes"])
+#: the block class the emitted torch module names after the keras-hub layer's (meta["module_classes"]), and the
+#: emitted Keras function (keras.applications style: ``def transformer_decoder(x, padding_mask, name):``)
 BLOCK_CLASSES = {"gpt2": "TransformerDecoder", "llama": "LlamaTransformerDecoder",
                  "llama-dropout": "LlamaTransformerDecoder"}
+BLOCK_FUNCTIONS = {"bert": "transformer_encoder", "gpt2": "transformer_decoder", "llama": "llama_transformer_decoder",
+                   "llama-dropout": "llama_transformer_decoder"}
 #: the nn.Dropout modules each block owns (Note [weightless modules] in targets/torch_xla/modules.py): the
 #: attention's, the attention output's and (GPT-2) the feed-forward's; the Llama's default Dropout(0.0) layers leave
 #: the graph (Note [zero-rate dropout])
@@ -49,31 +55,35 @@ ONE_OF_EACH = ("mit", "resnet")  # one block per stage: nothing repeats, the cod
 QUICK = ("gpt2", "resnet")  # the CI run; the rest are slow sweeps
 
 
-def _convert(name, tmp_path):
+def _convert(name, tmp_path, to="torch-xla"):
     keras.utils.set_random_seed(0)
     model = BACKBONES[name]()
-    result = portx.convert(model, to="torch-xla", out=tmp_path / "out", grad=False)
+    result = portx.convert(model, to=to, out=tmp_path / "out", grad=False)
     return model, result
 
 
-def _check(name, tmp_path):
-    model, result = _convert(name, tmp_path)
+def _check(name, tmp_path, to="torch-xla"):
+    model, result = _convert(name, tmp_path, to)
     report = result.report
     assert result.ok and report["verification"]["passed"], report["verification"]
     assert max(o["max_abs"] for o in report["verification"]["outputs"]) < 1e-4
-    # one torch parameter per Keras trainable weight: a tied (ReversibleEmbedding) table is not copied
-    assert sum(p.numel() for p in result.model.parameters()) == sum(
-        int(np.prod(v.shape)) for v in model.trainable_variables)
-    if name in BLOCK_CLASSES:
-        assert f"class {BLOCK_CLASSES[name]}(nn.Module):" in result.files["code"].read_text()
+    code = result.files["code"].read_text()
+    if to == "keras-jax":
+        _check_keras(name, model, result, code)
+    else:  # one torch parameter per Keras trainable weight: a tied (ReversibleEmbedding) table is not copied
+        assert sum(p.numel() for p in result.model.parameters()) == sum(
+            int(np.prod(v.shape)) for v in model.trainable_variables)
+    if name in BLOCK_CLASSES and to == "torch-xla":
+        assert f"class {BLOCK_CLASSES[name]}(nn.Module):" in code
     dims = {row["symbol"]: row for row in report["dynamic"]}
     assert dims["batch"]["free"] and len(dims["batch"]["verified"]) >= 2
     if name in TEXT:  # the sequence length stays free and is verified at two sizes
         (seq,) = [row for symbol, row in dims.items() if symbol != "batch"]
         assert seq["free"] and sorted({len(s) for s in seq["sites"]}) == [2], seq
         assert len(seq["verified"]) >= 2 and all(v["passed"] for v in seq["verified"])
-    assert_structured(result, "torch-xla", repeats=name not in ONE_OF_EACH)  # a layer class where layers repeat
-    if name in BLOCK_DROPOUTS:  # each block owns its dropouts, under the same names: none shared, none an argument
+    assert_structured(result, to, repeats=name not in ONE_OF_EACH)  # a layer class / function where layers repeat
+    # torch: each block owns its dropouts, under the same names: none shared, none an argument
+    if name in BLOCK_DROPOUTS and to == "torch-xla":
         blocks = [m for m in result.model.modules() if type(m).__name__ == BLOCK_CLASSES[name]]
         owned = [{n: m for n, m in block.named_modules() if isinstance(m, torch.nn.Dropout)} for block in blocks]
         assert len(blocks) == 2 and len(owned[0]) == BLOCK_DROPOUTS[name] and set(owned[0]) == set(owned[1]), owned
@@ -81,15 +91,44 @@ def _check(name, tmp_path):
     return model, result
 
 
+def _check_keras(name, model, result, code):
+    """keras-jax: each layer one call of one function, in a loop, its weights under the source's layer names."""
+    if name in BLOCK_FUNCTIONS:
+        # the statements a block only happened to write first stay in it (``instance``'s ``reads``): one loop
+        assert code.count(f"\ndef {BLOCK_FUNCTIONS[name]}(x, padding_mask, name):") == 1, code
+        assert "for i in range(2):  # source blocks transformer_layer_0 to transformer_layer_1" in code, code
+    # every layer with weights keeps the name the flat code gives it after its source layer (Note [weightless
+    # layers in blocks]): ``transformer_layer_1_self_attention_query_linear``
+    flat = TARGETS["keras-jax"].emitter(result.graph.replace(meta={**result.graph.meta, "blocks": []})).emit_graph()
+    written = {layer.name for layer in result.model.layers if layer.weights}
+    assert written and written <= set(re.findall(r"name='(\w+)'", flat)), written - set(re.findall(r"'(\w+)'", flat))
+    assert name not in BLOCK_FUNCTIONS or any(n.startswith("transformer_layer_1_self_attention_") for n in written)
+
+
+@pytest.mark.parametrize("to", ["torch-xla", "keras-jax"])
 @pytest.mark.parametrize("name", QUICK)
-def test_quick_backbones_convert_and_verify(name, tmp_path):
-    _check(name, tmp_path)
+def test_quick_backbones_convert_and_verify(name, to, tmp_path):
+    _check(name, tmp_path, to)
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("to", ["torch-xla", "keras-jax"])
 @pytest.mark.parametrize("name", sorted(set(BACKBONES) - set(QUICK)))
-def test_backbones_convert_and_verify(name, tmp_path):
-    _check(name, tmp_path)
+def test_backbones_convert_and_verify(name, to, tmp_path):
+    _check(name, tmp_path, to)
+
+
+def test_gpt2_with_twelve_layers_is_one_keras_function_in_one_loop(tmp_path):
+    """Blocks 10 and 11 name their layers as blocks 0 to 9 do past the longer prefix (Note [names in longer blocks]
+    in targets/keras_jax/style.py), so one function writes all twelve."""
+    keras.backend.clear_session()
+    keras.utils.set_random_seed(0)
+    model = keras_hub.models.GPT2Backbone(**{**_TEXT, "num_layers": 12}, num_heads=2, max_sequence_length=16)
+    result = portx.convert(model, to="keras-jax", out=tmp_path / "out", verify=False, grad=False)
+    code = result.files["code"].read_text()
+    assert code.count("\ndef transformer_decoder") == 1 and "\ndef transformer_decoder_1(" not in code, code
+    assert "for i in range(12):  # source blocks transformer_layer_0 to transformer_layer_11" in code
+    assert 'name=f"{name}_self_attention_query_reshape"' in code  # 48 characters after transformer_layer_0
 
 
 def test_gpt2_runs_at_other_lengths_with_padding(tmp_path):

@@ -72,6 +72,7 @@ def test_namespace_readable_results():
     assert ns.name("7up", "v") == "v_7up"
     assert ns.name("print") == "print_1"
     assert ns.name("x" * 500) == "x" * 48
+    assert ns.name("y" * 500, room=2) == "y" * 50  # a longer block prefix (Note [names in longer blocks])
 
 
 def test_namespace_code_injection_is_inert(tmp_path):

@@ -58,9 +58,10 @@ class Namespace:
         """Give back a name handed out but not used."""
         self._taken.discard(name)
 
-    def name(self, raw: str, fallback: str = "v") -> str:
-        """A fresh identifier derived from ``raw`` (see Note [untrusted names])."""
-        base = _NOT_IDENT.sub("_", str(raw)).strip("_")[:_MAX_LEN].strip("_").lower() or fallback
+    def name(self, raw: str, fallback: str = "v", room: int = 0) -> str:
+        """A fresh identifier derived from ``raw`` (see Note [untrusted names]); ``room``: characters allowed past
+        the usual length (a repeated block's longer prefix, Note [names in longer blocks] in keras_jax/style.py)."""
+        base = _NOT_IDENT.sub("_", str(raw)).strip("_")[:_MAX_LEN + room].strip("_").lower() or fallback
         if base[0].isdigit():
             base = f"{fallback}_{base}"
         if base.startswith("__"):

@@ -197,7 +197,7 @@ def block_groups(rows, spans, blocks, variables, reads, inputs=frozenset()) -> l
     for block in blocks:
         if any(spans.get(i) is None for i in range(block["start"], block["stop"])):
             continue
-        inst = instance(rows, *block_lines(spans, block), block, variables, inputs)
+        inst = instance(rows, *block_lines(spans, block), block, variables, inputs, reads)
         if inst is None or not inst.rows:
             continue
         find_outputs(inst, reads)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 
 from ..codegen import LineWriter, Namespace, literal
-from ..structure import assigned_names, block_groups, family_name, ident, lines_of, loops, param_name, pieces, \
-    render, source_class
+from ..structure import assigned_names, block_groups, block_lines, family_name, ident, lines_of, loops, param_name, \
+    pieces, render, source_class
 
 __all__ = ["write_blocks"]
 
@@ -22,6 +22,73 @@ def _reads(rows, variables, outs) -> list:
     """Per body line, the variables it reads; plus the output expressions' as a last row."""
     return [{v for k, v in pieces(text, "\0", variables) if k == "v"} if text else set()
             for _, text, _ in rows] + [set(outs)]
+
+
+# Note [glue a block owns]: free dims write some of a block's nodes before every block (keras-hub Llama's attention
+# mask, ``transformer_layer_1_self_attention_expand``, grown from the padding mask; Note [a block's own nodes] in
+# passes/blocks.py), so each block read its own copy as an argument and the calls could not share a loop. A
+# statement outside every block whose variables all carry one block's prefix, that reads nothing but the model's
+# inputs (and such statements of the same block) and that only that block reads, is moved to just before the block
+# and written in its function; it creates no layer with weights, so the layers holding weights keep their order.
+
+
+def _absorb(emitter, blocks, inputs, reads) -> tuple:
+    """(rows, spans) of the body with the statements each block owns moved into it (Note [glue a block owns]);
+    ``spans`` as ``block_groups`` reads them: each node of a block -> the block's (first line, end line)."""
+    rows, spans = emitter.body.rows, emitter.spans
+    ranges = [(block, *block_lines(spans, block)) for block in blocks
+              if all(spans.get(i) is not None for i in range(block["start"], block["stop"]))]
+    owned = _owned(emitter, rows, ranges, inputs, reads)
+    if not owned:
+        return rows, spans
+    order = []
+    starts = {lo: k for k, (_, lo, hi) in enumerate(ranges) if hi > lo}
+    for i in range(len(rows)):
+        if i in starts:
+            order += sorted(j for j, k in owned.items() if k == starts[i])
+        if i not in owned:
+            order.append(i)
+    at = {old: new for new, old in enumerate(order)}
+    moved = {}
+    for k, (block, lo, hi) in enumerate(ranges):
+        first = min([j for j, o in owned.items() if o == k] + [lo])
+        for i in range(block["start"], block["stop"]):
+            moved[i] = ((at[first],), (at[hi - 1] + 1,)) if hi > lo else spans[i]
+    return [rows[i] for i in order], moved
+
+
+def _owned(emitter, rows, ranges, inputs, reads) -> dict:
+    """{line: the index in ``ranges`` of the block that owns it} (Note [glue a block owns])."""
+    inside = {i for _, lo, hi in ranges for i in range(lo, hi)}
+    readers, weighted = {}, set(emitter.weights)
+    for i, names in enumerate(reads):
+        for v in names:
+            readers.setdefault(v, set()).add(i)
+    owned, made = {}, {}
+    for k, (block, lo, hi) in enumerate(ranges):
+        prefix = ident(block["key"]) + "_"
+        for i in range(lo if hi > lo else 0):
+            names = _made(rows[i][1]) if i not in inside and rows[i][0] == rows[lo][0] else None
+            if names and all(n.startswith(prefix) for n in names) \
+                    and not (set(names) | set(_NAMED.findall(rows[i][1]))) & weighted:
+                owned[i], made[i] = k, names
+    changed = True
+    while changed:  # drop a statement read outside its block, or reading what is not an input or owned with it
+        mine = {k: {n for i, o in owned.items() if o == k for n in made[i]} for k in set(owned.values())}
+        keep = {i: k for i, k in owned.items() if reads[i] <= inputs | mine[k] and all(
+            owned.get(j) == k or ranges[k][1] <= j < ranges[k][2] for n in made[i] for j in readers.get(n, ()))}
+        changed, owned = keep != owned, keep
+    return owned
+
+
+def _made(text) -> list:
+    """The variables a statement binds (``a, b = ...``), or []."""
+    found = _LHS.match(text or "")
+    return found.group(1).split(", ") if found else []
+
+
+_LHS = re.compile(r"^([A-Za-z_]\w*(?:, [A-Za-z_]\w*)*) = ")
+_NAMED = re.compile(r"name='(\w+)'")
 
 
 def write_blocks(emitter, outs, width=100) -> list:
@@ -33,25 +100,26 @@ def write_blocks(emitter, outs, width=100) -> list:
         return outs
     variables = assigned_names(emitter)
     inputs = {emitter.names[v] for v in emitter.graph.inputs} | {"anchor"}
-    groups = block_groups(rows, emitter.spans, blocks, variables, _reads(rows, variables, outs), inputs)
+    rows, spans = _absorb(emitter, blocks, inputs, _reads(rows, variables, outs))
+    groups = block_groups(rows, spans, blocks, variables, _reads(rows, variables, outs), inputs)
     if not groups:
         return outs
     calls, rename, hidden = {}, {}, set(emitter.hidden)
     for group in groups:
-        fn = _function(emitter, group, width)
+        fn, order = _function(emitter, group, width)
         for run, pos in loops(group):
-            calls[run[0].start] = (run, pos, fn, group)
+            calls[run[0].start] = (run, pos, fn, group, order)
     body = LineWriter(width)
     body.indent = 1
     skip = set()
     for i, (indent, text, comment) in enumerate(rows):
         if i in calls:
-            run, pos, fn, group = calls[i]
+            run, pos, fn, group, order = calls[i]
             skip.update(range(run[0].start, run[-1].stop))
             for line in (line for inst in run for line in inst.hoisted):  # before the calls that read them
                 body.indent = rows[line][0]
                 body.line(rows[line][1], rows[line][2])
-            _call(emitter, body, run, pos, fn, group, rename)
+            _call(emitter, body, run, pos, (fn, order), group, rename)
         if i in skip:
             continue
         body.indent = indent
@@ -67,18 +135,20 @@ def write_blocks(emitter, outs, width=100) -> list:
     return [rename.get(o, o) for o in outs]
 
 
-def _call(emitter, body, run, pos, fn, group, rename) -> None:
-    """One call, or a loop over the consecutive blocks of ``run``."""
-    first = run[0]
-    args = [rename.get(v, v) for v in first.inputs] + [first.numbers[col] for col in group.columns]
+def _call(emitter, body, run, pos, function, group, rename) -> None:
+    """One call, or a loop over the consecutive blocks of ``run``; ``function``: its name and input order."""
+    (fn, order), first = function, run[0]
+    args = [rename.get(v, v) for v in first.inputs]
+    numbers = [first.numbers[col] for col in group.columns]
     body.indent = 1
     if len(run) == 1:
-        args.append(f"name={literal(first.prefix)}")
+        args = [args[i] for i in order] + numbers + [f"name={literal(first.prefix)}"]
         body.line(f"{', '.join(first.outputs)} = {fn}({', '.join(args)})", f"source block {first.key}")
         return
     chain = emitter.ns.name(ident(first.parent), "x")
     body.line(f"{chain} = {args[pos]}")
     args[pos] = chain
+    args = [args[i] for i in order] + numbers
     lo, hi = first.index, run[-1].index
     body.line(f"for i in range({f'{lo}, ' if lo else ''}{hi + 1}):", f"source blocks {first.key} to {run[-1].key}")
     body.indent = 2
@@ -96,13 +166,24 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<=[A-Za-z0-9])(?=[A-Z][a-z])", "_", name).lower()
 
 
-def _function(emitter, group, width) -> str:
-    """Write the group's function into ``emitter.functions``; returns its name."""
+def _input_order(first, model_inputs) -> list:
+    """The order a block function takes its inputs in: the first one that is not a model input (the tensor the
+    block transforms, ``x``) first, then the others in order of first use. keras-hub's layers read the padding mask
+    (a model input) before their input: ``transformer_decoder(x, padding_mask, name)``."""
+    order = list(range(len(first.inputs)))
+    main = next((i for i in order if first.inputs[i] not in model_inputs), 0)
+    return [main] + [i for i in order if i != main]
+
+
+def _function(emitter, group, width) -> tuple:
+    """Write the group's function into ``emitter.functions``; returns its name and the order it takes the blocks'
+    inputs in (``_input_order``)."""
     first = group.instances[0]
     source = source_class([inst.key for inst in group.instances], emitter.graph.meta.get("module_classes"))
     fn = emitter.ns.name(_snake(source) if source else family_name(group), "block")
     local = Namespace({"keras", "layers", "ops", "np", "name", "Constant", "FreeShape"})
-    inputs = {v: local.name("x" if i == 0 else v, "x") for i, v in enumerate(first.inputs)}
+    order = _input_order(first, {emitter.names[v] for v in emitter.graph.inputs})
+    inputs = {first.inputs[i]: local.name("x" if n == 0 else first.inputs[i], "x") for n, i in enumerate(order)}
     params = [local.name(param_name(first, col), "size") for col in group.columns]
     names = {v: local.name(v[len(first.prefix) + 1:] if v.startswith(first.prefix + "_") else
                            "out" if v == first.prefix else v, "v") for v in first.locals}
@@ -130,4 +211,4 @@ def _function(emitter, group, width) -> str:
     emitter.functions.append(w.text())
     for inst in group.instances:
         emitter.hidden.update(v for v in inst.locals if v not in inst.outputs)
-    return fn
+    return fn, order

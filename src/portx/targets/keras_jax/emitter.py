@@ -179,7 +179,7 @@ class KerasEmitter(EmitterBase):
         (``style.auto_names_in``) and, only if a layer name clashes with one, writes it again with
         those prefixes in ``clash``: such names then get a ``_layer`` suffix.
         """
-        base = self.ns.name(raw, fallback)
+        base = self.ns.name(raw, fallback, self.var_names.room(raw))  # Note [names in longer blocks] in style.py
         if re.sub(r"_\d+$", "", base) in self.clash:
             self.ns.release(base)
             base = self.ns.name(f"{base}_layer", fallback)
@@ -198,7 +198,8 @@ class KerasEmitter(EmitterBase):
         """Write ``out = layers.CLS(args, name=...)(inputs)`` (Keras defaults left out, ``style.layer_args``),
         and record its weights (``emit_nodes`` comments the line with what was folded in or dropped)."""
         name = self.layer_name(node)
-        self._bind(node, self._layer_call(cls, kwargs, name, inputs, module), self.variables(node, name))
+        call = self._layer_call(cls, kwargs, name, inputs, module, self.var_names.kept(node))
+        self._bind(node, call, self.variables(node, name))
         if weights:
             self.weights[name] = [np.asarray(w) for w in weights]
         for out in node.outputs:
@@ -214,12 +215,12 @@ class KerasEmitter(EmitterBase):
             self.weights[name] = [np.asarray(w) for w in weights]
         return name
 
-    def _layer_call(self, cls, kwargs, name, inputs, module) -> str:
+    def _layer_call(self, cls, kwargs, name, inputs, module, keep=()) -> str:
         if kwargs.get("data_format") == "channels_last":
             self.default_layout = True
         ins = [self.ref(v) for v in inputs]
         arg = ins[0] if len(ins) == 1 else "[" + ", ".join(ins) + "]"
-        return f"{module}.{cls}({', '.join(layer_args(cls, kwargs) + [f'name={literal(name)}'])})({arg})"
+        return f"{module}.{cls}({', '.join(layer_args(cls, kwargs, keep) + [f'name={literal(name)}'])})({arg})"
 
     def pad_value(self, node, value, pads, channels_last=False) -> str:
         """Zero-pad the spatial axes of a channels-first (or channels-last) tensor by (begin, end) pairs."""
@@ -257,7 +258,7 @@ class KerasEmitter(EmitterBase):
         if hint and len(node.outputs) == 1:
             return [hint]
         hint = hint or self.var_names.raw(node)  # Note [variable names] in style.py
-        return [self.ns.name(hint if len(node.outputs) == 1 else f"{hint}_{i}", node.op.name)
+        return [self.ns.name(hint if len(node.outputs) == 1 else f"{hint}_{i}", node.op.name, self.var_names.room(hint))
                 for i, _ in enumerate(node.outputs)]
 
     # -- assembly ---------------------------------------------------------------------------

@@ -17,6 +17,28 @@ the layout pass added carries no scope (it belongs to no source layer, which per
 on; ``meta["layout_transposes"]`` names them); for naming it takes the scope of the node producing
 its input. Nodes of no scope keep their value's name (``add``, ``relu_2``).
 
+Note [weightless layers in blocks]: Keras numbers the layers it names itself model-wide, so keras-hub's attention
+softmax is ``transformer_layer_0.self_attention.softmax`` in one block and ``...softmax_1`` in the next; the
+blocks' code must read the same to be written once (Note [structured code] in targets/structure.py). The nodes of a
+source layer without trainable weights in a repeated block (``graph.meta["blocks"]``) whose scope differs from the
+node at the same position in the first block of its kind only in such numbers take that node's scope after their
+own block's key (``_block_scopes``), as torch-xla names such modules (Note [weightless modules] in
+torch_xla/modules.py). A layer with weights keeps its source name, so the layer names that hold weights follow the
+source's (such a block stays flat).
+
+Note [keywords that vary in blocks]: a layer leaves out a keyword at Keras' default, so keras.applications' first
+block of a stage read ``Conv2D(4, 1, name=...)`` in ``conv2_block1`` and ``Conv2D(8, 1, strides=2, name=...)`` in
+``conv3_block1``: one block kind (passes/blocks.py compares attribute names, not values) whose statements differed,
+written flat. Where the nodes at one position of the blocks of a kind differ in their stride or dilation, each
+writes the keyword, ``strides=1`` too, and the number becomes the block function's argument, as keras.applications
+writes ``block1(x, filters, stride=1, ...)``.
+
+Note [names in longer blocks]: Namespace cuts a name at 48 characters, so ``transformer_layer_0_self_attention_query_
+reshape`` (48) kept its end and ``transformer_layer_10_...`` lost a letter: blocks 10 and later named their layers
+differently from blocks 0 to 9 and were written by a second function. A name that starts with a repeated block's
+prefix may run past the limit by as many characters as that prefix is longer than the first block's of its kind
+(``VariableNames.room``), so every block of a kind keeps the same name after its prefix.
+
 Example:
     >>> layer_args("Conv2D", {"filters": 16, "kernel_size": (3, 3), "strides": (2, 2), "padding": "valid"})
     ['16', '3', 'strides=2']
@@ -28,6 +50,7 @@ import re
 import textwrap
 
 from ..codegen import literal
+from ..structure import ident
 
 __all__ = ["layer_args", "auto_names_in", "VariableNames", "layout_sentence"]
 
@@ -86,8 +109,9 @@ def _is_default(value, default) -> bool:
         (value is None) == (default is None)
 
 
-def layer_args(cls: str, kwargs: dict) -> list:
-    """The argument texts for ``layers.CLS(...)`` (without ``name``), Keras defaults left out."""
+def layer_args(cls: str, kwargs: dict, keep=()) -> list:
+    """The argument texts for ``layers.CLS(...)`` (without ``name``), Keras defaults left out but for the keywords in
+    ``keep`` (Note [keywords that vary in blocks])."""
     family = _family(cls)
     positional, defaults = _SIGNATURES.get(family, ((), {}))
     kwargs = {k: _compact(k, v, family) for k, v in kwargs.items()}
@@ -99,7 +123,7 @@ def layer_args(cls: str, kwargs: dict) -> list:
             break
         args.append(literal(kwargs.pop(name)))
     return args + [f"{k}={literal(v)}" for k, v in kwargs.items()
-                   if not (k in defaults and _is_default(v, defaults[k]))]
+                   if k in keep or not (k in defaults and _is_default(v, defaults[k]))]
 
 
 # Note [layer names] (emitter.py): the auto names Keras gives the operations a body creates. Keras
@@ -151,6 +175,11 @@ class VariableNames:
             source = producer.get(node.inputs[0]) if node.inputs and node.inputs[0] is not None else None
             moved = not node.scope and node.outputs[0].name in added and source is not None
             self.scope[node] = self.scope[source] if moved else node.scope
+        self.scope.update(_block_scopes(graph, self.scope))
+        self._kept = _varying(graph)
+        first = {}
+        self._room = {f"{ident(b['key'])}_": len(ident(b["key"])) - len(ident(first.setdefault(b["kind"], b)["key"]))
+                      for b in graph.meta.get("blocks") or []}
         self.last = set({self.scope[n]: n for n in graph.nodes if self.scope[n]}.values())
         self.role, self._base = {}, {}  # Value -> its name after the scope; -> the input name it leads to
         self._producer, self._users = producer, users
@@ -190,6 +219,16 @@ class VariableNames:
             joined = "".join(roles) if all(len(r) == 1 for r in roles) else "_".join(roles)
             self.role[out] = self._base[out] = joined
 
+    def room(self, raw: str) -> int:
+        """Characters a name starting with a repeated block's prefix may run past the usual length: as many as that
+        prefix is longer than the first of its kind's (Note [names in longer blocks])."""
+        name = re.sub(r"[^0-9A-Za-z_]+", "_", raw).lower()
+        return max((extra for prefix, extra in self._room.items() if name.startswith(prefix)), default=0)
+
+    def kept(self, node) -> frozenset:
+        """The Keras keywords ``node``'s layer writes even at their default (Note [keywords that vary in blocks])."""
+        return self._kept.get(node, frozenset())
+
     def raw(self, node) -> str:
         """The name for ``node``'s (first) output, before Namespace makes it a unique identifier."""
         scope, out = self.scope.get(node, node.scope), node.outputs[0]
@@ -201,6 +240,53 @@ class VariableNames:
             return scope  # a module called twice (``layer1.0.relu``): Namespace numbers the calls
         return f"{scope}_{node.op.word}"  # ops/traits.py WORDS
 
+
+
+#: Keras' own numbering of a layer it names itself (``softmax_1``), in a path component
+_AUTO_NUMBER = re.compile(r"_\d+(?=\.|$)")
+
+
+def _block_scopes(graph, scope) -> dict:
+    """{node: scope} for the nodes of repeated blocks whose source layer holds no weights and names itself as the
+    first block of its kind named the layer at the same position (Note [weightless layers in blocks]).
+
+    Example: ``transformer_layer_1.self_attention.softmax_1`` -> ``transformer_layer_1.self_attention.softmax``.
+    """
+    found, first = {}, {}
+    for block in graph.meta.get("blocks") or []:
+        base = first.setdefault(block["kind"], block)
+        if base is block:
+            continue
+        nodes = graph.nodes[block["start"]:block["stop"]]
+        renamed, weighted = {}, set()
+        for node, model in zip(nodes, graph.nodes[base["start"]:base["stop"]]):
+            mine, theirs = scope.get(node) or "", scope.get(model) or ""
+            if any(v is not None and graph.is_param(v) and graph.is_trainable(v.name) for v in node.inputs):
+                weighted.add(mine)
+            if mine.startswith(block["key"]) and theirs.startswith(base["key"]):
+                rel, rel0 = mine[len(block["key"]):], theirs[len(base["key"]):]
+                if rel != rel0 and _AUTO_NUMBER.sub("", rel) == _AUTO_NUMBER.sub("", rel0):
+                    renamed.setdefault(mine, set()).add(block["key"] + rel0)
+        renamed = {s: new.pop() for s, new in renamed.items() if len(new) == 1 and s not in weighted}
+        found.update({node: renamed[scope[node]] for node in nodes if scope.get(node) in renamed})
+    return found
+
+
+#: IR attributes whose Keras keyword a block writes at its default where blocks of its kind differ in it
+_KEPT = {"stride": "strides", "dilation": "dilation_rate"}
+
+
+def _varying(graph) -> dict:
+    """{node: the Keras keywords its layer writes at their default} (Note [keywords that vary in blocks])."""
+    kinds, found = {}, {}
+    for block in graph.meta.get("blocks") or []:
+        kinds.setdefault(block["kind"], []).append(graph.nodes[block["start"]:block["stop"]])
+    for members in kinds.values():
+        for column in zip(*members):
+            keys = frozenset(kw for attr, kw in _KEPT.items() if len({repr(n.attrs.get(attr)) for n in column}) > 1)
+            if keys:
+                found.update(dict.fromkeys(column, keys))
+    return found
 
 
 def layout_sentence(graph) -> str:
