@@ -208,9 +208,11 @@ class Conversion:
         if self.mesh is not None:  # sharding_report adds its notes to the report's warnings
             report.sharding = stages.run("shard-proof", sharding_report, target, self.tmp, self.graph, self.mesh,
                                          self.checks.seed, report.warnings)
-        if self.output.export_tpu:
-            report.tpu.artifact = stages.run("tpu-export", target.export_tpu, self.model, self.graph,
-                                                   self.tmp / target.tpu_artifact)
+        if self.output.export_tpu:  # written in the staging folder, named where it will lie (OUT)
+            artifact = stages.run("tpu-export", target.export_tpu, self.model, self.graph,
+                                  self.tmp / target.tpu_artifact)
+            report.tpu.artifact = {**artifact, "path": str(Path(self.out) / target.tpu_artifact),
+                                   "weights": str(Path(self.out) / Path(artifact["weights"]).name)}
 
     def write(self):
         """OUT/explorer/ (--explore), report.json and report.html."""

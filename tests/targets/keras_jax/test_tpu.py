@@ -1,5 +1,6 @@
 """TPU proof: lowering for the tpu platform, the StableHLO scan, and the jax.export artifact."""
 import os
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -32,6 +33,7 @@ def test_conversion_reports_tpu_lowering_and_exports_artifact(tmp_path):
     assert tpu["verdict"] == "ok", tpu
     assert tpu["ops"]["convolution"] == 3
     artifact = result.files["tpu_artifact"]
+    assert tpu["artifact"]["path"] == str(artifact) and Path(tpu["artifact"]["weights"]).is_file()  # in OUT
     exported = jax.export.deserialize(bytearray(artifact.read_bytes()))
     assert set(exported.platforms) == {"tpu", "cpu"}
     x = np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype(np.float32)
