@@ -24,6 +24,7 @@ import re
 from ..codegen import LineWriter, Namespace
 from ..structure import assigned_names, block_lines, family_name, find_outputs, ident, instance, lines_of, \
     number_params, param_name, pieces, render, source_class
+from .block_args import forward_order, own_constants
 from .nesting import nest
 
 __all__ = ["write_modules"]
@@ -89,8 +90,9 @@ def _own_attributes(init, body, taken) -> bool:
 
 
 #: ``self.`` before anything but ``training`` (every nn.Module's own flag: ``dropout_p=0.1 if self.training else 0.0``
-#: in a keras-hub layer's attention reads no attribute of the model's)
-_OTHER = re.compile(r"\bself\.(?!training\b)")
+#: in a keras-hub layer's attention reads no attribute of the model's) or ``register_buffer(`` (a block's own
+#: constant, Note [a block's own constants] in block_args.py)
+_OTHER = re.compile(r"\bself\.(?!training\b|register_buffer\()")
 
 
 def attr_name(rest: str) -> str:
@@ -115,7 +117,9 @@ def write_modules(emitter, taken) -> None:
     _write_classes(emitter, taken)
     init, body, moved = nest(emitter.init.rows, emitter.body.rows, emitter.paths, (), taken, classes) \
         if emitter.classes else flat
-    if emitter.classes and lines_of(emitter.classes, init, body) > lines_of([], *flat[:2]):
+    longer = (lines_of(emitter.classes, init, body), lines_of([], *flat[:2])) if emitter.classes else (0, 0)
+    if longer[0] > longer[1]:
+        emitter.longer = longer
         emitter.classes.clear()  # Note [structured only where shorter]
         emitter.init, emitter.body, emitter.paths, emitter.hidden, emitter.state, emitter.origins, \
             emitter.module_of = saved
@@ -127,6 +131,7 @@ def write_modules(emitter, taken) -> None:
 
 def _write_classes(emitter, taken) -> None:
     """The block classes and their containers (Note [nested torch modules])."""
+    own_constants(emitter)  # Note [a block's own constants] in block_args.py
     variables = _variables(emitter)
     reads = [{v for k, v in pieces(t, "\0", variables) if k == "v"} if t else set() for _, t, _ in emitter.body.rows]
     containers = _candidates(emitter, variables, reads, taken)
@@ -194,7 +199,9 @@ def _class(emitter, members, cls, reserved):
     local = Namespace({"self", "torch", "nn", "F", "math"})
     args = [local.name(param_name(_Joined(init, body), col), "size") for col in columns]
     split = len(init.numbers)
-    inputs = {v: local.name("x" if i == 0 else v.replace("self.", ""), "x") for i, v in enumerate(body.inputs)}
+    order = forward_order([b for _, b in members])  # Note [forward's arguments] in block_args.py
+    inputs = {body.inputs[p]: local.name("x" if p == order[0] else body.inputs[p].replace("self.", ""), "x")
+              for p in order}
     locals_ = {v: local.name(v[len(body.prefix) + 1:] if v.startswith(body.prefix + "_") else
                              re.sub(r"_+\d+$", "", v), "v") for v in body.locals}
 
@@ -230,7 +237,7 @@ def _class(emitter, members, cls, reserved):
     w.line(f"def forward({', '.join(['self'] + list(inputs.values()))}):")
     w.rows += forward.rows
     emitter.classes.append(w.text())
-    return cls, columns, moved
+    return cls, columns, moved, order
 
 
 def _relative(emitter, members) -> tuple:
@@ -279,7 +286,7 @@ def _rewrite(emitter, containers, written, variables) -> None:
         init_at[rows[0][1].start] = (attr, made, pos is not None and len(rows[0][2].inputs) == 1)
         emitter.paths[attr] = parent
         for index, (_, init, body) in enumerate(rows):
-            body_at[body.start] = (attr, index, body, rows, pos)
+            body_at[body.start] = (attr, index, body, rows, pos, written[_template(init, body)][3])
             moved = written[_template(init, body)][2]
             for parts, _ in init.rows:
                 for kind, value in parts:
@@ -299,7 +306,7 @@ def _rewrite(emitter, containers, written, variables) -> None:
     body = LineWriter()
     for i, (indent, text, comment) in enumerate(emitter.body.rows):
         if i in body_at:
-            _, index, inst, rows, pos = body_at[i]
+            _, index, inst, rows, pos, _ = body_at[i]
             hoisted = inst.hoisted if pos is None else [n for _, _, b in rows for n in b.hoisted] if not index else []
             for line in hoisted:  # before the call (or the loop) that reads them
                 body.indent = indent
@@ -332,7 +339,7 @@ def _chain(rows):
 def _container(w, indent, attr, made, sequential) -> None:
     """``self.layer1 = nn.Sequential(...)`` (blocks called one after the other on one input) or ``nn.ModuleList``:
     one line per block, or a comprehension when all are alike."""
-    calls = [f"{cls}({', '.join(inst.numbers[c] for c in columns)})" for (cls, columns, _), inst, _ in made]
+    calls = [f"{cls}({', '.join(inst.numbers[c] for c in columns)})" for (cls, columns, *_), inst, _ in made]
     w.indent = indent
     if len(set(calls)) == 1:
         many = f"{calls[0]} for _ in range({len(calls)})"
@@ -347,14 +354,15 @@ def _container(w, indent, attr, made, sequential) -> None:
     w.line(")" if sequential else "])")
 
 
-def _block_call(emitter, w, indent, attr, index, body, rows, pos, rename) -> None:
-    """The call of one block, or at the first block of a chained container, the call of them all."""
+def _block_call(emitter, w, indent, attr, index, body, rows, pos, order, rename) -> None:
+    """The call of one block, or at the first block of a chained container, the call of them all; ``order``: its
+    class's argument order (block_args.py)."""
     w.indent = indent
     for inst in [body] if pos is None else [b for _, _, b in rows]:
         emitter.hidden.update(v for v in inst.locals if v not in inst.outputs or pos is not None)
     if pos is None:
-        args = ", ".join(rename.get(v, v) for v in body.inputs)
-        w.line(f"{', '.join(body.outputs)} = self.{attr}[{index}]({args})")
+        args = [rename.get(v, v) for v in body.inputs]
+        w.line(f"{', '.join(body.outputs)} = self.{attr}[{index}]({', '.join(args[p] for p in order)})")
         return
     if index:
         return
@@ -368,7 +376,7 @@ def _block_call(emitter, w, indent, attr, index, body, rows, pos, rename) -> Non
     args[pos] = out
     w.line(f"for block in self.{attr}:")
     w.indent = indent + 1
-    w.line(f"{out} = block({', '.join(args)})")
+    w.line(f"{out} = block({', '.join(args[p] for p in order)})")
 
 
 def _rename_paths(emitter, paths) -> None:

@@ -1,0 +1,63 @@
+"""What a block class's ``forward`` takes: the hidden state first as ``x``, and no constant of the block's own.
+
+Note [a block's own constants]: a constant a block alone reads (a keras-hub layer's ``1.0`` that its positions
+count from, one per block) is registered by the emitter as a buffer of ``Model`` named after the value
+(``self.scalar_2``, ``self.scalar_9``), so the class for the block read it as a ``forward`` argument, one buffer per
+block, and the blocks differed in what they passed. ``own_constants`` names such a buffer (written inline, so it
+holds no weights: ``state_dict()`` is unchanged) after the block (``transformer_layer_0_scalar``): the class then
+registers it itself, as a person keeps a constant inside the module that uses it. A buffer that a line outside
+the block reads too (rotary tables every layer shares) stays the model's.
+
+Note [forward's arguments]: the argument the blocks of a class differ in is what flows from block to block (the
+previous block's output); it comes first and is named ``x``, as in ``forward(self, x, padding_mask)``. The other
+arguments keep the names of what every block reads (a model input, a mask built once). Without exactly one such
+argument, the order is the order of first use, and the first is ``x``.
+
+Example:
+    >>> own_constants(emitter)           # self.scalar_2 -> self.transformer_layer_0_scalar, inside block 0
+    >>> forward_order([body0, body1])    # inputs [padding_mask, hidden] -> [1, 0]
+    [1, 0]
+"""
+from __future__ import annotations
+
+import re
+
+from ..structure import block_lines, ident
+
+__all__ = ["own_constants", "forward_order"]
+
+_NUMBERED = re.compile(r"_\d+$")  # scalar_2 -> scalar
+_INLINE_BUFFER = re.compile(r"^self\.register_buffer\('(\w+)', torch\.tensor\(.*\), persistent=False\)$")
+
+
+def own_constants(emitter) -> None:
+    """Rename each inline buffer that one block alone reads to the block's name (Note [a block's own constants]);
+    rewrites ``emitter.init`` and ``emitter.body`` rows in place."""
+    init, body = emitter.init.rows, emitter.body.rows
+    for block in emitter.graph.meta.get("blocks") or []:
+        if any(emitter.spans.get(i) is None for i in range(block["start"], block["stop"])):
+            continue
+        prefix, (i0, i1), (b0, b1) = ident(block["key"]), block_lines(emitter.spans, block, 1), \
+            block_lines(emitter.spans, block, 0)
+        for line in range(i0, i1):
+            found = _INLINE_BUFFER.match(init[line][1])
+            if not found or found.group(1).startswith(prefix + "_"):
+                continue
+            old = re.compile(rf"\bself\.{found.group(1)}\b")
+            if any(old.search(text) for j, (_, text, _) in enumerate(body) if not b0 <= j < b1) or \
+                    any(old.search(text) for _, text, _ in init):
+                continue
+            new = emitter.attrs.name(f"{prefix}_{_NUMBERED.sub('', found.group(1))}", "buffer")
+            indent, text, comment = init[line]
+            init[line] = (indent, text.replace(repr(found.group(1)), repr(new), 1), comment)
+            for j in range(b0, b1):
+                body[j] = (body[j][0], old.sub(f"self.{new}", body[j][1]), body[j][2])
+
+
+def forward_order(bodies) -> list:
+    """The positions of the blocks' inputs in ``forward``'s order: the one input they differ in first (Note
+    [forward's arguments]). Example: inputs [mask, h0] and [mask, h1] -> ``[1, 0]``."""
+    count = len(bodies[0].inputs)
+    varying = [p for p in range(count) if len({body.inputs[p] for body in bodies}) > 1]
+    first = varying[0] if len(varying) == 1 else 0
+    return [first] + [p for p in range(count) if p != first]
