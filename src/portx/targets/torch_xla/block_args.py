@@ -24,7 +24,7 @@ import re
 
 from ..structure import block_lines, ident
 
-__all__ = ["own_constants", "forward_order"]
+__all__ = ["own_constants", "is_own_buffer", "forward_order"]
 
 _NUMBERED = re.compile(r"_\d+$")  # scalar_2 -> scalar
 _INLINE_BUFFER = re.compile(r"^self\.register_buffer\('(\w+)', torch\.tensor\(.*\), persistent=False\)$")
@@ -52,6 +52,13 @@ def own_constants(emitter) -> None:
             init[line] = (indent, text.replace(repr(found.group(1)), repr(new), 1), comment)
             for j in range(b0, b1):
                 body[j] = (body[j][0], old.sub(f"self.{new}", body[j][1]), body[j][2])
+
+
+def is_own_buffer(parts) -> bool:
+    """True for a block's statement (its ``pieces``) that registers a buffer under the block's own name: a constant
+    ``own_constants`` renamed, or a weight held in model.safetensors (a Keras ``LayerScale``'s gamma); the class
+    registers it, and its state_dict key follows (``stage.0.layer_scale_gamma``)."""
+    return len(parts) > 1 and parts[0] == ("t", "self.register_buffer(") and parts[1][0] == "s"
 
 
 def forward_order(bodies) -> list:

@@ -24,7 +24,7 @@ import re
 from ..codegen import LineWriter, Namespace
 from ..structure import assigned_names, block_lines, family_name, find_outputs, ident, instance, lines_of, \
     number_params, param_name, pieces, render, source_class
-from .block_args import forward_order, own_constants
+from .block_args import forward_order, is_own_buffer, own_constants
 from .nesting import nest
 
 __all__ = ["write_modules"]
@@ -81,7 +81,8 @@ def _own_attributes(init, body, taken) -> bool:
     for inst in (init, body):
         for parts, _ in inst.rows:
             for j, (kind, value) in enumerate(parts):
-                own = j + 1 < len(parts) and parts[j + 1][0] == "a" and value.endswith("self.")
+                own = j + 1 < len(parts) and parts[j + 1][0] == "a" and value.endswith("self.") or \
+                    is_own_buffer(parts)
                 if kind == "t" and len(_OTHER.findall(value)) > own:
                     return False
                 if kind == "a" and (not _ascii_ident(attr_name(value)) or keyword.iskeyword(value) or value in taken):
@@ -90,9 +91,8 @@ def _own_attributes(init, body, taken) -> bool:
 
 
 #: ``self.`` before anything but ``training`` (every nn.Module's own flag: ``dropout_p=0.1 if self.training else 0.0``
-#: in a keras-hub layer's attention reads no attribute of the model's) or ``register_buffer(`` (a block's own
-#: constant, Note [a block's own constants] in block_args.py)
-_OTHER = re.compile(r"\bself\.(?!training\b|register_buffer\()")
+#: in a keras-hub layer's attention reads no attribute of the model's)
+_OTHER = re.compile(r"\bself\.(?!training\b)")
 
 
 def attr_name(rest: str) -> str:
@@ -290,9 +290,10 @@ def _rewrite(emitter, containers, written, variables) -> None:
             moved = written[_template(init, body)][2]
             for parts, _ in init.rows:
                 for kind, value in parts:
-                    if kind == "a":
-                        inner = moved.get(attr_name(value), attr_name(value))
-                        paths[f"{init.prefix}_{value}"] = f"{attr}.{index}.{inner}"
+                    if kind == "a" or kind == "s" and is_own_buffer(parts):  # self.<prefix>_<name>, or its buffer
+                        name = attr_name(value if kind == "a" else value.lstrip("_"))
+                        flat = f"{init.prefix}_{value}" if kind == "a" else f"{init.prefix}{value}"
+                        paths[flat] = f"{attr}.{index}.{moved.get(name, name)}"
     skip_init = {i for rows in containers.values() for _, init, _ in rows
                  for i in range(init.start, init.stop) if i not in init.hoisted}
     skip_body = {i for rows in containers.values() for _, _, body in rows for i in range(body.start, body.stop)}
