@@ -24,7 +24,7 @@ import re
 
 from ..structure import block_lines, ident
 
-__all__ = ["own_constants", "is_own_buffer", "forward_order"]
+__all__ = ["own_constants", "is_own_buffer", "named_child", "forward_order"]
 
 _NUMBERED = re.compile(r"_\d+$")  # scalar_2 -> scalar
 _INLINE_BUFFER = re.compile(r"^self\.register_buffer\('(\w+)', torch\.tensor\(.*\), persistent=False\)$")
@@ -59,6 +59,15 @@ def is_own_buffer(parts) -> bool:
     ``own_constants`` renamed, or a weight held in model.safetensors (a Keras ``LayerScale``'s gamma); the class
     registers it, and its state_dict key follows (``stage.0.layer_scale_gamma``)."""
     return len(parts) > 1 and parts[0] == ("t", "self.register_buffer(") and parts[1][0] == "s"
+
+
+def named_child(key) -> bool:
+    """True for a block that is a named child of a module (torchvision's ViT: ``encoder.layers.encoder_layer_0``,
+    passes/blocks.py Note [outermost block]). Such blocks stay flat on torch-xla: a numbered container would move
+    their state_dict keys off the source's (``layers.encoder.0`` for ``layers.encoder_layer_0``); a named one
+    (``nn.Sequential(OrderedDict(...))``) is not written yet."""
+    head, _, last = key.rpartition(".")
+    return bool(head) and not last.isdigit()
 
 
 def forward_order(bodies) -> list:

@@ -24,7 +24,7 @@ import re
 from ..codegen import LineWriter, Namespace
 from ..structure import assigned_names, block_lines, family_name, find_outputs, ident, instance, lines_of, \
     number_params, param_name, pieces, render, source_class
-from .block_args import forward_order, is_own_buffer, own_constants
+from .block_args import forward_order, is_own_buffer, named_child, own_constants
 from .nesting import nest
 
 __all__ = ["write_modules"]
@@ -63,7 +63,7 @@ def _candidates(emitter, variables, reads, taken) -> dict:
         init = instance(emitter.init.rows, *block_lines(emitter.spans, block, 1), block, variables)
         body = instance(emitter.body.rows, *block_lines(emitter.spans, block, 0), block, variables,
                         {emitter.names[v] for v in emitter.graph.inputs}, reads)
-        ok = init is not None and body is not None and body.rows
+        ok = init is not None and body is not None and body.rows and not named_child(block["key"])
         if ok:
             _hoist(init)
             ok = not any(kind == "v" for parts, _ in init.rows for kind, _ in parts)
