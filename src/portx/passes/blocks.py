@@ -83,7 +83,8 @@ def block_runs(graph, key_of=None) -> list:
         key = key_of(node.scope) if node.scope or not runs else runs[-1][0]
         if runs and runs[-1][0] == key:
             runs[-1][1].append(node)
-        elif key and len(runs) > 1 and runs[-2][0] == key and _inside(runs[-2][1], runs[-1][1], node):
+        elif key and len(runs) > 1 and runs[-2][0] == key and not runs[-1][0] \
+                and _inside(runs[-2][1], runs[-1][1], node):
             runs[-2][1].extend(runs.pop()[1] + [node])  # Note [operations inside a block]
         else:
             runs.append((key, [node]))
