@@ -1,4 +1,4 @@
-"""What a block class's ``forward`` takes: the hidden state first as ``x``, and no constant of the block's own.
+"""What a block class's ``forward`` takes: the hidden state as ``x``, and no constant of the block's own.
 
 Note [a block's own constants]: a constant a block alone reads (a keras-hub layer's ``1.0`` that its positions
 count from, one per block) is registered by the emitter as a buffer of ``Model`` named after the value
@@ -9,14 +9,15 @@ registers it itself, as a person keeps a constant inside the module that uses it
 the block reads too (rotary tables every layer shares) stays the model's.
 
 Note [forward's arguments]: the argument the blocks of a class differ in is what flows from block to block (the
-previous block's output); it comes first and is named ``x``, as in ``forward(self, x, padding_mask)``. The other
-arguments keep the names of what every block reads (a model input, a mask built once). Without exactly one such
-argument, the order is the order of first use, and the first is ``x``.
+previous block's output); it is named ``x``, as in ``forward(self, padding_mask, x)``. The other arguments keep the
+names of what every block reads (a model input, a mask built once). Without exactly one such argument, the first
+is ``x``. The arguments stay in the order the block first reads them: verification calls a block's module with
+its segment's inputs in that order (targets/forward_cut.py, ``_module_cut``).
 
 Example:
     >>> own_constants(emitter)           # self.scalar_2 -> self.transformer_layer_0_scalar, inside block 0
-    >>> forward_order([body0, body1])    # inputs [padding_mask, hidden] -> [1, 0]
-    [1, 0]
+    >>> hidden_input([body0, body1])     # inputs [padding_mask, hidden]: the second is x
+    1
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ import re
 
 from ..structure import block_lines, ident
 
-__all__ = ["own_constants", "is_own_buffer", "named_child", "forward_order"]
+__all__ = ["own_constants", "is_own_buffer", "named_child", "hidden_input"]
 
 _NUMBERED = re.compile(r"_\d+$")  # scalar_2 -> scalar
 _INLINE_BUFFER = re.compile(r"^self\.register_buffer\('(\w+)', torch\.tensor\(.*\), persistent=False\)$")
@@ -70,10 +71,9 @@ def named_child(key) -> bool:
     return bool(head) and not last.isdigit()
 
 
-def forward_order(bodies) -> list:
-    """The positions of the blocks' inputs in ``forward``'s order: the one input they differ in first (Note
-    [forward's arguments]). Example: inputs [mask, h0] and [mask, h1] -> ``[1, 0]``."""
+def hidden_input(bodies) -> int:
+    """The position of the input the blocks differ in, named ``x`` (Note [forward's arguments]); 0 without exactly
+    one. Example: inputs [mask, h0] and [mask, h1] -> 1."""
     count = len(bodies[0].inputs)
     varying = [p for p in range(count) if len({body.inputs[p] for body in bodies}) > 1]
-    first = varying[0] if len(varying) == 1 else 0
-    return [first] + [p for p in range(count) if p != first]
+    return varying[0] if len(varying) == 1 else 0

@@ -24,7 +24,7 @@ import re
 from ..codegen import LineWriter, Namespace
 from ..structure import assigned_names, block_lines, family_name, find_outputs, ident, instance, lines_of, \
     number_params, param_name, pieces, render, source_class
-from .block_args import forward_order, is_own_buffer, named_child, own_constants
+from .block_args import hidden_input, is_own_buffer, named_child, own_constants
 from .nesting import nest
 
 __all__ = ["write_modules"]
@@ -199,9 +199,8 @@ def _class(emitter, members, cls, reserved):
     local = Namespace({"self", "torch", "nn", "F", "math"})
     args = [local.name(param_name(_Joined(init, body), col), "size") for col in columns]
     split = len(init.numbers)
-    order = forward_order([b for _, b in members])  # Note [forward's arguments] in block_args.py
-    inputs = {body.inputs[p]: local.name("x" if p == order[0] else body.inputs[p].replace("self.", ""), "x")
-              for p in order}
+    hidden = hidden_input([b for _, b in members])  # Note [forward's arguments] in block_args.py
+    inputs = {v: local.name("x" if i == hidden else v.replace("self.", ""), "x") for i, v in enumerate(body.inputs)}
     locals_ = {v: local.name(v[len(body.prefix) + 1:] if v.startswith(body.prefix + "_") else
                              re.sub(r"_+\d+$", "", v), "v") for v in body.locals}
 
@@ -237,7 +236,7 @@ def _class(emitter, members, cls, reserved):
     w.line(f"def forward({', '.join(['self'] + list(inputs.values()))}):")
     w.rows += forward.rows
     emitter.classes.append(w.text())
-    return cls, columns, moved, order
+    return cls, columns, moved
 
 
 def _relative(emitter, members) -> tuple:
@@ -286,7 +285,7 @@ def _rewrite(emitter, containers, written, variables) -> None:
         init_at[rows[0][1].start] = (attr, made, pos is not None and len(rows[0][2].inputs) == 1)
         emitter.paths[attr] = parent
         for index, (_, init, body) in enumerate(rows):
-            body_at[body.start] = (attr, index, body, rows, pos, written[_template(init, body)][3])
+            body_at[body.start] = (attr, index, body, rows, pos)
             moved = written[_template(init, body)][2]
             for parts, _ in init.rows:
                 for kind, value in parts:
@@ -307,7 +306,7 @@ def _rewrite(emitter, containers, written, variables) -> None:
     body = LineWriter()
     for i, (indent, text, comment) in enumerate(emitter.body.rows):
         if i in body_at:
-            _, index, inst, rows, pos, _ = body_at[i]
+            _, index, inst, rows, pos = body_at[i]
             hoisted = inst.hoisted if pos is None else [n for _, _, b in rows for n in b.hoisted] if not index else []
             for line in hoisted:  # before the call (or the loop) that reads them
                 body.indent = indent
@@ -340,7 +339,7 @@ def _chain(rows):
 def _container(w, indent, attr, made, sequential) -> None:
     """``self.layer1 = nn.Sequential(...)`` (blocks called one after the other on one input) or ``nn.ModuleList``:
     one line per block, or a comprehension when all are alike."""
-    calls = [f"{cls}({', '.join(inst.numbers[c] for c in columns)})" for (cls, columns, *_), inst, _ in made]
+    calls = [f"{cls}({', '.join(inst.numbers[c] for c in columns)})" for (cls, columns, _), inst, _ in made]
     w.indent = indent
     if len(set(calls)) == 1:
         many = f"{calls[0]} for _ in range({len(calls)})"
@@ -355,15 +354,14 @@ def _container(w, indent, attr, made, sequential) -> None:
     w.line(")" if sequential else "])")
 
 
-def _block_call(emitter, w, indent, attr, index, body, rows, pos, order, rename) -> None:
-    """The call of one block, or at the first block of a chained container, the call of them all; ``order``: its
-    class's argument order (block_args.py)."""
+def _block_call(emitter, w, indent, attr, index, body, rows, pos, rename) -> None:
+    """The call of one block, or at the first block of a chained container, the call of them all."""
     w.indent = indent
     for inst in [body] if pos is None else [b for _, _, b in rows]:
         emitter.hidden.update(v for v in inst.locals if v not in inst.outputs or pos is not None)
     if pos is None:
-        args = [rename.get(v, v) for v in body.inputs]
-        w.line(f"{', '.join(body.outputs)} = self.{attr}[{index}]({', '.join(args[p] for p in order)})")
+        args = ", ".join(rename.get(v, v) for v in body.inputs)
+        w.line(f"{', '.join(body.outputs)} = self.{attr}[{index}]({args})")
         return
     if index:
         return
@@ -377,7 +375,7 @@ def _block_call(emitter, w, indent, attr, index, body, rows, pos, order, rename)
     args[pos] = out
     w.line(f"for block in self.{attr}:")
     w.indent = indent + 1
-    w.line(f"{out} = block({', '.join(args[p] for p in order)})")
+    w.line(f"{out} = block({', '.join(args)})")
 
 
 def _rename_paths(emitter, paths) -> None:
