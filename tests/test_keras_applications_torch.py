@@ -24,6 +24,7 @@ import portx
 from portx.cli import main
 from portx.targets.codegen import import_by_path
 from portx.verification.compare import compare_arrays
+from tests.support.structured_code import assert_structured
 from tests.support.zoo_keras import APPLICATIONS, FULL_SIDES, build_application
 
 __all__ = []
@@ -31,6 +32,10 @@ __all__ = []
 #: EfficientNetV2B0 at 224 set the per-element floor (Note [per-element check] in portx/equivalence.py): its
 #: top_activation reaches 336, and correct conversions differ there by 1.5e-5 * scale.
 FULL_SIZE = sorted(FULL_SIDES)
+#: applications whose layer names number no block in a form passes/blocks.py reads (Note [repeated blocks]):
+#: EfficientNet's ``block2a``/``block2b``, InceptionV3's ``mixed0``, MobileNetV3's ``expanded_conv_1``, NASNet's
+#: ``normal_conv_1_0``; their code stays flat
+NAMES_NO_BLOCKS = {"EfficientNetB0", "EfficientNetV2B0", "InceptionV3", "MobileNetV3Small", "NASNetMobile"}
 
 
 def _emitted_matches_keras(model, x, out):
@@ -64,6 +69,9 @@ def test_application_converts_to_torch_verifies_and_lowers_for_tpu(name, tmp_pat
     batch = result.report["dynamic"][0]  # the batch stays free, verified at 1 and 8 too
     assert batch["free"] and {1, 8} <= {c["size"] for c in batch["verified"]}, result.report["warnings"]
     _emitted_matches_keras(model, x, result.out)
+    # one class per kind of block the application repeats (conv2_block1, block_3, ...), flat where that is
+    # shorter (Note [structured only where shorter])
+    assert_structured(result, "torch-xla", repeats=name not in NAMES_NO_BLOCKS, longer=True)
     if name == "ResNet50":
         _nested_like_keras(model, result.model)
 

@@ -15,6 +15,7 @@ import torch
 import portx
 from portx.cli import main as cli_main
 from portx.targets.codegen import import_by_path
+from tests.support.structured_code import assert_structured
 from tests.support.unsupported import AlsoUnsupportedLayer, UnsupportedLayer
 from click.testing import CliRunner
 
@@ -86,6 +87,7 @@ def test_emitted_module_is_readable_pytorch_named_after_keras_layers(tmp_path):
     assert "nn.Conv2d" in code and "nn.Linear" in code
     names = dict(result.model.named_modules())
     assert any("stem" in n for n in names) and any("head" in n for n in names), sorted(names)
+    assert_structured(result, "torch-xla", repeats=False)  # no two layers alike: flat
 
 
 def test_lambda_layer_refused_in_safe_mode_naming_the_layer(tmp_path):
@@ -133,6 +135,8 @@ def test_round_trip_torch_to_keras_to_torch_reproduces_the_source(tmp_path):
     x = torch.randn(1, 3, 16, 16)
     to_keras = portx.convert(source, example_inputs=(x,), to="keras-jax", out=tmp_path / "k")
     back = portx.convert(to_keras.model, to="torch-xla", out=tmp_path / "t")
+    assert_structured(to_keras, "keras-jax", repeats=False)  # an nn.Sequential of single layers: no blocks
+    assert_structured(back, "torch-xla", repeats=False)
     with torch.no_grad():
         want = source(x).numpy()
         got = back.model(x).numpy()

@@ -1,5 +1,6 @@
 """End-to-end: every zoo model (one per family, see tests/support/zoo.py) converts to Keras-JAX through the API
-and through the CLI (.pt2), and verifies. The way back to PyTorch is in test_zoo_both_ways.py."""
+and through the CLI (.pt2), and verifies, its code written with one block function per kind of block its source
+repeats (tests/support/structured_code.py). The way back to PyTorch is in test_zoo_both_ways.py."""
 import json
 import subprocess
 import sys
@@ -13,7 +14,12 @@ from click.testing import CliRunner
 
 import portx
 from portx.cli import main
+from tests.support.structured_code import assert_structured
 from tests.support.zoo import ZOO
+
+#: the zoo models whose source has two blocks alike (the others' numbered modules all differ: EfficientNet's and
+#: Swin's blocks, or are single layers of an nn.Sequential: Note [a block has parts] in passes/blocks.py)
+REPEATS = {"densenet", "gpt", "mobilenetv3", "resnet", "text_encoder", "vit"}
 
 
 @pytest.mark.parametrize("name", sorted(ZOO))
@@ -29,6 +35,7 @@ def test_zoo_converts_through_api(name, tmp_path):
     assert {1, 8} <= {c["size"] for c in batch["verified"]} and all(c["passed"] for c in batch["verified"])
     code = result.files["code"].read_text()
     assert "portx" not in code.split('"""', 2)[2]  # the module body never imports or names portx
+    assert_structured(result, "keras-jax", repeats=name in REPEATS)
     arrays = [t.numpy() for t in inputs]
     with torch.no_grad():
         want = model(*inputs).numpy()

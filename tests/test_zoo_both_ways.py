@@ -13,7 +13,9 @@ from torch import nn
 
 import portx
 from portx.verification.compare import compare_arrays
+from tests.support.structured_code import assert_structured
 from tests.support.zoo import ZOO
+from tests.test_zoo import REPEATS
 
 __all__ = []
 
@@ -22,6 +24,11 @@ __all__ = []
 #: tokens, position embeddings, masks, resize matrices) and eagerly computed ``ops.where`` conditions.
 ROUND_TRIP_GAPS = {}
 ROUND_TRIP = sorted(set(ZOO) - set(ROUND_TRIP_GAPS))
+#: the round trips whose Keras model (portx's own code) repeats a block that its layer names show (``blocks_0_ln1``).
+#: Not ResNet (``layer1_0_conv1`` reads as keras.applications' ``conv2_block1_1_conv``: stage ``layer1`` is the
+#: block) nor the text encoder (its mask ops sit between its layers' and an unnamed transpose: Note [operations
+#: inside a block] in passes/blocks.py)
+REPEATS_BACK = {"densenet", "gpt", "mobilenetv3", "swin", "vit"}
 
 
 def _outputs(model, inputs) -> list:
@@ -42,8 +49,12 @@ def test_zoo_model_converts_to_keras_and_back_to_torch(name, tmp_path):
     model, inputs = ZOO[name]()
     to_keras = portx.convert(model, example_inputs=inputs, to="keras-jax", out=tmp_path / "keras")
     _passed(to_keras, "torch -> keras-jax")
+    assert_structured(to_keras, "keras-jax", repeats=name in REPEATS)
     back = portx.convert(to_keras.model, to="torch-xla", out=tmp_path / "torch")
     _passed(back, "keras -> torch-xla")
+    # the Keras model's blocks, found from its layer names (blocks_0_ln1; Note [operations inside a block]), one
+    # class each kind; flat where that is shorter (Note [structured only where shorter])
+    assert_structured(back, "torch-xla", repeats=name in REPEATS_BACK, longer=True)
     want, got = _outputs(model, inputs), _outputs(back.model, inputs)
     assert len(got) == len(want), (len(got), len(want))
     for i, (w, g) in enumerate(zip(want, got)):

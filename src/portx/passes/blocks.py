@@ -28,25 +28,33 @@ __all__ = ["block_of", "block_parts", "block_runs", "block_structure", "record_b
 
 _INDEX = re.compile(r"^\d+$")
 #: a Keras layer name that numbers its block, as keras.applications and keras-hub write them
-_NAMED = re.compile(r"^(?P<key>(?P<stem>.*?(?:block|layer)(?:_(?=\d+(?:_|$))|(?=\d+_)))(?P<index>\d+))(?:_|$)")
+_NAMED = re.compile(r"^(?P<key>(?P<stem>.*?(?:block|layer)s?(?:_(?=\d+(?:_|$))|(?=\d+_)))(?P<index>\d+))(?:_|$)")
 
 
 def block_of(scope: str) -> str:
-    """The block a scope belongs to: the path up to its first numbered component (or the name up to its numbered
-    ``block``/``layer``, as Keras models name layers), or "" (glue).
+    """The block a scope belongs to: the path up to its outermost numbered component, a number or a name ending in
+    its numbered ``block``/``layer`` (as Keras models and torchvision's ViT name them), or "" (glue).
 
     Example: ``block_of("m.model.layers.3.self_attn.q_proj")`` -> ``"m.model.layers.3"``;
-    ``block_of("conv2_block1_1_conv")`` -> ``"conv2_block1"``.
+    ``block_of("conv2_block1_1_conv")`` -> ``"conv2_block1"``;
+    ``block_of("encoder.layers.encoder_layer_0.mlp.0")`` -> ``"encoder.layers.encoder_layer_0"`` (Note [outermost
+    block]).
     """
     parts = scope.split(".")
     for i, part in enumerate(parts):
         if _INDEX.match(part):
             return ".".join(parts[: i + 1])
-    for i, part in enumerate(parts):
         named = _NAMED.match(part)
         if named:
             return ".".join(parts[:i] + [named["key"]])
     return ""
+
+
+# Note [outermost block]: the block is the outermost numbered component of a path, whether a number (``layers.3``)
+# or a name with its number (``encoder_layer_0``, ``blocks_2``). Taking a number anywhere in the path before any
+# name made torchvision's ViT (``encoder.layers.encoder_layer_0.mlp.0``, an ``nn.Sequential`` MLP inside a named
+# layer) 48 blocks of one MLP layer each where 12 encoder layers are what its source repeats. A number inside a
+# block then numbers a part of it (``mlp.0``), as in ``layer1.0.downsample.0``.
 
 
 def block_parts(key: str) -> dict:
@@ -58,7 +66,7 @@ def block_parts(key: str) -> dict:
         return {"parent": head, "index": int(last), "stem": re.sub(r"[^0-9A-Za-z_]+", "_", head).lower() + "_"}
     named = _NAMED.match(last + "_")  # the key ends at its number
     stem = named["stem"]
-    parent = re.sub(r"_?(block|layer)_?$", "", stem) or stem.rstrip("_")
+    parent = re.sub(r"_?(block|layer)_?$", "", stem).rstrip("_") or stem.rstrip("_")
     return {"parent": f"{head}.{parent}" if head else parent, "index": int(named["index"]),
             "stem": re.sub(r"[^0-9A-Za-z_]+", "_", f"{head}.{stem}" if head else stem).lower()}
 
@@ -75,9 +83,29 @@ def block_runs(graph, key_of=None) -> list:
         key = key_of(node.scope) if node.scope or not runs else runs[-1][0]
         if runs and runs[-1][0] == key:
             runs[-1][1].append(node)
+        elif key and len(runs) > 1 and runs[-2][0] == key and not runs[-1][0] \
+                and _inside(runs[-2][1], runs[-1][1], node):
+            runs[-2][1].extend(runs.pop()[1] + [node])  # Note [operations inside a block]
         else:
             runs.append((key, [node]))
     return runs
+
+
+# Note [operations inside a block]: a Keras function that builds a block names its layers after the block
+# (``f"{name}_qkv"``) but not the ``keras.ops`` calls between them, which Keras names by a model-wide count
+# (``split_2``, ``reshape_8``): each block read as several short runs with glue between, and portx's own Keras
+# output (a torch model converted to Keras and back) had no block that repeats. A run of glue between two runs of
+# one block joins the block when it continues the block's data flow (its first node reads what the run before
+# made, and the run after reads what it made) and each of its nodes has a name (a torch block's functional calls
+# carry the block's scope already; a torch source's top-level code has none).
+
+
+def _inside(before, glue, node) -> bool:
+    """True when ``glue`` (named nodes) sits inside a block between ``before`` and ``node`` (Note [operations
+    inside a block])."""
+    made, inner = {v for n in before for v in n.outputs}, {v for n in glue for v in n.outputs}
+    return all(n.scope for n in glue) and any(v in made for v in glue[0].inputs) \
+        and any(v in inner for v in node.inputs)
 
 
 def block_structure(graph, nodes) -> tuple:
@@ -109,6 +137,17 @@ def block_structure(graph, nodes) -> tuple:
 # block once only where its statements match (Note [structured code]), so this never changes what code computes.
 
 
+# Note [a block has parts]: a numbered module with no submodules is one layer of its container, not a block: the
+# children of ``nn.Sequential(conv, bn, relu)`` (a stem, a classifier, an MLP) are numbered, but a person writes no
+# class for one ``nn.Conv2d``, and the emitters write no function for one statement (_MIN_LINES in
+# targets/structure.py). Such a key's nodes all have its scope exactly; they stay glue, written flat.
+
+
+def _has_parts(key, nodes) -> bool:
+    """True when some node of the block sits in a submodule or sublayer of it (Note [a block has parts])."""
+    return any(node.scope and node.scope != key for node in nodes)
+
+
 def record_blocks(graph):
     """Record the numbered blocks and their structures in ``graph.meta["blocks"]`` (Note [repeated blocks]);
     nodes unchanged.
@@ -125,7 +164,7 @@ def record_blocks(graph):
         own = list(nodes)
         while own and not own[-1].scope:  # top-level code after the block (``x.mean()`` in forward) is glue
             own.pop()
-        if key and own and longest[key] == i:  # Note [a block's own nodes]
+        if key and own and longest[key] == i and _has_parts(key, own):  # Note [a block's own nodes]
             kind = kinds.setdefault(block_structure(graph, own), len(kinds))
             found.append({"key": key, "start": start, "stop": start + len(own), "kind": kind, **block_parts(key)})
         start += len(nodes)

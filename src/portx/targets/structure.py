@@ -303,7 +303,10 @@ def family_name(group) -> str:
 def source_class(keys, classes) -> str:
     """The class every block of ``keys`` has in the source (``classes``: graph.meta["module_classes"], {source
     path: class name}), or "". Example: ``source_class(["layer1.1", "layer2.1"], classes)`` -> ``"Bottleneck"``."""
-    found = {(classes or {}).get(key, "") for key in keys}
+    classes = classes or {}
+    # a Keras block named by its layers' prefix (``blocks_0_ln1``) can name its last layer ``blocks_0``
+    # (``layers.Add(name=name)``): that layer's class is not the block's
+    found = {"" if any(k.startswith(key + "_") for k in classes) else classes.get(key, "") for key in keys}
     name = found.pop() if len(found) == 1 else ""
     return name if name.isascii() and name.isidentifier() and not keyword.iskeyword(name) else ""
 

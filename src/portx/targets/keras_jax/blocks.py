@@ -126,7 +126,10 @@ def write_blocks(emitter, outs, width=100) -> list:
         body.line(render(pieces(text, "\0", variables), lambda v: rename.get(v, v)) if rename and text else text,
                   comment)
     # Note [structured only where shorter]: lines as written (a long statement wraps), as the functions' are
-    if lines_of(emitter.functions, body.text().splitlines()) > lines_of([], emitter.body.text().splitlines()):
+    structured, flat = lines_of(emitter.functions, body.text().splitlines()), \
+        lines_of([], emitter.body.text().splitlines())
+    if structured > flat:
+        emitter.longer = (structured, flat)
         emitter.functions.clear()
         emitter.hidden.clear()
         emitter.hidden.update(hidden)

@@ -95,6 +95,7 @@ class KerasEmitter(EmitterBase):
         self.live = live_values(graph)  # values computed from the inputs: KerasTensors in build_model
         self._anchor = None
         self.functions = []  # repeated blocks written once, above build_model (blocks.py)
+        self.longer = None  # (structured, flat) lines where the flat form was shorter (blocks.py)
         self.hidden = set()  # variables inside those functions: not build_model's locals
 
     def layer_ready(self, node) -> bool:

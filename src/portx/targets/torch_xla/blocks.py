@@ -24,6 +24,7 @@ import re
 from ..codegen import LineWriter, Namespace
 from ..structure import assigned_names, block_lines, family_name, find_outputs, ident, instance, lines_of, \
     number_params, param_name, pieces, render, source_class
+from .block_args import hidden_input, is_own_buffer, named_child, own_constants
 from .nesting import nest
 
 __all__ = ["write_modules"]
@@ -62,7 +63,7 @@ def _candidates(emitter, variables, reads, taken) -> dict:
         init = instance(emitter.init.rows, *block_lines(emitter.spans, block, 1), block, variables)
         body = instance(emitter.body.rows, *block_lines(emitter.spans, block, 0), block, variables,
                         {emitter.names[v] for v in emitter.graph.inputs}, reads)
-        ok = init is not None and body is not None and body.rows
+        ok = init is not None and body is not None and body.rows and not named_child(block["key"])
         if ok:
             _hoist(init)
             ok = not any(kind == "v" for parts, _ in init.rows for kind, _ in parts)
@@ -80,7 +81,8 @@ def _own_attributes(init, body, taken) -> bool:
     for inst in (init, body):
         for parts, _ in inst.rows:
             for j, (kind, value) in enumerate(parts):
-                own = j + 1 < len(parts) and parts[j + 1][0] == "a" and value.endswith("self.")
+                own = j + 1 < len(parts) and parts[j + 1][0] == "a" and value.endswith("self.") or \
+                    is_own_buffer(parts)
                 if kind == "t" and len(_OTHER.findall(value)) > own:
                     return False
                 if kind == "a" and (not _ascii_ident(attr_name(value)) or keyword.iskeyword(value) or value in taken):
@@ -115,7 +117,9 @@ def write_modules(emitter, taken) -> None:
     _write_classes(emitter, taken)
     init, body, moved = nest(emitter.init.rows, emitter.body.rows, emitter.paths, (), taken, classes) \
         if emitter.classes else flat
-    if emitter.classes and lines_of(emitter.classes, init, body) > lines_of([], *flat[:2]):
+    longer = (lines_of(emitter.classes, init, body), lines_of([], *flat[:2])) if emitter.classes else (0, 0)
+    if longer[0] > longer[1]:
+        emitter.longer = longer
         emitter.classes.clear()  # Note [structured only where shorter]
         emitter.init, emitter.body, emitter.paths, emitter.hidden, emitter.state, emitter.origins, \
             emitter.module_of = saved
@@ -127,6 +131,7 @@ def write_modules(emitter, taken) -> None:
 
 def _write_classes(emitter, taken) -> None:
     """The block classes and their containers (Note [nested torch modules])."""
+    own_constants(emitter)  # Note [a block's own constants] in block_args.py
     variables = _variables(emitter)
     reads = [{v for k, v in pieces(t, "\0", variables) if k == "v"} if t else set() for _, t, _ in emitter.body.rows]
     containers = _candidates(emitter, variables, reads, taken)
@@ -194,7 +199,8 @@ def _class(emitter, members, cls, reserved):
     local = Namespace({"self", "torch", "nn", "F", "math"})
     args = [local.name(param_name(_Joined(init, body), col), "size") for col in columns]
     split = len(init.numbers)
-    inputs = {v: local.name("x" if i == 0 else v.replace("self.", ""), "x") for i, v in enumerate(body.inputs)}
+    hidden = hidden_input([b for _, b in members])  # Note [forward's arguments] in block_args.py
+    inputs = {v: local.name("x" if i == hidden else v.replace("self.", ""), "x") for i, v in enumerate(body.inputs)}
     locals_ = {v: local.name(v[len(body.prefix) + 1:] if v.startswith(body.prefix + "_") else
                              re.sub(r"_+\d+$", "", v), "v") for v in body.locals}
 
@@ -283,9 +289,10 @@ def _rewrite(emitter, containers, written, variables) -> None:
             moved = written[_template(init, body)][2]
             for parts, _ in init.rows:
                 for kind, value in parts:
-                    if kind == "a":
-                        inner = moved.get(attr_name(value), attr_name(value))
-                        paths[f"{init.prefix}_{value}"] = f"{attr}.{index}.{inner}"
+                    if kind == "a" or kind == "s" and is_own_buffer(parts):  # self.<prefix>_<name>, or its buffer
+                        name = attr_name(value if kind == "a" else value.lstrip("_"))
+                        flat = f"{init.prefix}_{value}" if kind == "a" else f"{init.prefix}{value}"
+                        paths[flat] = f"{attr}.{index}.{moved.get(name, name)}"
     skip_init = {i for rows in containers.values() for _, init, _ in rows
                  for i in range(init.start, init.stop) if i not in init.hoisted}
     skip_body = {i for rows in containers.values() for _, _, body in rows for i in range(body.start, body.stop)}

@@ -82,6 +82,7 @@ class TorchEmitter(ModuleWriter, EmitterBase):
         self._reads = None  # Value -> how many node inputs read it
         self.max_shard_size = None  # bytes or "2GB": weights past it are written as shards (Note [torch shards])
         self.classes = []  # repeated blocks as nn.Module classes, above Model (blocks.py)
+        self.longer = None  # (structured, flat) lines where the flat form was shorter (blocks.py)
         self.hidden = set()  # forward's variables now inside those classes
         self.held = mha_holders(graph)  # param name -> the nn.MultiheadAttention holding it (Note [held parameters])
         self.holders = {}  # source path -> the attribute of the nn.MultiheadAttention declared for it
