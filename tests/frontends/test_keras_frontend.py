@@ -220,11 +220,11 @@ def test_every_unsupported_layer_is_listed():
     x = keras.Input((4, 3))
     y = UnsupportedLayer(name="odd")(x)
     y = AlsoUnsupportedLayer(name="odder")(y)
-    y = L.Lambda(lambda t: t * 2, name="twice")(y)
+    y = L.Lambda(lambda t: t * 2, name="twice")(y)  # traced (Note [keras composite layers]): not listed
     model = keras.Model(x, L.Dense(2)(y))
     traced = r" \[traced through its call; no import rule for JAX primitive portx_test_unsupported\]"
-    with pytest.raises(UnsupportedOps, match=rf"3 unsupported ops: UnsupportedLayer at odd{traced}; "
-                                             rf"AlsoUnsupportedLayer at odder{traced}; Lambda at twice") as err:
+    with pytest.raises(UnsupportedOps, match=rf"2 unsupported ops: UnsupportedLayer at odd{traced}; "
+                                             rf"AlsoUnsupportedLayer at odder{traced}\.") as err:
         from_keras_model(model).lower()
     assert err.value.exit_code == 3
 
@@ -258,12 +258,12 @@ def test_lambda_file_refused_in_safe_mode(tmp_path, suffix):
     assert err.value.exit_code == 2
 
 
-def test_lambda_file_with_unsafe_loads_then_lists_lambda(tmp_path):
+def test_lambda_file_with_unsafe_loads_then_lowers_to_the_ops_it_computes(tmp_path):
     path = tmp_path / "lam.keras"
     _lambda_model().save(path)
-    src = load_keras_source(path, unsafe=True)
-    with pytest.raises(UnsupportedOps, match="Lambda at double"):
-        src.lower()
+    graph = load_keras_source(path, unsafe=True).lower()
+    assert any(n.op.name == "mul" and n.scope.startswith("double") for n in graph.nodes), \
+        [(n.op.name, n.scope) for n in graph.nodes]
 
 
 @pytest.mark.parametrize("suffix", [".keras", ".h5"])
