@@ -44,16 +44,16 @@ from .staging import MARKER, clean_stale_staging, folder_size, size_text, write_
 __all__ = ["MARKER", "PORTX_FILES", "staged_output", "check_output", "is_portx_output", "handling_signals",
            "pending_signal"]
 
-#: every entry portx writes into an output folder (``__pycache__`` comes from importing model.py)
+#: every file portx writes into an output folder (its folders: ``_PORTX_DIRS``)
 PORTX_FILES = frozenset({MARKER, "model.py", "model.weights.h5", "model.weights.json", "model.safetensors",
                          "report.json", "report.html",
-                         "model.tpu.jaxexport", "model.tpu.jaxexport.weights.npz", "__pycache__"})
+                         "model.tpu.jaxexport", "model.tpu.jaxexport.weights.npz"})
 #: weight shards and their indexes: Keras' beside model.weights.json (targets/keras_jax/sharded.py), and
 #: Hugging Face safetensors shards beside model.safetensors.index.json (targets/torch_xla/shards.py)
 _SHARD_FILES = re.compile(r"model_\d{5}\.weights\.h5|model-\d{5}-of-\d{5}\.safetensors"
                           r"|model\.safetensors\.index\.json")
-#: folders portx writes into OUT, and the files each may hold (None: anything; ``explorer/`` is --explore's,
-#: reporting/explorer.py)
+#: folders portx writes into OUT, and the files each may hold (None: anything; ``__pycache__`` comes from importing
+#: model.py, ``explorer/`` is --explore's, reporting/explorer.py)
 _PORTX_DIRS = {"__pycache__": None, "explorer": re.compile(r"graph\.json|node_data_\w+\.json")}
 _STOP = frozenset({signal.SIGINT, signal.SIGTERM})
 _FULL = {errno.ENOSPC: "the disk is full", errno.EFBIG: "a file reached the file size limit",
@@ -134,7 +134,7 @@ def is_portx_output(folder) -> tuple:
         return False, f"it cannot be read ({exc.strerror})"
     names = {e.name for e in entries}
     foreign = sorted(e.name for e in entries if e.is_symlink() or not (
-        _portx_dir(e) if e.is_dir(follow_symlinks=False) else _portx_file(e.name) and e.name not in _PORTX_DIRS))
+        _portx_dir(e) if e.is_dir(follow_symlinks=False) else _portx_file(e.name)))
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
         return False, f"it holds files portx did not write ({shown})"

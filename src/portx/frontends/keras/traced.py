@@ -35,6 +35,7 @@ def traceable(operation) -> bool:
     """True for a Keras layer whose ``call`` can be traced (Lambda too: Note [keras composite layers])."""
     import keras
 
+    # trusted: a Lambda's function runs when traced; it reaches here only from a live model or --unsafe-keras
     return isinstance(operation, keras.layers.Layer) and not isinstance(operation, keras.layers.InputLayer)
 
 
