@@ -18,6 +18,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from .forward_cut import forward_cutter
+
 __all__ = ["Target"]
 
 
@@ -145,7 +147,3 @@ class Target:
                 return f.readline().startswith(self.header)
         except OSError:
             return False
-
-
-# at the end: forward_cut runs torch modules through torch_xla/runtime.py, whose package imports Target from here
-from .forward_cut import forward_cutter  # noqa: E402
