@@ -7,8 +7,9 @@ not depend on the target: the decomposition is what the op means, not what a TPU
 neither Keras nor PyTorch/XLA has a TPU lowering of it, so both run torch's coordinate steps as IR ops
 (``grid_sample_as_gathers``); so is unpacking LAPACK's row swaps into P, L, U (``lu`` and ``lu_unpack``), which
 both frameworks trace with data-dependent slices, and LAPACK's cholesky ``info``, which neither XLA backend gives
-(``cholesky_info``: Sylvester's criterion on the leading minors). An op always decomposed has the trait
-``decomposed`` (ops/traits.py), and no emit rule. A decomposed node's outputs keep their names; those its op
+(``cholesky_info``: Sylvester's criterion on the leading minors); so is a ``scatter_reduce`` at coordinates into
+several axes, which both would flatten into one by the same row-major index (``scatter_rows_into_one_axis``). An
+op always decomposed has the trait ``decomposed`` (ops/traits.py), and no emit rule. A decomposed node's outputs keep their names; those its op
 declares error statuses (``OpDef.status_outputs``) are recorded in ``graph.meta["status_values"]`` by the driver
 (Note [status outputs] in driver.py), so verification still finds them.
 
