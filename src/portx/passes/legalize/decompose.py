@@ -9,9 +9,10 @@ neither Keras nor PyTorch/XLA has a TPU lowering of it, so both run torch's coor
 both frameworks trace with data-dependent slices, and LAPACK's cholesky ``info``, which neither XLA backend gives
 (``cholesky_info``: Sylvester's criterion on the leading minors); so is a ``scatter_reduce`` at coordinates into
 several axes, which both would flatten into one by the same row-major index (``scatter_rows_into_one_axis``). An
-op always decomposed has the trait ``decomposed`` (ops/traits.py), and no emit rule. A decomposed node's outputs keep their names; those its op
-declares error statuses (``OpDef.status_outputs``) are recorded in ``graph.meta["status_values"]`` by the driver
-(Note [status outputs] in driver.py), so verification still finds them.
+op always decomposed has the trait ``decomposed`` (ops/traits.py), and no emit rule. A decomposed node's outputs
+keep their names; those its op declares error statuses (``OpDef.status_outputs``) are recorded in
+``graph.meta["status_values"]`` by the driver (Note [status outputs] in driver.py), so verification still finds
+them.
 
 Example (before / after)::
 
