@@ -18,8 +18,6 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .forward_cut import forward_cutter
-
 __all__ = ["Target"]
 
 
@@ -147,3 +145,7 @@ class Target:
                 return f.readline().startswith(self.header)
         except OSError:
             return False
+
+
+# at the end: forward_cut runs torch modules through torch_xla/runtime.py, whose package imports Target from here
+from .forward_cut import forward_cutter  # noqa: E402
