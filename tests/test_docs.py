@@ -9,7 +9,7 @@ parsed by the real click commands (an unknown option, a bad value or a missing a
 block's commands in order in one such folder, and must exit 0 (``portx explore`` must print its URL; it is then
 stopped); every ``./scripts/...`` named exists, every ``pip install 'portx[extra]'`` names an extra
 pyproject.toml declares. ``text`` blocks are output shown as printed, not code. docs/cli.md must equal what
-scripts/cli_reference.py writes.
+scripts/cli_reference.py writes, and docs/api.md names everything ``portx`` exports.
 """
 from __future__ import annotations
 
@@ -244,3 +244,12 @@ def test_cli_reference_is_current():
     from cli_reference import PAGE, reference
 
     assert PAGE.read_text() == reference(), "docs/cli.md is stale: run scripts/cli_reference.py"
+
+
+def test_the_api_page_names_everything_portx_exports():
+    """docs/api.md is the Python API's page: each name of ``portx.__all__`` appears there in code (backticks)."""
+    import portx
+
+    text = (ROOT / "docs" / "api.md").read_text()
+    missing = [name for name in portx.__all__ if not re.search(rf"`[^`\n]*\b{re.escape(name)}\b[^`\n]*`", text)]
+    assert not missing, f"docs/api.md does not name {missing}: say what each is and does"

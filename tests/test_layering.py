@@ -5,7 +5,8 @@ Read from the source with ``ast``, so nothing is imported. Three rules:
 - every portx import (module level or inside a function) goes to a lower layer, to the importer's own
   group, or to a leaf utility (``errors``, ``options``, ``outputs``), and leaves import only leaves;
 - imports between portx modules form no cycle, whether at module level or inside a function (a lazy import
-  is for frameworks; one of a portx module breaks nothing, so its cycle is still a cycle);
+  is for frameworks; one of a portx module breaks nothing, so its cycle is still a cycle), nor through the
+  ``__init__`` of a package, which runs before any of its modules is imported from outside it;
 - no ``_private`` name is imported from another portx module.
 """
 import ast
@@ -139,6 +140,30 @@ def test_no_import_cycles_through_function_level_imports():
     assert cycle is None, "import cycle (function-level imports count): " + " -> ".join(cycle)
 
 
+def _with_packages(graph):
+    """``graph`` with the imports Python adds: importing ``a.b.c`` first runs the package ``a.b``'s ``__init__``
+    (and ``a``'s), unless the importer is inside that package, whose ``__init__`` has started already."""
+    full = {module: set(targets) for module, targets in graph.items()}
+    for module, targets in graph.items():
+        for target in targets:
+            parts = target.split(".")
+            for end in range(2, len(parts)):
+                package = ".".join(parts[:end])
+                if package in MODULES and package != module and not module.startswith(package + "."):
+                    full[module].add(package)
+    return full
+
+
+def test_no_import_cycles_through_packages():
+    """A cycle through a package's ``__init__`` is a cycle too: ``targets/base.py`` importing a module that imports
+    ``targets.torch_xla.runtime`` runs ``torch_xla/__init__.py``, which imports ``base`` half-initialized."""
+    graph = {}
+    for module, _, target, _ in _edges():
+        graph.setdefault(module, set()).add(target)
+    cycle = _cycle(_with_packages(graph))
+    assert cycle is None, "import cycle (a package's __init__ runs first): " + " -> ".join(cycle)
+
+
 #: modules that may import portx modules inside functions, and why (STYLE 6: a lazy import is for frameworks)
 LAZY = {
     "portx": "``import portx`` stays light: ``portx.convert`` imports api (with JAX) on first use",
@@ -177,6 +202,14 @@ def test_cycle_finder(code, expected):
         src, dst = edge.split(" -> ")
         graph.setdefault(src, set()).add(dst)
     assert _cycle(graph) == expected
+
+
+def test_package_edges_are_added_outside_the_package_only():
+    graph = {"portx.targets.base": {"portx.targets.torch_xla.runtime"},
+             "portx.targets.torch_xla.emitter": {"portx.targets.torch_xla.shards"}}
+    full = _with_packages(graph)
+    assert full["portx.targets.base"] == {"portx.targets.torch_xla.runtime", "portx.targets.torch_xla"}
+    assert full["portx.targets.torch_xla.emitter"] == {"portx.targets.torch_xla.shards"}
 
 
 def test_checker_resolves_relative_and_submodule_imports():

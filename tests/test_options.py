@@ -13,10 +13,15 @@ from portx.options import DEFAULT_ATOL, Checks, Output, Shapes, Trust, grouped
 TRUST_FLAGS = ("--trust-pickle", "--trust-savedmodel", "--unsafe-keras", "--trust-remote-code")
 
 
-@pytest.mark.parametrize("command", ["convert", "verify", "inspect"])
+#: the commands that read a source (a SRC argument): each takes the whole Trust group (Note [one trust])
+READERS = sorted(name for name, command in main.commands.items() if any(p.name == "src" for p in command.params))
+
+
+@pytest.mark.parametrize("command", READERS)
 def test_every_command_takes_every_trust_flag(command):
     text = CliRunner().invoke(main, [command, "--help"]).output
     assert all(flag in text for flag in TRUST_FLAGS), text
+    assert {"convert", "verify", "inspect"} <= set(READERS)
 
 
 @pytest.mark.parametrize("kwargs, match", [

@@ -127,8 +127,7 @@ def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_k
         if is_legacy_h5(source):
             return load_legacy_h5(source, inputs, unsafe_keras)
     if is_keras_source(source):
-        src = _load_keras(source, example_inputs, inputs, unsafe_keras)
-        return at_batch(src, batch) if hasattr(src, "given_types") else src  # not a model traced through JAX
+        return _load_keras(source, example_inputs, inputs, unsafe_keras, batch)
     from .torch.files import load_torch_source
     from .torch.live import from_module
 
@@ -173,15 +172,17 @@ def _is_keras_folder(path) -> bool:
     return is_keras_folder(path)
 
 
-def _load_keras(source, example_inputs, inputs, unsafe_keras):
+def _load_keras(source, example_inputs, inputs, unsafe_keras, batch):
+    """A Keras file or model as a Source: a functional one at ``batch`` rows (``at_batch``), a subclassed one traced
+    through JAX at its example's (Note [batch of one, lowered])."""
     from .keras.files import from_keras_model, load_keras_source
     from .keras.subclassed import SubclassedKerasSource, needs_tracing
 
     if isinstance(source, (str, os.PathLike)):
-        return load_keras_source(source, input_specs=inputs, unsafe=unsafe_keras)
+        return at_batch(load_keras_source(source, input_specs=inputs, unsafe=unsafe_keras), batch)
     if needs_tracing(source):
         if not example_inputs:
             raise BadInput(f"subclassed Keras model {source.name} has no functional graph to read input "
                            "shapes from", hint="pass example_inputs=(array, ...) to portx.convert")
         return SubclassedKerasSource(source, [np.asarray(a) for a in example_inputs])
-    return from_keras_model(source, input_specs=inputs, example_inputs=example_inputs)
+    return at_batch(from_keras_model(source, input_specs=inputs, example_inputs=example_inputs), batch)

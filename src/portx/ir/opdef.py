@@ -34,6 +34,10 @@ TRAITS = {
                     "order than the others must be transposed first",
     "decomposed": "no target emits it: passes/legalize/decompose.py writes every node of it as other IR ops for "
                   "both targets (Note [decompositions])",
+    "pointwise": "each output element comes from the same position of its inputs (an elementwise op, dropout), so "
+                 "a feature axis split over devices stays split through it (Note [sharding roles])",
+    "rearranging": "it moves, copies or selects elements without computing with them (reshape, permute, slice, "
+                   "concat ...), so sharding's traces from a projection to its attention walk through it",
 }
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..ir.opdef import REGISTRY, TRAITS
 from .elementwise import BINARY_TABLE
 
-__all__ = ["LAYOUT_WHY", "OPS_WITH", "WORDS", "declare"]
+__all__ = ["FAMILIES_WITH", "LAYOUT_WHY", "OPS_WITH", "WORDS", "declare"]
 
 #: trait -> the ops that have it
 OPS_WITH = {
@@ -27,6 +27,12 @@ OPS_WITH = {
     "mask_reader": ("where", "add", "attention", "minimum", "maximum"),
     "broadcasting": (*BINARY_TABLE, "where"),
     "decomposed": ("grid_sample", "lu", "lu_unpack", "cholesky_info"),
+}
+
+#: trait -> the op families whose every op has it (a family's new op gets it too)
+FAMILIES_WITH = {
+    "pointwise": ("elementwise", "dropout"),
+    "rearranging": ("shape",),
 }
 
 #: op -> the word its output is named by in emitted code (``OpDef.word``; Note [variable names] in
@@ -53,6 +59,15 @@ def declare() -> None:
             if name not in REGISTRY:
                 raise ValueError(f"ops/traits.py: {trait} names op {name!r}, which no family declares")
             REGISTRY[name].traits = REGISTRY[name].traits | {trait}
+    for trait, families in FAMILIES_WITH.items():
+        if trait not in TRAITS:
+            raise ValueError(f"ops/traits.py: unknown trait {trait!r}")
+        for family in families:
+            members = [op for op in REGISTRY.values() if op.family == family]
+            if not members:
+                raise ValueError(f"ops/traits.py: {trait} names family {family!r}, which no op belongs to")
+            for op in members:
+                op.traits = op.traits | {trait}
     for name, word in WORDS.items():
         if name not in REGISTRY:
             raise ValueError(f"ops/traits.py: WORDS names op {name!r}, which no family declares")

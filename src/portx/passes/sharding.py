@@ -53,9 +53,10 @@ __all__ = ["Split", "plan_sharding", "sharding_roles", "partition_spec", "small_
 MODEL_AXIS = "model"
 #: the mesh axes layout_map and the proof know: data parallel, then tensor parallel
 MESH_AXES = ("batch", MODEL_AXIS)
-#: op families a trace walks through: they move or combine features without mixing them (Note [sharding roles])
-_SHAPE = frozenset({"shape"})
-_POINTWISE = frozenset({"elementwise", "dropout"})
+#: the op traits (ops/traits.py) a trace walks through: they move or combine features without mixing them (Note
+#: [sharding roles])
+_SHAPE = ("rearranging",)
+_POINTWISE = ("pointwise",)
 _MAX_WALK = 64  # nodes a trace visits at most: a projection sits a few ops from its attention
 
 
@@ -80,8 +81,13 @@ def _linear_weight(graph, node):
     return None
 
 
-def _producers_of(graph, values, families, producers):
-    """The weighted linears whose outputs reach ``values`` backwards through ``families``."""
+def _walks(node, traits) -> bool:
+    """True when a trace walks through ``node``: its op has one of ``traits``."""
+    return any(node.op.has(trait) for trait in traits)
+
+
+def _producers_of(graph, values, traits, producers):
+    """The weighted linears whose outputs reach ``values`` backwards through ops with ``traits``."""
     found, seen = [], set()
     todo = [producers[v] for v in values if v in producers]
     while todo and len(seen) < _MAX_WALK:
@@ -91,13 +97,13 @@ def _producers_of(graph, values, families, producers):
         seen.add(id(node))
         if _linear_weight(graph, node):
             found.append(node)
-        elif node.op.family in families:
+        elif _walks(node, traits):
             todo.extend(producers[v] for v in node.inputs if v is not None and v in producers)
     return found
 
 
-def _consumers_of(graph, values, families, users):
-    """The weighted linears that read ``values`` as their input, forwards through ``families``."""
+def _consumers_of(graph, values, traits, users):
+    """The weighted linears that read ``values`` as their input, forwards through ops with ``traits``."""
     found, seen = [], set()
     todo = [(node, v) for v in values for node in users.get(v, ())]
     while todo and len(seen) < _MAX_WALK:
@@ -107,7 +113,7 @@ def _consumers_of(graph, values, families, users):
         seen.add(id(node))
         if _linear_weight(graph, node) and node.inputs[0] is via:
             found.append(node)
-        elif node.op.family in families:
+        elif _walks(node, traits):
             todo.extend((user, out) for out in node.outputs for user in users.get(out, ()))
     return found
 
@@ -120,7 +126,7 @@ def _reaches_output(graph, node, users) -> bool:
         if value in outputs:
             return True
         seen.add(value)
-        todo.extend(out for user in users.get(value, ()) if user.op.family in _SHAPE | _POINTWISE
+        todo.extend(out for user in users.get(value, ()) if _walks(user, _SHAPE + _POINTWISE)
                     for out in user.outputs if out not in seen)
     return False
 
@@ -141,7 +147,7 @@ def _attention_roles(graph, roles, users, producers, near):
     for node in graph.nodes:
         if node.op is not ATTENTION:
             continue
-        for linear in _producers_of(graph, node.inputs[:3], _SHAPE | _POINTWISE, producers):
+        for linear in _producers_of(graph, node.inputs[:3], _SHAPE + _POINTWISE, producers):
             _assign(roles, linear, graph, "colwise")
             near.add(_linear_weight(graph, linear)[0].name)
         for linear in _consumers_of(graph, node.outputs, _SHAPE, users):
@@ -178,7 +184,7 @@ def _only_into(graph, firsts, second, users) -> bool:
                 reached.update(user.outputs)
     if todo or any(value in reached for value in graph.outputs):
         return False
-    return all(user.op.family in _POINTWISE and all(v is None or v in reached or nbytes(v.type) <= 8
+    return all(_walks(user, _POINTWISE) and all(v is None or v in reached or nbytes(v.type) <= 8
                                                     for v in user.inputs) for user in between)
 
 

@@ -16,7 +16,7 @@ import textwrap
 from collections import Counter
 
 from .codegen import flatten_outputs
-from .torch_xla.runtime import numpy_of, tensor_of
+from .torch_tensors import numpy_of, tensor_of
 
 __all__ = ["forward_cutter"]
 

@@ -136,3 +136,43 @@ def test_cholesky_info_becomes_leading_minors_and_stays_an_error_status(upper):
     expected = run_reference(graph, [a])[graph.outputs[0]]
     assert list(expected) == [0, 2, 1, 3]
     np.testing.assert_array_equal(run_reference(after, [a])[after.outputs[0]], expected)
+
+
+SCATTER = """
+graph model(%x: float32[4x5x2], %idx: int32[3x2], %u: float32[3x2]) {
+  %y: float32[4x5x2] = scatter_reduce(%x, %idx, %u) {reduce="REDUCE"}  # put
+  return %y
+}
+"""
+
+
+@pytest.mark.parametrize("reduce", ["amax", "amin", "prod"])
+@pytest.mark.parametrize("stored", [False, True], ids=["computed", "stored"])
+def test_a_scatter_into_two_axes_becomes_one_into_the_flattened_axes_with_the_same_values(reduce, stored):
+    rng = np.random.default_rng(0)
+    idx = np.array([[3, 4], [0, 1], [3, 4]], np.int32)  # a duplicate row: it combines with x's value and the other
+    x, u = rng.normal(size=(4, 5, 2)).astype(np.float32), rng.normal(size=(3, 2)).astype(np.float32)
+    text = SCATTER.replace("REDUCE", reduce)
+    if stored:
+        text = text.replace(", %idx: int32[3x2]", "").replace("{\n", "{\n  param %idx: int32[3x2]\n", 1)
+    graph = validate(parse_graph(text, {"idx": idx}))
+    after = validate(decompose(graph))
+    ops = [n.op.name for n in after.nodes]
+    expected_ops = ["reshape", "scatter_reduce", "reshape"] if stored else \
+        ["cast", "mul", "sum", "reshape", "scatter_reduce", "reshape"]
+    assert ops == expected_ops, format_graph(after)
+    assert after.nodes[-2].inputs[1].type.shape == (3, 1) and after.outputs[0].name == "y"
+    feeds = [x, u] if stored else [x, idx, u]
+    expected = run_reference(graph, feeds)[graph.outputs[0]]
+    np.testing.assert_array_equal(run_reference(after, feeds)[after.outputs[0]], expected)
+
+
+def test_a_scatter_into_one_axis_is_left_alone_and_an_emitter_refuses_two():
+    one = SCATTER.replace("REDUCE", "amax").replace("int32[3x2]", "int32[3x1]")
+    one = one.replace("float32[3x2]", "float32[3x5x2]")
+    graph = validate(parse_graph(one))
+    assert decompose(graph) is graph
+    from portx.ops.scatter import one_axis_rows
+
+    with pytest.raises(ValueError, match="scatter_reduce into 2 axes reached the emitter; run the pipeline's"):
+        one_axis_rows(validate(parse_graph(SCATTER.replace("REDUCE", "amax"))).nodes[0])

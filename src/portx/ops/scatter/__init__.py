@@ -24,7 +24,7 @@ import numpy as np
 from ...ir import REQUIRED, OpDef
 from .._util import kind
 
-__all__ = ["SCATTER_REDUCE", "REDUCTIONS", "identity_of"]
+__all__ = ["SCATTER_REDUCE", "REDUCTIONS", "identity_of", "one_axis_rows"]
 
 #: IR reduction -> (NumPy ufunc, torch's name, JAX primitive)
 REDUCTIONS = {"prod": (np.multiply, "prod", "scatter-mul"), "amax": (np.maximum, "amax", "scatter-max"),
@@ -67,3 +67,14 @@ def identity_of(reduce: str, dtype: str):
     info = np.iinfo(dtype) if kind(dtype) == 1 else None
     low, high = (info.min, info.max) if info is not None else (-np.inf, np.inf)
     return np.array(low if reduce == "amax" else high, dtype)
+
+
+def one_axis_rows(node) -> int:
+    """The row count of a ``scatter_reduce`` reaching an emitter, whose coordinates index x's first axis only: rows
+    into more axes are flattened into one first (``scatter_rows_into_one_axis``, Note [decompositions] in
+    passes/legalize/decompose.py). Example: ``n = one_axis_rows(node)`` in an emit rule."""
+    depth = node.inputs[1].type.shape[-1]
+    if depth != 1:
+        raise ValueError(f"{node.where()}: a scatter_reduce into {depth} axes reached the emitter; run the "
+                         "pipeline's decompose pass first")
+    return node.inputs[1].type.shape[0]

@@ -1,45 +1,34 @@
-"""torch-xla emit rule for ``scatter_reduce``: ``Tensor.scatter_reduce`` on x's indexed axes flattened.
+"""torch-xla emit rule for ``scatter_reduce``: ``Tensor.scatter_reduce`` along x's first axis.
 
-The rows' coordinates become one linear index into the flattened indexed axes (folded in NumPy
-when the indices are stored), expanded over the row's trailing axes, and torch's own
-``scatter_reduce(0, index, updates, reduce, include_self=True)`` combines them with x.
+Each row's coordinate indexes x's first axis (rows into more than one axis were flattened into one by
+``passes/legalize/decompose.py``, ``scatter_rows_into_one_axis``), expanded over the row's trailing axes, and
+torch's own ``scatter_reduce(0, index, updates, reduce, include_self=True)`` combines them with x.
 
 Example generated code:
-    y = x.reshape(4, 5).scatter_reduce(0, rows.view(3, 1).expand(3, 5), updates, 'amax').reshape(4, 5)
+    y = x.scatter_reduce(0, rows.view(3, 1).expand(3, 5), updates, 'amax')
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from ..scatter import REDUCTIONS, SCATTER_REDUCE
+from ..scatter import REDUCTIONS, SCATTER_REDUCE, one_axis_rows
 
 __all__ = []
 
 
-def linear_rows(node, t, indices, shape) -> str:
-    """Code for the (N,) int64 linear index of each row of ``indices`` into axes of ``shape``."""
-    strides = [math.prod(shape[i + 1:]) for i in range(len(shape))]
+def _rows(node, t, indices) -> str:
+    """Code for the (N,) int64 row of each coordinate of ``indices`` (N, 1): stored ones folded into a table."""
     if t.is_param(indices):
-        rows = np.asarray(t.param(indices)).astype(np.int64) @ np.array(strides, dtype=np.int64)
-        return t.const(node, rows, "rows")
-    idx = f"{t.ref(indices)}.long()"
-    if len(shape) == 1:
-        return f"{idx}[:, 0]"
-    return f"({idx} * torch.tensor({t.lit(strides)}, device={idx}.device)).sum(1)"
+        return t.const(node, np.asarray(t.param(indices))[:, 0].astype(np.int64), "rows")
+    return f"{t.ref(indices)}.long()[:, 0]"
 
 
 @SCATTER_REDUCE.emits("torch-xla")
 def _scatter_reduce_to_torch(node, t):
     x, indices, updates = node.inputs
-    depth, n = indices.type.shape[-1], indices.type.shape[0]
-    shape = x.type.shape
-    rest = tuple(shape[depth:])
-    rows = linear_rows(node, t, indices, shape[:depth])
-    index = f"{rows}.long().view({t.lit((n,) + (1,) * len(rest))[1:-1].rstrip(',')})"
+    n, rest = one_axis_rows(node), tuple(x.type.shape[1:])
+    index = f"{_rows(node, t, indices)}.view({t.lit((n,) + (1,) * len(rest))[1:-1].rstrip(',')})"
     if rest:
         index = f"{index}.expand({t.lit((n,) + rest)[1:-1].rstrip(',')})"
-    flat = f"{t.ref(x)}.reshape({t.lit((math.prod(shape[:depth]),) + rest)[1:-1].rstrip(',')})"
     reduce = REDUCTIONS[node.attrs["reduce"]][1]
-    t.assign(node, f"{flat}.scatter_reduce(0, {index}, {t.ref(updates)}, {reduce!r}).reshape({t.lit(shape)})")
+    t.assign(node, f"{t.ref(x)}.scatter_reduce(0, {index}, {t.ref(updates)}, {reduce!r})")

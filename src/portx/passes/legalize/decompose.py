@@ -7,10 +7,12 @@ not depend on the target: the decomposition is what the op means, not what a TPU
 neither Keras nor PyTorch/XLA has a TPU lowering of it, so both run torch's coordinate steps as IR ops
 (``grid_sample_as_gathers``); so is unpacking LAPACK's row swaps into P, L, U (``lu`` and ``lu_unpack``), which
 both frameworks trace with data-dependent slices, and LAPACK's cholesky ``info``, which neither XLA backend gives
-(``cholesky_info``: Sylvester's criterion on the leading minors). An op always decomposed has the trait
-``decomposed`` (ops/traits.py), and no emit rule. A decomposed node's outputs keep their names; those its op
-declares error statuses (``OpDef.status_outputs``) are recorded in ``graph.meta["status_values"]`` by the driver
-(Note [status outputs] in driver.py), so verification still finds them.
+(``cholesky_info``: Sylvester's criterion on the leading minors); so is a ``scatter_reduce`` at coordinates into
+several axes, which both would flatten into one by the same row-major index (``scatter_rows_into_one_axis``). An
+op always decomposed has the trait ``decomposed`` (ops/traits.py), and no emit rule. A decomposed node's outputs
+keep their names; those its op declares error statuses (``OpDef.status_outputs``) are recorded in
+``graph.meta["status_values"]`` by the driver (Note [status outputs] in driver.py), so verification still finds
+them.
 
 Example (before / after)::
 
@@ -20,19 +22,23 @@ Example (before / after)::
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...ops.elementwise import BINARY, CAST, WHERE
 from ...ops.elementwise.unary import UNARY
 from ...ops.linalg import CHOLESKY_INFO, DET, LU, LU_FACTOR, LU_UNPACK
-from ...ops.reduce import CUMSUM
+from ...ops.reduce import CUMSUM, REDUCE
 from ...ops.resize.grid import GRID_SAMPLE, flat_index_terms, grid_corners, reflect_bounds
+from ...ops.scatter import SCATTER_REDUCE
 from ...ops.shape import EXPAND, PERMUTE, RESHAPE
 from ...ops.shape.index import FLIP, GATHER, SELECT, SLICE
 from ...ops.sort import SCANS
 
 __all__ = ["DECOMPOSITIONS", "decomposition", "reverse_scan_as_flips", "grid_sample_as_gathers",
-           "lu_as_factor_and_unpack", "lu_unpack_as_row_swaps", "cholesky_info_as_leading_minors"]
+           "lu_as_factor_and_unpack", "lu_unpack_as_row_swaps", "cholesky_info_as_leading_minors",
+           "scatter_rows_into_one_axis"]
 
 #: op name -> the decompositions offered its nodes, in order
 DECOMPOSITIONS: dict = {}
@@ -280,4 +286,35 @@ def cholesky_info_as_leading_minors(node, rw) -> bool:
         count = running if count is None else ints.op("add", count, running, "count")
     done = ints.op("eq", count, n, "all")
     rw.result(rw.emit(WHERE, [done, ints.num(0), ints.op("add", count, 1, "first")], hint="info"))
+    return True
+
+
+@decomposition(SCATTER_REDUCE)
+def scatter_rows_into_one_axis(node, rw) -> bool:
+    """Rows at coordinates into x's first k > 1 axes: the same scatter on x with those axes flattened into one, at
+    each row's row-major index (``indices @ strides``, folded where the indices are stored), then reshaped back;
+    each target writes the one-axis form only (``ops.segment_max``, ``Tensor.scatter_reduce``).
+
+    Before / after::
+
+        %y: float32[4x5x2] = scatter_reduce(%x, %idx, %u) {reduce="amax"}     # idx: int64[3x2], u: float32[3x2]
+            ->
+        %y_flat = reshape(%x) {shape=(20, 2)}; %y_rows = sum(mul(%idx, %y.strides)) {axes=(1,), keepdims=True}
+        %y_scatter = scatter_reduce(%y_flat, %y_rows, %u) {reduce="amax"}; %y = reshape(%y_scatter) {shape=(4, 5, 2)}
+    """
+    x, indices, updates = node.inputs
+    depth, shape = indices.type.shape[-1], tuple(x.type.shape)
+    if depth == 1:
+        return False
+    strides = np.array([math.prod(shape[i + 1:depth]) for i in range(depth)], np.int64)
+    stored = rw.stored(indices)
+    if stored is not None:
+        rows = rw.const((np.asarray(stored).astype(np.int64) @ strides)[:, None], "rows")
+    else:
+        wide = rw.emit(CAST, [indices], {"dtype": "int64"}, hint="wide") if indices.type.dtype != "int64" else indices
+        scaled = rw.emit(BINARY["mul"], [wide, rw.const(strides, "strides")], hint="scaled")
+        rows = rw.emit(REDUCE["sum"], [scaled], {"axes": (1,), "keepdims": True}, hint="rows")
+    flat = rw.emit(RESHAPE, [x], {"shape": (math.prod(shape[:depth]), *shape[depth:])}, hint="flat")
+    scattered = rw.emit(SCATTER_REDUCE, [flat, rows, updates], dict(node.attrs), hint="scatter")
+    rw.result(rw.emit(RESHAPE, [scattered], {"shape": shape}, hint="out"))
     return True

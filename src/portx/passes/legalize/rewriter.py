@@ -57,6 +57,12 @@ class Rewriter:
         self.builder.taken |= {v.name for v in graph.inputs} | set(graph.params)
         self.builder.taken |= {v.name for n in graph.nodes for v in n.outputs}
         self.node, self.nodes = None, self.builder.nodes
+        self.graph = graph
+
+    def stored(self, value):
+        """The array of ``value`` where the graph stores it (a parameter or constant), else None; a rule folds
+        what it computes from it (``rows = rw.const(rw.stored(indices) @ strides, "rows")``)."""
+        return self.graph.params[value.name] if self.graph.is_param(value) else None
 
     @property
     def params(self) -> dict:

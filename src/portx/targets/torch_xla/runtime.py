@@ -11,10 +11,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
-from ...ir.types import VIEWED_AS_INT
 from ..codegen import flatten_outputs, import_by_path
+from ..torch_tensors import numpy_of, tensor_of
 from .emitter import TorchEmitter
 from .shards import module_on
 
@@ -46,30 +44,6 @@ def build_in_memory(graph):
 # file, and the module is built on the meta device and given the segment's arrays themselves (``module_on``, as the
 # emit stage's model): a re-laid-out kernel is copied once into its torch layout, a weight kept as it is stays a
 # view of the mapped source file, whose pages streaming verification releases after the block.
-
-
-def tensor_of(array):
-    """A torch tensor for a NumPy array (ml_dtypes bfloat16 and float8 included)."""
-    import torch
-
-    array = np.ascontiguousarray(array).reshape(np.shape(array))  # ascontiguousarray makes 0-d arrays 1-d
-    name = str(array.dtype)
-    if name in VIEWED_AS_INT:
-        return torch.from_numpy(array.view(VIEWED_AS_INT[name][0]).copy()).view(getattr(torch, name))
-    return torch.from_numpy(array.copy())
-
-
-def numpy_of(tensor) -> np.ndarray:
-    """A NumPy array for a tensor; bfloat16 and float8 stay so (ml_dtypes'), as the keras-jax target and
-    ``tensor_of`` hold them, so an output's dtype is checked as the model computes it."""
-    import ml_dtypes
-    import torch
-
-    tensor = tensor.detach().cpu()
-    name = str(tensor.dtype).removeprefix("torch.")
-    if name in VIEWED_AS_INT:
-        return tensor.view(getattr(torch, VIEWED_AS_INT[name][1])).numpy().view(getattr(ml_dtypes, name))
-    return tensor.numpy()
 
 
 def run_torch(model, arrays) -> list:
