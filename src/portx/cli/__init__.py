@@ -151,7 +151,7 @@ def convert(src, target, output, shapes, checks, trust, as_json, debug):
 @click.argument("src", type=click.Path(path_type=str))
 @click.argument("out", type=click.Path(path_type=str))
 @check_options("samples", "seed", "atol", "rtol", "trace", "grad")
-@shape_options("inputs", "dynamic")
+@shape_options("inputs", "dynamic", "static_batch")
 @trust_options
 @click.option("--json", "as_json", is_flag=True, help="print the verification report as JSON on stdout")
 @click.option("--debug", is_flag=True, help="show tracebacks")

@@ -3,12 +3,13 @@ and ``portx.testing``.
 
 Note [trust nothing in OUT]: a converted folder may come from another portx version, or may have been
 edited since. The folder's target is recognised by ``Target.owns`` (its weights file, else its model.py's
-first line); only ``model.py`` and that weights file are run (imported as a user would), and
-``report.json`` is never read. Input shapes and the expected numbers come from the source, lowered
-again. The IR is re-emitted in memory, for each pass set and ``--io-layout`` that ``portx convert``
-may have used (its flags are not read back either), to name each IR value's variable in ``model.py``;
-when no re-emitted text equals the file, per-layer comparisons would pair the wrong tensors, so only
-outputs are compared.
+first line); only ``model.py`` and that weights file are run (imported as a user would). Input shapes and
+the expected numbers come from the source, lowered again, at the batch report.json says convert pinned
+(Note [what OUT records] in session/dims/recorded.py: the caller reads it and hands in ``pin``; nothing
+else of report.json is believed). The IR is re-emitted in memory, for each pass set and ``--io-layout``
+that ``portx convert`` may have used (the recorded layout first), to name each IR value's variable in
+``model.py``; when no re-emitted text equals the file, per-layer comparisons would pair the wrong
+tensors, so only outputs are compared.
 
 The report is the typed ``VerifyReport`` (session/report.py, a leaf: Note [the report is a leaf] in
 session/__init__.py), read by attribute; its per-seed ``samples`` and per-output ``outputs`` rows are JSON objects.
@@ -100,11 +101,12 @@ def _takes(declared, shapes) -> bool:
         len(d) == len(s) and all(a is None or a == b for a, b in zip(d, s)) for d, s in zip(declared, shapes))
 
 
-def _fitting(src, raw, converted, lower):
+def _fitting(src, raw, converted, lower, first="source"):
     """(graph, io_layout) for each ``--io-layout`` whose input shapes the converted model takes (all of
-    them when the model does not say), lowered lazily."""
+    them when the model does not say), lowered lazily; ``first``: the layout OUT records, tried first."""
     shapes = converted.target.input_shapes(converted.model)
-    for free, io_layout in itertools.product((True, False), IO_LAYOUTS):  # free dims, then pinned ones
+    layouts = sorted(IO_LAYOUTS, key=lambda layout: layout != first)
+    for free, io_layout in itertools.product((True, False), layouts):  # free dims, then pinned ones
         graph = lower(src, converted.target, raw=raw, io_layout=io_layout, free=free)
         if shapes is None or _takes(shapes, [tuple(v.type.shape) for v in graph.inputs]):
             yield graph, io_layout
@@ -131,10 +133,10 @@ def _origins(target, graph):
     return emitter.origins
 
 
-def _pair(src, raw, converted, lower) -> tuple:
+def _pair(src, raw, converted, lower, io_layout) -> tuple:
     """(graph, io_layout, names or None, note): the variant convert wrote as model.py (Note [trust nothing in
     OUT]); without a match, the first fitting variant and a note saying why layers are not compared."""
-    fits = _fitting(src, raw, converted, lower)
+    fits = _fitting(src, raw, converted, lower, io_layout)
     first = next(fits, None)
     if first is None:  # the model takes other shapes: check_converted reports it
         return lower(src, converted.target, raw=raw), "source", None, ""
@@ -216,7 +218,7 @@ def _summary(samples) -> list:
 
 
 def check_converted(src, converted, *, lower, batch=None, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL,
-                    trace=False, grad=False, stages=None, sized=None) -> VerifyReport:
+                    trace=False, grad=False, stages=None, sized=None, io_layout="source") -> VerifyReport:
     """Compare a loaded source with a converted model; returns the report (see ``verify_converted``).
 
     ``lower(src, target, skip, raw, io_layout, free)``: the source's graph as convert emits it, with its free dims
@@ -225,14 +227,15 @@ def check_converted(src, converted, *, lower, batch=None, samples=1, seed=0, ato
     checks (``verify_sizes``; session/dims/lower.py ``requested_dims``); their rows are ``report.dynamic``.
 
     ``grad`` also compares gradients (``report.gradients``); a difference fails the report. ``stages``: a
-    ``progress.Stages`` that times and shows the steps (pair, samples, trace, grad).
+    ``progress.Stages`` that times and shows the steps (pair, samples, trace, grad). ``io_layout``: the
+    ``--io-layout`` OUT records, tried first (Note [what OUT records] in session/dims/recorded.py).
 
     Example: ``check_converted(load("model.pt2"), open_converted("out/"), lower=lower_for, samples=3).passed``.
     """
     if samples < 1:
         raise BadInput(f"--samples {samples}: must be at least 1", hint="pass --samples 1 or more")
     stages = stages or Stages()
-    graph, io_layout, names, note = stages.run("pair", _pair, src, src.lower(), converted, lower)
+    graph, io_layout, names, note = stages.run("pair", _pair, src, src.lower(), converted, lower, io_layout)
     symbols = sized(src, graph) if sized is not None else []  # a spec the graph does not keep free: BadInput now
     report = VerifyReport(source=str(src.label), out=converted.label, target=converted.target.name, atol=atol,
                           rtol=rtol, io_layout=io_layout, passed=False, outputs=[], samples=[],
@@ -319,23 +322,26 @@ def failure_message(report: VerifyReport) -> str:
 
 
 def verify_converted(source, out, *, lower, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, inputs=(),
-                     trust=None, trace=False, grad=False, check=True, progress=None, sized=None) -> VerifyReport:
+                     trust=None, trace=False, grad=False, check=True, progress=None, sized=None, pin=None,
+                     io_layout="source") -> VerifyReport:
     """Re-check OUT (folder written by ``portx convert``, for any target) against SOURCE on seeds
     seed..seed+samples-1.
 
     Returns the report; raises BadInput (2), or VerificationFailed (1) when ``check`` and it differs.
     ``progress``: a ``progress.Reporter`` (or ``progress(name, seconds)``) shown each stage and per-batch counts.
-    ``trust``: an ``options.Trust`` (all of it reaches ``load``: Note [one trust]); ``lower``, ``sized``: as
-    ``check_converted``.
+    ``trust``: an ``options.Trust`` (all of it reaches ``load``: Note [one trust]); ``lower``, ``sized``,
+    ``io_layout``: as ``check_converted``. ``pin(src)``: the source at the batch OUT was converted at
+    (session/dims/recorded.py ``at_batch``; Note [what OUT records]).
     Example: ``verify_converted("model.pt2", "out/", lower=lower_for, samples=3).passed``.
     """
     stages = Stages(progress)
     src = stages.run("load", load, source, inputs=inputs, **(trust or Trust()).load_kwargs())
+    src = pin(src) if pin is not None else src
     converted = stages.run("load-out", open_converted, out)
     if converted.code is None:
         raise BadInput(f"{type(out).__name__}: OUT must be a folder or a model.py path", hint="pass the OUT folder")
     report = check_converted(src, converted, lower=lower, samples=samples, seed=seed, atol=atol, rtol=rtol,
-                             trace=trace, grad=grad, stages=stages, sized=sized)
+                             trace=trace, grad=grad, stages=stages, sized=sized, io_layout=io_layout)
     if not report.passed and not report.outputs:  # nothing compared: OUT takes or gives other tensors
         first = next((s.get("problem") for s in report.samples if s.get("problem")), None)
         raise BadInput(f"{report.out}: was converted from another model or for other input shapes: "
