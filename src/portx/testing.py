@@ -52,11 +52,11 @@ def _explain(report) -> str:
     lines = [f"portx: {report.out} is not equivalent to {report.source}"]
     if not report.outputs:
         lines.append(f"  {report.problem or ''}")
-    for row in report.outputs:
-        seed = "" if row.get("seed") is None else f" on seed {row['seed']}"
-        verdict = "ok" if row["passed"] else f"DIFFERS{seed}: {row['problem']}"
-        lines.append(f"  output {row['name']}: max abs {_num(row['max_abs'])}, max rel {_num(row['max_rel'])} "
-                     f"(atol {row['atol']:g}, rtol {row['rtol']:g}) {verdict}")
+    for row in report.outputs:  # SampledOutput rows (session/report_rows.py)
+        seed = "" if row.seed is None else f" on seed {row.seed}"
+        verdict = "ok" if row.passed else f"DIFFERS{seed}: {row.problem}"
+        lines.append(f"  output {row.name}: max abs {_num(row.max_abs)}, max rel {_num(row.max_rel)} "
+                     f"(atol {_num(row.atol)}, rtol {_num(row.rtol)}) {verdict}")
     for dim in report.dynamic or []:  # shapes.dynamic: each free dim at convert's sizes
         sizes = ", ".join(str(c["size"]) + ("" if c["passed"] is not False else f" DIFFERS ({c['problem'] or ''})")
                           for c in dim.verified)
@@ -64,9 +64,9 @@ def _explain(report) -> str:
     where = report.first_divergence
     if where:
         seed = "" if report.trace_seed is None else f" (seed {report.trace_seed})"
-        lines.append(f"  first diverging layer{seed}: {where['scope'] or '<top>'} ({where['op']}) %{where['value']}: "
-                     f"max abs {_num(where['max_abs'])}, max rel {_num(where['max_rel'])}; {where['problem']}")
-    elif report.outputs and not all(row["passed"] for row in report.outputs):
+        lines.append(f"  first diverging layer{seed}: {where.scope or '<top>'} ({where.op}) %{where.value}: "
+                     f"max abs {_num(where.max_abs)}, max rel {_num(where.max_rel)}; {where.problem}")
+    elif report.outputs and not all(row.passed for row in report.outputs):
         lines.append(f"  first diverging layer: unknown ({report.note or 'every layer matches its IR reference'})")
     return "\n".join(lines)
 

@@ -191,7 +191,7 @@ def _verify_hint(typed, traced) -> str:
     when the samples agree and only a --dynamic size differs."""
     sizes = [f"{d.symbol} = {c.get('size')}" for d in typed.dynamic or [] for c in d.verified or []
              if c.get("passed") is False]
-    if sizes and all(row.get("passed", True) for row in typed.outputs or []):
+    if sizes and all(row.passed is not False for row in typed.outputs or []):
         return (f"the samples agree; OUT differs at {', '.join(sizes)}: convert again without that dim in --dynamic, "
                 "or see the dim's rows in --json")
     return "" if traced else "rerun with --trace to see every layer's error"

@@ -14,6 +14,7 @@ import re
 
 from ..errors import BadInput
 from ..progress import step
+from ..session.report_sections import Verification
 from .chunks import batch_reference, chunk_problem
 from .compare import (DEFAULT_ATOL, DEFAULT_RTOL, compare, input_dtype, narrow_outputs, random_outputs,
                       sign_free_outputs)
@@ -100,12 +101,12 @@ _BY_VERIFY = {"passed": None, "problem": None, "max_abs": None, "max_rel": None,
 
 def example_checked(rows, verification) -> list:
     """``verify_sizes``' rows with the example's size filled in from convert's verification result (the same
-    seeded batch at the same shapes): passed, problem and the largest errors over the outputs."""
-    outputs = verification.get("outputs") or []
-    problem = verification.get("problem") or next((o.get("problem") for o in outputs if not o.get("passed")), None)
-    result = {"passed": verification.get("passed"), "problem": problem or None,
-              "max_abs": max((o.get("max_abs") or 0.0 for o in outputs), default=None),
-              "max_rel": max((o.get("max_rel") or 0.0 for o in outputs), default=None)}
+    seeded batch at the same shapes, a ``Verification``): passed, problem and the largest errors over the outputs."""
+    outputs = verification.outputs or []
+    problem = verification.problem or next((o.problem for o in outputs if not o.passed), None)
+    result = {"passed": verification.passed, "problem": problem or None,
+              "max_abs": max((o.max_abs or 0.0 for o in outputs), default=None),
+              "max_rel": max((o.max_rel or 0.0 for o in outputs), default=None)}
     for row in rows:
         row["sizes"] = [{**c, **result} if c.get("by") == "verify" else c for c in row["sizes"]]
         row["passed"] = all(c["passed"] is not False for c in row["sizes"])
@@ -122,7 +123,7 @@ def example_shapes(graph, at=None) -> list:
                   else (d if isinstance(d, int) else d.size) for d in graph.free_shape(v)) for v in graph.inputs]
 
 
-def verify_example(src, graph, model, emitted, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> dict:
+def verify_example(src, graph, model, emitted, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> Verification:
     """Convert's own check: the source against the loaded ``model`` on one seeded batch at ``example_shapes``;
     when they differ, the first IR node whose emitted value differs from the IR reference (verification/trace.py),
     read on those inputs with their rows cycled to the graph's own shapes (the reference runs there)."""
@@ -134,7 +135,7 @@ def verify_example(src, graph, model, emitted, target, seed=0, atol=DEFAULT_ATOL
         arrays = cycled(arrays, [tuple(v.type.shape) for v in graph.inputs])
         result["first_divergence"] = localize(target, graph, model, emitted["var_of"], arrays, atol, rtol,
                                               emitted["code"])
-    return result
+    return Verification.from_dict(result)  # report["verification"] (Note [typed sections])
 
 
 def _compile_alone(run, graph, shapes) -> None:

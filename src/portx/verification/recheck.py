@@ -12,11 +12,12 @@ that ``portx convert`` may have used (the recorded layout first), to name each I
 tensors, so only outputs are compared.
 
 The report is the typed ``VerifyReport`` (session/report.py, a leaf: Note [the report is a leaf] in
-session/__init__.py), read by attribute; its per-seed ``samples`` and per-output ``outputs`` rows are JSON objects.
+session/__init__.py), read by attribute, its rows too: per-seed ``Sample``s, per-output ``SampledOutput``s and
+``TraceRow``s (session/report_rows.py).
 
 Example:
     >>> report = verify_converted("model.pt2", "out/", lower=lower_for, samples=3)
-    >>> report.passed, report.outputs[0]["max_abs"]
+    >>> report.passed, report.outputs[0].max_abs
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ from ..options import Trust
 from ..passes.layout import IO_LAYOUTS, set_io_layout, source_arrays
 from ..passes.pipeline import inference_skip, run_passes
 from ..progress import Stages, step
-from ..session.report import DynamicDim, VerifyReport
+from ..session.report import DynamicDim, Sample, SampledOutput, VerifyReport
 from ..targets import DEFAULT_TARGET, target_of
 from ..targets.size_checks import size_checks, size_refused, size_rule
 from .compare import (DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs, narrow_outputs, random_outputs, run_reference,
@@ -182,7 +183,7 @@ def _explicit_batch(graph, inputs) -> list:
 
 
 def _run_samples(src, graph, converted, batches, atol, rtol) -> list:
-    """Per batch: the source and the converted model on the same inputs, compared output by output."""
+    """Per batch, a ``Sample``: the source and the converted model on the same inputs, compared output by output."""
     run = converted.target.runner(converted.model)  # prepared once: one compile for all batches
     names = [v.name for v in graph.outputs]
     rows = []
@@ -194,26 +195,26 @@ def _run_samples(src, graph, converted, batches, atol, rtol) -> list:
             if size_refused(exc):  # a size the model cannot take: Note [size checks] in targets/size_checks.py
                 raise BadInput(f"{converted.label}: {size_refused(exc)}", hint="pass sizes the model takes, as "
                                "report.json's dynamic section gives them (each free dim's step)") from None
-            rows.append({"seed": seed, "passed": False, "outputs": [],
-                         "problem": f"the converted model fails on the source's inputs ({type(exc).__name__}: "
-                                    f"{first_line(exc)})"})
+            rows.append(Sample(seed, False, [], f"the converted model fails on the source's inputs "
+                                                f"({type(exc).__name__}: {first_line(exc)})"))
             continue
-        rows.append({"seed": seed, **compare(expected_outputs(src, graph, arrays), got, names, atol, rtol,
-                                             random=random_outputs(graph), signs=sign_free_outputs(graph),
-                                             narrow=narrow_outputs(graph))})
+        rows.append(Sample.from_dict({"seed": seed, **compare(
+            expected_outputs(src, graph, arrays), got, names, atol, rtol, random=random_outputs(graph),
+            signs=sign_free_outputs(graph), narrow=narrow_outputs(graph))}))
     return rows
 
 
 def _summary(samples) -> list:
-    """Per output, the worst error over all samples, with the seed it came from."""
+    """Per output, a ``SampledOutput``: the worst error over all samples, with the seed it came from."""
     merged = []
-    for i, row in enumerate(samples[0]["outputs"]):
-        rows = [(s["seed"], s["outputs"][i]) for s in samples if i < len(s["outputs"])]
-        failing = [(seed, r) for seed, r in rows if not r["passed"]] or rows
-        seed, worst = max(failing, key=lambda sr: -1.0 if sr[1]["max_abs"] is None else sr[1]["max_abs"])
-        merged.append({**worst, "name": row["name"], "seed": seed, "passed": all(r["passed"] for _, r in rows),
-                       "max_abs": max((r["max_abs"] or 0.0) for _, r in rows),
-                       "max_rel": max((r["max_rel"] or 0.0) for _, r in rows)})
+    for i, row in enumerate(samples[0].outputs):
+        rows = [(s.seed, s.outputs[i]) for s in samples if i < len(s.outputs)]
+        failing = [(seed, r) for seed, r in rows if not r.passed] or rows
+        seed, worst = max(failing, key=lambda sr: -1.0 if sr[1].max_abs is None else sr[1].max_abs)
+        merged.append(SampledOutput(**{**vars(worst), "name": row.name, "seed": seed,
+                                       "passed": all(r.passed for _, r in rows),
+                                       "max_abs": max((r.max_abs or 0.0) for _, r in rows),
+                                       "max_rel": max((r.max_rel or 0.0) for _, r in rows)}))
     return merged
 
 
@@ -246,13 +247,13 @@ def check_converted(src, converted, *, lower, batch=None, samples=1, seed=0, ato
     batches = [(None, _explicit_batch(graph, batch))] if batch is not None else \
         [(s, make_inputs(graph, s)) for s in range(seed, seed + samples)]
     report.samples = runs = stages.run("samples", _run_samples, src, graph, converted, batches, atol, rtol)
-    if not all(r["outputs"] for r in runs):
-        failed = next(r for r in runs if not r["outputs"])
-        report.problem = f"{converted.label}: {failed['problem']}"
+    if not all(r.outputs for r in runs):
+        failed = next(r for r in runs if not r.outputs)
+        report.problem = f"{converted.label}: {failed.problem}"
         return report
-    report.passed, report.outputs = all(r["passed"] for r in runs), _summary(runs)
+    report.passed, report.outputs = all(r.passed for r in runs), _summary(runs)
     if trace or not report.passed:
-        chosen = next((i for i, r in enumerate(runs) if not r["passed"]), 0)
+        chosen = next((i for i, r in enumerate(runs) if not r.passed), 0)
         report.code_matches, report.note = names is not None and converted.code is not None, note
         at_graph_sizes = all(a.shape == v.type.shape for a, v in zip(batches[chosen][1], graph.inputs))
         if names is not None and at_graph_sizes:
@@ -311,13 +312,13 @@ def failure_message(report: VerifyReport) -> str:
     """
     if not report.outputs:
         return f"{report.out}: {report.problem or 'no outputs to compare'}"
-    bad = next((s for s in report.samples if not s["passed"]), report.samples[0])
-    row = next((r for r in bad["outputs"] if not r["passed"]), None)
-    seed = "" if bad["seed"] is None else f" on seed {bad['seed']}"
-    what = f"output {row['name']} differs from the source{seed} ({row['problem']})" if row else \
-        bad.get("problem", "outputs differ")
+    bad = next((s for s in report.samples if not s.passed), report.samples[0])
+    row = next((r for r in bad.outputs if not r.passed), None)
+    seed = "" if bad.seed is None else f" on seed {bad.seed}"
+    what = f"output {row.name} differs from the source{seed} ({row.problem})" if row else \
+        (bad.problem or "outputs differ")
     where = report.first_divergence
-    place = f"; first diverging layer: {where['scope'] or '<top>'} ({where['op']}) %{where['value']}" if where else ""
+    place = f"; first diverging layer: {where.scope or '<top>'} ({where.op}) %{where.value}" if where else ""
     return f"{report.out}: {what}{place}"
 
 
@@ -343,7 +344,7 @@ def verify_converted(source, out, *, lower, samples=1, seed=0, atol=DEFAULT_ATOL
     report = check_converted(src, converted, lower=lower, samples=samples, seed=seed, atol=atol, rtol=rtol,
                              trace=trace, grad=grad, stages=stages, sized=sized, io_layout=io_layout)
     if not report.passed and not report.outputs:  # nothing compared: OUT takes or gives other tensors
-        first = next((s.get("problem") for s in report.samples if s.get("problem")), None)
+        first = next((s.problem for s in report.samples if s.problem), None)
         raise BadInput(f"{report.out}: was converted from another model or for other input shapes: "
                        f"{first or report.problem}", hint="pass the model OUT was made from, or convert SRC anew")
     if check and not report.passed:

@@ -22,22 +22,23 @@ Example:
 """
 from __future__ import annotations
 
+from ..session.report_sections import NodeErrors
 from ..weights import release_pages
 from .compare import DEFAULT_ATOL, DEFAULT_RTOL, run_reference
 from .streaming import subgraph, segments
-from .trace import LAYER_SLACK, observe_values, trace_layers
+from .trace import LAYER_SLACK, node_rows, observe_values, trace_layers
 
 __all__ = ["segment_node_errors"]
 
 
-def segment_node_errors(target, graph, arrays, rows, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> dict:
+def segment_node_errors(target, graph, arrays, rows, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> NodeErrors:
     """report.json's ``node_errors`` above the weight budget (Note [trace per segment]): the traced segments'
     rows against the IR's NumPy reference, their tolerances and the index of the first row that diverges. ``rows``:
     streaming verification's BlockRows (session/report.py), one per segment."""
     segs = segments(graph)
     traced = _chosen(segs, rows)
     if not traced:
-        return {"skipped": "no segment to trace", "rows": []}
+        return NodeErrors(skipped="no segment to trace", rows=[])
     known = {v.name: a for v, a in zip(graph.inputs, arrays)}
     rows, names = [], []
     try:
@@ -52,11 +53,10 @@ def segment_node_errors(target, graph, arrays, rows, atol=DEFAULT_ATOL, rtol=DEF
             for name in seg.params:
                 release_pages(graph.params[name])
     except Exception as exc:  # noqa: BLE001 - a report extra: say why it is missing
-        return {"skipped": f"the per-segment trace failed ({type(exc).__name__}: {str(exc)[:200]})", "rows": []}
-    return {"atol": atol * LAYER_SLACK, "rtol": rtol * LAYER_SLACK, "segments": names,
-            "first_divergence": next((i for i, r in enumerate(rows) if not r["passed"]), None),
-            "rows": [{"node": r["scope"], "op": r["op"], "value": r["value"], "max_rel": r["max_rel"],
-                      "passed": r["passed"]} for r in rows]}
+        return NodeErrors(skipped=f"the per-segment trace failed ({type(exc).__name__}: {str(exc)[:200]})", rows=[])
+    return NodeErrors(atol=atol * LAYER_SLACK, rtol=rtol * LAYER_SLACK, segments=names,
+                      first_divergence=next((i for i, r in enumerate(rows) if not r.passed), None),
+                      rows=node_rows(rows))
 
 
 def _chosen(segs, rows) -> set:

@@ -43,7 +43,7 @@ from ..ir.types import TensorType, Value
 from ..passes.blocks import block_of, block_runs
 from ..weights import release_pages
 from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare_arrays, make_inputs
-from ..session.report import BlockRow, OutputError, first_failed
+from ..session.report import BlockRow, OutputError, Verification, first_failed
 
 __all__ = ["Segment", "segments", "repeated_segments", "subgraph", "block_of", "layer_of", "stream_verify",
            "verify_streaming", "compare_output", "block_row", "Boundaries", "source_boundaries", "BF16_SLACK"]
@@ -260,9 +260,10 @@ def _attr_key(value):
     return repr(value)
 
 
-def verify_streaming(src, graph, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> dict:
-    """``report["verification"]`` of a model above the weight budget (Note [weight budget] in budget.py): the
-    blocks verified one at a time on seeded inputs, each weight's mapped pages released after its last use."""
+def verify_streaming(src, graph, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> tuple:
+    """(``report["verification"]``, its ``blocks``) of a model above the weight budget (Note [weight budget] in
+    budget.py): the blocks verified one at a time on seeded inputs, each weight's mapped pages released after its
+    last use; a ``Verification`` and a ``BlockRow`` per segment."""
     report = stream_verify(src, graph, target, make_inputs(graph, seed=seed), atol, rtol,
                            release=lambda key, tensor: release_pages(tensor),
                            release_params=lambda names: [release_pages(graph.params[n]) for n in names])
@@ -270,7 +271,8 @@ def verify_streaming(src, graph, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT
     if bad is not None:
         report["problem"] = bad.failure()  # before first_divergence: report.json's order (report_sections.py)
         report["first_divergence"] = {"scope": bad.block, "op": bad.first_node}
-    return report
+    rows = report.pop("segments")
+    return Verification.from_dict(report), rows  # Note [typed sections] (session/report_sections.py)
 
 
 def _is_narrow(graph, seg) -> bool:
