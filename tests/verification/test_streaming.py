@@ -13,6 +13,7 @@ from portx.targets import TARGETS
 from portx.verification.compare import make_inputs
 from portx.verification.recheck import prepared
 from portx.passes.blocks import block_of
+from portx.verification.segment_trace import segment_node_errors
 from portx.verification.streaming import segments, stream_verify
 
 transformers = pytest.importorskip("transformers")
@@ -112,6 +113,31 @@ def test_a_forgotten_segment_model_is_freed_before_the_next_is_built(decoder):
         gc.enable()
     assert report["passed"], report
     assert alive == [0, 0, 0]  # the glue, block 0 (block 1 reuses its model), the head
+
+
+def test_a_traced_segment_model_is_freed_once_read(decoder):
+    """Note [dropped segment models], for the per-segment trace (verification/segment_trace.py): each traced
+    segment's Keras model is gone before the next is built, and the last once the trace returns (GC off here)."""
+    src, graph = decoder
+    keras_jax = TARGETS["keras-jax"]
+    graph = _graph(src, graph, keras_jax)
+    models, alive = [], []
+
+    class Recording(type(keras_jax)):
+        def build(self, sub):
+            alive.append(sum(ref() is not None for ref in models))
+            model = super().build(sub)
+            models.append(weakref.ref(model))
+            return model
+
+    gc.disable()
+    try:
+        errors = segment_node_errors(Recording(), graph, make_inputs(graph, seed=0), [])
+        left = sum(ref() is not None for ref in models)
+    finally:
+        gc.enable()
+    assert errors.segments and len(alive) == len(errors.segments) and errors.rows, errors.skipped
+    assert alive == [0] * len(alive) and left == 0
 
 
 @pytest.mark.parametrize("to", ["keras-jax", "torch-xla"])

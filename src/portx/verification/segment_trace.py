@@ -11,13 +11,14 @@ not every block is traced: the segments up to the first of the largest (the embe
 blocks after it repeat its code), and, where verification failed, the first segment that failed, the reference
 running through the blocks before it. ``node_errors`` then has the rows of those segments in graph order and
 ``segments`` (which were traced); each segment's mapped weight pages are released once it ran (Note [mapped keras
-weights]). A bfloat16 block's rows compare its bfloat16 intermediates with the float64 reference rounded to
+weights]), and each traced segment's model is collected once read, not left to the cyclic collector (Note [dropped
+segment models] in streaming.py: the glue's model holds the embedding table). A bfloat16 block's rows compare its bfloat16 intermediates with the float64 reference rounded to
 bfloat16, so a row can miss the layer tolerance by one rounding step where the block's outputs pass (Note
 [bfloat16 per block]): the rows locate an error, the verdict stays verification's.
 
 Example:
     >>> node_errors = segment_node_errors(target, graph, make_inputs(graph, seed=0), report.blocks)
-    >>> node_errors["segments"]
+    >>> node_errors.segments
     ['token_embedding', 'transformer_layer_0']
 """
 from __future__ import annotations
@@ -25,7 +26,7 @@ from __future__ import annotations
 from ..session.report_sections import NodeErrors
 from ..weights import release_pages
 from .compare import DEFAULT_ATOL, DEFAULT_RTOL, run_reference
-from .streaming import subgraph, segments
+from .streaming import drop_models, segments, subgraph
 from .trace import LAYER_SLACK, node_rows, observe_values, trace_layers
 
 __all__ = ["segment_node_errors"]
@@ -75,5 +76,9 @@ def _segment_rows(target, sub, feed, reference, atol, rtol) -> list:
     emitter = target.emitter(sub)
     emitter.emit_graph()
     names = emitter.var_of()
-    observed = observe_values(target, target.build(sub), sub, names, feed)
+    built = {"model": target.build(sub)}
+    try:
+        observed = observe_values(target, built["model"], sub, names, feed)
+    finally:
+        drop_models(built)  # Note [dropped segment models] (streaming.py)
     return trace_layers(sub, observed, reference, {}, atol, rtol, names, stop=False)

@@ -46,7 +46,8 @@ from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare_arrays, make_inputs
 from ..session.report import BlockRow, OutputError, Verification, first_failed
 
 __all__ = ["Segment", "segments", "repeated_segments", "subgraph", "block_of", "layer_of", "stream_verify",
-           "verify_streaming", "compare_output", "block_row", "Boundaries", "source_boundaries", "BF16_SLACK"]
+           "verify_streaming", "compare_output", "block_row", "Boundaries", "source_boundaries", "BF16_SLACK",
+           "drop_models"]
 
 #: a bfloat16 block passes within this many times the source's own distance to the float32 run of the block
 BF16_SLACK = 2.0
@@ -236,7 +237,7 @@ def stream_verify(src, graph, target, arrays, atol=DEFAULT_ATOL, rtol=DEFAULT_RT
         if not all(o.passed for o in outs) and _is_narrow(graph, seg):  # Note [bfloat16 per block]
             wide = {}
             exact = _run_segment(target, subgraph(graph, seg, True), [_wide(a) for a in feed], wide)
-            _drop(wide)  # the float32 copy of the block's weights: Note [dropped segment models]
+            drop_models(wide)  # the float32 copy of the block's weights: Note [dropped segment models]
             outs = [compare_output(v.name, found.get(v.name), g, e, atol, rtol)
                     for v, g, e in zip(seg.outputs, got, exact)]
         rows.append(block_row(seg, graph, outs, ""))
@@ -291,13 +292,13 @@ def _run_segment(target, sub, feed, built) -> list:
     key = structure(sub)
     model, like = built.get(key, (None, None))
     if model is None or not target.rebind(model, sub, like):
-        _drop(built)  # one block's model at a time
+        drop_models(built)  # one block's model at a time
         model = target.build(sub)
         built[key] = (model, sub)
     return [np.asarray(o) for o in target.run(model, feed)]
 
 
-def _drop(built) -> None:
+def drop_models(built) -> None:
     """Forget the models in ``built`` and free them now, not at some later cycle collection (Note [dropped segment
     models])."""
     if built:
