@@ -91,6 +91,18 @@ def test_the_source_runs_only_as_far_as_the_next_block_needs(decoder):
     assert block_0 < source_1, events
 
 
+def _recording(target, models, alive):
+    """``target``'s class, whose ``build`` records how many models it built before are still alive (``alive``)."""
+    class Recording(type(target)):
+        def build(self, sub):
+            alive.append(sum(ref() is not None for ref in models))
+            model = super().build(sub)
+            models.append(weakref.ref(model))
+            return model
+
+    return Recording
+
+
 def test_a_forgotten_segment_model_is_freed_before_the_next_is_built(decoder):
     """Note [dropped segment models]: the glue's Keras model (a web of reference cycles) is gone when the first
     block's model is built, and that block's when the head's is, whenever the cyclic GC would run (off here)."""
@@ -98,14 +110,7 @@ def test_a_forgotten_segment_model_is_freed_before_the_next_is_built(decoder):
     keras_jax = TARGETS["keras-jax"]
     graph = _graph(src, graph, keras_jax)
     models, alive = [], []
-
-    class Recording(type(keras_jax)):
-        def build(self, sub):
-            alive.append(sum(ref() is not None for ref in models))
-            model = super().build(sub)
-            models.append(weakref.ref(model))
-            return model
-
+    Recording = _recording(keras_jax, models, alive)
     gc.disable()
     try:
         report = stream_verify(src, graph, Recording(), make_inputs(graph, seed=0))
@@ -122,14 +127,7 @@ def test_a_traced_segment_model_is_freed_once_read(decoder):
     keras_jax = TARGETS["keras-jax"]
     graph = _graph(src, graph, keras_jax)
     models, alive = [], []
-
-    class Recording(type(keras_jax)):
-        def build(self, sub):
-            alive.append(sum(ref() is not None for ref in models))
-            model = super().build(sub)
-            models.append(weakref.ref(model))
-            return model
-
+    Recording = _recording(keras_jax, models, alive)
     gc.disable()
     try:
         errors = segment_node_errors(Recording(), graph, make_inputs(graph, seed=0), [])

@@ -1,8 +1,8 @@
 """``portx verify SRC OUT`` for ``--to torch-xla`` folders, and convert's first-divergence search there.
 
-OUT is recognised by its weights file (model.safetensors); report.json is never read. A weight of
-one layer is scaled in model.safetensors after conversion: verify and convert's localisation must
-name that layer.
+OUT is recognised by its weights file (model.safetensors); of report.json only the pinned batch and io
+layout are read. A weight of one layer is scaled in model.safetensors after conversion: verify and
+convert's localisation must name that layer.
 """
 import json
 import shutil

@@ -12,9 +12,10 @@ proofs are typed by ``Target.tpu_proof`` (targets/base.py). The session stores t
 and shapes are the ones report.json always had (Note [report fields] in report.py): a field that a path leaves
 out is in ``OMITTED`` (left out where None); ``KEPT_WITH`` names one that is written as null once another is set
 (``NodeErrors.first_divergence``: null in a trace without a divergence, absent from a skipped trace). The field
-order is the builders' key order where their paths agree; where two paths ordered keys differently, the builder
-of the rarer path now follows the field order (``Sharding``: the abstract proof's ``passed``, the skipped
-proof's ``why``). An output's row differs with the comparison that made it (Note [two output rows] in
+order is the builders' key order where their paths agree; where two paths order keys differently, report.json's
+keys follow the field order, the common path's (``Sharding``: a proof on abstract weights, past the weight budget,
+writes ``passed`` before ``verdict``, and a model with nothing to split ``why`` before ``roles``, as the torch-xla
+target's skipped proof does; until they were typed, those two wrote them the other way round). An output's row differs with the comparison that made it (Note [two output rows] in
 report_rows.py).
 
 Example:

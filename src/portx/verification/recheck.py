@@ -47,7 +47,7 @@ from .trace import first_failure, observe_values, trace_layers
 __all__ = ["Converted", "open_converted", "prepared", "check_converted", "verify_converted",
            "failure_message"]
 
-# Pass sets 'portx convert' may have run (its flags are not read back: Note [trust nothing in OUT]).
+# Pass sets 'portx convert' may have run (its --fold-bn/--inference are not read back: Note [trust nothing in OUT]).
 _PASS_VARIANTS = (inference_skip(), inference_skip(fold_bn=True), inference_skip(inference=True))
 
 
