@@ -58,7 +58,7 @@ def _explain(report) -> str:
         lines.append(f"  output {row.name}: max abs {_num(row.max_abs)}, max rel {_num(row.max_rel)} "
                      f"(atol {_num(row.atol)}, rtol {_num(row.rtol)}) {verdict}")
     for dim in report.dynamic or []:  # shapes.dynamic: each free dim at convert's sizes
-        sizes = ", ".join(str(c["size"]) + ("" if c["passed"] is not False else f" DIFFERS ({c['problem'] or ''})")
+        sizes = ", ".join(str(c.size) + ("" if c.passed is not False else f" DIFFERS ({c.problem or ''})")
                           for c in dim.verified)
         lines.append(f"  free dim {dim.symbol} at sizes {sizes}")
     where = report.first_divergence

@@ -22,6 +22,7 @@ import re
 from html import escape
 from pathlib import Path
 
+from ..session.report_rows import SizeCheck
 from ..session.report_sections import Layout, NodeErrors, Profile, ProfileRow, TpuProof, Verification
 
 __all__ = ["render", "write_report", "error_plot", "first_divergence"]
@@ -172,10 +173,11 @@ def _verification_section(report) -> str:
                   [[f"<code>{_t(r.name)}</code>", _num(r.max_abs), _num(r.max_rel), _num(r.atol), _num(r.rtol),
                     _verdict(r.passed), _t(r.problem or "")] for r in ver.outputs or []])
     rows = [[f"<code>{_t(d.symbol)}</code>", "free" if d.free else f"pinned to {_t(d.example_size)}",
-             ", ".join(f"{_t(s[0])}:{_t(s[1])}" for s in d.sites or []), _t(c.get("size")),
-             _verdict(c.get("passed")) if c else "", _num(c.get("max_abs")), _num(c.get("max_rel")),
-             _t(c.get("problem") or "") if c else "not checked at other sizes (see the warnings)"]
-            for d in (report.dynamic or []) for c in (d.verified or [{}])]
+             ", ".join(f"{_t(s[0])}:{_t(s[1])}" for s in d.sites or []), _t(c.size),
+             _verdict(c.passed) if checked else "", _num(c.max_abs), _num(c.max_rel),
+             _t(c.problem or "") if checked else "not checked at other sizes (see the warnings)"]
+            for d in (report.dynamic or []) for checked in (bool(d.verified),)
+            for c in (d.verified or [SizeCheck()])]
     out += "<h3>Per batch size (free dims)</h3>" + _table(
         ["dim", "kept", "sites", "size", "", "max abs", "max rel", "problem"], rows)
     out += _blocks_table(report.blocks or [])

@@ -34,11 +34,6 @@ def num(x, spec=".3g") -> str:
     return format(x, spec) if isinstance(x, (int, float)) and not isinstance(x, bool) else "n/a"
 
 
-def _rows(rows) -> list:
-    """``rows`` (a JSON list) as a list of dicts (a missing or malformed field: none)."""
-    return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
-
-
 def _table(value) -> dict:
     """``value`` (a JSON object) as a dict (a missing or malformed field: empty)."""
     return value if isinstance(value, dict) else {}
@@ -82,9 +77,7 @@ def print_dynamic(dims) -> None:
     """One line per free-dim row (``DynamicDim``) of convert's report or ``verify --dynamic``'s: the sizes it was
     checked at, a size that differs marked. Example: ``  x_1: free, verified at 6, 9``."""
     for dim in dims or []:
-        checks = _rows(dim.verified)
-        sizes = ", ".join(str(c.get("size", "?")) + ("" if c.get("passed") is not False else " DIFFERS")
-                          for c in checks)
+        sizes = ", ".join(_known(c.size) + ("" if c.passed is not False else " DIFFERS") for c in dim.verified or [])
         click.echo(f"  {_known(dim.symbol)}: " + (f"free, verified at {sizes}" if dim.free else
                                                   f"pinned to {_known(dim.example_size)}"))
 

@@ -11,8 +11,8 @@ session builds are dataclasses here; those verification builds (``verification``
 sections]), and the comparison rows (an output's, a sample's, a trace row, a block's) are in report_rows.py. A field
 that is None and named in ``OMITTED`` is left out of the JSON, as it was before the report was typed. Verification
 may import these leaf modules (Note [the report is a leaf] in session/__init__.py); ``read_typed`` reads every class
-by its ``NESTED``. What is still a JSON object: a free dim's per-size checks (``DynamicDim.verified``), the TPU
-artifact, the mesh's and the specs' maps.
+by its ``NESTED``. What is still a JSON object: the TPU artifact, the sharding proof's maps (mesh, specs,
+collectives), a sampled or stopped trace's counts.
 
 Example:
     >>> report = ConversionReport(source="m.pt2", target="keras-jax", portx_ir_nodes=3, weight_bytes=48)
@@ -26,8 +26,8 @@ import warnings
 from dataclasses import dataclass, field
 
 from .report_base import Section, from_dict, json_ready, read_typed
-from .report_rows import (BlockRow, ElementCheck, OutputError, OutputRow, Sample, SampledOutput, SourceCheck, TraceRow,
-                          first_failed)
+from .report_rows import (BlockRow, ElementCheck, OutputError, OutputRow, Sample, SampledOutput, SizeCheck, SourceCheck,
+                          TraceRow, first_failed)
 from .report_sections import (Divergence, GradientRow, Gradients, InnerTranspose, Layout, LayoutRow, NodeErrors,
                               NodeRow, Profile, ProfileRow, Sharding, TpuProof, Verification)
 
@@ -35,7 +35,7 @@ __all__ = ["SCHEMA_VERSION", "OpRow", "DynamicDim", "Training", "Folded", "Dropp
            "OutputError", "ConversionReport", "VerifyReport", "InspectReport", "first_failed", "json_ready",
            "read_typed", "Verification", "Divergence", "NodeErrors", "NodeRow", "Gradients", "GradientRow", "TpuProof",
            "Profile", "ProfileRow", "Layout", "LayoutRow", "InnerTranspose", "Sharding", "OutputRow", "ElementCheck",
-           "SampledOutput", "Sample", "TraceRow", "SourceCheck"]
+           "SampledOutput", "Sample", "TraceRow", "SourceCheck", "SizeCheck"]
 
 #: bumped when a field changes meaning or shape (adding an optional field does not)
 SCHEMA_VERSION = 1
@@ -69,13 +69,14 @@ class DynamicDim(_Typed):
     session/dims/find.py); None for a dim that stayed pinned."""
 
     OMITTED = ("torch_symbol", "found_by")
+    NESTED = {"verified": [SizeCheck]}
     symbol: str
     free: bool
     sites: list[list]
     example_size: int | None
     min: int | None
     max: int | None
-    verified: list[dict] = field(default_factory=list)
+    verified: list[SizeCheck] = field(default_factory=list)
     torch_symbol: str | None = None
     found_by: str | None = None
     step: int | None = None

@@ -1,6 +1,7 @@
 """The comparison rows of the typed reports: an output's row (``OutputRow``, with its per-element check
 ``ElementCheck``; a streamed check's ``OutputError``), ``portx verify``'s per-seed ``Sample`` and per-output
-``SampledOutput``, a trace row (``TraceRow``, with ``SourceCheck``), and a block's row (``BlockRow``). A leaf as
+``SampledOutput``, a trace row (``TraceRow``, with ``SourceCheck``), a block's row (``BlockRow``) and a free dim's
+check at one size (``SizeCheck``). A leaf as
 report.py is (Note [the report is a leaf] in session/__init__.py): verification builds these rows.
 
 Note [two output rows]: an output compared whole (verification/compare.py ``compare``: its shape, tolerances and
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from .report_base import Section
 
 __all__ = ["ElementCheck", "OutputRow", "OutputError", "SampledOutput", "Sample", "SourceCheck", "TraceRow",
-           "BlockRow", "first_failed"]
+           "BlockRow", "first_failed", "SizeCheck"]
 
 
 @dataclass
@@ -177,3 +178,18 @@ class BlockRow(Section):
 def first_failed(rows) -> BlockRow | None:
     """The first row that failed (``passed`` False; a skipped row did not). Example: ``first_failed(rows).block``."""
     return next((row for row in rows if row.passed is False), None)
+
+
+@dataclass
+class SizeCheck(Section):
+    """A free dim checked at one size (verification/dynamic.py ``verify_sizes``; ``DynamicDim.verified``): the
+    verdict, why it failed, the largest errors over the outputs; ``by`` "verify": the example's size, whose check is
+    convert's verify stage (``example_checked`` copies its result in)."""
+
+    OMITTED = ("by",)
+    size: int | None = None
+    passed: bool | None = None
+    problem: str | None = None
+    max_abs: float | None = None
+    max_rel: float | None = None
+    by: str | None = None

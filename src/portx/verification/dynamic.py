@@ -11,9 +11,11 @@ Example:
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from ..errors import BadInput
 from ..progress import step
+from ..session.report_rows import SizeCheck
 from ..session.report_sections import Verification
 from .chunks import batch_reference, chunk_problem
 from .compare import (DEFAULT_ATOL, DEFAULT_RTOL, compare, input_dtype, narrow_outputs, random_outputs,
@@ -51,7 +53,7 @@ def sample_sizes(dim, largest=BATCH_SAMPLES[-1]) -> list:
 
 
 def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, symbols=None) -> list:
-    """One row per free dim: {"symbol", "sizes": [{"size", "passed", "max_abs", ...}]}, each size checked
+    """One row per free dim: {"symbol", "sizes": [SizeCheck], ...}, each size checked
     with the other dims at the example's size (Note [one compile at a time]). The example's own shapes are
     compiled last, but checked by convert's verify stage, which compares the same seeded batch: their entry
     says ``"by": "verify"`` until ``example_checked`` copies that stage's result in. ``symbols``: only these dims,
@@ -89,10 +91,10 @@ def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFA
         _compile_alone(target.runner(model), graph, example_shapes(graph))
     rows = []
     for symbol, dim in dims.items():
-        sized = [{"size": n, **checks.get(repr(shapes), _BY_VERIFY)} for s, n, shapes in plan if s == symbol]
+        sized = [SizeCheck(size=n, **checks.get(repr(shapes), _BY_VERIFY)) for s, n, shapes in plan if s == symbol]
         rows.append({"symbol": symbol, "sites": [[graph.inputs[i].name, axis] for i, axis in dim["sites"]],
                      "min": dim.get("min"), "max": dim.get("max"), "sizes": sized,
-                     "passed": all(c["passed"] is not False for c in sized)})
+                     "passed": all(c.passed is not False for c in sized)})
     return rows
 
 
@@ -108,8 +110,8 @@ def example_checked(rows, verification) -> list:
               "max_abs": max((o.max_abs or 0.0 for o in outputs), default=None),
               "max_rel": max((o.max_rel or 0.0 for o in outputs), default=None)}
     for row in rows:
-        row["sizes"] = [{**c, **result} if c.get("by") == "verify" else c for c in row["sizes"]]
-        row["passed"] = all(c["passed"] is not False for c in row["sizes"])
+        row["sizes"] = [replace(c, **result) if c.by == "verify" else c for c in row["sizes"]]
+        row["passed"] = all(c.passed is not False for c in row["sizes"])
     return rows
 
 

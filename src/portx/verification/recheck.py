@@ -283,10 +283,10 @@ def _check_sizes(report, src, graph, converted, symbols, seed) -> None:
                                  example_size=dims[row["symbol"]].get("example", dims[row["symbol"]]["size"]),
                                  verified=row["sizes"], step=dims[row["symbol"]].get("step", 1))
                       for row in rows]
-    bad = next(((row["symbol"], c) for row in rows for c in row["sizes"] if c["passed"] is False), None)
+    bad = next(((row["symbol"], c) for row in rows for c in row["sizes"] if c.passed is False), None)
     if bad is not None:
         (symbol, check), report.passed = bad, False
-        report.problem = f"{report.out}: at {symbol}={check['size']} {check['problem'] or 'the outputs differ'}"
+        report.problem = f"{report.out}: at {symbol}={check.size} {check.problem or 'the outputs differ'}"
 
 
 def _layer_report(report, src, graph, converted, names, batch, trace) -> None:
