@@ -153,11 +153,11 @@ def _plot_section(report) -> str:
 def _sampled(errors) -> str:
     """The note's sentences for a sampled or stopped trace (a passing model, large or slow), or ''."""
     sampled, stopped = errors.sampled, errors.stopped
-    text = (f' <b>The plot is sampled</b>: 1 in {sampled["every"]} of the graph\'s {sampled["of"]} intermediates '
+    text = (f' <b>The plot is sampled</b>: 1 in {_t(sampled.every)} of the graph\'s {_t(sampled.of)} intermediates '
             "(verification passed; a failing conversion traces them all).") if sampled else ""
     if stopped:
-        text += (f' <b>The plot stops early</b>: after {stopped["rows"]} of {stopped["of"]} nodes, when the trace had '
-                 f'taken its {_num(stopped["seconds"])} s ({_t(stopped.get("why"))}; <code>portx verify --trace</code> '
+        text += (f' <b>The plot stops early</b>: after {_t(stopped.rows)} of {_t(stopped.of)} nodes, when the trace '
+                 f'had taken its {_num(stopped.seconds)} s ({_t(stopped.why)}; <code>portx verify --trace</code> '
                  "traces every layer).")
     return text
 

@@ -12,7 +12,7 @@ sections]), and the comparison rows (an output's, a sample's, a trace row, a blo
 that is None and named in ``OMITTED`` is left out of the JSON, as it was before the report was typed. Verification
 may import these leaf modules (Note [the report is a leaf] in session/__init__.py); ``read_typed`` reads every class
 by its ``NESTED``. What is still a JSON object: the TPU artifact, the sharding proof's maps (mesh, specs,
-collectives), a sampled or stopped trace's counts.
+collectives).
 
 Example:
     >>> report = ConversionReport(source="m.pt2", target="keras-jax", portx_ir_nodes=3, weight_bytes=48)
@@ -29,13 +29,14 @@ from .report_base import Section, from_dict, json_ready, read_typed
 from .report_rows import (BlockRow, ElementCheck, OutputError, OutputRow, Sample, SampledOutput, SizeCheck, SourceCheck,
                           TraceRow, first_failed)
 from .report_sections import (Divergence, GradientRow, Gradients, InnerTranspose, Layout, LayoutRow, NodeErrors,
-                              NodeRow, Profile, ProfileRow, Sharding, TpuProof, Verification)
+                              NodeRow, Profile, ProfileRow, Sharding, TpuProof, TraceSampled, TraceStopped,
+                              Verification)
 
 __all__ = ["SCHEMA_VERSION", "OpRow", "DynamicDim", "Training", "Folded", "Dropped", "Elements", "BlockRow",
            "OutputError", "ConversionReport", "VerifyReport", "InspectReport", "first_failed", "json_ready",
            "read_typed", "Verification", "Divergence", "NodeErrors", "NodeRow", "Gradients", "GradientRow", "TpuProof",
            "Profile", "ProfileRow", "Layout", "LayoutRow", "InnerTranspose", "Sharding", "OutputRow", "ElementCheck",
-           "SampledOutput", "Sample", "TraceRow", "SourceCheck", "SizeCheck"]
+           "SampledOutput", "Sample", "TraceRow", "SourceCheck", "SizeCheck", "TraceSampled", "TraceStopped"]
 
 #: bumped when a field changes meaning or shape (adding an optional field does not)
 SCHEMA_VERSION = 1

@@ -31,7 +31,7 @@ from .report_rows import OutputError, OutputRow
 
 __all__ = ["Section", "json_ready", "read_typed", "from_dict", "Divergence", "Verification", "NodeRow", "NodeErrors",
            "GradientRow", "Gradients", "TpuProof", "Profile", "ProfileRow", "LayoutRow", "InnerTranspose", "Layout",
-           "Sharding"]
+           "Sharding", "TraceSampled", "TraceStopped"]
 
 
 @dataclass
@@ -84,6 +84,25 @@ class NodeRow(Section):
 
 
 @dataclass
+class TraceSampled(Section):
+    """A passing model's trace, sampled (verification/trace.py ``node_errors``): 1 in ``every`` of ``of``
+    intermediates."""
+
+    every: int | None = None
+    of: int | None = None
+
+
+@dataclass
+class TraceStopped(Section):
+    """A passing model's trace, stopped after ``rows`` of ``of`` nodes when it had taken ``seconds`` (``why``)."""
+
+    rows: int | None = None
+    of: int | None = None
+    seconds: float | None = None
+    why: str | None = None
+
+
+@dataclass
 class NodeErrors(Section):
     """report["node_errors"]: each node's error along the graph (verification/trace.py ``node_errors``; per
     segment past the weight budget: segment_trace.py, ``segments``), or ``skipped`` (why) and no rows.
@@ -91,14 +110,14 @@ class NodeErrors(Section):
 
     OMITTED = ("skipped", "atol", "rtol", "segments", "first_divergence", "sampled", "stopped")
     KEPT_WITH = {"first_divergence": "atol"}
-    NESTED = {"rows": [NodeRow]}
+    NESTED = {"rows": [NodeRow], "sampled": TraceSampled, "stopped": TraceStopped}
     skipped: str | None = None
     atol: float | None = None
     rtol: float | None = None
     segments: list[str] | None = None
     first_divergence: int | None = None
-    sampled: dict | None = None  # {"every", "of"}
-    stopped: dict | None = None  # {"rows", "of", "seconds", "why"}
+    sampled: TraceSampled | None = None
+    stopped: TraceStopped | None = None
     rows: list[NodeRow] | None = None
 
 
