@@ -78,6 +78,13 @@ def test_static_batch_as_out_has_it_passes_and_another_is_exit_2(source, pinned)
         portx.verify(str(source), pinned, shapes=Shapes(static_batch=8))
 
 
+def test_static_batch_on_a_free_batch_is_exit_2(source, tmp_path):
+    out = _convert(source, tmp_path / "free")
+    assert _run("verify", source, out).exit_code == 0
+    run = _run("verify", source, out, "--static-batch", 4)
+    assert run.exit_code == 2 and "was converted with the batch free" in run.output, run.output
+
+
 def test_without_report_json_static_batch_says_it(source, pinned, tmp_path):
     out = tmp_path / "out"
     shutil.copytree(pinned, out)
