@@ -28,7 +28,7 @@ GROUP_OF = {"portx.optables": "passes", "portx.reporting.explorer": "session",
 #: leaf] in session/__init__.py)
 LEAVES = {"portx.errors", "portx.options", "portx.outputs", "portx.outputs.staging", "portx.progress", "portx.logs",
           "portx.reporting", "portx.reporting.html", "portx.reporting.text", "portx.session.report",
-          "portx.session.report_sections", "portx.version"}
+          "portx.session.report_sections", "portx.session.report_base", "portx.session.report_rows", "portx.version"}
 
 
 def _module_name(path: Path) -> str:

@@ -24,7 +24,7 @@ from .passes.legalize import status_of  # noqa: E402
 from .oplist import op_table  # noqa: E402
 from .session.conversion import Conversion, ConversionResult  # noqa: E402
 from .reporting import explorer  # noqa: E402  (Model Explorer: `portx explore` reaches it through api)
-from .session.dims import lower_for, requested_dims  # noqa: E402
+from .session.dims import at_batch, lower_for, requested_dims, with_recorded  # noqa: E402
 from .session.sections import inventory  # noqa: E402
 from .session.report import InspectReport, OpRow  # noqa: E402
 from .targets import TARGETS, find_target  # noqa: E402
@@ -131,23 +131,27 @@ def verify(source, out, *, trust=Trust(), shapes=Shapes(), checks=Checks(), chec
            **legacy) -> dict:
     """Re-check a converted folder ``out`` against ``source`` on seeded batches (seeds seed..seed+samples-1).
 
-    Only out/model.py and its weights are run; report.json is not read. Returns the report dict (a
+    Only out/model.py and its weights are run; of report.json only the batch convert pinned (``--static-batch``)
+    and the io layout are read (Note [what OUT records] in session/dims/recorded.py). Returns the report dict (a
     ``session.report.VerifyReport``'s JSON form: ``schema_version``, ``passed``, per-output ``outputs``, per-seed
     ``samples``, ``first_divergence``, ``trace`` rows).
     ``checks``: ``samples``, ``seed``, ``atol``, ``rtol``, ``trace``, ``grad`` (also compare gradients,
     ``report["gradients"]``; a difference fails the check); ``trust`` and ``shapes.inputs`` as ``convert``'s.
     ``shapes.dynamic``: the ``--dynamic`` axes OUT was converted with; they are free here too, and once the outputs
     agree each is checked at the sizes convert checks it at (``report["dynamic"]``: its ``verified`` sizes; a size
-    that differs fails the check). A spec OUT or the source does not keep free is BadInput.
+    that differs fails the check). A spec OUT or the source does not keep free is BadInput. ``shapes.static_batch``:
+    as convert's, needed only where OUT has no report.json; one that differs from OUT's is BadInput.
     ``progress``: as ``convert``'s (stages load, load-out, pair, samples with per-batch counts, trace, grad).
     Raises BadInput (2), or VerificationFailed (1) when ``check`` and the outputs differ.
     Example: ``verify("model.pt2", "out/", checks=Checks(samples=3))["outputs"][0]["max_abs"]``.
     """
     groups = grouped("verify", legacy, trust=trust, shapes=shapes, checks=checks)
-    checks, dynamic = groups["checks"], groups["shapes"].dynamic
-    report = verify_converted(source, out, lower=functools.partial(lower_for, dynamic=dynamic), samples=checks.samples,
-                              seed=checks.seed, atol=checks.atol, rtol=checks.rtol, inputs=groups["shapes"].inputs,
-                              trust=groups["trust"], trace=checks.trace, grad=bool(checks.grad), check=check,
-                              progress=progress,
-                              sized=functools.partial(requested_dims, dynamic=dynamic) if dynamic else None)
+    checks, shapes = groups["checks"], with_recorded(out, groups["shapes"])  # Note [what OUT records]
+    dynamic, batch = shapes.dynamic, shapes.static_batch
+    report = verify_converted(source, out, lower=functools.partial(lower_for, dynamic=dynamic, static_batch=batch),
+                              samples=checks.samples, seed=checks.seed, atol=checks.atol, rtol=checks.rtol,
+                              inputs=shapes.inputs, trust=groups["trust"], trace=checks.trace, grad=bool(checks.grad),
+                              check=check, progress=progress,
+                              sized=functools.partial(requested_dims, dynamic=dynamic) if dynamic else None,
+                              pin=functools.partial(at_batch, n=batch) if batch else None, io_layout=shapes.io_layout)
     return report.to_dict()  # the typed VerifyReport (session/report.py) as JSON, with schema_version

@@ -52,21 +52,21 @@ def _explain(report) -> str:
     lines = [f"portx: {report.out} is not equivalent to {report.source}"]
     if not report.outputs:
         lines.append(f"  {report.problem or ''}")
-    for row in report.outputs:
-        seed = "" if row.get("seed") is None else f" on seed {row['seed']}"
-        verdict = "ok" if row["passed"] else f"DIFFERS{seed}: {row['problem']}"
-        lines.append(f"  output {row['name']}: max abs {_num(row['max_abs'])}, max rel {_num(row['max_rel'])} "
-                     f"(atol {row['atol']:g}, rtol {row['rtol']:g}) {verdict}")
+    for row in report.outputs:  # SampledOutput rows (session/report_rows.py)
+        seed = "" if row.seed is None else f" on seed {row.seed}"
+        verdict = "ok" if row.passed else f"DIFFERS{seed}: {row.problem}"
+        lines.append(f"  output {row.name}: max abs {_num(row.max_abs)}, max rel {_num(row.max_rel)} "
+                     f"(atol {_num(row.atol)}, rtol {_num(row.rtol)}) {verdict}")
     for dim in report.dynamic or []:  # shapes.dynamic: each free dim at convert's sizes
-        sizes = ", ".join(str(c["size"]) + ("" if c["passed"] is not False else f" DIFFERS ({c['problem'] or ''})")
+        sizes = ", ".join(str(c.size) + ("" if c.passed is not False else f" DIFFERS ({c.problem or ''})")
                           for c in dim.verified)
         lines.append(f"  free dim {dim.symbol} at sizes {sizes}")
     where = report.first_divergence
     if where:
         seed = "" if report.trace_seed is None else f" (seed {report.trace_seed})"
-        lines.append(f"  first diverging layer{seed}: {where['scope'] or '<top>'} ({where['op']}) %{where['value']}: "
-                     f"max abs {_num(where['max_abs'])}, max rel {_num(where['max_rel'])}; {where['problem']}")
-    elif report.outputs and not all(row["passed"] for row in report.outputs):
+        lines.append(f"  first diverging layer{seed}: {where.scope or '<top>'} ({where.op}) %{where.value}: "
+                     f"max abs {_num(where.max_abs)}, max rel {_num(where.max_rel)}; {where.problem}")
+    elif report.outputs and not all(row.passed for row in report.outputs):
         lines.append(f"  first diverging layer: unknown ({report.note or 'every layer matches its IR reference'})")
     return "\n".join(lines)
 
@@ -85,24 +85,28 @@ def assert_equivalent(source, converted, inputs=None, *, example_inputs=None, tr
     ``keras.Model``.
     inputs: arrays to run both on (one batch); by default ``samples`` seeded valid batches
     (``checks.seed``..``checks.seed+checks.samples-1``), compared within ``checks.atol``/``checks.rtol``.
+    ``shapes.static_batch``: as ``portx.verify``'s (read from ``converted``'s report.json when it has one).
     ``shapes.dynamic``: the ``--dynamic`` axes ``converted`` was made with, free here too (``inputs`` at another
     length then check), and checked at the sizes ``portx convert`` checks them at (``report["dynamic"]``); ``trust``: as ``portx.convert``'s (Note [one trust] in options.py); flat ``samples=``,
     ``atol=``, ``trust_pickle=`` ... still work, with a DeprecationWarning. Raises AssertionError with per-output max abs/rel
     errors. Example: ``assert_equivalent(net, "out/", example_inputs=(x,), checks=Checks(samples=3, atol=1e-4))``.
     """
     os.environ.setdefault("KERAS_BACKEND", "jax")  # as the API does, before anything imports Keras
-    from .session.dims import lower_for, requested_dims
+    from .session.dims import at_batch, lower_for, requested_dims, with_recorded
     from .verification.recheck import check_converted, open_converted
 
     groups = grouped("assert_equivalent", legacy, trust=trust, checks=checks, shapes=shapes)
-    checks, dynamic = groups["checks"], groups["shapes"].dynamic
+    folder = converted if isinstance(converted, (str, os.PathLike)) else None
+    checks, shapes = groups["checks"], with_recorded(folder, groups["shapes"])  # as portx.verify
+    dynamic, pinned = shapes.dynamic, shapes.static_batch
     src = _open_source(source, inputs, example_inputs, groups["trust"], dynamic)
+    src = at_batch(src, pinned) if pinned else src
     batch = None if inputs is None else [_as_array(x) for x in inputs]
-    lower = functools.partial(lower_for, dynamic=dynamic)
+    lower = functools.partial(lower_for, dynamic=dynamic, static_batch=pinned)
     sized = functools.partial(requested_dims, dynamic=dynamic) if dynamic else None  # as portx.verify --dynamic
     report = check_converted(src, open_converted(converted), lower=lower, batch=batch, samples=checks.samples,
                              seed=checks.seed, atol=checks.atol, rtol=checks.rtol, trace=checks.trace,
-                             sized=sized)  # a VerifyReport
+                             sized=sized, io_layout=shapes.io_layout)  # a VerifyReport
     if not report.passed:
         raise AssertionError(_explain(report))
     return report.to_dict()

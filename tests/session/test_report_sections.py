@@ -10,8 +10,9 @@ from torch import nn
 import portx
 from portx.errors import VerificationFailed
 from portx.options import Checks, Output
-from portx.session.report import (ConversionReport, Divergence, GradientRow, Gradients, NodeErrors, NodeRow,
-                                  TpuProof, Verification)
+from portx.session.report import (ConversionReport, Divergence, ElementCheck, GradientRow, Gradients, Layout,
+                                  LayoutRow, NodeErrors, NodeRow, OutputError, OutputRow, Sharding, TpuProof,
+                                  TraceRow, Verification)
 from tests.support.json_schema import problems
 from tests.support.paths import REPO
 
@@ -48,6 +49,10 @@ def test_a_failing_conversion_writes_typed_sections(failed):
     assert isinstance(report.gradients, Gradients) and report.gradients.passed is True
     assert all(isinstance(r, GradientRow) for r in report.gradients.inputs + report.gradients.parameters)
     assert report.gradients.matched == 4 and isinstance(report.tpu, TpuProof) and report.tpu.verdict == "ok"
+    [row] = report.verification.outputs
+    assert isinstance(row, OutputRow) and isinstance(row.elements, ElementCheck) and row.passed is False
+    assert isinstance(report.layout, Layout) and all(isinstance(r, LayoutRow) for r in report.layout.inputs)
+    assert report.sharding is None  # no mesh unless asked (Checks.mesh); Sharding: the test below
 
 
 def test_its_report_json_validates_and_reads_back_typed(failed):
@@ -75,3 +80,23 @@ def test_a_key_the_section_lacks_is_refused_not_dropped():
         TpuProof.from_dict({"verdict": "ok", "problems": [], "surprise": 1})
     proof = TpuProof.from_dict({"verdict": "failed", "platform": "tpu", "problems": ["x"], "ops": {}})
     assert proof.to_dict() == {"verdict": "failed", "platform": "tpu", "problems": ["x"], "ops": {}}
+
+
+def test_the_rows_are_typed_and_refuse_a_key_they_lack():
+    """An output row of a streamed check (``paired``) reads as ``OutputError``, a whole one as ``OutputRow`` (Note [two
+    output rows]); each keeps its own key order in the JSON, and an unknown key is a TypeError."""
+    whole = {"name": "y", "shape": [2], "atol": 1e-5, "rtol": 1e-4, "passed": True, "max_abs": 0.0, "max_rel": 0.0,
+             "problem": ""}
+    streamed = {"name": "y", "paired": True, "passed": True, "max_abs": 0.0, "max_rel": 0.0, "atol": 1e-5,
+                "rtol": 1e-4, "problem": ""}
+    ver = Verification.from_dict({"passed": True, "outputs": [whole, streamed]})
+    assert [type(r) for r in ver.outputs] == [OutputRow, OutputError]
+    assert [list(r) for r in ver.to_dict()["outputs"]] == [list(whole), list(streamed)]
+    assert [type(r) for r in ConversionReport.read({"verification": ver.to_dict()}).verification.outputs] == \
+        [OutputRow, OutputError]
+    for cls, row in ((OutputRow, whole), (TraceRow, {"scope": "fc", "op": "linear"}), (Sharding, {"verdict": "ok"})):
+        with pytest.raises(TypeError, match="surprise"):
+            cls.from_dict({**row, "surprise": 1})
+    proof = Sharding(verdict="lowered", abstract=True, passed=None)
+    assert proof.to_dict() == {"abstract": True, "passed": None, "verdict": "lowered"}  # KEPT_WITH: null when abstract
+    assert Sharding(verdict="skipped", why="x").to_dict() == {"verdict": "skipped", "why": "x"}

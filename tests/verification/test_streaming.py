@@ -13,6 +13,7 @@ from portx.targets import TARGETS
 from portx.verification.compare import make_inputs
 from portx.verification.recheck import prepared
 from portx.passes.blocks import block_of
+from portx.verification.segment_trace import segment_node_errors
 from portx.verification.streaming import segments, stream_verify
 
 transformers = pytest.importorskip("transformers")
@@ -90,6 +91,18 @@ def test_the_source_runs_only_as_far_as_the_next_block_needs(decoder):
     assert block_0 < source_1, events
 
 
+def _recording(target, models, alive):
+    """``target``'s class, whose ``build`` records how many models it built before are still alive (``alive``)."""
+    class Recording(type(target)):
+        def build(self, sub):
+            alive.append(sum(ref() is not None for ref in models))
+            model = super().build(sub)
+            models.append(weakref.ref(model))
+            return model
+
+    return Recording
+
+
 def test_a_forgotten_segment_model_is_freed_before_the_next_is_built(decoder):
     """Note [dropped segment models]: the glue's Keras model (a web of reference cycles) is gone when the first
     block's model is built, and that block's when the head's is, whenever the cyclic GC would run (off here)."""
@@ -97,14 +110,7 @@ def test_a_forgotten_segment_model_is_freed_before_the_next_is_built(decoder):
     keras_jax = TARGETS["keras-jax"]
     graph = _graph(src, graph, keras_jax)
     models, alive = [], []
-
-    class Recording(type(keras_jax)):
-        def build(self, sub):
-            alive.append(sum(ref() is not None for ref in models))
-            model = super().build(sub)
-            models.append(weakref.ref(model))
-            return model
-
+    Recording = _recording(keras_jax, models, alive)
     gc.disable()
     try:
         report = stream_verify(src, graph, Recording(), make_inputs(graph, seed=0))
@@ -112,6 +118,24 @@ def test_a_forgotten_segment_model_is_freed_before_the_next_is_built(decoder):
         gc.enable()
     assert report["passed"], report
     assert alive == [0, 0, 0]  # the glue, block 0 (block 1 reuses its model), the head
+
+
+def test_a_traced_segment_model_is_freed_once_read(decoder):
+    """Note [dropped segment models], for the per-segment trace (verification/segment_trace.py): each traced
+    segment's Keras model is gone before the next is built, and the last once the trace returns (GC off here)."""
+    src, graph = decoder
+    keras_jax = TARGETS["keras-jax"]
+    graph = _graph(src, graph, keras_jax)
+    models, alive = [], []
+    Recording = _recording(keras_jax, models, alive)
+    gc.disable()
+    try:
+        errors = segment_node_errors(Recording(), graph, make_inputs(graph, seed=0), [])
+        left = sum(ref() is not None for ref in models)
+    finally:
+        gc.enable()
+    assert errors.segments and len(alive) == len(errors.segments) and errors.rows, errors.skipped
+    assert alive == [0] * len(alive) and left == 0
 
 
 @pytest.mark.parametrize("to", ["keras-jax", "torch-xla"])

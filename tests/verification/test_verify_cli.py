@@ -120,11 +120,11 @@ def test_python_api_raises_and_reports(converted, tampered):
         portx.verify(SAMPLE, tampered)
     report = portx.verify(SAMPLE, tampered, check=False)
     assert report["passed"] is False and report["first_divergence"]["value"] == "conv2d_2"
-    assert "trace" not in report  # rows only with trace=True; report.json is never read
+    assert "trace" not in report  # rows only with trace=True
 
 
 def test_trace_follows_a_conversion_made_with_no_fold_bn(tmp_path):
-    """OUT's flags are not read from report.json: verify finds the pass set whose code is model.py."""
+    """The pass set is not read from report.json: verify finds the one whose code is model.py."""
     out = tmp_path / "unfolded"
     assert _run("convert", SAMPLE, "-o", out, "--no-fold-bn", "--json").exit_code == 0
     run = _run("verify", SAMPLE, out, "--trace")
@@ -133,7 +133,8 @@ def test_trace_follows_a_conversion_made_with_no_fold_bn(tmp_path):
 
 
 def test_verify_finds_the_io_layout_a_folder_was_converted_with(tmp_path):
-    """--io-layout is not read from report.json either: the emitted model's input shapes decide."""
+    """--io-layout: report.json's layout says which is tried first (Note [what OUT records]); the emitted model's
+    input shapes decide."""
     out = tmp_path / "nhwc"
     assert _run("convert", SAMPLE, "-o", out, "--io-layout", "channels-last", "--json").exit_code == 0
     run = _run("verify", SAMPLE, out, "--samples", 2, "--trace", "--json")

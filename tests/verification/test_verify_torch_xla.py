@@ -1,8 +1,8 @@
 """``portx verify SRC OUT`` for ``--to torch-xla`` folders, and convert's first-divergence search there.
 
-OUT is recognised by its weights file (model.safetensors); report.json is never read. A weight of
-one layer is scaled in model.safetensors after conversion: verify and convert's localisation must
-name that layer.
+OUT is recognised by its weights file (model.safetensors); of report.json only the pinned batch and io
+layout are read. A weight of one layer is scaled in model.safetensors after conversion: verify and
+convert's localisation must name that layer.
 """
 import json
 import shutil
@@ -144,9 +144,9 @@ def test_convert_localises_a_corrupted_weight_in_the_written_safetensors(sources
     corrupted = api.TARGETS["torch-xla"].load(tmp_path / "out")
     src = api.load(sources[0])
     ver = verify_example(src, result.graph, corrupted, emitted, api.TARGETS["torch-xla"], 0, DEFAULT_ATOL, DEFAULT_RTOL)
-    assert ver["passed"] is False
-    assert (ver["first_divergence"]["scope"], ver["first_divergence"]["op"]) == ("head", "linear")
-    result.typed.verification, result.ok = Verification.from_dict(ver), False  # as Conversion.verify types it
+    assert isinstance(ver, Verification) and ver.passed is False  # typed where built (Note [typed sections])
+    assert (ver.first_divergence.scope, ver.first_divergence.op) == ("head", "linear")
+    result.typed.verification, result.ok = ver, False  # as Conversion.verify stores it
     assert "first diverging node: head (linear)" in str(verification_failed(result))
 
 

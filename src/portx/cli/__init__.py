@@ -151,7 +151,7 @@ def convert(src, target, output, shapes, checks, trust, as_json, debug):
 @click.argument("src", type=click.Path(path_type=str))
 @click.argument("out", type=click.Path(path_type=str))
 @check_options("samples", "seed", "atol", "rtol", "trace", "grad")
-@shape_options("inputs", "dynamic")
+@shape_options("inputs", "dynamic", "static_batch")
 @trust_options
 @click.option("--json", "as_json", is_flag=True, help="print the verification report as JSON on stdout")
 @click.option("--debug", is_flag=True, help="show tracebacks")
@@ -180,7 +180,7 @@ def verify(src, out, checks, shapes, trust, as_json, debug):
                                           hint=_verify_hint(typed, checks.trace)), False))
     if not as_json:
         samples, seed = len(typed.samples or []), checks.seed
-        sizes = "; ".join(f"{d.symbol} = {', '.join(str(c.get('size')) for c in d.verified or [])}"
+        sizes = "; ".join(f"{d.symbol} = {', '.join(str(c.size) for c in d.verified or [])}"
                           for d in typed.dynamic or [])  # --dynamic: the sizes checked
         click.echo(f"verified: {out} matches {typed.source or 'the source'} on {samples} sample(s) "
                    f"(seeds {seed}..{seed + samples - 1})" + (f" and at {sizes}" if sizes else ""))
@@ -189,9 +189,8 @@ def verify(src, out, checks, shapes, trust, as_json, debug):
 def _verify_hint(typed, traced) -> str:
     """What to do after a failed verify: --trace shows each layer's error at the samples' size, which does not help
     when the samples agree and only a --dynamic size differs."""
-    sizes = [f"{d.symbol} = {c.get('size')}" for d in typed.dynamic or [] for c in d.verified or []
-             if c.get("passed") is False]
-    if sizes and all(row.get("passed", True) for row in typed.outputs or []):
+    sizes = [f"{d.symbol} = {c.size}" for d in typed.dynamic or [] for c in d.verified or [] if c.passed is False]
+    if sizes and all(row.passed is not False for row in typed.outputs or []):
         return (f"the samples agree; OUT differs at {', '.join(sizes)}: convert again without that dim in --dynamic, "
                 "or see the dim's rows in --json")
     return "" if traced else "rerun with --trace to see every layer's error"

@@ -42,7 +42,7 @@ _SHAPES = {
                                  "already)"),
     "static_batch": click.option("--static-batch", type=int, default=None, metavar="N",
                                  help="pin the batch to N (default: the batch stays free, verified at the example's, "
-                                      "1 and 8)"),
+                                      "1 and 8; verify reads OUT's from its report.json)"),
     "io_layout": click.option("--io-layout", type=click.Choice(["source", "channels-last", "channels-first"]),
                               default="source", show_default=True,
                               help="image input/output layout of the emitted model (source: as the source)"),

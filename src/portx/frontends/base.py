@@ -8,6 +8,12 @@ verification asks a source instead of probing its attributes (``hasattr(src, ...
   (verification/domain.py verifies on them first).
 - ``stream_intermediates(arrays, keep, release) -> (names, iterator) | None``: ``intermediates`` made one at a
   time, or None where the source makes them all at once (verification/streaming.py).
+- ``given_batch() -> int``: the example's batch as given where the source was traced at another (a batch of 1
+  traced at 2: Note [batch of one] in frontends/torch/live.py), else 0 (session/dims/plan.py).
+- ``pinned_dims() -> dict | None``: {(input, axis): why} for the axes exported free that the exporter specialised;
+  None where the source was not exported symbolically (Note [symbolic export]; session/dims/find.py).
+- ``fallback_notes() -> list``: why a free dim was found by two lowerings instead of the source's symbols, a line
+  each for the report's warnings (session/dims/find.py).
 
 Every frontend's Source class derives from ``SourceBase``, which gives each answer's default.
 
@@ -52,3 +58,15 @@ class SourceBase:
     def stream_intermediates(self, arrays, keep=None, release=None) -> tuple | None:
         """None: the source makes its intermediates all at once (``intermediates``)."""
         return None
+
+    def given_batch(self) -> int:
+        """0: the source was traced at the example's batch."""
+        return 0
+
+    def pinned_dims(self) -> dict | None:
+        """None: the source was not exported with symbolic dims."""
+        return None
+
+    def fallback_notes(self) -> list:
+        """None to say: the free dims came from the source's symbols or were not looked for."""
+        return []

@@ -22,7 +22,8 @@ import re
 from html import escape
 from pathlib import Path
 
-from ..session.report_sections import NodeErrors, Profile, ProfileRow, TpuProof, Verification
+from ..session.report_rows import SizeCheck
+from ..session.report_sections import Layout, NodeErrors, Profile, ProfileRow, TpuProof, Verification
 
 __all__ = ["render", "write_report", "error_plot", "first_divergence"]
 
@@ -126,9 +127,9 @@ def error_plot(node_errors) -> str:
 
 def _summary(report) -> str:
     ver, tpu = report.verification or Verification(), report.tpu or TpuProof()
-    first = first_divergence(report)
-    where = (f'<p class="bad">First diverging node: <code>{_t(first.get("node") or "<top>")}</code> '
-             f'({_t(first.get("op"))}, value <code>%{_t(first.get("value"))}</code>)</p>') if first else ""
+    node = first_divergence(report)  # this module's {"node", "op", "value"}
+    where = (f'<p class="bad">First diverging node: <code>{_t(node.get("node") or "<top>")}</code> '
+             f'({_t(node.get("op"))}, value <code>%{_t(node.get("value"))}</code>)</p>') if node else ""
     return (f"<h1>portx conversion report</h1><p><code>{_t(report.source)}</code> &rarr; "
             f"<b>{_t(report.target)}</b>: verification {_verdict(ver.passed)}; "
             f"{_t(report.portx_ir_nodes)} IR nodes, {_num((report.weight_bytes or 0) / 1e6)} MB of "
@@ -152,11 +153,11 @@ def _plot_section(report) -> str:
 def _sampled(errors) -> str:
     """The note's sentences for a sampled or stopped trace (a passing model, large or slow), or ''."""
     sampled, stopped = errors.sampled, errors.stopped
-    text = (f' <b>The plot is sampled</b>: 1 in {sampled["every"]} of the graph\'s {sampled["of"]} intermediates '
+    text = (f' <b>The plot is sampled</b>: 1 in {_t(sampled.every)} of the graph\'s {_t(sampled.of)} intermediates '
             "(verification passed; a failing conversion traces them all).") if sampled else ""
     if stopped:
-        text += (f' <b>The plot stops early</b>: after {stopped["rows"]} of {stopped["of"]} nodes, when the trace had '
-                 f'taken its {_num(stopped["seconds"])} s ({_t(stopped.get("why"))}; <code>portx verify --trace</code> '
+        text += (f' <b>The plot stops early</b>: after {_t(stopped.rows)} of {_t(stopped.of)} nodes, when the trace '
+                 f'had taken its {_num(stopped.seconds)} s ({_t(stopped.why)}; <code>portx verify --trace</code> '
                  "traces every layer).")
     return text
 
@@ -169,14 +170,14 @@ def _verification_section(report) -> str:
     out += (f" on seed {_t(ver.seed)}, inputs "
             + ", ".join(f"<code>{_t(n)}</code> {_t(d)}{_t(s)}" for n, s, d in ver.inputs or []) + "</p>")
     out += _table(["output", "max abs", "max rel", "atol", "rtol", "", "problem"],
-                  [[f"<code>{_t(r.get('name'))}</code>", _num(r.get("max_abs")), _num(r.get("max_rel")),
-                    _num(r.get("atol")), _num(r.get("rtol")), _verdict(r.get("passed")), _t(r.get("problem") or "")]
-                   for r in ver.outputs or [] if isinstance(r, dict)])
+                  [[f"<code>{_t(r.name)}</code>", _num(r.max_abs), _num(r.max_rel), _num(r.atol), _num(r.rtol),
+                    _verdict(r.passed), _t(r.problem or "")] for r in ver.outputs or []])
     rows = [[f"<code>{_t(d.symbol)}</code>", "free" if d.free else f"pinned to {_t(d.example_size)}",
-             ", ".join(f"{_t(s[0])}:{_t(s[1])}" for s in d.sites or []), _t(c.get("size")),
-             _verdict(c.get("passed")) if c else "", _num(c.get("max_abs")), _num(c.get("max_rel")),
-             _t(c.get("problem") or "") if c else "not checked at other sizes (see the warnings)"]
-            for d in (report.dynamic or []) for c in (d.verified or [{}])]
+             ", ".join(f"{_t(s[0])}:{_t(s[1])}" for s in d.sites or []), _t(c.size),
+             _verdict(c.passed) if checked else "", _num(c.max_abs), _num(c.max_rel),
+             _t(c.problem or "") if checked else "not checked at other sizes (see the warnings)"]
+            for d in (report.dynamic or []) for checked in (bool(d.verified),)
+            for c in (d.verified or [SizeCheck()])]
     out += "<h3>Per batch size (free dims)</h3>" + _table(
         ["dim", "kept", "sites", "size", "", "max abs", "max rel", "problem"], rows)
     out += _blocks_table(report.blocks or [])
@@ -224,13 +225,13 @@ def _training_section(report) -> str:
 
 
 def _layout_section(report) -> str:
-    lay = report.layout or {}
-    io_rows = [[kind[:-1], f"<code>{_t(r.get('name'))}</code>", _t(r.get("shape")), _t(r.get("layout")),
-                _t(r.get("source_layout")), _t(r.get("transposed_inside"))]
-               for kind in ("inputs", "outputs") for r in lay.get(kind, [])]
-    inner = [[f"<code>{_t(r.get('scope') or '<top>')}</code>", f"<code>{_t(r.get('value'))}</code>", _t(r.get("perm")),
-              _t(r.get("origin")), _t(r.get("reason") or _REASONS.get(r.get("origin"), "")), _t(", ".join(r.get("feeds", [])) or "output")]
-             for r in lay.get("inner_transposes", [])]
+    lay = report.layout or Layout()
+    io_rows = [[kind, f"<code>{_t(r.name)}</code>", _t(r.shape), _t(r.layout), _t(r.source_layout),
+                _t(r.transposed_inside)]
+               for kind, rows in (("input", lay.inputs), ("output", lay.outputs)) for r in rows or []]
+    inner = [[f"<code>{_t(r.scope or '<top>')}</code>", f"<code>{_t(r.value)}</code>", _t(r.perm), _t(r.origin),
+              _t(r.reason or _REASONS.get(r.origin, "")), _t(", ".join(r.feeds or []) or "output")]
+             for r in lay.inner_transposes or []]
     return ("<h2>Layout</h2>" + _table(["", "name", "shape", "layout", "source layout", "transposed inside"], io_rows)
             + f"<h3>Inner transposes ({len(inner)})</h3>"
             + _table(["scope", "value", "perm", "origin", "reason", "feeds"], inner))

@@ -7,8 +7,9 @@ number prints ``n/a``, a missing list prints nothing, a missing name prints ``?`
 Note [optional fields]: the readers (this module, reporting/html.py, reporting/explorer.py) take the typed report
 (session/report.py: ``ConversionReport``, ``VerifyReport``, and the sections of report_sections.py:
 ``Verification``, ``NodeErrors``, ``Gradients``, ``TpuProof``) and read their fields as attributes, any of which may
-be None (a report.json read back with ``ConversionReport.read`` lacks what its writer left out); what is still a
-JSON object (an output's row, ``layout``, ``sharding``, ``profile``) is read with ``.get`` and a default.
+be None (a report.json read back with ``ConversionReport.read`` lacks what its writer left out), the rows too (an
+output's, a trace row, ``layout``'s, ``sharding``); what is still a JSON object (a free dim's per-size checks, the
+sharding proof's maps) is read with ``.get`` and a default.
 tests/test_report_readers.py renders all three from a real report with each field removed in turn.
 
 Example:
@@ -33,20 +34,13 @@ def num(x, spec=".3g") -> str:
     return format(x, spec) if isinstance(x, (int, float)) and not isinstance(x, bool) else "n/a"
 
 
-def _rows(parent, key=None) -> list:
-    """``parent[key]`` (``parent`` itself without a key) as a list of dicts (a missing or malformed field: none)."""
-    rows = parent if key is None else parent.get(key) if isinstance(parent, dict) else None
-    return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
-
-
-def _table(parent, key=None) -> dict:
-    """``parent[key]`` (``parent`` itself without a key) as a dict (a missing or malformed field: empty)."""
-    value = parent if key is None else parent.get(key) if isinstance(parent, dict) else None
+def _table(value) -> dict:
+    """``value`` (a JSON object) as a dict (a missing or malformed field: empty)."""
     return value if isinstance(value, dict) else {}
 
 
 def _tolerances(row) -> str:
-    return f"(atol {num(row.get('atol'), 'g')}, rtol {num(row.get('rtol'), 'g')})"
+    return f"(atol {num(row.atol, 'g')}, rtol {num(row.rtol, 'g')})"
 
 
 def print_conversion(report, out) -> None:
@@ -54,9 +48,9 @@ def print_conversion(report, out) -> None:
     stderr)."""
     for note in report.warnings or []:
         click.echo(f"  warning: {note}", err=True)
-    inner = _rows(_table(report.layout), "inner_transposes")
+    inner = (report.layout.inner_transposes if report.layout is not None else None) or []
     if inner:  # a count and the first few; report.json has them all
-        where = ", ".join(f"{row.get('origin', '?')} {row.get('value', '?')} -> {'/'.join(row.get('feeds') or []) or 'output'}"
+        where = ", ".join(f"{_known(row.origin)} {_known(row.value)} -> {'/'.join(row.feeds or []) or 'output'}"
                           for row in inner[:LAYOUT_SHOWN])
         more = f", and {len(inner) - LAYOUT_SHOWN} more in report.json" if len(inner) > LAYOUT_SHOWN else ""
         click.echo(f"  layout: {len(inner)} transpose(s) inside the model: {where}{more}")
@@ -64,14 +58,14 @@ def print_conversion(report, out) -> None:
     if tpu is not None and tpu.verdict is not None:
         problems = tpu.problems or []
         click.echo(f"  TPU lowering: {tpu.verdict}" + (f" ({'; '.join(problems)})" if problems else ""))
-    if report.sharding:
-        click.echo(f"  sharded: {sharding_line(_table(report.sharding))}")
+    if report.sharding is not None:
+        click.echo(f"  sharded: {sharding_line(report.sharding)}")
     if ver is None or ver.skipped or (ver.passed is None and not ver.outputs):
         click.echo(f"wrote {out} (verification skipped)")
         return
-    for row in _rows(ver.outputs):
-        click.echo(f"  output {row.get('name', '?')}: max abs {num(row.get('max_abs'))}, max rel "
-                   f"{num(row.get('max_rel'))} {_tolerances(row)}")
+    for row in ver.outputs or []:
+        click.echo(f"  output {_known(row.name)}: max abs {num(row.max_abs)}, max rel {num(row.max_rel)} "
+                   f"{_tolerances(row)}")
     print_blocks(report.blocks)
     print_dynamic(report.dynamic)
     print_gradients(report.gradients)
@@ -83,9 +77,7 @@ def print_dynamic(dims) -> None:
     """One line per free-dim row (``DynamicDim``) of convert's report or ``verify --dynamic``'s: the sizes it was
     checked at, a size that differs marked. Example: ``  x_1: free, verified at 6, 9``."""
     for dim in dims or []:
-        checks = _rows(dim.verified)
-        sizes = ", ".join(str(c.get("size", "?")) + ("" if c.get("passed") is not False else " DIFFERS")
-                          for c in checks)
+        sizes = ", ".join(_known(c.size) + ("" if c.passed is not False else " DIFFERS") for c in dim.verified or [])
         click.echo(f"  {_known(dim.symbol)}: " + (f"free, verified at {sizes}" if dim.free else
                                                   f"pinned to {_known(dim.example_size)}"))
 
@@ -113,15 +105,16 @@ def _known(value, missing="?") -> str:
 
 
 def sharding_line(proof) -> str:
-    """``ok on batch=2,model=4: max 1.01 x weights/4 per device, all-gather 4, all-reduce 16, diff 3.8e-06``."""
-    if proof.get("verdict") in ("skipped", "failed"):
-        return f"{proof['verdict']} ({'; '.join(proof.get('problems') or []) or proof.get('why', '')})"
-    counts = ", ".join(f"{name} {n}" for name, n in _table(proof, "collectives").items() if n) or "no collectives"
-    mesh = _table(proof, "mesh")
+    """A ``Sharding`` in one line: ``ok on batch=2,model=4: max 1.01 x weights/4 per device, all-gather 4,
+    all-reduce 16, diff 3.8e-06``."""
+    if proof.verdict in ("skipped", "failed"):
+        return f"{proof.verdict} ({'; '.join(proof.problems or []) or proof.why or ''})"
+    counts = ", ".join(f"{name} {n}" for name, n in _table(proof.collectives).items() if n) or "no collectives"
+    mesh = _table(proof.mesh)
     shape = ",".join(f"{axis}={size}" for axis, size in mesh.items()) or "?"
-    last = ("abstract weights, not run" if proof.get("abstract") else
-            f"largest difference {num(proof.get('max_abs_diff'), '.2g')}")
-    return (f"{proof.get('verdict', '?')} on {shape}: max {num(proof.get('per_device_ratio'))} x weights/"
+    last = ("abstract weights, not run" if proof.abstract else
+            f"largest difference {num(proof.max_abs_diff, '.2g')}")
+    return (f"{_known(proof.verdict)} on {shape}: max {num(proof.per_device_ratio)} x weights/"
             f"{mesh.get('model', 1)} per device, {counts}, {last}")
 
 
@@ -154,19 +147,19 @@ def print_gradients(grads) -> None:
 def print_verification(report) -> None:
     """What ``portx verify`` prints about a ``VerifyReport``: each output's errors, the gradients, a note, the trace
     rows."""
-    for row in _rows(report.outputs):
-        click.echo(f"  output {row.get('name', '?')}: max abs {num(row.get('max_abs'))}, max rel "
-                   f"{num(row.get('max_rel'))} {_tolerances(row)}" + ("" if row.get("passed") else "  DIFFERS"))
+    for row in report.outputs or []:
+        click.echo(f"  output {_known(row.name)}: max abs {num(row.max_abs)}, max rel {num(row.max_rel)} "
+                   f"{_tolerances(row)}" + ("" if row.passed else "  DIFFERS"))
     print_dynamic(report.dynamic)
     print_gradients(report.gradients)
     if report.note:
         click.echo(f"  note: {report.note}", err=True)
     if report.trace is not None:
         click.echo(f"  trace (seed {_known(report.trace_seed)}): each layer vs the IR reference | vs the source")
-    for row in _rows(report.trace):
-        theirs = _table(row, "source")
-        vs_source = f" | {num(theirs.get('max_abs'))} / {num(theirs.get('max_rel'))}" if theirs else ""
-        mark = "" if row.get("passed") else "   <- first divergence"
-        click.echo(f"    {(row.get('scope') or '<top>') + ' (' + str(row.get('op', '?')) + ')':<32} "
-                   f"%{str(row.get('value', '?')):<20} max abs {num(row.get('max_abs'))}, max rel "
-                   f"{num(row.get('max_rel'))}{vs_source}{mark}")
+    for row in report.trace or []:  # TraceRow (session/report_rows.py)
+        theirs = row.source
+        vs_source = f" | {num(theirs.max_abs)} / {num(theirs.max_rel)}" if theirs is not None else ""
+        mark = "" if row.passed else "   <- first divergence"
+        click.echo(f"    {(row.scope or '<top>') + ' (' + _known(row.op) + ')':<32} "
+                   f"%{_known(row.value):<20} max abs {num(row.max_abs)}, max rel "
+                   f"{num(row.max_rel)}{vs_source}{mark}")

@@ -9,7 +9,7 @@ Example:
     >>> with conversion.staged(progress=None):
     ...     conversion.load()
     ...     ...
-    >>> conversion.result().report["verification"]["passed"]
+    >>> conversion.result().typed.verification.passed
 """
 from __future__ import annotations
 
@@ -25,7 +25,6 @@ from ..reporting.explorer import write_conversion
 from ..frontends import Differentiable, load
 from ..options import Checks, Output, Shapes, Trust
 from ..outputs import staged_output
-from ..passes.layout.one_channel import unknown_layout_notes
 from ..passes.legalize import PortxWarning
 from ..passes.pipeline import inference_skip
 from ..passes.sharding import parse_mesh
@@ -136,8 +135,7 @@ class Conversion:
         self.src, self.graph, self.emitted, self.model, self.sized = emit_free(
             self.stages, self.target, self.graph, self.record, self.tmp, self.src, checks.seed, checks.atol,
             checks.rtol, self.verifying, self.notes, emit_options, bool(self.too_big))
-        report = self.report = base_report(self.src, self.graph, self.target, self.notes)
-        report.warnings += unknown_layout_notes(report.layout, self.shapes.io_layout)  # Note [one-channel images]
+        report = self.report = base_report(self.src, self.graph, self.target, self.notes, self.shapes.io_layout)
         report.training = training(self.graph, self.source_counts, self.target.parameter_counts(self.model),
                                    self.output.fold_bn or self.output.inference)
         if report.training.problem:
@@ -151,16 +149,16 @@ class Conversion:
         self.grad_on = self.verifying and (grad or (grad is None and graph.weight_bytes() <= GRAD_AUTO_BYTES))
         self.started = stages.run("grad-start", start_gradients, src, graph, self._differentiable(),
                                   checks.seed) if self.grad_on else None
-        if self.verifying:
+        blocks = []  # streamed: a row per segment
+        if self.verifying:  # typed where built: Note [typed sections] (session/report_sections.py)
             verification = stages.run("verify", verify_example, src, graph, model, self.emitted, self.target,
                                       checks.seed, checks.atol, checks.rtol)
         elif self.streaming:
-            verification = stages.run("verify", verify_streaming, src, graph, self.target, checks.seed, checks.atol,
-                                      checks.rtol)
+            verification, blocks = stages.run("verify", verify_streaming, src, graph, self.target, checks.seed,
+                                              checks.atol, checks.rtol)
         else:
-            verification = {"passed": None, "skipped": self.too_big or True}
-        self.report.blocks = verification.pop("segments", [])  # streamed: a row per segment
-        self.report.verification = Verification.from_dict(verification)  # Note [typed sections] (report_sections.py)
+            verification = Verification(passed=None, skipped=self.too_big or True)
+        self.report.blocks, self.report.verification = blocks, verification
         self.report.dynamic = dynamic_report(self.dims, graph, example_checked(self.sized, verification))
         settled(self.started)  # Note [gradient compile] (verification/grad_program.py): not under the trace's compile
         if self.verifying:  # Note [block rows]: each repeated block, cut from the loaded models
@@ -172,17 +170,17 @@ class Conversion:
         """report["node_errors"]: each node's error against the IR reference."""
         checks, report = self.checks, self.report
         if self.streaming:  # Note [trace per segment]
-            report.node_errors = NodeErrors.from_dict(self.stages.run(
-                "trace", segment_node_errors, self.target, self.graph, make_inputs(self.graph, checks.seed),
-                report.blocks, checks.atol, checks.rtol))
+            report.node_errors = self.stages.run("trace", segment_node_errors, self.target, self.graph,
+                                                 make_inputs(self.graph, checks.seed), report.blocks, checks.atol,
+                                                 checks.rtol)
             return
         if not self.verifying:
             report.node_errors = NodeErrors(skipped=self.too_big or "verification was skipped (--no-verify)", rows=[])
             return
-        report.node_errors = NodeErrors.from_dict(self.stages.run(
+        report.node_errors = self.stages.run(
             "trace", node_errors, self.target, self.graph, self.model, self.emitted["var_of"],
             make_inputs(self.graph, checks.seed), checks.atol, checks.rtol, self.emitted["code"],
-            report.verification.passed is True, sum(self.stages.times.values())))
+            report.verification.passed is True, sum(self.stages.times.values()))
 
     def gradients(self):
         """report["gradients"] when compared (verification/grads.py); a difference is a warning."""
@@ -238,7 +236,7 @@ class Conversion:
 
 
 def _tpu_proof(target, model, graph, strict) -> TpuProof:
-    proof = TpuProof.from_dict(target.prove_tpu(model, graph))  # Note [typed sections] (report_sections.py)
+    proof = target.tpu_proof(model, graph)  # typed where built: Note [typed sections] (report_sections.py)
     if strict and proof.verdict == "skipped":
         raise NotTpuLegal(f"the TPU lowering proof was skipped ({proof.why or 'its tools are missing'}), so "
                           "--strict-tpu cannot vouch for this model", hint="install portx with its dependencies "

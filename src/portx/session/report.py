@@ -7,11 +7,12 @@ working. The readers (report.html, the console, Model Explorer overlays) take th
 attributes; a report.json from disk (another portx version, a hand-edited one) becomes one with ``read``, which
 gives every missing field None or its default (Note [optional fields] in reporting/text.py). The sections the
 session builds are dataclasses here; those verification builds (``verification``, ``node_errors``, ``gradients``,
-``tpu``) are dataclasses in report_sections.py (Note [typed sections]), typed where the session takes them. A field
-that is None and named in ``OMITTED`` is left out of the JSON, as it was before the report was typed. The per-block rows
-(``blocks``: ``BlockRow`` with its ``OutputError`` rows) are built by verification (streaming.py,
-block_rows.py), which may import this leaf module (Note [the report is a leaf] in session/__init__.py);
-``read_typed`` reads them as it reads the other classes (their ``NESTED``).
+``tpu``, ``sharding``) and ``layout`` are dataclasses in report_sections.py, typed where they are built (Note [typed
+sections]), and the comparison rows (an output's, a sample's, a trace row, a block's) are in report_rows.py. A field
+that is None and named in ``OMITTED`` is left out of the JSON, as it was before the report was typed. Verification
+may import these leaf modules (Note [the report is a leaf] in session/__init__.py); ``read_typed`` reads every class
+by its ``NESTED``. What is still a JSON object: the TPU artifact, the sharding proof's maps (mesh, specs,
+collectives).
 
 Example:
     >>> report = ConversionReport(source="m.pt2", target="keras-jax", portx_ir_nodes=3, weight_bytes=48)
@@ -24,80 +25,21 @@ import json
 import warnings
 from dataclasses import dataclass, field
 
-from .report_sections import (Divergence, GradientRow, Gradients, NodeErrors, NodeRow, Profile, ProfileRow, Section,
-                              TpuProof, Verification, from_dict, json_ready, read_typed)
+from .report_base import Section, from_dict, json_ready, read_typed
+from .report_rows import (BlockRow, ElementCheck, OutputError, OutputRow, Sample, SampledOutput, SizeCheck, SourceCheck,
+                          TraceRow, first_failed)
+from .report_sections import (Divergence, GradientRow, Gradients, InnerTranspose, Layout, LayoutRow, NodeErrors,
+                              NodeRow, Profile, ProfileRow, Sharding, TpuProof, TraceSampled, TraceStopped,
+                              Verification)
 
 __all__ = ["SCHEMA_VERSION", "OpRow", "DynamicDim", "Training", "Folded", "Dropped", "Elements", "BlockRow",
            "OutputError", "ConversionReport", "VerifyReport", "InspectReport", "first_failed", "json_ready",
            "read_typed", "Verification", "Divergence", "NodeErrors", "NodeRow", "Gradients", "GradientRow", "TpuProof",
-           "Profile", "ProfileRow"]
+           "Profile", "ProfileRow", "Layout", "LayoutRow", "InnerTranspose", "Sharding", "OutputRow", "ElementCheck",
+           "SampledOutput", "Sample", "TraceRow", "SourceCheck", "SizeCheck", "TraceSampled", "TraceStopped"]
 
 #: bumped when a field changes meaning or shape (adding an optional field does not)
 SCHEMA_VERSION = 1
-
-
-@dataclass
-class OutputError:
-    """One value a block hands on, the emitted block's against the source's (``paired``: the source computes it
-    one-to-one; an unpaired value is not compared). ``f32_*``: a bfloat16 block's distances to the float32 run of
-    the same block, the converted block's and the source's, and the bound (Note [bfloat16 per block])."""
-
-    OMITTED = ("shape", "f32_source", "f32_max_abs", "f32_bound")
-    name: str
-    paired: bool
-    passed: bool
-    max_abs: float | None = None
-    max_rel: float | None = None
-    atol: float | None = None
-    rtol: float | None = None
-    problem: str = ""
-    shape: list[int] | None = None
-    f32_source: float | None = None
-    f32_max_abs: float | None = None
-    f32_bound: float | None = None
-
-    @classmethod
-    def of(cls, name, row) -> "OutputError":
-        """From compare.py's ``compare_arrays`` row. Example: ``OutputError.of("y", compare_arrays(a, b))``."""
-        return cls(name, True, row["passed"], row["max_abs"], row["max_rel"], row["atol"], row["rtol"],
-                   row["problem"], row.get("shape"))
-
-    def as_dict(self) -> dict:
-        """The JSON row (verification's ``outputs`` hold these): fields in ``OMITTED`` left out where None."""
-        return {k: v for k, v in vars(self).items() if v is not None or k not in self.OMITTED}
-
-
-@dataclass
-class BlockRow:
-    """One block (``block``: its scope, "(glue)" for the code between blocks) run on the source's values at its
-    inputs and compared with the source's at its outputs: an error shows in the block that makes it. ``kind``: the
-    repeated block's structure (blocks of one kind share it); ``skipped``: why it was not run (``passed`` None)."""
-
-    OMITTED = ("kind", "skipped")
-    NESTED = {"outputs": [OutputError]}
-    block: str
-    nodes: int
-    weight_bytes: int
-    first_node: str
-    outputs: list[OutputError] = field(default_factory=list)
-    problem: str = ""
-    passed: bool | None = True
-    kind: int | None = None
-    skipped: str | None = None
-
-    def worst(self) -> float | None:
-        """The largest error over the block's paired outputs (None when none was compared)."""
-        errors = [o.max_abs for o in self.outputs if o.paired and o.max_abs is not None]
-        return max(errors) if errors else None
-
-    def failure(self) -> str:
-        """What failed: the row's problem, else its first failing output's."""
-        return self.problem or next((f"{o.name}: {o.problem}" for o in self.outputs if not o.passed), "")
-
-
-def first_failed(rows) -> BlockRow | None:
-    """The first row that failed (``passed`` False; a skipped row did not). Example: ``first_failed(rows).block``."""
-    return next((row for row in rows if row.passed is False), None)
 
 
 class _Typed(Section):
@@ -128,13 +70,14 @@ class DynamicDim(_Typed):
     session/dims/find.py); None for a dim that stayed pinned."""
 
     OMITTED = ("torch_symbol", "found_by")
+    NESTED = {"verified": [SizeCheck]}
     symbol: str
     free: bool
     sites: list[list]
     example_size: int | None
     min: int | None
     max: int | None
-    verified: list[dict] = field(default_factory=list)
+    verified: list[SizeCheck] = field(default_factory=list)
     torch_symbol: str | None = None
     found_by: str | None = None
     step: int | None = None
@@ -185,7 +128,7 @@ class ConversionReport(_Typed):
     OMITTED = ("training", "gradients", "sharding", "profile")
     NESTED = {"ops": {OpRow}, "dynamic": [DynamicDim], "training": Training, "blocks": [BlockRow],
               "verification": Verification, "node_errors": NodeErrors, "gradients": Gradients, "tpu": TpuProof,
-              "profile": Profile}
+              "profile": Profile, "layout": Layout, "sharding": Sharding}
     source: str
     target: str
     portx_ir_nodes: int
@@ -193,7 +136,7 @@ class ConversionReport(_Typed):
     ops: dict[str, OpRow] = field(default_factory=dict)
     inputs: list[list] = field(default_factory=list)
     outputs: list[list] = field(default_factory=list)
-    layout: dict = field(default_factory=dict)
+    layout: Layout = field(default_factory=Layout)
     warnings: list[str] = field(default_factory=list)
     training: Training | None = None
     verification: Verification = field(default_factory=Verification)
@@ -202,7 +145,7 @@ class ConversionReport(_Typed):
     blocks: list[BlockRow] = field(default_factory=list)  # Note [block rows] (verification/block_rows.py)
     gradients: Gradients | None = None
     tpu: TpuProof = field(default_factory=TpuProof)
-    sharding: dict | None = None
+    sharding: Sharding | None = None
     stages: dict[str, float] = field(default_factory=dict)  # stage -> seconds
     profile: Profile | None = None
     schema_version: int = SCHEMA_VERSION
@@ -215,7 +158,8 @@ class VerifyReport(_Typed):
     ``--dynamic``, the free dims it names, checked at the sizes convert checks them at."""
 
     OMITTED = ("problem", "code_matches", "note", "trace", "trace_seed", "first_divergence", "gradients", "dynamic")
-    NESTED = {"dynamic": [DynamicDim], "gradients": Gradients}
+    NESTED = {"dynamic": [DynamicDim], "gradients": Gradients, "outputs": [SampledOutput], "samples": [Sample],
+              "trace": [TraceRow], "first_divergence": TraceRow}
     source: str
     out: str
     target: str
@@ -224,14 +168,14 @@ class VerifyReport(_Typed):
     io_layout: str
     inputs: list[list]
     passed: bool
-    outputs: list[dict]
-    samples: list[dict]
+    outputs: list[SampledOutput]
+    samples: list[Sample]
     problem: str | None = None
     code_matches: bool | None = None
     note: str | None = None
-    trace: list[dict] | None = None
+    trace: list[TraceRow] | None = None
     trace_seed: int | None = None
-    first_divergence: dict | None = None
+    first_divergence: TraceRow | None = None
     gradients: Gradients | None = None
     dynamic: list[DynamicDim] | None = None
     schema_version: int = SCHEMA_VERSION

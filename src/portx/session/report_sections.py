@@ -1,19 +1,22 @@
-"""The report sections verification builds, typed: ``Verification`` (report["verification"]), ``NodeErrors``
-(report["node_errors"]), ``Gradients`` (report["gradients"], and ``portx verify --grad``'s) and ``TpuProof``
-(report["tpu"]), with their rows, and what every report dataclass shares (``Section``: ``read``, ``to_dict``,
-``from_dict``; ``json_ready``, ``read_typed``). A leaf as report.py is (Note [the report is a leaf] in
-session/__init__.py): report.py types ``ConversionReport``'s fields with these classes.
+"""The report sections, typed: ``Verification`` (report["verification"]), ``NodeErrors`` (report["node_errors"]),
+``Gradients`` (report["gradients"], and ``portx verify --grad``'s), ``TpuProof`` (report["tpu"]), ``Layout``
+(report["layout"]), ``Sharding`` (report["sharding"]) and ``Profile``, with their rows (and report_rows.py's). A
+leaf as report.py is (Note [the report is a leaf] in session/__init__.py): report.py types ``ConversionReport``'s
+fields with these classes; what they share (``Section``) is report_base.py.
 
-Note [typed sections]: verification's builders (verification/dynamic.py, streaming.py, trace.py, grads.py, the
-targets' TPU proofs) make these sections as dicts, grown key by key along their paths; ``from_dict`` types one
-where it is handed on (the session's stage, recheck.py), and refuses a key the class lacks (a TypeError: a bug,
-caught by the tests' real reports, rather than a key silently left out of report.json). The JSON names and
-shapes are the ones report.json always had (Note [report fields] in report.py): a field that a path leaves out
-is in ``OMITTED`` (left out where None); ``KEPT_WITH`` names one that is written as null once another is set
+Note [typed sections]: verification's builders (verification/dynamic.py ``verify_example``, streaming.py,
+trace.py ``node_errors``, grads.py, sharding.py) return these sections, typed where they are built: each grows
+its dict key by key along its paths and ends in ``from_dict``, which refuses a key the class lacks (a TypeError:
+a bug, caught by the tests' real reports, rather than a key silently left out of report.json); the targets' TPU
+proofs are typed by ``Target.tpu_proof`` (targets/base.py). The session stores them as they come. The JSON names
+and shapes are the ones report.json always had (Note [report fields] in report.py): a field that a path leaves
+out is in ``OMITTED`` (left out where None); ``KEPT_WITH`` names one that is written as null once another is set
 (``NodeErrors.first_divergence``: null in a trace without a divergence, absent from a skipped trace). The field
 order is the builders' key order where their paths agree; where two paths order keys differently, report.json's
-keys follow the field order. Rows whose keys vary with the comparison that made them (an output compared with
-its per-element rule, a random output's row) stay JSON objects.
+keys follow the field order, the common path's (``Sharding``: a proof on abstract weights, past the weight budget,
+writes ``passed`` before ``verdict``, and a model with nothing to split ``why`` before ``roles``, as the torch-xla
+target's skipped proof does; until they were typed, those two wrote them the other way round). An output's row differs with the comparison that made it (Note [two output rows] in
+report_rows.py).
 
 Example:
     >>> grads = Gradients.from_dict({"passed": None, "skipped": "no floating output to differentiate"})
@@ -21,92 +24,14 @@ Example:
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
+from .report_base import Section, from_dict, json_ready, read_typed
+from .report_rows import OutputError, OutputRow
+
 __all__ = ["Section", "json_ready", "read_typed", "from_dict", "Divergence", "Verification", "NodeRow", "NodeErrors",
-           "GradientRow", "Gradients", "TpuProof", "Profile", "ProfileRow"]
-
-
-def from_dict(cls, data: dict):
-    """``data`` (a builder's dict, each key a field of ``cls``) as ``cls``, its ``NESTED`` fields typed too; a key
-    ``cls`` lacks is a TypeError (Note [typed sections]). Example: ``from_dict(Gradients, compare_gradients(...))``."""
-    values = dict(data)
-    for name, kind in getattr(cls, "NESTED", {}).items():
-        value = values.get(name)
-        if isinstance(kind, list) and isinstance(value, list):
-            values[name] = [from_dict(kind[0], row) if isinstance(row, dict) else row for row in value]
-        elif isinstance(kind, type) and isinstance(value, dict):
-            values[name] = from_dict(kind, value)
-    return cls(**values)
-
-
-class Section:
-    """``from_dict`` / ``read`` / ``to_dict`` for the report dataclasses (these sections, and report.py's)."""
-
-    #: fields left out of the JSON where None (``json_ready``)
-    OMITTED: tuple = ()
-    #: field -> the field whose value keeps it in the JSON as null (Note [typed sections])
-    KEPT_WITH: dict = {}
-    #: field -> how ``read`` types its JSON: a report dataclass for an object, ``[cls]`` a list, ``{cls}`` a dict
-    NESTED: dict = {}
-
-    @classmethod
-    def from_dict(cls, data: dict):
-        """This section from its builder's dict (``from_dict``). Example: ``TpuProof.from_dict(proof).verdict``."""
-        return from_dict(cls, data)
-
-    @classmethod
-    def read(cls, data):
-        """The typed form of a JSON report (report.json's dict) that may lack any field or hold more: a missing field
-        is None or its default, an unknown one is dropped, a malformed section reads as missing.
-        Example: ``ConversionReport.read(json.loads(Path("out/report.json").read_text())).verification``."""
-        return read_typed(cls, data)
-
-    def to_dict(self) -> dict:
-        """The JSON form (plain dicts and lists). Example: ``report.to_dict()["verification"]["passed"]``."""
-        return json_ready(self)
-
-
-def json_ready(value):
-    """``value`` with every report dataclass replaced by its dict, omitting ``OMITTED`` fields that are None (but
-    for those ``KEPT_WITH`` another field that is not: Note [typed sections] in report_sections.py)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        omitted, kept = getattr(value, "OMITTED", ()), getattr(value, "KEPT_WITH", {})
-        return {f.name: json_ready(getattr(value, f.name)) for f in dataclasses.fields(value)
-                if not (f.name in omitted and getattr(value, f.name) is None
-                        and (f.name not in kept or getattr(value, kept[f.name]) is None))}
-    if isinstance(value, dict):
-        return {k: json_ready(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_ready(v) for v in value]
-    return value
-
-
-def read_typed(cls, data):
-    """``data`` (JSON) as the dataclass ``cls`` (``Section.read``; also the block rows, whose
-    ``NESTED`` says the same). Example: ``read_typed(BlockRow, row).worst()``."""
-    data = data if isinstance(data, dict) else {}
-    values = {}
-    for f in dataclasses.fields(cls):
-        if f.name in data:
-            values[f.name] = _read_nested(getattr(cls, "NESTED", {}).get(f.name), data[f.name])
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            values[f.name] = None
-    return cls(**values)
-
-
-def _read_nested(kind, value):
-    """``value`` (JSON) read as ``kind`` says (``Section.NESTED``); None when its shape does not fit."""
-    if kind is None:
-        return value
-    if isinstance(kind, list):
-        return [read_typed(kind[0], v) for v in value if isinstance(v, dict)] if isinstance(value, list) else None
-    if isinstance(kind, set):
-        [row] = kind
-        return {k: read_typed(row, v) for k, v in value.items() if isinstance(v, dict)} \
-            if isinstance(value, dict) else None
-    return read_typed(kind, value) if isinstance(value, dict) else None
+           "GradientRow", "Gradients", "TpuProof", "Profile", "ProfileRow", "LayoutRow", "InnerTranspose", "Layout",
+           "Sharding", "TraceSampled", "TraceStopped"]
 
 
 @dataclass
@@ -129,11 +54,11 @@ class Verification(Section):
     "streaming": verification/streaming.py), or ``skipped`` (True, or why) with ``passed`` None."""
 
     OMITTED = ("mode", "skipped", "outputs", "problem", "on", "batches", "notes", "seed", "inputs", "first_divergence")
-    NESTED = {"first_divergence": Divergence}
+    NESTED = {"first_divergence": Divergence, "outputs": [OutputRow]}
     mode: str | None = None
     passed: bool | None = None
     skipped: bool | str | None = None
-    outputs: list[dict] | None = None  # compare.py's rows, one per output
+    outputs: list[OutputRow | OutputError] | None = None  # one per output (Note [two output rows])
     problem: str | None = None
     on: str | None = None  # the batch the result is of ("example", "seeded", ...: verification/domain.py)
     batches: list[dict] | None = None  # {"on", "passed"} per batch compared
@@ -143,8 +68,8 @@ class Verification(Section):
     first_divergence: Divergence | None = None
 
     def failed_outputs(self) -> list:
-        """The output rows that failed. Example: ``report.verification.failed_outputs()[0]["name"]``."""
-        return [row for row in self.outputs or [] if isinstance(row, dict) and not row.get("passed")]
+        """The output rows that failed. Example: ``report.verification.failed_outputs()[0].name``."""
+        return [row for row in self.outputs or [] if not row.passed]
 
 
 @dataclass
@@ -159,6 +84,25 @@ class NodeRow(Section):
 
 
 @dataclass
+class TraceSampled(Section):
+    """A passing model's trace, sampled (verification/trace.py ``node_errors``): 1 in ``every`` of ``of``
+    intermediates."""
+
+    every: int | None = None
+    of: int | None = None
+
+
+@dataclass
+class TraceStopped(Section):
+    """A passing model's trace, stopped after ``rows`` of ``of`` nodes when it had taken ``seconds`` (``why``)."""
+
+    rows: int | None = None
+    of: int | None = None
+    seconds: float | None = None
+    why: str | None = None
+
+
+@dataclass
 class NodeErrors(Section):
     """report["node_errors"]: each node's error along the graph (verification/trace.py ``node_errors``; per
     segment past the weight budget: segment_trace.py, ``segments``), or ``skipped`` (why) and no rows.
@@ -166,14 +110,14 @@ class NodeErrors(Section):
 
     OMITTED = ("skipped", "atol", "rtol", "segments", "first_divergence", "sampled", "stopped")
     KEPT_WITH = {"first_divergence": "atol"}
-    NESTED = {"rows": [NodeRow]}
+    NESTED = {"rows": [NodeRow], "sampled": TraceSampled, "stopped": TraceStopped}
     skipped: str | None = None
     atol: float | None = None
     rtol: float | None = None
     segments: list[str] | None = None
     first_divergence: int | None = None
-    sampled: dict | None = None  # {"every", "of"}
-    stopped: dict | None = None  # {"rows", "of", "seconds", "why"}
+    sampled: TraceSampled | None = None
+    stopped: TraceStopped | None = None
     rows: list[NodeRow] | None = None
 
 
@@ -259,3 +203,76 @@ class Profile(Section):
     stages: list[ProfileRow] | None = None
     peak_rss_mb: float | None = None
     rss_mb: float | None = None
+
+
+@dataclass
+class LayoutRow(Section):
+    """One input's or output's row of report["layout"] (passes/layout ``io_layouts``): its layout (NCHW, NHWC, ...;
+    None without a channel axis), the source's, and whether the model transposes it inside; ``note``: why
+    ``--io-layout`` left it as it is (passes/layout/one_channel.py ``unknown_layout_notes``)."""
+
+    OMITTED = ("note",)
+    name: str | None = None
+    shape: list[int] | None = None
+    layout: str | None = None
+    source_layout: str | None = None
+    transposed_inside: bool | None = None
+    note: str | None = None
+
+
+@dataclass
+class InnerTranspose(Section):
+    """A transpose left inside the model (passes/layout ``inner_transposes``): its value, scope, permutation, origin
+    ("source" or "layout"), whether it is on the data path, the ops it feeds, the source permute it ``carries`` and
+    the ``reason`` it stays."""
+
+    value: str | None = None
+    scope: str | None = None
+    perm: list[int] | None = None
+    origin: str | None = None
+    data_path: bool | None = None
+    feeds: list[str] | None = None
+    carries: str | None = None
+    reason: str | None = None
+
+
+@dataclass
+class Layout(Section):
+    """report["layout"]: each input's and output's layout, and the transposes left inside."""
+
+    OMITTED = ("inputs", "outputs", "inner_transposes")
+    NESTED = {"inputs": [LayoutRow], "outputs": [LayoutRow], "inner_transposes": [InnerTranspose]}
+    inputs: list[LayoutRow] | None = None
+    outputs: list[LayoutRow] | None = None
+    inner_transposes: list[InnerTranspose] | None = None
+
+
+@dataclass
+class Sharding(Section):
+    """report["sharding"] (verification/sharding.py; ``Target.prove_sharded``): the model split over ``mesh`` and
+    run against one device (``passed``, ``max_abs_diff``), or lowered on abstract weights (``abstract``), or
+    ``verdict`` "skipped" (``why``) / "failed" (``problems``); the weights' specs and bytes per device, the
+    program's collectives and TPU export, the sharding pass's ``roles`` (a count per role)."""
+
+    OMITTED = ("mesh", "specs", "weight_bytes", "per_device_max", "per_device_min", "per_device_ratio",
+               "collectives", "tpu_export", "max_abs_diff", "atol", "rtol", "abstract", "passed", "problems",
+               "notes", "why", "roles")
+    KEPT_WITH = {"passed": "abstract"}
+    mesh: dict[str, int] | None = None
+    specs: dict | None = None  # weight path -> its PartitionSpec as a list
+    weight_bytes: int | None = None
+    per_device_max: int | None = None
+    per_device_min: int | None = None
+    per_device_ratio: float | None = None
+    collectives: dict[str, int] | None = None
+    tpu_export: dict | None = None  # {"platform", "devices", "sharded_inputs"}
+    max_abs_diff: float | None = None
+    atol: float | None = None
+    rtol: float | None = None
+    abstract: bool | None = None
+    passed: bool | None = None
+    verdict: str | None = None
+    problems: list[str] | None = None
+    notes: list[str] | None = None
+    why: str | None = None
+    roles: dict[str, int] | None = None

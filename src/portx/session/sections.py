@@ -1,14 +1,15 @@
 """report.json's sections, built from a conversion's graph and results (the typed report: report.py).
 
 Example:
-    >>> base_report(src, graph, target, notes)["ops"]["conv"]["count"]
+    >>> base_report(src, graph, target, notes).ops["conv"].count
 """
 from __future__ import annotations
 
 from ..errors import VerificationFailed
 from ..passes.layout import io_layouts
+from ..passes.layout.one_channel import unknown_layout_notes
 from ..passes.legalize import status_of
-from .report import ConversionReport, Divergence, Dropped, Elements, Folded, OpRow, Training
+from .report import ConversionReport, Divergence, Dropped, Elements, Folded, Layout, OpRow, Training
 
 __all__ = ["inventory", "base_report", "source_counts", "training", "written_files", "verification_failed",
            "GRAD_AUTO_BYTES"]
@@ -29,15 +30,18 @@ def inventory(graph) -> dict:
     return table
 
 
-def base_report(src, graph, target, notes) -> ConversionReport:
-    """report.json's first fields: the source, target, graph size, op inventory, inputs, outputs and layout."""
+def base_report(src, graph, target, notes, io_layout="source") -> ConversionReport:
+    """report.json's first fields: the source, target, graph size, op inventory, inputs, outputs and layout (with
+    ``--io-layout``'s notes, also added to ``notes``: Note [one-channel images])."""
+    layout = io_layouts(graph)
+    notes += unknown_layout_notes(layout, io_layout)  # each note also on its layout row
     ops = {op: OpRow(**row, **{k: v for k, v in status_of(target.table, op).items() if k in ("status", "why")})
            for op, row in inventory(graph).items()}
     return ConversionReport(source=str(src.label), target=target.name, portx_ir_nodes=len(graph.nodes),
                             weight_bytes=graph.weight_bytes(), ops=ops,
                             inputs=[[v.name, list(v.type.shape), v.type.dtype] for v in graph.inputs],
                             outputs=[[v.name, list(v.type.shape), v.type.dtype] for v in graph.outputs],
-                            layout=io_layouts(graph), warnings=notes)
+                            layout=Layout.from_dict(layout), warnings=notes)
 
 
 def source_counts(graph) -> dict:
@@ -75,8 +79,8 @@ def verification_failed(result) -> VerificationFailed:
     rows = ver.failed_outputs()
     where = ver.first_divergence or Divergence()
     exc = VerificationFailed(
-        f"{result.out}: output {rows[0]['name'] if rows else '?'} differs from the source "
-        f"({rows[0]['problem'] if rows else ver.problem}); first diverging node: "
+        f"{result.out}: output {rows[0].name if rows else '?'} differs from the source "
+        f"({rows[0].problem if rows else ver.problem}); first diverging node: "
         f"{where.scope or '?'} ({where.op or '?'})",
         hint="see report.html (the error along the graph) and report.json; rerun with --atol/--rtol if the "
              "tolerance is too tight")

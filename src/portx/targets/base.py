@@ -119,6 +119,11 @@ class Target:
         """Lower ``model`` for TPU: {"verdict": "ok"|"problems"|"failed"|"skipped", "problems": [...], ...}."""
         raise NotImplementedError
 
+    def tpu_proof(self, model, graph) -> TpuProof:
+        """``prove_tpu``'s proof as report["tpu"], typed (Note [typed sections] in session/report_sections.py).
+        Example: ``KERAS_JAX.tpu_proof(model, graph).verdict`` -> ``"ok"``."""
+        return TpuProof.from_dict(self.prove_tpu(model, graph))
+
     def prove_sharded(self, folder, graph, mesh, arrays, abstract=False) -> dict:
         """Run the model in ``folder`` split over ``mesh`` ({axis: size}) and compare it with one device;
         ``abstract``: lower it sharded on abstract weights instead, running nothing."""
@@ -148,4 +153,5 @@ class Target:
 
 
 # at the end: forward_cut runs torch modules through torch_xla/runtime.py, whose package imports Target from here
+from ..session.report_sections import TpuProof  # noqa: E402  (a leaf: Note [the report is a leaf])
 from .forward_cut import forward_cutter  # noqa: E402

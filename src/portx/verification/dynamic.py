@@ -11,9 +11,12 @@ Example:
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from ..errors import BadInput
 from ..progress import step
+from ..session.report_rows import SizeCheck
+from ..session.report_sections import Verification
 from .chunks import batch_reference, chunk_problem
 from .compare import (DEFAULT_ATOL, DEFAULT_RTOL, compare, input_dtype, narrow_outputs, random_outputs,
                       sign_free_outputs)
@@ -50,7 +53,7 @@ def sample_sizes(dim, largest=BATCH_SAMPLES[-1]) -> list:
 
 
 def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, symbols=None) -> list:
-    """One row per free dim: {"symbol", "sizes": [{"size", "passed", "max_abs", ...}]}, each size checked
+    """One row per free dim: {"symbol", "sizes": [SizeCheck], ...}, each size checked
     with the other dims at the example's size (Note [one compile at a time]). The example's own shapes are
     compiled last, but checked by convert's verify stage, which compares the same seeded batch: their entry
     says ``"by": "verify"`` until ``example_checked`` copies that stage's result in. ``symbols``: only these dims,
@@ -88,10 +91,10 @@ def verify_sizes(src, graph, model, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFA
         _compile_alone(target.runner(model), graph, example_shapes(graph))
     rows = []
     for symbol, dim in dims.items():
-        sized = [{"size": n, **checks.get(repr(shapes), _BY_VERIFY)} for s, n, shapes in plan if s == symbol]
+        sized = [SizeCheck(size=n, **checks.get(repr(shapes), _BY_VERIFY)) for s, n, shapes in plan if s == symbol]
         rows.append({"symbol": symbol, "sites": [[graph.inputs[i].name, axis] for i, axis in dim["sites"]],
                      "min": dim.get("min"), "max": dim.get("max"), "sizes": sized,
-                     "passed": all(c["passed"] is not False for c in sized)})
+                     "passed": all(c.passed is not False for c in sized)})
     return rows
 
 
@@ -100,15 +103,15 @@ _BY_VERIFY = {"passed": None, "problem": None, "max_abs": None, "max_rel": None,
 
 def example_checked(rows, verification) -> list:
     """``verify_sizes``' rows with the example's size filled in from convert's verification result (the same
-    seeded batch at the same shapes): passed, problem and the largest errors over the outputs."""
-    outputs = verification.get("outputs") or []
-    problem = verification.get("problem") or next((o.get("problem") for o in outputs if not o.get("passed")), None)
-    result = {"passed": verification.get("passed"), "problem": problem or None,
-              "max_abs": max((o.get("max_abs") or 0.0 for o in outputs), default=None),
-              "max_rel": max((o.get("max_rel") or 0.0 for o in outputs), default=None)}
+    seeded batch at the same shapes, a ``Verification``): passed, problem and the largest errors over the outputs."""
+    outputs = verification.outputs or []
+    problem = verification.problem or next((o.problem for o in outputs if not o.passed), None)
+    result = {"passed": verification.passed, "problem": problem or None,
+              "max_abs": max((o.max_abs or 0.0 for o in outputs), default=None),
+              "max_rel": max((o.max_rel or 0.0 for o in outputs), default=None)}
     for row in rows:
-        row["sizes"] = [{**c, **result} if c.get("by") == "verify" else c for c in row["sizes"]]
-        row["passed"] = all(c["passed"] is not False for c in row["sizes"])
+        row["sizes"] = [replace(c, **result) if c.by == "verify" else c for c in row["sizes"]]
+        row["passed"] = all(c.passed is not False for c in row["sizes"])
     return rows
 
 
@@ -122,7 +125,7 @@ def example_shapes(graph, at=None) -> list:
                   else (d if isinstance(d, int) else d.size) for d in graph.free_shape(v)) for v in graph.inputs]
 
 
-def verify_example(src, graph, model, emitted, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> dict:
+def verify_example(src, graph, model, emitted, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> Verification:
     """Convert's own check: the source against the loaded ``model`` on one seeded batch at ``example_shapes``;
     when they differ, the first IR node whose emitted value differs from the IR reference (verification/trace.py),
     read on those inputs with their rows cycled to the graph's own shapes (the reference runs there)."""
@@ -134,7 +137,7 @@ def verify_example(src, graph, model, emitted, target, seed=0, atol=DEFAULT_ATOL
         arrays = cycled(arrays, [tuple(v.type.shape) for v in graph.inputs])
         result["first_divergence"] = localize(target, graph, model, emitted["var_of"], arrays, atol, rtol,
                                               emitted["code"])
-    return result
+    return Verification.from_dict(result)  # report["verification"] (Note [typed sections])
 
 
 def _compile_alone(run, graph, shapes) -> None:

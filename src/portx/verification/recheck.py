@@ -3,19 +3,21 @@ and ``portx.testing``.
 
 Note [trust nothing in OUT]: a converted folder may come from another portx version, or may have been
 edited since. The folder's target is recognised by ``Target.owns`` (its weights file, else its model.py's
-first line); only ``model.py`` and that weights file are run (imported as a user would), and
-``report.json`` is never read. Input shapes and the expected numbers come from the source, lowered
-again. The IR is re-emitted in memory, for each pass set and ``--io-layout`` that ``portx convert``
-may have used (its flags are not read back either), to name each IR value's variable in ``model.py``;
-when no re-emitted text equals the file, per-layer comparisons would pair the wrong tensors, so only
-outputs are compared.
+first line); only ``model.py`` and that weights file are run (imported as a user would). Input shapes and
+the expected numbers come from the source, lowered again, at the batch report.json says convert pinned
+(Note [what OUT records] in session/dims/recorded.py: the caller reads it and hands in ``pin``; nothing
+else of report.json is believed). The IR is re-emitted in memory, for each pass set and ``--io-layout``
+that ``portx convert`` may have used (the recorded layout first), to name each IR value's variable in
+``model.py``; when no re-emitted text equals the file, per-layer comparisons would pair the wrong
+tensors, so only outputs are compared.
 
 The report is the typed ``VerifyReport`` (session/report.py, a leaf: Note [the report is a leaf] in
-session/__init__.py), read by attribute; its per-seed ``samples`` and per-output ``outputs`` rows are JSON objects.
+session/__init__.py), read by attribute, its rows too: per-seed ``Sample``s, per-output ``SampledOutput``s and
+``TraceRow``s (session/report_rows.py).
 
 Example:
     >>> report = verify_converted("model.pt2", "out/", lower=lower_for, samples=3)
-    >>> report.passed, report.outputs[0]["max_abs"]
+    >>> report.passed, report.outputs[0].max_abs
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ from ..options import Trust
 from ..passes.layout import IO_LAYOUTS, set_io_layout, source_arrays
 from ..passes.pipeline import inference_skip, run_passes
 from ..progress import Stages, step
-from ..session.report import DynamicDim, VerifyReport
+from ..session.report import DynamicDim, Sample, SampledOutput, VerifyReport
 from ..targets import DEFAULT_TARGET, target_of
 from ..targets.size_checks import size_checks, size_refused, size_rule
 from .compare import (DEFAULT_ATOL, DEFAULT_RTOL, compare, make_inputs, narrow_outputs, random_outputs, run_reference,
@@ -45,7 +47,7 @@ from .trace import first_failure, observe_values, trace_layers
 __all__ = ["Converted", "open_converted", "prepared", "check_converted", "verify_converted",
            "failure_message"]
 
-# Pass sets 'portx convert' may have run (its flags are not read back: Note [trust nothing in OUT]).
+# Pass sets 'portx convert' may have run (its --fold-bn/--inference are not read back: Note [trust nothing in OUT]).
 _PASS_VARIANTS = (inference_skip(), inference_skip(fold_bn=True), inference_skip(inference=True))
 
 
@@ -100,11 +102,12 @@ def _takes(declared, shapes) -> bool:
         len(d) == len(s) and all(a is None or a == b for a, b in zip(d, s)) for d, s in zip(declared, shapes))
 
 
-def _fitting(src, raw, converted, lower):
+def _fitting(src, raw, converted, lower, first="source"):
     """(graph, io_layout) for each ``--io-layout`` whose input shapes the converted model takes (all of
-    them when the model does not say), lowered lazily."""
+    them when the model does not say), lowered lazily; ``first``: the layout OUT records, tried first."""
     shapes = converted.target.input_shapes(converted.model)
-    for free, io_layout in itertools.product((True, False), IO_LAYOUTS):  # free dims, then pinned ones
+    layouts = sorted(IO_LAYOUTS, key=lambda layout: layout != first)
+    for free, io_layout in itertools.product((True, False), layouts):  # free dims, then pinned ones
         graph = lower(src, converted.target, raw=raw, io_layout=io_layout, free=free)
         if shapes is None or _takes(shapes, [tuple(v.type.shape) for v in graph.inputs]):
             yield graph, io_layout
@@ -131,10 +134,10 @@ def _origins(target, graph):
     return emitter.origins
 
 
-def _pair(src, raw, converted, lower) -> tuple:
+def _pair(src, raw, converted, lower, io_layout) -> tuple:
     """(graph, io_layout, names or None, note): the variant convert wrote as model.py (Note [trust nothing in
     OUT]); without a match, the first fitting variant and a note saying why layers are not compared."""
-    fits = _fitting(src, raw, converted, lower)
+    fits = _fitting(src, raw, converted, lower, io_layout)
     first = next(fits, None)
     if first is None:  # the model takes other shapes: check_converted reports it
         return lower(src, converted.target, raw=raw), "source", None, ""
@@ -180,7 +183,7 @@ def _explicit_batch(graph, inputs) -> list:
 
 
 def _run_samples(src, graph, converted, batches, atol, rtol) -> list:
-    """Per batch: the source and the converted model on the same inputs, compared output by output."""
+    """Per batch, a ``Sample``: the source and the converted model on the same inputs, compared output by output."""
     run = converted.target.runner(converted.model)  # prepared once: one compile for all batches
     names = [v.name for v in graph.outputs]
     rows = []
@@ -192,31 +195,31 @@ def _run_samples(src, graph, converted, batches, atol, rtol) -> list:
             if size_refused(exc):  # a size the model cannot take: Note [size checks] in targets/size_checks.py
                 raise BadInput(f"{converted.label}: {size_refused(exc)}", hint="pass sizes the model takes, as "
                                "report.json's dynamic section gives them (each free dim's step)") from None
-            rows.append({"seed": seed, "passed": False, "outputs": [],
-                         "problem": f"the converted model fails on the source's inputs ({type(exc).__name__}: "
-                                    f"{first_line(exc)})"})
+            rows.append(Sample(seed, False, [], f"the converted model fails on the source's inputs "
+                                                f"({type(exc).__name__}: {first_line(exc)})"))
             continue
-        rows.append({"seed": seed, **compare(expected_outputs(src, graph, arrays), got, names, atol, rtol,
-                                             random=random_outputs(graph), signs=sign_free_outputs(graph),
-                                             narrow=narrow_outputs(graph))})
+        rows.append(Sample.from_dict({"seed": seed, **compare(
+            expected_outputs(src, graph, arrays), got, names, atol, rtol, random=random_outputs(graph),
+            signs=sign_free_outputs(graph), narrow=narrow_outputs(graph))}))
     return rows
 
 
 def _summary(samples) -> list:
-    """Per output, the worst error over all samples, with the seed it came from."""
+    """Per output, a ``SampledOutput``: the worst error over all samples, with the seed it came from."""
     merged = []
-    for i, row in enumerate(samples[0]["outputs"]):
-        rows = [(s["seed"], s["outputs"][i]) for s in samples if i < len(s["outputs"])]
-        failing = [(seed, r) for seed, r in rows if not r["passed"]] or rows
-        seed, worst = max(failing, key=lambda sr: -1.0 if sr[1]["max_abs"] is None else sr[1]["max_abs"])
-        merged.append({**worst, "name": row["name"], "seed": seed, "passed": all(r["passed"] for _, r in rows),
-                       "max_abs": max((r["max_abs"] or 0.0) for _, r in rows),
-                       "max_rel": max((r["max_rel"] or 0.0) for _, r in rows)})
+    for i, row in enumerate(samples[0].outputs):
+        rows = [(s.seed, s.outputs[i]) for s in samples if i < len(s.outputs)]
+        failing = [(seed, r) for seed, r in rows if not r.passed] or rows
+        seed, worst = max(failing, key=lambda sr: -1.0 if sr[1].max_abs is None else sr[1].max_abs)
+        merged.append(SampledOutput(**{**vars(worst), "name": row.name, "seed": seed,
+                                       "passed": all(r.passed for _, r in rows),
+                                       "max_abs": max((r.max_abs or 0.0) for _, r in rows),
+                                       "max_rel": max((r.max_rel or 0.0) for _, r in rows)}))
     return merged
 
 
 def check_converted(src, converted, *, lower, batch=None, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL,
-                    trace=False, grad=False, stages=None, sized=None) -> VerifyReport:
+                    trace=False, grad=False, stages=None, sized=None, io_layout="source") -> VerifyReport:
     """Compare a loaded source with a converted model; returns the report (see ``verify_converted``).
 
     ``lower(src, target, skip, raw, io_layout, free)``: the source's graph as convert emits it, with its free dims
@@ -225,14 +228,15 @@ def check_converted(src, converted, *, lower, batch=None, samples=1, seed=0, ato
     checks (``verify_sizes``; session/dims/lower.py ``requested_dims``); their rows are ``report.dynamic``.
 
     ``grad`` also compares gradients (``report.gradients``); a difference fails the report. ``stages``: a
-    ``progress.Stages`` that times and shows the steps (pair, samples, trace, grad).
+    ``progress.Stages`` that times and shows the steps (pair, samples, trace, grad). ``io_layout``: the
+    ``--io-layout`` OUT records, tried first (Note [what OUT records] in session/dims/recorded.py).
 
     Example: ``check_converted(load("model.pt2"), open_converted("out/"), lower=lower_for, samples=3).passed``.
     """
     if samples < 1:
         raise BadInput(f"--samples {samples}: must be at least 1", hint="pass --samples 1 or more")
     stages = stages or Stages()
-    graph, io_layout, names, note = stages.run("pair", _pair, src, src.lower(), converted, lower)
+    graph, io_layout, names, note = stages.run("pair", _pair, src, src.lower(), converted, lower, io_layout)
     symbols = sized(src, graph) if sized is not None else []  # a spec the graph does not keep free: BadInput now
     report = VerifyReport(source=str(src.label), out=converted.label, target=converted.target.name, atol=atol,
                           rtol=rtol, io_layout=io_layout, passed=False, outputs=[], samples=[],
@@ -243,13 +247,13 @@ def check_converted(src, converted, *, lower, batch=None, samples=1, seed=0, ato
     batches = [(None, _explicit_batch(graph, batch))] if batch is not None else \
         [(s, make_inputs(graph, s)) for s in range(seed, seed + samples)]
     report.samples = runs = stages.run("samples", _run_samples, src, graph, converted, batches, atol, rtol)
-    if not all(r["outputs"] for r in runs):
-        failed = next(r for r in runs if not r["outputs"])
-        report.problem = f"{converted.label}: {failed['problem']}"
+    if not all(r.outputs for r in runs):
+        failed = next(r for r in runs if not r.outputs)
+        report.problem = f"{converted.label}: {failed.problem}"
         return report
-    report.passed, report.outputs = all(r["passed"] for r in runs), _summary(runs)
+    report.passed, report.outputs = all(r.passed for r in runs), _summary(runs)
     if trace or not report.passed:
-        chosen = next((i for i, r in enumerate(runs) if not r["passed"]), 0)
+        chosen = next((i for i, r in enumerate(runs) if not r.passed), 0)
         report.code_matches, report.note = names is not None and converted.code is not None, note
         at_graph_sizes = all(a.shape == v.type.shape for a, v in zip(batches[chosen][1], graph.inputs))
         if names is not None and at_graph_sizes:
@@ -279,10 +283,10 @@ def _check_sizes(report, src, graph, converted, symbols, seed) -> None:
                                  example_size=dims[row["symbol"]].get("example", dims[row["symbol"]]["size"]),
                                  verified=row["sizes"], step=dims[row["symbol"]].get("step", 1))
                       for row in rows]
-    bad = next(((row["symbol"], c) for row in rows for c in row["sizes"] if c["passed"] is False), None)
+    bad = next(((row["symbol"], c) for row in rows for c in row["sizes"] if c.passed is False), None)
     if bad is not None:
         (symbol, check), report.passed = bad, False
-        report.problem = f"{report.out}: at {symbol}={check['size']} {check['problem'] or 'the outputs differ'}"
+        report.problem = f"{report.out}: at {symbol}={check.size} {check.problem or 'the outputs differ'}"
 
 
 def _layer_report(report, src, graph, converted, names, batch, trace) -> None:
@@ -308,36 +312,39 @@ def failure_message(report: VerifyReport) -> str:
     """
     if not report.outputs:
         return f"{report.out}: {report.problem or 'no outputs to compare'}"
-    bad = next((s for s in report.samples if not s["passed"]), report.samples[0])
-    row = next((r for r in bad["outputs"] if not r["passed"]), None)
-    seed = "" if bad["seed"] is None else f" on seed {bad['seed']}"
-    what = f"output {row['name']} differs from the source{seed} ({row['problem']})" if row else \
-        bad.get("problem", "outputs differ")
+    bad = next((s for s in report.samples if not s.passed), report.samples[0])
+    row = next((r for r in bad.outputs if not r.passed), None)
+    seed = "" if bad.seed is None else f" on seed {bad.seed}"
+    what = f"output {row.name} differs from the source{seed} ({row.problem})" if row else \
+        (bad.problem or "outputs differ")
     where = report.first_divergence
-    place = f"; first diverging layer: {where['scope'] or '<top>'} ({where['op']}) %{where['value']}" if where else ""
+    place = f"; first diverging layer: {where.scope or '<top>'} ({where.op}) %{where.value}" if where else ""
     return f"{report.out}: {what}{place}"
 
 
 def verify_converted(source, out, *, lower, samples=1, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, inputs=(),
-                     trust=None, trace=False, grad=False, check=True, progress=None, sized=None) -> VerifyReport:
+                     trust=None, trace=False, grad=False, check=True, progress=None, sized=None, pin=None,
+                     io_layout="source") -> VerifyReport:
     """Re-check OUT (folder written by ``portx convert``, for any target) against SOURCE on seeds
     seed..seed+samples-1.
 
     Returns the report; raises BadInput (2), or VerificationFailed (1) when ``check`` and it differs.
     ``progress``: a ``progress.Reporter`` (or ``progress(name, seconds)``) shown each stage and per-batch counts.
-    ``trust``: an ``options.Trust`` (all of it reaches ``load``: Note [one trust]); ``lower``, ``sized``: as
-    ``check_converted``.
+    ``trust``: an ``options.Trust`` (all of it reaches ``load``: Note [one trust]); ``lower``, ``sized``,
+    ``io_layout``: as ``check_converted``. ``pin(src)``: the source at the batch OUT was converted at
+    (session/dims/recorded.py ``at_batch``; Note [what OUT records]).
     Example: ``verify_converted("model.pt2", "out/", lower=lower_for, samples=3).passed``.
     """
     stages = Stages(progress)
     src = stages.run("load", load, source, inputs=inputs, **(trust or Trust()).load_kwargs())
+    src = pin(src) if pin is not None else src
     converted = stages.run("load-out", open_converted, out)
     if converted.code is None:
         raise BadInput(f"{type(out).__name__}: OUT must be a folder or a model.py path", hint="pass the OUT folder")
     report = check_converted(src, converted, lower=lower, samples=samples, seed=seed, atol=atol, rtol=rtol,
-                             trace=trace, grad=grad, stages=stages, sized=sized)
+                             trace=trace, grad=grad, stages=stages, sized=sized, io_layout=io_layout)
     if not report.passed and not report.outputs:  # nothing compared: OUT takes or gives other tensors
-        first = next((s.get("problem") for s in report.samples if s.get("problem")), None)
+        first = next((s.problem for s in report.samples if s.problem), None)
         raise BadInput(f"{report.out}: was converted from another model or for other input shapes: "
                        f"{first or report.problem}", hint="pass the model OUT was made from, or convert SRC anew")
     if check and not report.passed:

@@ -11,33 +11,35 @@ not every block is traced: the segments up to the first of the largest (the embe
 blocks after it repeat its code), and, where verification failed, the first segment that failed, the reference
 running through the blocks before it. ``node_errors`` then has the rows of those segments in graph order and
 ``segments`` (which were traced); each segment's mapped weight pages are released once it ran (Note [mapped keras
-weights]). A bfloat16 block's rows compare its bfloat16 intermediates with the float64 reference rounded to
+weights]), and each traced segment's model is collected once read, not left to the cyclic collector (Note [dropped
+segment models] in streaming.py: the glue's model holds the embedding table). A bfloat16 block's rows compare its bfloat16 intermediates with the float64 reference rounded to
 bfloat16, so a row can miss the layer tolerance by one rounding step where the block's outputs pass (Note
 [bfloat16 per block]): the rows locate an error, the verdict stays verification's.
 
 Example:
     >>> node_errors = segment_node_errors(target, graph, make_inputs(graph, seed=0), report.blocks)
-    >>> node_errors["segments"]
+    >>> node_errors.segments
     ['token_embedding', 'transformer_layer_0']
 """
 from __future__ import annotations
 
+from ..session.report_sections import NodeErrors
 from ..weights import release_pages
 from .compare import DEFAULT_ATOL, DEFAULT_RTOL, run_reference
-from .streaming import subgraph, segments
-from .trace import LAYER_SLACK, observe_values, trace_layers
+from .streaming import drop_models, segments, subgraph
+from .trace import LAYER_SLACK, node_rows, observe_values, trace_layers
 
 __all__ = ["segment_node_errors"]
 
 
-def segment_node_errors(target, graph, arrays, rows, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> dict:
+def segment_node_errors(target, graph, arrays, rows, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> NodeErrors:
     """report.json's ``node_errors`` above the weight budget (Note [trace per segment]): the traced segments'
     rows against the IR's NumPy reference, their tolerances and the index of the first row that diverges. ``rows``:
     streaming verification's BlockRows (session/report.py), one per segment."""
     segs = segments(graph)
     traced = _chosen(segs, rows)
     if not traced:
-        return {"skipped": "no segment to trace", "rows": []}
+        return NodeErrors(skipped="no segment to trace", rows=[])
     known = {v.name: a for v, a in zip(graph.inputs, arrays)}
     rows, names = [], []
     try:
@@ -52,11 +54,10 @@ def segment_node_errors(target, graph, arrays, rows, atol=DEFAULT_ATOL, rtol=DEF
             for name in seg.params:
                 release_pages(graph.params[name])
     except Exception as exc:  # noqa: BLE001 - a report extra: say why it is missing
-        return {"skipped": f"the per-segment trace failed ({type(exc).__name__}: {str(exc)[:200]})", "rows": []}
-    return {"atol": atol * LAYER_SLACK, "rtol": rtol * LAYER_SLACK, "segments": names,
-            "first_divergence": next((i for i, r in enumerate(rows) if not r["passed"]), None),
-            "rows": [{"node": r["scope"], "op": r["op"], "value": r["value"], "max_rel": r["max_rel"],
-                      "passed": r["passed"]} for r in rows]}
+        return NodeErrors(skipped=f"the per-segment trace failed ({type(exc).__name__}: {str(exc)[:200]})", rows=[])
+    return NodeErrors(atol=atol * LAYER_SLACK, rtol=rtol * LAYER_SLACK, segments=names,
+                      first_divergence=next((i for i, r in enumerate(rows) if not r.passed), None),
+                      rows=node_rows(rows))
 
 
 def _chosen(segs, rows) -> set:
@@ -75,5 +76,9 @@ def _segment_rows(target, sub, feed, reference, atol, rtol) -> list:
     emitter = target.emitter(sub)
     emitter.emit_graph()
     names = emitter.var_of()
-    observed = observe_values(target, target.build(sub), sub, names, feed)
+    built = {"model": target.build(sub)}
+    try:
+        observed = observe_values(target, built["model"], sub, names, feed)
+    finally:
+        drop_models(built)  # Note [dropped segment models] (streaming.py)
     return trace_layers(sub, observed, reference, {}, atol, rtol, names, stop=False)

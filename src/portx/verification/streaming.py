@@ -43,10 +43,11 @@ from ..ir.types import TensorType, Value
 from ..passes.blocks import block_of, block_runs
 from ..weights import release_pages
 from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare_arrays, make_inputs
-from ..session.report import BlockRow, OutputError, first_failed
+from ..session.report import BlockRow, OutputError, Verification, first_failed
 
 __all__ = ["Segment", "segments", "repeated_segments", "subgraph", "block_of", "layer_of", "stream_verify",
-           "verify_streaming", "compare_output", "block_row", "Boundaries", "source_boundaries", "BF16_SLACK"]
+           "verify_streaming", "compare_output", "block_row", "Boundaries", "source_boundaries", "BF16_SLACK",
+           "drop_models"]
 
 #: a bfloat16 block passes within this many times the source's own distance to the float32 run of the block
 BF16_SLACK = 2.0
@@ -236,7 +237,7 @@ def stream_verify(src, graph, target, arrays, atol=DEFAULT_ATOL, rtol=DEFAULT_RT
         if not all(o.passed for o in outs) and _is_narrow(graph, seg):  # Note [bfloat16 per block]
             wide = {}
             exact = _run_segment(target, subgraph(graph, seg, True), [_wide(a) for a in feed], wide)
-            _drop(wide)  # the float32 copy of the block's weights: Note [dropped segment models]
+            drop_models(wide)  # the float32 copy of the block's weights: Note [dropped segment models]
             outs = [compare_output(v.name, found.get(v.name), g, e, atol, rtol)
                     for v, g, e in zip(seg.outputs, got, exact)]
         rows.append(block_row(seg, graph, outs, ""))
@@ -260,9 +261,10 @@ def _attr_key(value):
     return repr(value)
 
 
-def verify_streaming(src, graph, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> dict:
-    """``report["verification"]`` of a model above the weight budget (Note [weight budget] in budget.py): the
-    blocks verified one at a time on seeded inputs, each weight's mapped pages released after its last use."""
+def verify_streaming(src, graph, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> tuple:
+    """(``report["verification"]``, its ``blocks``) of a model above the weight budget (Note [weight budget] in
+    budget.py): the blocks verified one at a time on seeded inputs, each weight's mapped pages released after its
+    last use; a ``Verification`` and a ``BlockRow`` per segment."""
     report = stream_verify(src, graph, target, make_inputs(graph, seed=seed), atol, rtol,
                            release=lambda key, tensor: release_pages(tensor),
                            release_params=lambda names: [release_pages(graph.params[n]) for n in names])
@@ -270,7 +272,8 @@ def verify_streaming(src, graph, target, seed=0, atol=DEFAULT_ATOL, rtol=DEFAULT
     if bad is not None:
         report["problem"] = bad.failure()  # before first_divergence: report.json's order (report_sections.py)
         report["first_divergence"] = {"scope": bad.block, "op": bad.first_node}
-    return report
+    rows = report.pop("segments")
+    return Verification.from_dict(report), rows  # Note [typed sections] (session/report_sections.py)
 
 
 def _is_narrow(graph, seg) -> bool:
@@ -289,13 +292,13 @@ def _run_segment(target, sub, feed, built) -> list:
     key = structure(sub)
     model, like = built.get(key, (None, None))
     if model is None or not target.rebind(model, sub, like):
-        _drop(built)  # one block's model at a time
+        drop_models(built)  # one block's model at a time
         model = target.build(sub)
         built[key] = (model, sub)
     return [np.asarray(o) for o in target.run(model, feed)]
 
 
-def _drop(built) -> None:
+def drop_models(built) -> None:
     """Forget the models in ``built`` and free them now, not at some later cycle collection (Note [dropped segment
     models])."""
     if built:

@@ -22,11 +22,13 @@ from pathlib import Path
 import numpy as np
 
 from ..progress import step
+from ..session.report_rows import TraceRow
+from ..session.report_sections import NodeErrors, NodeRow
 from .compare import DEFAULT_ATOL, DEFAULT_RTOL, compare_arrays, run_reference
 from .memory import release
 
 __all__ = ["LAYER_SLACK", "TRACE_MAX_NODES", "TRACE_MAX_BYTES", "TRACE_SAMPLED_ROWS", "TRACE_SAMPLED_ELEMENTS",
-           "observe_values", "trace_layers", "first_failure", "localize", "node_errors", "reference_steps"]
+           "observe_values", "trace_layers", "first_failure", "localize", "node_errors", "node_rows", "reference_steps"]
 
 #: intermediate values carry more rounding than outputs: their tolerances are this many times looser
 LAYER_SLACK = 10
@@ -44,7 +46,7 @@ def observe_values(target, model, graph, names, arrays, code=None) -> dict:
             if var in got and tuple(np.shape(got[var])) == tuple(v.type.shape)}
 
 
-def _row(node, value, var, observed, reference, source, atol, rtol, order=None) -> dict:
+def _row(node, value, var, observed, reference, source, atol, rtol, order=None) -> TraceRow:
     """One trace row: the emitted intermediate against the IR reference, and against the source when known.
 
     ``order``: the axis order the layout pass stores ``value`` in (Note [stored orders] in passes/layout/sink.py).
@@ -61,7 +63,7 @@ def _row(node, value, var, observed, reference, source, atol, rtol, order=None) 
         row["source"] = {k: src[k] for k in ("max_abs", "max_rel", "passed", "problem")}
         if ref["passed"] and not src["passed"]:
             row.update(passed=False, problem=f"differs from the source's intermediate: {src['problem']}")
-    return row
+    return TraceRow.from_dict(row)
 
 
 def trace_layers(graph, observed, reference, source, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, names=None,
@@ -70,7 +72,7 @@ def trace_layers(graph, observed, reference, source, atol=DEFAULT_ATOL, rtol=DEF
     not ``stop``).
 
     ``source`` maps IR value names to the source's own intermediates (may be empty).
-    Example: ``trace_layers(graph, observed, run_reference(graph, arrays), {})[-1]["scope"]``.
+    Example: ``trace_layers(graph, observed, run_reference(graph, arrays), {})[-1].scope`` (a ``TraceRow``).
     """
     rows, orders = [], graph.meta.get("stored_orders", {})
     added = graph.meta.get("layout_transposes", ())  # the layout pass's own transposes: no source layer
@@ -79,14 +81,14 @@ def trace_layers(graph, observed, reference, source, atol=DEFAULT_ATOL, rtol=DEF
             if value in observed and value in reference and value.name not in added:
                 rows.append(_row(node, value, (names or {}).get(value), observed, reference, source, atol, rtol,
                                  orders.get(value.name)))
-                if stop and not rows[-1]["passed"]:
+                if stop and not rows[-1].passed:
                     return rows
     return rows
 
 
-def first_failure(rows):
+def first_failure(rows) -> TraceRow | None:
     """The first row that did not pass, or None."""
-    return next((r for r in rows if not r["passed"]), None)
+    return next((r for r in rows if not r.passed), None)
 
 
 def localize(target, graph, model, names, arrays, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, code=None) -> dict:
@@ -100,7 +102,7 @@ def localize(target, graph, model, names, arrays, atol=DEFAULT_ATOL, rtol=DEFAUL
     if bad is None:
         return {"scope": None, "op": None, "problem": "every intermediate matches the IR reference: "
                 "the IR itself differs from the source (a frontend import rule)"}
-    return {k: bad[k] for k in ("scope", "op", "value", "max_abs", "problem")}
+    return {k: getattr(bad, k) for k in ("scope", "op", "value", "max_abs", "problem")}
 
 
 #: per-node errors are traced for graphs up to this many nodes and bytes of weights (the trace runs the IR's
@@ -118,7 +120,7 @@ TRACE_SHARE, TRACE_MIN_SECONDS = 0.1, 10.0
 
 
 def node_errors(target, graph, model, names, arrays, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL, code=None,
-                passed=False, spent=None) -> dict:
+                passed=False, spent=None) -> NodeErrors:
     """Every emitted intermediate against the IR's NumPy reference, past the first divergence (report.json's
     ``node_errors``, report.html's plot): the layer tolerances, the index of the first diverging row, and per
     row the node's scope, op, value and max relative error. When ``passed`` (verification passed) and the graph
@@ -127,19 +129,19 @@ def node_errors(target, graph, model, names, arrays, atol=DEFAULT_ATOL, rtol=DEF
     TRACE_SHARE of that (at least TRACE_MIN_SECONDS): ``stopped`` says after how many rows of how many, and why.
     A graph over the TRACE_MAX_* limits, or a trace that fails, gets ``skipped`` (why) and no rows: the plot is
     a report extra, the conversion stands.
-    Example: ``node_errors(target, graph, model, emitted["var_of"], arrays, code=emitted["code"])["rows"][0]``.
+    Example: ``node_errors(target, graph, model, emitted["var_of"], arrays, code=emitted["code"]).rows[0]``.
     """
     if len(graph.nodes) > TRACE_MAX_NODES or graph.weight_bytes() > TRACE_MAX_BYTES:
-        return {"skipped": f"not traced: {len(graph.nodes)} nodes and {graph.weight_bytes() / 1e6:.0f} MB of weights "
+        return NodeErrors(skipped= f"not traced: {len(graph.nodes)} nodes and {graph.weight_bytes() / 1e6:.0f} MB of weights "
                 f"(limits {TRACE_MAX_NODES} nodes, {TRACE_MAX_BYTES >> 20} MB); `portx verify --trace` traces every "
-                "layer up to the first divergence", "rows": []}
+                "layer up to the first divergence", rows=[])
     try:
         budget = max(TRACE_MIN_SECONDS, TRACE_SHARE * spent) if passed and spent is not None else None
         with tempfile.TemporaryDirectory(prefix="portx-trace-") as scratch:
             names, code, model = _flat_for_trace(target, graph, names, code, model, scratch)
-            return _traced(target, graph, model, names, arrays, atol, rtol, code, passed, budget)
+            return NodeErrors.from_dict(_traced(target, graph, model, names, arrays, atol, rtol, code, passed, budget))
     except Exception as exc:  # noqa: BLE001 - a report extra: say why it is missing
-        return {"skipped": f"the trace failed ({type(exc).__name__}: {str(exc)[:200]})", "rows": []}
+        return NodeErrors(skipped=f"the trace failed ({type(exc).__name__}: {str(exc)[:200]})", rows=[])
 
 
 def _flat_for_trace(target, graph, names, code, model, scratch) -> tuple:
@@ -191,11 +193,15 @@ def _traced(target, graph, model, names, arrays, atol, rtol, code, passed, budge
         return {"skipped": f"the emitted model's run took the trace's {budget:.0f} s (a passing model's trace gets "
                 f"{TRACE_SHARE:.0%} of the conversion's time)", "rows": []}
     return {"atol": atol * LAYER_SLACK, "rtol": rtol * LAYER_SLACK,
-            "first_divergence": next((i for i, r in enumerate(rows) if not r["passed"]), None),
+            "first_divergence": next((i for i, r in enumerate(rows) if not r.passed), None),
             **({"sampled": {"every": every, "of": len(traced)}} if every > 1 else {}),
             **({"stopped": stopped} if stopped else {}),
-            "rows": [{"node": r["scope"], "op": r["op"], "value": r["value"], "max_rel": r["max_rel"],
-                      "passed": r["passed"]} for r in rows]}
+            "rows": node_rows(rows)}
+
+
+def node_rows(rows) -> list:
+    """``TraceRow``s as report["node_errors"]'s rows (``NodeRow``: node, op, value, max_rel, passed)."""
+    return [NodeRow(node=r.scope, op=r.op, value=r.value, max_rel=r.max_rel, passed=r.passed) for r in rows]
 
 
 def reference_steps(graph, arrays):

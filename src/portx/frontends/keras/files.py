@@ -77,6 +77,10 @@ class KerasSource(SourceBase):
         """The Keras model, differentiated with ``jax.grad`` (frontends/base.py)."""
         return Differentiable(self.model, KERAS)
 
+    def given_batch(self) -> int:
+        """Its example batch of 1 where resized to 2 rows (Note [batch of one, lowered] in frontends/)."""
+        return self.batch_given
+
     def lower(self, name="model", strict_tpu=False):
         """The IR Graph (UnsupportedOps lists every layer without a rule).
 

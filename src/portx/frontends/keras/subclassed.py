@@ -222,6 +222,14 @@ class SubclassedKerasSource(SourceBase):
         """The example arrays it was traced on."""
         return self.example_arrays
 
+    def pinned_dims(self) -> dict:
+        """None pinned: JAX traces symbolically or fails (Note [jax symbols])."""
+        return self.pinned
+
+    def fallback_notes(self) -> list:
+        """Why a free dim was found by two lowerings, one line each."""
+        return self.fallbacks
+
     def lower(self, name="model", strict_tpu=False):
         """The IR Graph traced from ``model.stateless_call`` (``strict_tpu``: see KerasSource.lower)."""
         self._kept, self._symbols = {}, {}

@@ -125,6 +125,14 @@ class TorchSource(SourceBase):
         """The example inputs it was exported with (tensors)."""
         return list(self.example_inputs)
 
+    def given_batch(self) -> int:
+        """The example's batch as given, where it was traced at another (Note [batch of one])."""
+        return self.batch_given
+
+    def pinned_dims(self) -> dict | None:
+        """The axes exported free that torch specialised, and why; None unless exported symbolically."""
+        return self.pinned
+
     def walk(self, program):
         """``walk_program(program)``, kept for the last program walked (Note [one walk per program]).
 

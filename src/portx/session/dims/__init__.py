@@ -15,6 +15,8 @@ in the order the conversion makes them.
 5. lower.py: ``lower_for``, the source lowered as convert emitted it, free dims included, for ``portx verify``
    and ``portx.testing`` (verification takes it as an argument: it never imports the session); ``requested_dims``,
    the free dims ``verify --dynamic`` checks at other sizes.
+6. recorded.py: what OUT's report.json says convert pinned (the batch of ``--static-batch``, the io layout), read
+   back by ``portx verify`` (Note [what OUT records]).
 
 ``session/conversion.py`` calls 1, 2 and 4 from its ``free_dims`` and ``emit`` stages.
 
@@ -29,7 +31,8 @@ from .emit import dynamic_report, emit_free
 from .find import ONE_TRACED_AT, find_free, refree, repin
 from .lower import lower_for, requested_dims
 from .plan import check_static_batch, parse_dynamic, pinned_batch, plan_dims
+from .recorded import at_batch, with_recorded
 
 __all__ = ["plan_dims", "parse_dynamic", "check_static_batch", "pinned_batch", "ONE_TRACED_AT", "find_free", "refree",
            "repin", "LARGEST_STEP", "trial_steps", "stepped_diff", "largest_div", "emit_free", "dynamic_report",
-           "lower_for", "requested_dims"]
+           "lower_for", "requested_dims", "at_batch", "with_recorded"]

@@ -39,7 +39,7 @@ def emit_free(stages, target, graph, record, tmp, src, seed, atol, rtol, verify,
             return src, graph, emitted, model, sized
         for row in sized:
             if not row["passed"]:
-                bad = next(c for c in row["sizes"] if c["passed"] is False)
+                bad = next(c for c in row["sizes"] if c.passed is False)
                 notes.append(_pinned_note(row["symbol"], bad, graph.meta["free"]["dims"][row["symbol"]]))
         free -= wrong
         src, graph = repin(record, free, notes)
@@ -48,10 +48,10 @@ def emit_free(stages, target, graph, record, tmp, src, seed, atol, rtol, verify,
 def _pinned_note(symbol, bad, dim) -> str:
     """The warning for a dim pinned by its size check ``bad``; where rows mix, naming the node first (Note [which
     node mixes rows] in verification/chunks.py): "batch pinned at 2: node mean (mean) mixes rows: ...; at ..."."""
-    problem = bad["problem"] or "outputs differ"
+    problem = bad.problem or "outputs differ"
     culprit, _, problem = problem.partition("; ") if problem.startswith("node ") else ("", "", problem)
     head = f"{symbol} pinned at {dim.get('example', dim['size'])}: {culprit}; at" if culprit else f"{symbol} pinned: at"
-    return f"{head} {symbol}={bad['size']} " + (
+    return f"{head} {symbol}={bad.size} " + (
         problem if problem.startswith("the source") else f"the converted model differs ({problem})")
 
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+
 from ...errors import BadInput
 from ...passes.free_dims import NotFree, apply_free, diff_free, merge_found
 from ...passes.layout import graph_axis, source_ends
@@ -85,7 +87,7 @@ def find_free(src, graph, prepare, rows, notes):
             if row["step"] > 1:
                 notes.append(f"{row['symbol']} stays free at {row['size']} plus multiples of {row['step']} only: the "
                              f"model divides it by {row['step']} (Note [divided dims])")
-    notes += [n for n in getattr(src, "fallbacks", ()) if n not in notes]  # why a traced source lowered twice
+    notes += [n for n in src.fallback_notes() if n not in notes]  # why a traced source lowered twice
     moved = _at_example(src, prepare, rows, [row for row in rows if row not in kept])
     if moved is not None and kept:  # the free dims found again on the graph at the example's pinned sizes
         return find_free(*moved, prepare, kept, notes)
@@ -156,10 +158,10 @@ def _second_size(src, graph, prepare, rows, row, found, symbolic) -> str:
     if other is None:
         return f"its range [{row.get('min')}, {row.get('max')}] has no second size to check"
     if row["step"] > 1:  # torch may divide where the model cannot run (a reshape to literals): run it there once
-        from ...frontends.torch.arrays import array_of  # a torch source (a JAX-traced one has example_arrays)
+        from ...frontends.torch.arrays import array_of  # a torch source's examples are tensors
         try:
             sized = src.resized(_sizes(src, rows, {row["symbol"]: other}))
-            sized.run(*getattr(sized, "example_arrays", None) or [array_of(t) for t in sized.example_inputs])
+            sized.run(*[a if isinstance(a, np.ndarray) else array_of(a) for a in sized.examples()])
         except Exception as exc:  # noqa: BLE001 - any failure there means "not free"
             return f"the model does not run at {row['symbol']}={other} ({one_line(exc)})"
     g1 = _by_symbols(src, graph, rows, row, other) if symbolic else None
@@ -213,9 +215,10 @@ def _graph_sites(graph, sites) -> list:
 def _exported_free(src, row) -> tuple:
     """(symbolic, why pinned): whether ``row``'s sites are symbols of the source's one torch.export (its second size
     a substitution, not a second export), and why torch specialised one of them ('' if none or not exported so)."""
-    if getattr(src, "pinned", None) is None:  # torch sources exported symbolically only (Note [symbolic export])
+    pinned = src.pinned_dims()
+    if pinned is None:  # sources exported symbolically only (Note [symbolic export])
         return False, ""
-    return src.symbolic(row["sites"]), next((src.pinned[tuple(s)] for s in row["sites"] if tuple(s) in src.pinned), "")
+    return src.symbolic(row["sites"]), next((pinned[tuple(s)] for s in row["sites"] if tuple(s) in pinned), "")
 
 
 def refree(record, symbols, notes):

@@ -19,10 +19,11 @@ from .plan import parse_dynamic, plan_dims
 __all__ = ["lower_for", "requested_dims"]
 
 
-def lower_for(src, target, skip=None, raw=None, io_layout="source", free=True, dynamic=()):
+def lower_for(src, target, skip=None, raw=None, io_layout="source", free=True, dynamic=(), static_batch=None):
     """The source's IR after ``target``'s passes (minus ``skip``) and ``--io-layout``: what convert emitted,
     with the free dims it keeps by default and the ``dynamic`` ones (``--dynamic`` specs, as convert was given
-    them; ``free=False``: static, as with ``--static-batch``).
+    them; ``free=False``: static). ``static_batch``: the batch stays pinned (``src`` is at that batch already:
+    recorded.py ``at_batch``).
 
     ``skip`` None: the default pass set. ``raw`` reuses an already lowered, not yet rewritten graph (passes are
     pure functions).
@@ -37,7 +38,7 @@ def lower_for(src, target, skip=None, raw=None, io_layout="source", free=True, d
     graph = prepare(src.lower() if raw is None else raw)
     if not free:
         return graph
-    rows = plan_dims(src, graph, dynamic)  # a malformed --dynamic spec is the user's to fix: BadInput
+    rows = plan_dims(src, graph, dynamic, static_batch)  # a malformed --dynamic spec is the user's to fix: BadInput
     try:  # the dims convert keeps free (Note [free dims])
         return find_free(src, graph, lambda s: prepare(s.lower()), rows, [])[1]
     except BadInput:  # a --dynamic axis the model fixes: convert refused it; checked at its sizes here

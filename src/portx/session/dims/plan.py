@@ -56,7 +56,7 @@ def plan_dims(src, graph, dynamic=(), static_batch=None) -> list:
     batch = [site for site in batch if tuple(site) not in claimed]
     size = graph.inputs[batch[0][0]].type.shape[0] if batch else None
     rows = [] if static_batch or not batch else [
-        {"symbol": "batch", "sites": batch, "size": size, "example": getattr(src, "batch_given", 0) or size,
+        {"symbol": "batch", "sites": batch, "size": size, "example": src.given_batch() or size,
          "min": 1, "max": None, "declared": False, **({"flag": True} if asked else {})}]
     for row in declared:
         if sorted(map(tuple, row["sites"])) == [(i, 0) for i in ranked]:
