@@ -36,5 +36,6 @@ def test_application_converts_to_keras_verifies_and_is_structured(name, tmp_path
     want = np.asarray(model(x, training=False))
     np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4)
     shape = assert_structured(result, "keras-jax", repeats=name not in NAMES_NO_BLOCKS, longer=True)
-    if name in CI:  # the layer names holding weights are the source's (Note [layers Keras names in blocks])
-        assert {w.path for w in result.model.weights} == {w.path for w in model.weights}, shape
+    # the layers holding weights keep their source names (Note [layers Keras names in blocks]); a Normalization's
+    # statistics are folded into constants
+    assert {w.path for w in result.model.weights} <= {w.path for w in model.weights}, shape

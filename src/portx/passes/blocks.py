@@ -93,10 +93,11 @@ def _text_of(path: str) -> str:
     return re.sub(r"[^0-9A-Za-z_]+", "_", path).lower()
 
 
-# Note [lettered blocks]: EfficientNet (and EfficientNetV2) number a stage and letter its blocks (``block2a_expand_conv``,
-# ``block2b_expand_conv``): the block is ``block2a``, its container the stage ``block2`` and its number the letter's
-# place (a is 0), so torch-xla nests it as ``block2[0].expand_conv``. Its names do not end in a number, so no
-# Keras loop writes them (``loops`` in targets/structure.py): each block is one call with its name.
+# Note [lettered blocks]: EfficientNet (and EfficientNetV2) number a stage and letter its blocks
+# (``block2a_expand_conv``, ``block2b_expand_conv``): the block is ``block2a``, its container the stage ``block2`` and
+# its number the letter's place (a is 0), so torch-xla nests it as ``block2[0].expand_conv``. Its names do not end in
+# a number, so no Keras loop writes them (``loops`` in targets/structure.py): each block is one call with its name
+# (each of EfficientNet's blocks takes its own drop rate anyway).
 
 
 # Note [numbered blocks in a stage]: portx's own Keras code names a torch block's layers after its path
