@@ -214,27 +214,31 @@ def _has_parts(key, nodes) -> bool:
 def _gather(graph, key_of) -> tuple:
     """(``graph`` with the glue interleaving its blocks moved out of them, {scope: block} for the glue left inside)
     (Note [glue that interleaves a block])."""
-    nodes, owner, moved = list(graph.nodes), {}, True
-    while moved:
+    nodes, owner = list(graph.nodes), {}
+    for _ in range(len(nodes)):  # each pass moves glue outward, or inside a block: it ends well before this bound
         moved, at = False, 0
         runs = block_runs(graph.replace(nodes=nodes), lambda scope: owner.get(scope) or key_of(scope), join=False)
         for i in range(len(runs) - 2):
             (key, first), (glue_key, glue), (last_key, last) = runs[i:i + 3]
             if key and not glue_key and last_key == key:
-                before, inside, after = _split_glue(first, glue, last)
+                earlier = [n for k, run in runs[:i + 1] if k == key for n in run]  # what any stretch of it made
+                before, inside, after = _split_glue(earlier, glue, last)
                 if before or after or any(n.scope and n.scope not in owner for n in inside):
                     nodes[at:at + len(first) + len(glue) + len(last)] = before + first + inside + last + after
                     owner.update({n.scope: key for n in inside})
                     moved = True
                     break
             at += len(runs[i][1])
+        if not moved:
+            break
     return (graph if nodes == list(graph.nodes) else graph.replace(nodes=nodes)), owner
 
 
-def _split_glue(first, glue, last) -> tuple:
-    """(before, inside, after): the ``glue`` nodes between two stretches of a block that read nothing made in it,
-    those the block reads on, and those it does not (Note [glue that interleaves a block])."""
-    made = {v for n in first for v in n.outputs}
+def _split_glue(earlier, glue, last) -> tuple:
+    """(before, inside, after): the ``glue`` nodes between two stretches of a block that read nothing the block made
+    (``earlier``: its nodes so far), those its stretch ``last`` reads on, and those it does not (Note [glue that
+    interleaves a block])."""
+    made = {v for n in earlier for v in n.outputs}
     reads = set()
     for node in glue:
         if any(v in made for v in node.inputs):
