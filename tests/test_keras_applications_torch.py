@@ -33,9 +33,8 @@ __all__ = []
 #: top_activation reaches 336, and correct conversions differ there by 1.5e-5 * scale.
 FULL_SIZE = sorted(FULL_SIDES)
 #: applications whose layer names number no block in a form passes/blocks.py reads (Note [repeated blocks]):
-#: EfficientNet's ``block2a``/``block2b``, InceptionV3's ``mixed0``, MobileNetV3's ``expanded_conv_1``, NASNet's
-#: ``normal_conv_1_0``; their code stays flat
-NAMES_NO_BLOCKS = {"EfficientNetB0", "EfficientNetV2B0", "InceptionV3", "MobileNetV3Small", "NASNetMobile"}
+#: InceptionV3's ``mixed0`` and NASNet's ``normal_conv_1_0``; their code stays flat
+NAMES_NO_BLOCKS = {"InceptionV3", "NASNetMobile"}
 
 
 def _emitted_matches_keras(model, x, out):

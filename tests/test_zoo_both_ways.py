@@ -24,11 +24,11 @@ __all__ = []
 #: tokens, position embeddings, masks, resize matrices) and eagerly computed ``ops.where`` conditions.
 ROUND_TRIP_GAPS = {}
 ROUND_TRIP = sorted(set(ZOO) - set(ROUND_TRIP_GAPS))
-#: the round trips whose Keras model (portx's own code) repeats a block that its layer names show (``blocks_0_ln1``).
-#: Not ResNet (``layer1_0_conv1`` reads as keras.applications' ``conv2_block1_1_conv``: stage ``layer1`` is the
-#: block) nor the text encoder (its mask ops sit between its layers' and an unnamed transpose: Note [operations
-#: inside a block] in passes/blocks.py)
-REPEATS_BACK = {"densenet", "gpt", "mobilenetv3", "swin", "vit"}
+#: the round trips whose Keras model (portx's own code) repeats a block that its layer names show (``blocks_0_ln1``;
+#: ResNet's ``layer1_0_conv1``: Note [numbered blocks in a stage] in passes/blocks.py; the text encoder, whose mask
+#: ops Keras orders between its layers': Note [glue that interleaves a block]). Not Swin: its second block shifts its
+#: windows (a roll and a mask the first has not), as in the torch source (test_zoo's REPEATS)
+REPEATS_BACK = {"densenet", "gpt", "mobilenetv3", "resnet", "text_encoder", "vit"}
 
 
 def _outputs(model, inputs) -> list:

@@ -1,5 +1,5 @@
 """passes/blocks.py: which path component names a block (Note [outermost block]), single layers are no blocks
-(Note [a block has parts]), and Keras ops between a block's layers join it (Note [operations inside a block])."""
+(Note [a block has parts]), Keras' naming forms (Note [lettered blocks], Note [numbered blocks in a stage])."""
 from collections import OrderedDict
 
 import pytest
@@ -18,6 +18,9 @@ from portx.passes.blocks import block_of, block_parts
     ("conv2_block1_1_conv", "conv2_block1"),  # keras.applications
     ("transformer_layer_0.self_attention.query", "transformer_layer_0"),  # keras-hub
     ("blocks_0_ln1", "blocks_0"),  # portx's own Keras code: a torch path with underscores
+    ("block2a_expand_conv", "block2a"),  # EfficientNet: a lettered block in a numbered stage
+    ("expanded_conv_3_squeeze_excite_mul", "expanded_conv_3"),  # MobileNetV3
+    ("expanded_conv_depthwise", ""),  # its first block has no number
     ("stem", ""),
 ])
 def test_a_block_is_the_outermost_numbered_component(scope, key):
@@ -27,6 +30,31 @@ def test_a_block_is_the_outermost_numbered_component(scope, key):
 def test_a_named_container_is_the_parent_of_its_blocks():
     assert block_parts("blocks_1") == {"parent": "blocks", "index": 1, "stem": "blocks_"}
     assert block_parts("encoder.layers.encoder_layer_2")["index"] == 2
+    assert block_parts("block2b") == {"parent": "block2", "index": 1, "stem": "block2"}  # Note [lettered blocks]
+    assert block_parts("layer1_0") == {"parent": "layer1", "index": 0, "stem": "layer1_"}
+
+
+def _keras_stage(names):
+    """A Keras model of two residual blocks named ``names(i, part)``, as portx writes a torch source's."""
+    import keras
+
+    x = inputs = keras.Input((8,))
+    for i in range(2):
+        h = keras.layers.Dense(8, name=names(i, "dense"))(x)
+        h = keras.layers.ReLU(name=names(i, "relu"))(h)
+        x = keras.layers.Add(name=names(i, ""))([x, h])
+    return keras.Model(inputs, x)
+
+
+@pytest.mark.parametrize("names, keys", [
+    (lambda i, part: f"layer1_{i}_{part}".rstrip("_"), ["layer1_0", "layer1_1"]),  # portx's own names for layer1.0
+    (lambda i, part: f"conv2_block{i + 1}_{part or 'out'}", ["conv2_block1", "conv2_block2"]),  # keras.applications
+])
+def test_portx_own_keras_names_number_the_blocks_of_a_stage(names, keys, tmp_path):
+    """Note [numbered blocks in a stage]: ``layer1_0_dense`` is block 0 of ``layer1``, nested back as torch's."""
+    result = portx.convert(_keras_stage(names), to="torch-xla", out=tmp_path / "o", verify=False)
+    assert [b["key"] for b in result.graph.meta["blocks"]] == keys
+    assert len({b["kind"] for b in result.graph.meta["blocks"]}) == 1
 
 
 class _EncoderBlock(nn.Module):

@@ -30,7 +30,7 @@ def structure(graph, target) -> dict:
     defs = list(getattr(emitter, "functions", None) or getattr(emitter, "classes", None) or [])
     written = set()
     for match in _DOC.finditer("\n".join(defs)):
-        keys = match.group(1).split(", ")
+        keys = re.sub(r", \.\.\. \(\d+ blocks\)$", ", ...", match.group(1)).split(", ")
         if keys[-1] == "...":  # a long list names its first block only: the rest are of its kind
             kind = next(b["kind"] for b in blocks if b["key"] == keys[0])
             keys = [b["key"] for b in blocks if b["kind"] == kind]

@@ -27,8 +27,13 @@ import re
 __all__ = ["block_of", "block_parts", "block_runs", "block_structure", "record_blocks", "refresh_blocks"]
 
 _INDEX = re.compile(r"^\d+$")
-#: a Keras layer name that numbers its block, as keras.applications and keras-hub write them
-_NAMED = re.compile(r"^(?P<key>(?P<stem>.*?(?:block|layer)s?(?:_(?=\d+(?:_|$))|(?=\d+_)))(?P<index>\d+))(?:_|$)")
+#: a Keras layer name that numbers its block, as keras.applications and keras-hub write them (``conv2_block1_``,
+#: ``transformer_layer_0_``, MobileNetV3's ``expanded_conv_3_``)
+_NAMED = re.compile(r"^(?P<key>(?P<stem>.*?(?:block|layer|expanded_conv)s?(?:_(?=\d+(?:_|$))|(?=\d+_)))(?P<index>\d+))"
+                    r"(?:_|$)")
+#: a block lettered inside its numbered stage, as EfficientNet names them: ``block2a_``, ``block2b_`` (Note [lettered
+#: blocks])
+_LETTERED = re.compile(r"^(?P<key>(?P<stem>block\d+)(?P<letter>[a-z]))(?:_|$)")
 
 
 def block_of(scope: str) -> str:
@@ -44,7 +49,7 @@ def block_of(scope: str) -> str:
     for i, part in enumerate(parts):
         if _INDEX.match(part):
             return ".".join(parts[: i + 1])
-        named = _NAMED.match(part)
+        named = _NAMED.match(part) or _LETTERED.match(part)
         if named:
             return ".".join(parts[:i] + [named["key"]])
     return ""
@@ -60,20 +65,68 @@ def block_of(scope: str) -> str:
 def block_parts(key: str) -> dict:
     """The container a block belongs to, its number in it, and the text its layer names start with before the
     number. Example: ``block_parts("layer1.2")`` -> ``{"parent": "layer1", "index": 2, "stem": "layer1_"}``;
-    ``block_parts("conv2_block1")`` -> ``{"parent": "conv2", "index": 1, "stem": "conv2_block"}``."""
+    ``block_parts("conv2_block1")`` -> ``{"parent": "conv2", "index": 1, "stem": "conv2_block"}``;
+    ``block_parts("layer1_0")`` -> ``{"parent": "layer1", "index": 0, "stem": "layer1_"}`` (Note [numbered blocks in
+    a stage])."""
     head, _, last = key.rpartition(".")
+    nested = re.match(r"^(?P<parent>.+?)_(?P<index>\d+)$", last)
+    named = _NAMED.match(nested["parent"] + "_") if nested else None
+    if named and named["key"] == nested["parent"]:  # Note [numbered blocks in a stage]
+        parent = f"{head}.{nested['parent']}" if head else nested["parent"]
+        return {"parent": parent, "index": int(nested["index"]), "stem": _text_of(parent) + "_"}
     if _INDEX.match(last):
-        return {"parent": head, "index": int(last), "stem": re.sub(r"[^0-9A-Za-z_]+", "_", head).lower() + "_"}
+        return {"parent": head, "index": int(last), "stem": _text_of(head) + "_"}
+    lettered = _LETTERED.match(last + "_")
+    if lettered:  # Note [lettered blocks]
+        stem = lettered["stem"]
+        return {"parent": f"{head}.{stem}" if head else stem, "index": ord(lettered["letter"]) - ord("a"),
+                "stem": _text_of(f"{head}.{stem}" if head else stem)}
     named = _NAMED.match(last + "_")  # the key ends at its number
     stem = named["stem"]
     parent = re.sub(r"_?(block|layer)_?$", "", stem).rstrip("_") or stem.rstrip("_")
     return {"parent": f"{head}.{parent}" if head else parent, "index": int(named["index"]),
-            "stem": re.sub(r"[^0-9A-Za-z_]+", "_", f"{head}.{stem}" if head else stem).lower()}
+            "stem": _text_of(f"{head}.{stem}" if head else stem)}
 
 
-def block_runs(graph, key_of=None) -> list:
+def _text_of(path: str) -> str:
+    """A path as the text of a name: ``layer1.0`` -> ``layer1_0``."""
+    return re.sub(r"[^0-9A-Za-z_]+", "_", path).lower()
+
+
+# Note [lettered blocks]: EfficientNet (and EfficientNetV2) number a stage and letter its blocks
+# (``block2a_expand_conv``, ``block2b_expand_conv``): the block is ``block2a``, its container the stage ``block2`` and
+# its number the letter's place (a is 0), so torch-xla nests it as ``block2[0].expand_conv``. Its names do not end in
+# a number, so no Keras loop writes them (``loops`` in targets/structure.py): each block is one call with its name
+# (each of EfficientNet's blocks takes its own drop rate anyway).
+
+
+# Note [numbered blocks in a stage]: portx's own Keras code names a torch block's layers after its path
+# (``layer1.0.conv1`` -> ``layer1_0_conv1``), which reads as keras.applications' ``conv2_block1_1_conv``: the stage
+# ``layer1`` was the block, and a round trip (torch -> keras-jax -> torch-xla) wrote ResNet flat. A named block whose
+# every layer name goes on with a number (``layer1_0_...``, ``layer1_1``), two numbers or more, numbers its blocks
+# in it: the block is ``layer1_0`` in container ``layer1``, as the torch source nested it. keras.applications names
+# some layers of a block with no such number (``conv2_block1_add``, ``conv2_block1_out``), so its blocks stay.
+
+
+def _nested_keys(graph) -> dict:
+    """{scope: its block} for the scopes of named blocks that number their blocks (Note [numbered blocks in a
+    stage]). Example: ``{"layer1_0_conv1": "layer1_0", "layer1_1": "layer1_1", ...}``."""
+    by_key, found = {}, {}
+    for scope in {node.scope for node in graph.nodes if node.scope}:
+        key = block_of(scope)
+        if key and not _INDEX.match(key.rpartition(".")[2]):
+            by_key.setdefault(key, []).append(scope)
+    for key, scopes in by_key.items():
+        subs = [re.match(re.escape(key) + r"_(\d+)(?=[_.]|$)", scope) for scope in scopes]
+        if all(subs) and len({m.group(1) for m in subs}) > 1:
+            found.update({scope: m.group(0) for scope, m in zip(scopes, subs)})
+    return found
+
+
+def block_runs(graph, key_of=None, join=True) -> list:
     """(block key, [nodes]) for each stretch of consecutive nodes of one block ("" for glue between blocks);
-    ``key_of(scope)`` gives a scope's block (default ``block_of``).
+    ``key_of(scope)`` gives a scope's block (default ``block_of``); ``join``: glue inside a block is the block's
+    (Note [operations inside a block]).
 
     A node a pass added (no scope) stays in the block it sits in.
     Example: ``[key for key, _ in block_runs(graph)]`` -> ``["", "layer1.0", "layer1.1", ""]``.
@@ -83,7 +136,7 @@ def block_runs(graph, key_of=None) -> list:
         key = key_of(node.scope) if node.scope or not runs else runs[-1][0]
         if runs and runs[-1][0] == key:
             runs[-1][1].append(node)
-        elif key and len(runs) > 1 and runs[-2][0] == key and not runs[-1][0] \
+        elif join and key and len(runs) > 1 and runs[-2][0] == key and not runs[-1][0] \
                 and _inside(runs[-2][1], runs[-1][1], node):
             runs[-2][1].extend(runs.pop()[1] + [node])  # Note [operations inside a block]
         else:
@@ -148,13 +201,72 @@ def _has_parts(key, nodes) -> bool:
     return any(node.scope and node.scope != key for node in nodes)
 
 
+# Note [glue that interleaves a block]: Keras orders a functional model's layers by depth, so code that does not
+# belong to a block can sit between its layers: the round-trip text encoder's mask (``equal_3``, ``where_3``, read by
+# every layer) was made inside its first layer and its pooling mask (``not_equal_1``, ``cast_1``, read by the head)
+# inside its last, and no two layers were alike. Where glue sits between two stretches of one block, its nodes that
+# read nothing the block made there move before the block and those that nothing of the block reads after them move
+# past it (``_gather``); the rest (the block's own ``ops`` calls) stays inside (Note [operations inside a block]).
+# Each node still follows what it reads, so the graph computes the same; a torch source, whose blocks are
+# consecutive already, is unchanged.
+
+
+def _gather(graph, key_of) -> tuple:
+    """(``graph`` with the glue interleaving its blocks moved out of them, {scope: block} for the glue left inside)
+    (Note [glue that interleaves a block])."""
+    nodes, owner = list(graph.nodes), {}
+    for _ in range(len(nodes)):  # each pass moves glue outward, or inside a block: it ends well before this bound
+        moved, at = False, 0
+        runs = block_runs(graph.replace(nodes=nodes), lambda scope: owner.get(scope) or key_of(scope), join=False)
+        for i in range(len(runs) - 2):
+            (key, first), (glue_key, glue), (last_key, last) = runs[i:i + 3]
+            if key and not glue_key and last_key == key:
+                earlier = [n for k, run in runs[:i + 1] if k == key for n in run]  # what any stretch of it made
+                before, inside, after = _split_glue(earlier, glue, last)
+                if before or after or any(n.scope and n.scope not in owner for n in inside):
+                    nodes[at:at + len(first) + len(glue) + len(last)] = before + first + inside + last + after
+                    owner.update({n.scope: key for n in inside})
+                    moved = True
+                    break
+            at += len(runs[i][1])
+        if not moved:
+            break
+    return (graph if nodes == list(graph.nodes) else graph.replace(nodes=nodes)), owner
+
+
+def _split_glue(earlier, glue, last) -> tuple:
+    """(before, inside, after): the ``glue`` nodes between two stretches of a block that read nothing the block made
+    (``earlier``: its nodes so far), those its stretch ``last`` reads on, and those it does not (Note [glue that
+    interleaves a block])."""
+    made = {v for n in earlier for v in n.outputs}
+    reads = set()
+    for node in glue:
+        if any(v in made for v in node.inputs):
+            reads.add(node)
+            made.update(node.outputs)
+    needed = {v for n in last for v in n.inputs}
+    used = set()
+    for node in reversed(glue):
+        if any(v in needed for v in node.outputs):
+            used.add(node)
+            needed.update(node.inputs)
+    return ([n for n in glue if n not in reads], [n for n in glue if n in reads and n in used],
+            [n for n in glue if n in reads and n not in used])
+
+
 def record_blocks(graph):
-    """Record the numbered blocks and their structures in ``graph.meta["blocks"]`` (Note [repeated blocks]);
-    nodes unchanged.
+    """Record the numbered blocks and their structures in ``graph.meta["blocks"]`` (Note [repeated blocks]); nodes
+    unchanged but for glue moved out of a block's stretch (Note [glue that interleaves a block]).
 
     Example: ``record_blocks(graph).meta["blocks"][0]["key"]`` -> ``"layer1.0"``.
     """
-    runs, start, found = block_runs(graph), 0, []
+    nested = _nested_keys(graph)
+
+    def key_of(scope):
+        return nested.get(scope) or block_of(scope)
+
+    graph, owner = _gather(graph, key_of)
+    runs, start, found = block_runs(graph, lambda scope: owner.get(scope) or key_of(scope)), 0, []
     kinds, longest = {}, {}
     for i, (key, nodes) in enumerate(runs):
         if len(nodes) > len(runs[longest.get(key, i)][1]):

@@ -96,7 +96,8 @@ def test_keras_file_with_repeated_blocks_is_structured_verifies_trains_saves_and
     code = result.files["code"].read_text()
     assert shape["defs"] == 2 and "for i in range(2, 4):  # source blocks conv2_block2 to conv2_block3" in code, code
     # a stage's first block takes its stride, as keras.applications' block1 does (Note [keywords that vary in blocks])
-    assert "\ndef block(x, filters, strides, name):" in code and "block(conv2, 8, 2, name='conv3_block1')" in code
+    assert "\ndef conv_block(x, filters, strides, name):" in code
+    assert "conv_block(conv2, 8, 2, name='conv3_block1')" in code
     converted = result.model
     assert {layer.name for layer in converted.layers} >= {layer.name for layer in source.layers} - {"input_layer"}
     x = np.random.default_rng(0).standard_normal((2, 16, 16, 3)).astype(np.float32)

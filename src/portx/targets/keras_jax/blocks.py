@@ -169,6 +169,19 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<=[A-Za-z0-9])(?=[A-Z][a-z])", "_", name).lower()
 
 
+def _stem_name(group) -> str:
+    """A function's name from the Keras names of its blocks, as keras.applications names its own: ``conv_block`` for
+    ``conv2_block1``, ``conv3_block2``; ``block`` for EfficientNet's ``block2a``; ``expanded_conv_block`` for
+    ``expanded_conv_3``; "" for a torch source's blocks (``layer1.0``) or where the blocks' names differ."""
+    if any(re.search(r"\.\d+$", inst.key) for inst in group.instances):
+        return ""
+    stems = {re.sub(r"\d+", "", inst.stem).strip("_") for inst in group.instances}
+    stem = re.sub(r"_+", "_", stems.pop()) if len(stems) == 1 else ""
+    stem = stem[:-1] if stem.endswith("s") and not stem.endswith("ss") else stem  # encoder_layers_0: encoder_layer
+    stem = stem if stem.endswith(("block", "layer")) else f"{stem}_block"  # not a layer's name: expanded_conv_1
+    return stem if stem.isidentifier() else ""
+
+
 def _input_order(first, model_inputs) -> list:
     """The order a block function takes its inputs in: the first one that is not a model input (the tensor the
     block transforms, ``x``) first, then the others in order of first use. keras-hub's layers read the padding mask
@@ -183,7 +196,7 @@ def _function(emitter, group, width) -> tuple:
     inputs in (``_input_order``)."""
     first = group.instances[0]
     source = source_class([inst.key for inst in group.instances], emitter.graph.meta.get("module_classes"))
-    fn = emitter.ns.name(_snake(source) if source else family_name(group), "block")
+    fn = emitter.ns.name(_snake(source) if source else _stem_name(group) or family_name(group), "block")
     local = Namespace({"keras", "layers", "ops", "np", "name", "Constant", "FreeShape"})
     order = _input_order(first, {emitter.names[v] for v in emitter.graph.inputs})
     inputs = {first.inputs[i]: local.name("x" if n == 0 else first.inputs[i], "x") for n, i in enumerate(order)}
@@ -205,7 +218,8 @@ def _function(emitter, group, width) -> tuple:
     w.line(f"def {fn}({', '.join(list(inputs.values()) + params + ['name'])}):")
     w.indent = 1
     keys = ", ".join(inst.key for inst in group.instances)
-    w.line(f'"""Source blocks {keys if len(keys) <= 70 else group.instances[0].key + ", ..."}."""')
+    many = f"{first.key}, ... ({len(group.instances)} blocks)"  # the first names the kind
+    w.line(f'"""Source blocks {keys if len(keys) <= 70 else many}."""')
     offset = 0  # number columns count over the whole block
     for parts, comment in first.rows:
         w.line(render(parts, lambda v: names[v], lambda i, n: number(offset + i, n), string), comment)

@@ -189,7 +189,7 @@ class KerasEmitter(EmitterBase):
 
     def layer_name(self, node) -> str:
         """A unique layer name for ``node``: its weight's module, else as for a variable (Note [variable names])."""
-        raw = self.var_names.raw(node)
+        raw = self.var_names.layer(node)
         weights = [v.name for v in node.inputs if v is not None and self.is_param(v)]
         if weights and weights[0].endswith((".weight", "_weight")):  # "attn.in_proj_weight" -> attn_in_proj
             raw = weights[0][: -len("weight") - 1]

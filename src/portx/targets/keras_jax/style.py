@@ -176,6 +176,7 @@ class VariableNames:
             moved = not node.scope and node.outputs[0].name in added and source is not None
             self.scope[node] = self.scope[source] if moved else node.scope
         self.scope.update(_block_scopes(graph, self.scope))
+        self._glue = _glue_layers(graph, self.scope)
         self._kept = _varying(graph)
         first = {}
         self._room = {f"{ident(b['key'])}_": len(ident(b["key"])) - len(ident(first.setdefault(b["kind"], b)["key"]))
@@ -225,6 +226,11 @@ class VariableNames:
         name = re.sub(r"[^0-9A-Za-z_]+", "_", raw).lower()
         return max((extra for prefix, extra in self._room.items() if name.startswith(prefix)), default=0)
 
+    def layer(self, node) -> str:
+        """The name for ``node``'s layer: ``raw``, or after its block where Keras named it model-wide (Note [layers
+        Keras names in blocks])."""
+        return self._glue.get(node) or self.raw(node)
+
     def kept(self, node) -> frozenset:
         """The Keras keywords ``node``'s layer writes even at their default (Note [keywords that vary in blocks])."""
         return self._kept.get(node, frozenset())
@@ -269,6 +275,33 @@ def _block_scopes(graph, scope) -> dict:
                     renamed.setdefault(mine, set()).add(block["key"] + rel0)
         renamed = {s: new.pop() for s, new in renamed.items() if len(new) == 1 and s not in weighted}
         found.update({node: renamed[scope[node]] for node in nodes if scope.get(node) in renamed})
+    return found
+
+
+# Note [layers Keras names in blocks]: keras.applications names a block's layers after the block but leaves some to
+# Keras (MobileNetV3's ``activation_95`` and ``re_lu_2`` between ``expanded_conv_3_expand_bn`` and the depthwise
+# conv): Keras numbers those model-wide, so each block wrote another name and no two blocks read the same. Such a
+# layer, inside a block whose kind repeats, holding no weights and named as the layer at the same position of the
+# first block of its kind up to Keras' number, is named after its block: ``expanded_conv_3_activation``. A layer with
+# weights keeps its source name; an operation (``ops.split``) is a variable only, which blocks rename anyway.
+
+
+def _glue_layers(graph, scope) -> dict:
+    """{node: its layer's name} for the layers Keras named model-wide inside repeated blocks (Note [layers Keras
+    names in blocks]). Example: ``activation_95`` in block ``expanded_conv_3`` -> ``expanded_conv_3_activation``."""
+    blocks = graph.meta.get("blocks") or []
+    counts, first, found = {}, {}, {}
+    for block in blocks:
+        counts[block["kind"]] = counts.get(block["kind"], 0) + 1
+    for block in (b for b in blocks if counts[b["kind"]] > 1):
+        base = first.setdefault(block["kind"], block)
+        nodes = graph.nodes[block["start"]:block["stop"]]
+        for node, model in zip(nodes, graph.nodes[base["start"]:base["stop"]]):
+            mine, theirs = scope.get(node) or "", scope.get(model) or ""
+            stem = _AUTO_NUMBER.sub("", mine)
+            if mine and "." not in mine and not mine.startswith(block["key"]) and stem == _AUTO_NUMBER.sub("", theirs) \
+                    and not any(v is not None and graph.is_param(v) for v in node.inputs):
+                found[node] = f"{block['key']}_{stem}"
     return found
 
 

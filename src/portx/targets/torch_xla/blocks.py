@@ -339,9 +339,10 @@ def _chain(rows):
 def _container(w, indent, attr, made, sequential) -> None:
     """``self.layer1 = nn.Sequential(...)`` (blocks called one after the other on one input) or ``nn.ModuleList``:
     one line per block, or a comprehension when all are alike."""
-    calls = [f"{cls}({', '.join(inst.numbers[c] for c in columns)})" for (cls, columns, _), inst, _ in made]
+    calls = [f"{cls}({', '.join((init.numbers + body.numbers)[c] for c in columns)})"  # columns span both
+             for (cls, columns, _), init, body in made]
     w.indent = indent
-    if len(set(calls)) == 1:
+    if len(set(calls)) == 1 and len(calls) > 1:
         many = f"{calls[0]} for _ in range({len(calls)})"
         w.line(f"self.{attr} = nn.Sequential(*[{many}])" if sequential else
                f"self.{attr} = nn.ModuleList([{many}])", f"source blocks {made[0][2].key} to {made[-1][2].key}")

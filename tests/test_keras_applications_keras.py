@@ -1,0 +1,43 @@
+"""keras.applications models converted Keras -> Keras-JAX (``--to keras-jax``), verified, and their code structured:
+each kind of block the application repeats (``conv2_block1``, EfficientNet's ``block2b``, MobileNetV3's
+``expanded_conv_4``) written once as a function and called per block (Note [structured code] in
+src/portx/targets/structure.py), as keras.applications writes them.
+
+- CI: ResNet50 and MobileNetV3Small at the smallest input each accepts (``zoo_keras.build_application``: 32x32),
+  through ``portx.convert`` with verification on: 16 s and 29 s of CPU (EfficientNetB0 would add 38 s; its
+  lettered blocks are checked to torch-xla in CI, tests/test_keras_applications_torch.py).
+- ``PORTX_SLOW=1``: the other keras.applications models the same way.
+
+Example:
+    PORTX_SLOW=1 pytest tests/test_keras_applications_keras.py -k EfficientNet
+"""
+import numpy as np
+import pytest
+
+import portx
+from tests.support.structured_code import assert_structured
+from tests.support.zoo_keras import APPLICATIONS, build_application
+
+__all__ = []
+
+#: the CI set: keras.applications' ``conv2_block1_`` and MobileNetV3's ``expanded_conv_1_`` with Keras-named layers
+#: inside its blocks (Note [layers Keras names in blocks])
+CI = ("MobileNetV3Small", "ResNet50")
+#: applications whose layer names number no block in a form passes/blocks.py reads (Note [repeated blocks]):
+#: InceptionV3 names a block only at its concatenation (``mixed0``), NASNet by a suffix (``normal_conv_1_0``)
+NAMES_NO_BLOCKS = {"InceptionV3", "NASNetMobile"}
+CASES = [pytest.param(name, marks=() if name in CI else pytest.mark.slow) for name in sorted(APPLICATIONS)]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_application_converts_to_keras_verifies_and_is_structured(name, tmp_path):
+    model, x = build_application(name)
+    result = portx.convert(model, to="keras-jax", out=tmp_path / "out")
+    assert result.report["verification"]["passed"] is True, result.report["verification"]
+    got = np.asarray(result.model(x, training=False))
+    want = np.asarray(model(x, training=False))
+    np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4)
+    shape = assert_structured(result, "keras-jax", repeats=name not in NAMES_NO_BLOCKS, longer=True)
+    # the layers holding weights keep their source names (Note [layers Keras names in blocks]); a Normalization's
+    # statistics are folded into constants
+    assert {w.path for w in result.model.weights} <= {w.path for w in model.weights}, shape
