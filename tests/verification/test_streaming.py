@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+import portx
 from portx.frontends import load
 from portx.passes.pipeline import inference_skip
 from portx.targets import TARGETS
@@ -153,3 +154,30 @@ def test_a_wrong_weight_fails_its_own_block_only(decoder, to):
     assert verdicts == [("(glue)", True), ("model.model.layers.0", True), ("model.model.layers.1", False),
                         ("(glue)", True)]  # the head runs on the source's values, so the error stays in its block
     assert not report["passed"]
+
+
+class _SquareCnn(torch.nn.Module):
+    """Two convs on an 8x8 image with 8 channels: a value (2, 8, 8, 8) has one shape in either layout."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU())
+        self.body = torch.nn.Sequential(torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.ReLU())
+        self.head = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.head(self.body(self.stem(x)).mean(dim=(2, 3)))
+
+
+def test_a_channels_last_value_is_paired_in_the_order_the_ir_stores_it(tmp_path, monkeypatch):
+    """On keras-jax the layout pass stores the convs' values as NHWC (Note [stored orders]); the source's NCHW value
+    of the same shape was paired as it was, so a correct CNN failed its first block (max abs 3.5 on tiny_cnn)."""
+    monkeypatch.setenv("PORTX_WEIGHT_BUDGET", "100B")  # Note [weight budget]: streamed, block by block
+    torch.manual_seed(0)
+    result = portx.convert(_SquareCnn().eval(), to="keras-jax", out=tmp_path / "out",
+                           example_inputs=(torch.randn(2, 3, 8, 8),), grad=False)
+    ver = result.report["verification"]
+    assert ver["mode"] == "streaming" and ver["passed"] is True, ver
+    outs = {row["block"]: row["outputs"] for row in result.report["blocks"] if row["block"] != "(glue)"}
+    assert sorted(outs) == ["body.0", "body.1", "stem.0", "stem.1"], outs  # no row "not paired" (x_nhwc is glue)
+    assert all(o["paired"] and o["max_abs"] < 1e-5 for row in outs.values() for o in row), outs

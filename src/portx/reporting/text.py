@@ -78,8 +78,8 @@ def print_dynamic(dims) -> None:
     checked at, a size that differs marked. Example: ``  x_1: free, verified at 6, 9``."""
     for dim in dims or []:
         sizes = ", ".join(_known(c.size) + ("" if c.passed is not False else " DIFFERS") for c in dim.verified or [])
-        click.echo(f"  {_known(dim.symbol)}: " + (f"free, verified at {sizes}" if dim.free else
-                                                  f"pinned to {_known(dim.example_size)}"))
+        free = f"free, verified at {sizes}" if sizes else "free, not checked at other sizes"
+        click.echo(f"  {_known(dim.symbol)}: " + (free if dim.free else f"pinned to {_known(dim.example_size)}"))
 
 
 def print_blocks(rows) -> None:

@@ -220,7 +220,7 @@ def stream_verify(src, graph, target, arrays, atol=DEFAULT_ATOL, rtol=DEFAULT_RT
     """
     segs = segments(graph)
     wanted = {v.name: v for s in segs for v in (*s.inputs, *s.outputs)}
-    found = Boundaries(src, arrays, wanted, release)
+    found = Boundaries(src, arrays, wanted, release, graph.meta.get("stored_orders"))  # Note [stored orders]
     known = {v.name: np.asarray(a) for v, a in zip(graph.inputs, arrays)}
     rows, built = [], {}  # structure -> (model, the graph it was emitted from)
     for seg in segs:
