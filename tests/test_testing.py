@@ -87,10 +87,13 @@ def test_file_source_and_wrong_model(converted, tmp_path):
 
 
 PLUGIN_TEST = '''
+import warnings
+
 import torch
 from torch import nn
 
 import portx
+from portx import Checks
 
 
 def test_fixture_checks_a_conversion(portx_equivalence, tmp_path, request):
@@ -98,12 +101,17 @@ def test_fixture_checks_a_conversion(portx_equivalence, tmp_path, request):
     torch.manual_seed(0)
     net, x = nn.Sequential(nn.Linear(4, 2), nn.Tanh()).eval(), torch.randn(1, 4)
     portx.convert(net, example_inputs=(x,), out=tmp_path / "out")
-    portx_equivalence(net, tmp_path / "out", example_inputs=(x,), samples=2)
+    with warnings.catch_warnings(record=True) as seen:  # the documented call: no deprecated keyword
+        warnings.simplefilter("always")
+        report = portx_equivalence(net, tmp_path / "out", example_inputs=(x,), checks=Checks(samples=2))
+    assert len(report["samples"]) == 2
+    assert not [w for w in seen if w.category is DeprecationWarning and w.filename == __file__], seen
     with torch.no_grad():
         net[0].weight.add_(0.25)  # now the conversion is stale: within atol 0.5, not within 1e-6
-    portx_equivalence(net, tmp_path / "out", example_inputs=(x,))
+    portx_equivalence(net, tmp_path / "out", example_inputs=(x,), checks=Checks(samples=2))
+    portx_equivalence(net, tmp_path / "out", example_inputs=(x,), samples=2)  # the flat keyword still works
     try:
-        portx_equivalence(net, tmp_path / "out", example_inputs=(x,), atol=1e-6, rtol=0.0)
+        portx_equivalence(net, tmp_path / "out", example_inputs=(x,), checks=Checks(atol=1e-6, rtol=0.0))
     except AssertionError as exc:
         assert "first diverging layer (seed 0): 0 (linear)" in str(exc)
     else:

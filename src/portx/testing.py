@@ -9,11 +9,12 @@ Example:
     >>> from portx.testing import assert_equivalent
     >>> assert_equivalent(model, "out/", example_inputs=(torch.randn(1, 3, 32, 32),), samples=3)
 
-    def test_converted_model(portx_equivalence):     # in a user's tests, no import needed
-        portx_equivalence("model.pt2", "out/", samples=3)
+    def test_converted_model(portx_equivalence):     # in a user's tests, no import beside Checks needed
+        portx_equivalence("model.pt2", "out/", checks=Checks(samples=3))
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 
@@ -87,8 +88,9 @@ def assert_equivalent(source, converted, inputs=None, *, example_inputs=None, tr
     (``checks.seed``..``checks.seed+checks.samples-1``), compared within ``checks.atol``/``checks.rtol``.
     ``shapes.static_batch``: as ``portx.verify``'s (read from ``converted``'s report.json when it has one).
     ``shapes.dynamic``: the ``--dynamic`` axes ``converted`` was made with, free here too (``inputs`` at another
-    length then check), and checked at the sizes ``portx convert`` checks them at (``report["dynamic"]``); ``trust``: as ``portx.convert``'s (Note [one trust] in options.py); flat ``samples=``,
-    ``atol=``, ``trust_pickle=`` ... still work, with a DeprecationWarning. Raises AssertionError with per-output max abs/rel
+    length then check), and checked at the sizes ``portx convert`` checks them at (``report["dynamic"]``);
+    ``trust``: as ``portx.convert``'s (Note [one trust] in options.py); flat ``samples=``, ``atol=``,
+    ``trust_pickle=`` ... still work, with a DeprecationWarning. Raises AssertionError with per-output max abs/rel
     errors. Example: ``assert_equivalent(net, "out/", example_inputs=(x,), checks=Checks(samples=3, atol=1e-4))``.
     """
     os.environ.setdefault("KERAS_BACKEND", "jax")  # as the API does, before anything imports Keras
@@ -130,10 +132,15 @@ if pytest is not None:
 
     @pytest.fixture
     def portx_equivalence(request):
-        """``assert_equivalent`` with the session's ``--portx-atol/--portx-rtol`` (overridable per call).
+        """``assert_equivalent`` with the session's ``--portx-atol/--portx-rtol`` where the call's ``checks`` keeps
+        the default tolerance (a call's own tolerance wins).
 
-        Example: ``portx_equivalence("model.pt2", "out/", samples=3)``.
+        Example: ``portx_equivalence("model.pt2", "out/", checks=Checks(samples=3))``.
         """
-        atol, rtol = request.config.getoption("portx_atol"), request.config.getoption("portx_rtol")
-        return functools.partial(assert_equivalent, checks=Checks(atol=DEFAULT_ATOL if atol is None else atol,
-                                                                  rtol=DEFAULT_RTOL if rtol is None else rtol))
+        session = {"atol": (request.config.getoption("portx_atol"), DEFAULT_ATOL),
+                   "rtol": (request.config.getoption("portx_rtol"), DEFAULT_RTOL)}
+
+        def check(source, converted, inputs=None, *, checks=Checks(), **kwargs):
+            given = {k: v for k, (v, default) in session.items() if v is not None and getattr(checks, k) == default}
+            return assert_equivalent(source, converted, inputs, checks=dataclasses.replace(checks, **given), **kwargs)
+        return check
