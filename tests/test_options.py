@@ -110,6 +110,11 @@ def test_verify_and_inspect_pass_unsafe_keras_to_the_loader(tmp_path):
         read = CliRunner().invoke(main, [*command, "--unsafe-keras"])
         assert "--unsafe-keras" not in read.output, read.output  # past the loader: OUT is missing, or Lambda is listed
     assert "missing: no such folder" in CliRunner().invoke(main, ["verify", src, out, "--unsafe-keras"]).output
+    import portx
+
+    with pytest.raises(BadInput, match="unsafe-keras"):
+        portx.load(src)
+    assert portx.load(src, trust=Trust(unsafe_keras=True)).lower().nodes  # portx.load takes the group too
 
 
 def test_verify_rechecks_what_convert_converted_with_a_trust_flag(tmp_path):

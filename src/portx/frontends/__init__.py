@@ -95,7 +95,7 @@ def is_onnx_source(source) -> bool:
     return onnx is not None and isinstance(source, onnx.ModelProto)
 
 
-def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_keras=False,
+def load(source, *, example_inputs=None, inputs=(), trust=None, trust_pickle=False, unsafe_keras=False,
          trust_savedmodel=False, batch=None, trust_remote_code=False, dtype="config", free=()) -> Source:
     """Open ``source`` (a path or a live model) as a Source.
 
@@ -110,8 +110,13 @@ def load(source, *, example_inputs=None, inputs=(), trust_pickle=False, unsafe_k
     (Note [batch of one] in frontends/torch/live.py); ``free``: its ``--dynamic`` axes, exported symbolic (Note
     [symbolic export] in frontends/torch/symbols.py). A Hugging Face checkpoint folder (config.json and
     safetensors weights) is built by transformers and traced with its weights left on disk (frontends/hf.py;
-    ``trust_remote_code`` for a config with auto_map, ``dtype`` to widen). Example: ``load("model.pt2").lower()``.
+    ``trust_remote_code`` for a config with auto_map, ``dtype`` to widen). ``trust``: a ``portx.Trust``, as
+    ``convert``, ``verify`` and ``inspect`` take it (Note [one trust] in options.py); its flags replace the flat
+    ones. Example: ``load("model.pt2").lower()``; ``load("m.keras", trust=Trust(unsafe_keras=True))``.
     """
+    if trust is not None:
+        trust_pickle, unsafe_keras, trust_savedmodel, trust_remote_code = (
+            trust.trust_pickle, trust.unsafe_keras, trust.trust_savedmodel, trust.trust_remote_code)
     if isinstance(source, (str, os.PathLike)) and is_hf_folder(source):
         from .hf import load_hf_folder
 
