@@ -24,7 +24,8 @@ import re
 from ..codegen import LineWriter, Namespace
 from ..structure import assigned_names, block_lines, family_name, find_outputs, ident, instance, lines_of, \
     number_params, param_name, pieces, render, source_class
-from .block_args import hidden_input, is_own_buffer, named_child, own_constants
+from .block_args import forward_order, forward_values, is_own_buffer, named_child, own_constants
+from .containers import chain, child, named_container, write_call, write_container
 from .nesting import nest
 
 __all__ = ["write_modules"]
@@ -63,7 +64,7 @@ def _candidates(emitter, variables, reads, taken) -> dict:
         init = instance(emitter.init.rows, *block_lines(emitter.spans, block, 1), block, variables)
         body = instance(emitter.body.rows, *block_lines(emitter.spans, block, 0), block, variables,
                         {emitter.names[v] for v in emitter.graph.inputs}, reads)
-        ok = init is not None and body is not None and body.rows and not named_child(block["key"])
+        ok = init is not None and body is not None and body.rows
         if ok:
             _hoist(init)
             ok = not any(kind == "v" for parts, _ in init.rows for kind, _ in parts)
@@ -71,8 +72,24 @@ def _candidates(emitter, variables, reads, taken) -> dict:
             find_outputs(body, reads)
             ok = bool(body.outputs) and _own_attributes(init, body, taken)
         found.setdefault(block["parent"], []).append((block["index"], block, init, body) if ok else None)
-    return {parent: [row[1:] for row in rows] for parent, rows in found.items()  # numbered from 0 (torch) or 1
-            if None not in rows and [row[0] for row in rows] in (list(range(len(rows))), list(range(1, len(rows) + 1)))}
+    found = {parent: [row[1:] for row in rows] for parent, rows in found.items()  # numbered from 0 (torch) or 1
+             if None not in rows and [row[0] for row in rows] in (list(range(len(rows))), list(range(1, len(rows) + 1)))}
+    held = {}
+    for rows in found.values():
+        holder = _holder(emitter, rows, taken)
+        if holder:
+            held[holder] = rows
+    return held
+
+
+def _holder(emitter, rows, taken) -> str | None:
+    """The source path of the module that holds ``rows``' blocks: their parent, or for named children (torchvision
+    ViT's ``encoder.layers.encoder_layer_0``) the module they are children of, where they can be held by name
+    (Note [named block containers] in containers.py); None where they cannot."""
+    keys = [block["key"] for block, _, _ in rows]
+    if not named_child(keys[0]):
+        return rows[0][0]["parent"]
+    return named_container(keys, emitter.paths, emitter.graph.meta.get("module_classes"), taken)
 
 
 def _own_attributes(init, body, taken) -> bool:
@@ -121,6 +138,7 @@ def write_modules(emitter, taken) -> None:
     if longer[0] > longer[1]:
         emitter.longer = longer
         emitter.classes.clear()  # Note [structured only where shorter]
+        emitter.block_inputs.clear()
         emitter.init, emitter.body, emitter.paths, emitter.hidden, emitter.state, emitter.origins, \
             emitter.module_of = saved
         init, body, moved = flat
@@ -154,6 +172,7 @@ def _write_classes(emitter, taken) -> None:
                 written[key] = _class(emitter, members[key], names[key], taken)
                 if written[key] is None:
                     emitter.classes.clear()
+                    emitter.block_inputs.clear()
                     return  # too many varying numbers: everything stays flat
     _rewrite(emitter, containers, written, variables)
 
@@ -185,7 +204,7 @@ def _camel(snake: str) -> str:
 
 
 _MODULE_NAMES = {"Model", "torch", "nn", "F", "os", "math", "json", "load_file", "WEIGHTS", "build_model",
-                 "load_model", "tp_plan"}
+                 "load_model", "tp_plan", "OrderedDict"}
 
 
 def _class(emitter, members, cls, reserved):
@@ -199,8 +218,9 @@ def _class(emitter, members, cls, reserved):
     local = Namespace({"self", "torch", "nn", "F", "math"})
     args = [local.name(param_name(_Joined(init, body), col), "size") for col in columns]
     split = len(init.numbers)
-    hidden = hidden_input([b for _, b in members])  # Note [forward's arguments] in block_args.py
-    inputs = {v: local.name("x" if i == hidden else v.replace("self.", ""), "x") for i, v in enumerate(body.inputs)}
+    order = forward_order([b for _, b in members], _model_inputs(emitter))  # Note [forward's arguments]
+    inputs = {body.inputs[i]: local.name("x" if i == order[0] else body.inputs[i].replace("self.", ""), "x")
+              for i in order}
     locals_ = {v: local.name(v[len(body.prefix) + 1:] if v.startswith(body.prefix + "_") else
                              re.sub(r"_+\d+$", "", v), "v") for v in body.locals}
 
@@ -233,10 +253,16 @@ def _class(emitter, members, cls, reserved):
     w.rows += rows
     w.indent = 1
     w.line("")
-    w.line(f"def forward({', '.join(['self'] + list(inputs.values()))}):")
+    w.line(f"def forward({', '.join(['self'] + [inputs[body.inputs[i]] for i in order])}):")
     w.rows += forward.rows
     emitter.classes.append(w.text())
-    return cls, columns, moved
+    for _, b in members:  # the block-rows cutter calls the class with these (targets/forward_cut.py)
+        emitter.block_inputs[b.key] = forward_values(emitter, b, order)
+    return cls, columns, moved, order
+
+
+def _model_inputs(emitter) -> set:
+    return {emitter.names[v] for v in emitter.graph.inputs if v in emitter.names}
 
 
 def _relative(emitter, members) -> tuple:
@@ -281,101 +307,43 @@ def _rewrite(emitter, containers, written, variables) -> None:
     for parent, rows in containers.items():
         attr = emitter.attrs.name(ident(parent), "blocks")
         made = [(written[_template(i, b)], i, b) for _, i, b in rows]
-        pos = _chain(rows)
-        init_at[rows[0][1].start] = (attr, made, pos is not None and len(rows[0][2].inputs) == 1)
+        pos, named = chain(made), named_child(rows[0][2].key)
+        init_at[rows[0][1].start] = (attr, made, pos is not None and len(rows[0][2].inputs) == 1, named)
         emitter.paths[attr] = parent
         for index, (_, init, body) in enumerate(rows):
-            body_at[body.start] = (attr, index, body, rows, pos)
+            body_at[body.start] = (attr, index, body, made, pos, named)
+            slot = child(body.key) if named else index
             moved = written[_template(init, body)][2]
             for parts, _ in init.rows:
                 for kind, value in parts:
                     if kind == "a" or kind == "s" and is_own_buffer(parts):  # self.<prefix>_<name>, or its buffer
                         name = attr_name(value if kind == "a" else value.lstrip("_"))
                         flat = f"{init.prefix}_{value}" if kind == "a" else f"{init.prefix}{value}"
-                        paths[flat] = f"{attr}.{index}.{moved.get(name, name)}"
+                        paths[flat] = f"{attr}.{slot}.{moved.get(name, name)}"
     skip_init = {i for rows in containers.values() for _, init, _ in rows
                  for i in range(init.start, init.stop) if i not in init.hoisted}
     skip_body = {i for rows in containers.values() for _, _, body in rows for i in range(body.start, body.stop)}
     init = LineWriter()
     for i, (indent, text, comment) in enumerate(emitter.init.rows):
         if i in init_at:
-            _container(init, indent, *init_at[i])
+            write_container(init, indent, *init_at[i])
         if i not in skip_init:
             init.indent = indent
             init.line(text, comment)
     body = LineWriter()
     for i, (indent, text, comment) in enumerate(emitter.body.rows):
         if i in body_at:
-            _, index, inst, rows, pos = body_at[i]
-            hoisted = inst.hoisted if pos is None else [n for _, _, b in rows for n in b.hoisted] if not index else []
+            _, index, inst, made, pos, _ = body_at[i]
+            hoisted = inst.hoisted if pos is None else [n for _, _, b in made for n in b.hoisted] if not index else []
             for line in hoisted:  # before the call (or the loop) that reads them
                 body.indent = indent
                 body.line(emitter.body.rows[line][1], emitter.body.rows[line][2])
-            _block_call(emitter, body, indent, *body_at[i], rename)
+            write_call(emitter, body, indent, *body_at[i][:5], rename, body_at[i][5])
         if i not in skip_body:
             body.indent = indent
             body.line(render(pieces(text, "\0", variables), lambda v: rename.get(v, v)) if text else text, comment)
     emitter.init, emitter.body = init, body
     _rename_paths(emitter, paths)
-
-
-def _chain(rows):
-    """The input position at which each block reads the one before's only output, when the container's blocks are
-    called one after the other that way (their other inputs the same): a loop, or one ``nn.Sequential`` call."""
-    bodies = [body for _, _, body in rows]
-    pos = None
-    for last, body in zip(bodies, bodies[1:]):
-        if last.stop != body.start or len(last.outputs) != 1 or len(body.outputs) != 1 \
-                or last.outputs[0] not in body.inputs or not last.read_at <= set(range(body.start, body.stop)):
-            return None
-        at = body.inputs.index(last.outputs[0])
-        if (pos is not None and at != pos) or len(body.inputs) != len(bodies[0].inputs) or \
-                any(a != b for i, (a, b) in enumerate(zip(body.inputs, bodies[0].inputs)) if i != at):
-            return None
-        pos = at
-    return pos if len(bodies) > 1 and len(bodies[-1].outputs) == 1 else None
-
-
-def _container(w, indent, attr, made, sequential) -> None:
-    """``self.layer1 = nn.Sequential(...)`` (blocks called one after the other on one input) or ``nn.ModuleList``:
-    one line per block, or a comprehension when all are alike."""
-    calls = [f"{cls}({', '.join(inst.numbers[c] for c in columns)})" for (cls, columns, _), inst, _ in made]
-    w.indent = indent
-    if len(set(calls)) == 1:
-        many = f"{calls[0]} for _ in range({len(calls)})"
-        w.line(f"self.{attr} = nn.Sequential(*[{many}])" if sequential else
-               f"self.{attr} = nn.ModuleList([{many}])", f"source blocks {made[0][2].key} to {made[-1][2].key}")
-        return
-    w.line(f"self.{attr} = nn.Sequential(" if sequential else f"self.{attr} = nn.ModuleList([")
-    w.indent = indent + 1
-    for call, (_, _, body) in zip(calls, made):
-        w.line(f"{call},", f"source block {body.key}")
-    w.indent = indent
-    w.line(")" if sequential else "])")
-
-
-def _block_call(emitter, w, indent, attr, index, body, rows, pos, rename) -> None:
-    """The call of one block, or at the first block of a chained container, the call of them all."""
-    w.indent = indent
-    for inst in [body] if pos is None else [b for _, _, b in rows]:
-        emitter.hidden.update(v for v in inst.locals if v not in inst.outputs or pos is not None)
-    if pos is None:
-        args = ", ".join(rename.get(v, v) for v in body.inputs)
-        w.line(f"{', '.join(body.outputs)} = self.{attr}[{index}]({args})")
-        return
-    if index:
-        return
-    args = [rename.get(v, v) for v in body.inputs]
-    if len(args) == 1:
-        rename[rows[-1][2].outputs[0]] = out = emitter.ns.name(attr, "x")
-        w.line(f"{out} = self.{attr}({args[0]})")
-        return
-    rename[rows[-1][2].outputs[0]] = out = emitter.ns.name(attr, "x")
-    w.line(f"{out} = {args[pos]}")
-    args[pos] = out
-    w.line(f"for block in self.{attr}:")
-    w.indent = indent + 1
-    w.line(f"{out} = block({', '.join(args)})")
 
 
 def _rename_paths(emitter, paths) -> None:
