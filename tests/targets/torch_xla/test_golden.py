@@ -12,7 +12,8 @@ import torch
 
 import portx
 from tests.support.golden import check_golden
-from tests.support.structured_models import hf_llama, keras_resnet, small_decoder, small_resnet, small_vit
+from tests.support.structured_models import hf_llama, keras_resnet, small_decoder, small_resnet, small_vit, \
+    torchvision_vit
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
@@ -33,11 +34,12 @@ def _case(name):
     if name == "hf_llama":
         pytest.importorskip("transformers")
     model, inputs = {"resnet": lambda: small_resnet(layers=(3, 3)), "vit": small_vit, "decoder": small_decoder,
-                     "hf_llama": hf_llama}[name]()
+                     "hf_llama": hf_llama, "torchvision_vit": torchvision_vit}[name]()
     return model, {"example_inputs": inputs}
 
 
-@pytest.mark.parametrize("name", ["decoder", "hf_llama", "keras_hub_gpt2", "keras_resnet", "resnet", "vit"])
+@pytest.mark.parametrize("name", ["decoder", "hf_llama", "keras_hub_gpt2", "keras_resnet", "resnet", "torchvision_vit",
+                                  "vit"])
 def test_structured_source_matches_golden(name, tmp_path, request):
     model, kwargs = _case(name)
     result = portx.convert(model, out=tmp_path / "out", to="torch-xla", verify=False, **kwargs)

@@ -79,8 +79,7 @@ def write_container(w, indent, attr, made, sequential, named=False) -> None:
         start = int(start.group()) if start else 0
         if len(set(calls)) == 1 and names == [f"{stem}{i}" for i in range(start, start + len(names))]:
             span = f"range({len(names)})" if not start else f"range({start}, {start + len(names)})"
-            w.line(f'self.{attr} = nn.Sequential(OrderedDict((f"{stem}{{i}}", {calls[0]}) for i in {span}))',
-                   f"source blocks {first} to {last}")
+            w.line(f'self.{attr} = nn.Sequential(OrderedDict((f"{stem}{{i}}", {calls[0]}) for i in {span}))')
             return
         w.line(f"self.{attr} = nn.Sequential(OrderedDict([")
         w.indent = indent + 1
