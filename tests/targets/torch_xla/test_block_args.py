@@ -40,7 +40,8 @@ def test_the_hidden_state_comes_first_and_the_block_rows_call_the_class_so(tmp_p
     result = portx.convert(source, example_inputs=inputs, to="torch-xla", output=Output(out=tmp_path / "out"))
     code = result.files["code"].read_text()
     assert "    def forward(self, x, mul, x_1):" in code and "layers = block(layers, mul, x)" in code, code
-    assert [(row["block"], row["passed"]) for row in result.report["blocks"]] == [(f"layers.{i}", True) for i in range(3)]
+    rows = [(row["block"], row["passed"]) for row in result.report["blocks"]]
+    assert rows == [(f"layers.{i}", True) for i in range(3)]
     assert list(result.model.state_dict()) == list(source.state_dict())
 
 

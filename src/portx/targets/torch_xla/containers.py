@@ -70,7 +70,8 @@ def write_container(w, indent, attr, made, sequential, named=False) -> None:
     """``self.layer1 = nn.Sequential(...)`` (blocks called one after the other on one input), ``nn.ModuleList``, or
     for named blocks ``nn.Sequential(OrderedDict(...))``: one line per block, or a comprehension when all are
     alike."""
-    calls = [f"{cls}({', '.join(inst.numbers[c] for c in columns)})" for (cls, columns, _, _), inst, _ in made]
+    calls = [f"{cls}({', '.join([inst.numbers[c] for c in columns] + [f'{flag}=True'] * (id(inst) in flagged))})"
+             for (cls, columns, _, _, (flag, flagged)), inst, _ in made]  # Note [optional submodules]
     first, last = made[0][2].key, made[-1][2].key
     w.indent = indent
     if named:

@@ -25,7 +25,7 @@ def model_text(emitter, args) -> str:
         (WEIGHTS_FILE, WEIGHTS_FILE)
     text = _HEADER.format(weights=literal(weights), weights_text=wording, modules=modules,
                           json="import json\n" if emitter.sharded else "",
-                          ordered="from collections import OrderedDict\n" if "OrderedDict(" in emitter.init.text() else "")
+                          ordered=_ORDERED if "OrderedDict(" in emitter.init.text() else "")
     text += "".join("\n\n" + cls for cls in emitter.classes)
     text += "\n\nclass Model(nn.Module):\n"
     text += '    """The converted network: channels-first inside, static shapes but for free dims."""\n\n'
@@ -35,6 +35,8 @@ def model_text(emitter, args) -> str:
     text += emitter.body.text()
     return text + (SHARDED_FOOTER if emitter.sharded else _FOOTER)
 
+
+_ORDERED = "from collections import OrderedDict\n"  # named blocks (Note [named block containers] in containers.py)
 
 _HEADER = HEADER + ''' Plain PyTorch: runs on CPU, GPU and TPU (PyTorch/XLA, torchax).
 
