@@ -70,15 +70,14 @@ def write_container(w, indent, attr, made, sequential, named=False) -> None:
     """``self.layer1 = nn.Sequential(...)`` (blocks called one after the other on one input), ``nn.ModuleList``, or
     for named blocks ``nn.Sequential(OrderedDict(...))``: one line per block, or a comprehension when all are
     alike."""
-    calls = [f"{cls}({', '.join([inst.numbers[c] for c in columns] + [f'{flag}=True'] * (id(inst) in flagged))})"
-             for (cls, columns, _, _, (flag, flagged)), inst, _ in made]  # Note [optional submodules]
+    calls = [_call(*row) for row in made]
     first, last = made[0][2].key, made[-1][2].key
     w.indent = indent
     if named:
         names = [child(body.key) for _, _, body in made]
         stem, start = _DIGITS.sub("", names[0]), _DIGITS.search(names[0])
         start = int(start.group()) if start else 0
-        if len(set(calls)) == 1 and names == [f"{stem}{i}" for i in range(start, start + len(names))]:
+        if len(set(calls)) == 1 < len(calls) and names == [f"{stem}{i}" for i in range(start, start + len(names))]:
             span = f"range({len(names)})" if not start else f"range({start}, {start + len(names)})"
             w.line(f'self.{attr} = nn.Sequential(OrderedDict((f"{stem}{{i}}", {calls[0]}) for i in {span}))')
             return
@@ -89,7 +88,7 @@ def write_container(w, indent, attr, made, sequential, named=False) -> None:
         w.indent = indent
         w.line("]))")
         return
-    if len(set(calls)) == 1:
+    if len(set(calls)) == 1 and len(calls) > 1:
         many = f"{calls[0]} for _ in range({len(calls)})"
         w.line(f"self.{attr} = nn.Sequential(*[{many}])" if sequential else
                f"self.{attr} = nn.ModuleList([{many}])", f"source blocks {first} to {last}")
@@ -100,6 +99,14 @@ def write_container(w, indent, attr, made, sequential, named=False) -> None:
         w.line(f"{call},", f"source block {body.key}")
     w.indent = indent
     w.line(")" if sequential else "])")
+
+
+def _call(written, init, body) -> str:
+    """A block's constructor call: the numbers of its class's columns (in __init__ or forward), and the flag of an
+    optional part it has (Note [optional submodules] in optional.py)."""
+    cls, columns, _, _, (flag, flagged) = written
+    args = [(init.numbers + body.numbers)[c] for c in columns] + [f"{flag}=True"] * (id(init) in flagged)
+    return f"{cls}({', '.join(args)})"
 
 
 def write_call(emitter, w, indent, attr, index, body, made, pos, rename, named=False) -> None:
