@@ -9,7 +9,9 @@ Prints one plain-text table, one row per (model, target):
            import here), input (1, 3, 64, 64); decoder32: tiny_llama's decoder with 32 blocks (width 32);
            keras_resnet50: keras.applications.ResNet50(weights=None), input (1, 32, 32, 3); vit: the small ViT;
            hf_llama32: a Hugging Face LlamaForCausalLM with 32 decoder layers (width 32, random weights), ids (1, 8);
-           hub_gpt2, hub_llama_dropout: keras-hub's GPT2Backbone and LlamaBackbone(dropout=0.1), 4 layers, width 32
+           hub_gpt2, hub_llama_dropout: keras-hub's GPT2Backbone and LlamaBackbone(dropout=0.1), 4 layers, width 32;
+           tv_vit12: torchvision's ViT layout, 12 encoder layers named encoder_layer_N (structured_models.py);
+           zoo_resnet: the zoo's ResNet (two BasicBlocks a stage, tests/support/zoo.py)
   flat     lines of model.py with the blocks left flat (graph.meta["blocks"] emptied: what portx wrote before
            structured code; torch submodules still sit at their source paths, Note [nested paths])
   after    lines of model.py as portx writes it now: the structured form where it is not longer than the flat
@@ -38,7 +40,9 @@ from portx import ops  # noqa: E402,F401  (registers every op)
 from portx.frontends import load  # noqa: E402
 from portx.session.dims import lower_for  # noqa: E402
 from portx.targets import TARGETS  # noqa: E402
-from tests.support.structured_models import ResNet, hf_llama, keras_resnet, small_decoder, small_vit  # noqa: E402
+from tests.support.structured_models import ResNet, hf_llama, keras_resnet, small_decoder, small_vit, \
+    torchvision_vit  # noqa: E402
+from tests.support.zoo import ZOO  # noqa: E402
 
 
 def resnet50():
@@ -70,6 +74,16 @@ def vit():
     return load(model, example_inputs=inputs)
 
 
+def tv_vit12():
+    model, inputs = torchvision_vit(layers=12)
+    return load(model, example_inputs=inputs)
+
+
+def zoo_resnet():
+    model, inputs = ZOO["resnet"]()
+    return load(model, example_inputs=inputs)
+
+
 def hub(name, **extra):
     """A keras-hub backbone (``GPT2Backbone``, ``LlamaBackbone``) with 4 layers, width 32, seed 0."""
     import keras
@@ -83,6 +97,7 @@ def hub(name, **extra):
 MODELS = {"resnet50": (resnet50, ("keras-jax", "torch-xla")), "decoder32": (decoder32, ("keras-jax", "torch-xla")),
           "keras_resnet50": (keras_resnet50, ("torch-xla", "keras-jax")), "vit": (vit, ("keras-jax", "torch-xla")),
           "keras_resnet_small": (lambda: load(keras_resnet()), ("torch-xla", "keras-jax")),
+          "tv_vit12": (tv_vit12, ("torch-xla", "keras-jax")), "zoo_resnet": (zoo_resnet, ("torch-xla", "keras-jax")),
           "hf_llama32": (hf_llama32, ("keras-jax", "torch-xla")),
           "hub_gpt2": (lambda: hub("GPT2Backbone", num_heads=2, max_sequence_length=16), ("torch-xla", "keras-jax")),
           "hub_llama_dropout": (lambda: hub("LlamaBackbone", num_query_heads=4, num_key_value_heads=2, dropout=0.1),

@@ -31,9 +31,9 @@ def structure(graph, target) -> dict:
     written = set()
     for match in _DOC.finditer("\n".join(defs)):
         keys = re.sub(r", \.\.\. \(\d+ blocks\)$", ", ...", match.group(1)).split(", ")
-        if keys[-1] == "...":  # a long list names its first block only: the rest are of its kind
-            kind = next(b["kind"] for b in blocks if b["key"] == keys[0])
-            keys = [b["key"] for b in blocks if b["kind"] == kind]
+        if keys[-1] == "...":  # a long list names the first block of each kind only: the rest are of its kind
+            listed = {b["kind"] for b in blocks if b["key"] in keys[:-1]}
+            keys = [b["key"] for b in blocks if b["kind"] in listed]
         written.update(keys)
     flat = TARGETS[target].emitter(graph.replace(meta={**graph.meta, "blocks": []})).emit_graph()
     return {"repeated": [b["key"] for b in blocks if kinds[b["kind"]] > 1], "written": sorted(written),

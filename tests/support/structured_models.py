@@ -6,12 +6,14 @@ named ``conv2_block1_1_conv`` by ``block1(x, filters, stride, name)``, as keras.
 
 Example: ``model, (x,) = small_resnet()``.
 """
+from collections import OrderedDict
+
 import torch
 from torch import nn
 
 from tests.support.tiny_llama import tiny_llama
 
-__all__ = ["Bottleneck", "ResNet", "small_resnet", "small_vit", "small_decoder", "keras_resnet"]
+__all__ = ["Bottleneck", "ResNet", "small_resnet", "small_vit", "torchvision_vit", "small_decoder", "keras_resnet"]
 
 
 class Bottleneck(nn.Module):
@@ -101,6 +103,66 @@ def small_vit():
     """(a seed-0 ViT in eval mode, (an input of shape (1, 3, 16, 16),))."""
     torch.manual_seed(0)
     return ViT().eval(), (torch.randn(1, 3, 16, 16),)
+
+
+class EncoderBlock(nn.Module):
+    """torchvision's ViT EncoderBlock: pre-norm attention and an MLP numbered as torchvision's MLPBlock
+    (``mlp.0``, ``mlp.3``)."""
+
+    def __init__(self, heads, dim, mlp_dim):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(dim, eps=1e-6)
+        self.self_attention = nn.MultiheadAttention(dim, heads, dropout=0.0, batch_first=True)
+        self.dropout = nn.Dropout(0.0)
+        self.ln_2 = nn.LayerNorm(dim, eps=1e-6)
+        self.mlp = nn.Sequential(nn.Linear(dim, mlp_dim), nn.GELU(), nn.Dropout(0.0), nn.Linear(mlp_dim, dim),
+                                 nn.Dropout(0.0))
+
+    def forward(self, x):
+        h = self.ln_1(x)
+        h, _ = self.self_attention(h, h, h, need_weights=False)
+        x = self.dropout(h) + x
+        return x + self.mlp(self.ln_2(x))
+
+
+class Encoder(nn.Module):
+    """torchvision's ViT Encoder: its layers named children of an nn.Sequential (``layers.encoder_layer_0``)."""
+
+    def __init__(self, seq, layers, heads, dim, mlp_dim):
+        super().__init__()
+        self.pos_embedding = nn.Parameter(torch.empty(1, seq, dim).normal_(std=0.02))
+        self.dropout = nn.Dropout(0.0)
+        self.layers = nn.Sequential(OrderedDict((f"encoder_layer_{i}", EncoderBlock(heads, dim, mlp_dim))
+                                                for i in range(layers)))
+        self.ln = nn.LayerNorm(dim, eps=1e-6)
+
+    def forward(self, x):
+        return self.ln(self.layers(self.dropout(x + self.pos_embedding)))
+
+
+class VisionTransformer(nn.Module):
+    """torchvision.models.VisionTransformer's layout (``conv_proj``, ``class_token``, ``encoder``, ``heads.head``),
+    built here: torchvision is not a dependency."""
+
+    def __init__(self, size=16, patch=4, layers=3, heads=2, dim=16, mlp_dim=32, classes=10):
+        super().__init__()
+        self.patch, self.dim = patch, dim
+        self.conv_proj = nn.Conv2d(3, dim, patch, patch)
+        self.class_token = nn.Parameter(torch.zeros(1, 1, dim))
+        self.encoder = Encoder((size // patch) ** 2 + 1, layers, heads, dim, mlp_dim)
+        self.heads = nn.Sequential(OrderedDict([("head", nn.Linear(dim, classes))]))
+
+    def forward(self, x):
+        n = x.shape[0]
+        x = self.conv_proj(x).reshape(n, self.dim, -1).permute(0, 2, 1)
+        x = torch.cat([self.class_token.expand(n, -1, -1), x], dim=1)
+        return self.heads(self.encoder(x)[:, 0])
+
+
+def torchvision_vit(layers=3):
+    """(a seed-0 torchvision-layout ViT with ``layers`` encoder layers, in eval mode, (an input (1, 3, 16, 16),))."""
+    torch.manual_seed(0)
+    return VisionTransformer(layers=layers).eval(), (torch.randn(1, 3, 16, 16),)
 
 
 def small_decoder(layers=3):

@@ -113,7 +113,7 @@ class Target:
         ``emitted``: emit's dict) run on its own, sharing the model's weights (Note [cut blocks] in
         keras_jax/cuts.py); ``run(arrays)`` takes the needed values. By default a slice of a module's straight-line
         ``forward`` (Note [forward slices] in forward_cut.py)."""
-        return forward_cutter(model, graph, emitted.get("var_of") or {})
+        return forward_cutter(model, graph, emitted.get("var_of") or {}, emitted.get("block_inputs"))
 
     def prove_tpu(self, model, graph) -> dict:
         """Lower ``model`` for TPU: {"verdict": "ok"|"problems"|"failed"|"skipped", "problems": [...], ...}."""

@@ -3,7 +3,7 @@ a repeated block is its submodule at the source path, or the statements of ``for
 blocks] in keras_jax/cuts.py).
 
 Example:
-    >>> cut = forward_cutter(model, graph, emitted["var_of"])
+    >>> cut = forward_cutter(model, graph, emitted["var_of"], emitted["block_inputs"])
     >>> needed, run = cut(segment)
     >>> outputs = run([source_values[v.name] for v in needed])
 """
@@ -26,12 +26,15 @@ __all__ = ["forward_cutter"]
 # graph's inputs, run on the model itself (``self``), so nothing is built or copied. A slice that reads another
 # variable (a value of the glue between its statements) is not cut. Where ``forward`` calls the blocks in a loop
 # (a variable bound once per block), the block is its module, written as a class at the source path or at its
-# place in the container (Note [structured code]): its ``forward`` takes the block's inputs in first-use order,
-# then the graph inputs it reads for sizes (``idx.shape[0]``).
+# place in the container (Note [structured code]): it is called with the IR values the emitter wrote its
+# ``forward``'s arguments for, in that order (``block_inputs``, Note [forward's arguments] in
+# torch_xla/block_args.py): the block's inputs, the hidden state first, and the graph inputs it reads for sizes
+# (``idx.shape[0]``). Without that record, its inputs then the graph inputs.
 
 
-def forward_cutter(model, graph, var_of):
-    """``cut(segment) -> (needed IR values, run) | why`` for ``model`` (a torch module) emitted from ``graph``."""
+def forward_cutter(model, graph, var_of, block_inputs=None):
+    """``cut(segment) -> (needed IR values, run) | why`` for ``model`` (a torch module) emitted from ``graph``;
+    ``block_inputs``: {block key: the IR values its class's ``forward`` takes, in turn} (emit's dict)."""
     forward = getattr(type(model), "forward", None)
     if forward is None:
         return lambda seg: "the model has no forward to cut"
@@ -46,7 +49,8 @@ def forward_cutter(model, graph, var_of):
     def cut(seg):
         sliced = _slice_cut(model, forward, body, seg, graph, var_of, rebound)
         module = _submodule(model, seg.key, blocks) if isinstance(sliced, str) else None
-        return _module_cut(module, seg, graph) if module is not None else sliced
+        given = (block_inputs or {}).get(seg.key)
+        return _module_cut(module, seg, graph, given) if module is not None else sliced
 
     return cut
 
@@ -73,10 +77,12 @@ def _at(model, path):
         return None
 
 
-def _module_cut(module, seg, graph):
-    """The block's own module, called on its inputs and the graph inputs its forward reads for sizes."""
+def _module_cut(module, seg, graph, given=None):
+    """The block's own module, called on ``given`` (the values the emitter wrote its forward for, Note [forward
+    slices]), or on its inputs and the graph inputs its forward reads for sizes."""
     params = list(inspect.signature(module.forward).parameters)
-    needed = list(seg.inputs) + [v for v in graph.inputs if v not in seg.inputs][:len(params) - len(seg.inputs)]
+    needed = list(given) if given else \
+        list(seg.inputs) + [v for v in graph.inputs if v not in seg.inputs][:len(params) - len(seg.inputs)]
     if len(needed) != len(params):
         return f"its module takes {len(params)} arguments, the block reads {len(seg.inputs)} values"
     return needed, lambda feed: _call(module, feed)

@@ -8,6 +8,7 @@ from torch import nn
 
 import portx
 from tests.support.structured_code import assert_structured
+from tests.support.zoo import ZOO
 
 
 class _Block(nn.Module):
@@ -94,3 +95,17 @@ def test_each_block_owns_its_dropouts_under_one_name(source, tmp_path):
     assert len({id(m) for o in owned for m in o.values()}) == len(names) * len(blocks)
     forward = result.files["code"].read_text().split("def forward(self", 1)[1].split(")", 1)[0]
     assert "dropout" not in forward, forward  # no module handed to the class as an argument
+
+
+def test_zoo_resnet_basic_blocks_are_one_class_with_an_optional_downsample(tmp_path):
+    """Note [optional submodules] in targets/torch_xla/optional.py: two BasicBlocks a stage, a projection in the first
+    of the second stage only, as torchvision writes it: one class, ``downsample=True`` where the source has one."""
+    model, inputs = ZOO["resnet"]()
+    result = portx.convert(model, example_inputs=inputs, to="torch-xla", out=tmp_path / "out")  # verifies
+    code = result.files["code"].read_text()
+    assert_structured(result, "torch-xla")
+    assert code.split("class Model", 1)[0].count("(nn.Module):") == 1, code
+    assert "BasicBlock(16, 32, 2, downsample=True)," in code and "if self.downsample is not None:" in code
+    assert ") if downsample else None" in code and "stride=1" not in code
+    assert list(result.model.state_dict()) == list(model.state_dict())
+    assert result.model.layer1[0].downsample is None and isinstance(result.model.layer2[0].downsample, nn.Sequential)

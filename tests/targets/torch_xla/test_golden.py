@@ -12,7 +12,9 @@ import torch
 
 import portx
 from tests.support.golden import check_golden
-from tests.support.structured_models import hf_llama, keras_resnet, small_decoder, small_resnet, small_vit
+from tests.support.structured_code import assert_structured
+from tests.support.structured_models import hf_llama, keras_resnet, small_decoder, small_resnet, small_vit, \
+    torchvision_vit
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
@@ -33,11 +35,12 @@ def _case(name):
     if name == "hf_llama":
         pytest.importorskip("transformers")
     model, inputs = {"resnet": lambda: small_resnet(layers=(3, 3)), "vit": small_vit, "decoder": small_decoder,
-                     "hf_llama": hf_llama}[name]()
+                     "hf_llama": hf_llama, "torchvision_vit": torchvision_vit}[name]()
     return model, {"example_inputs": inputs}
 
 
-@pytest.mark.parametrize("name", ["decoder", "hf_llama", "keras_hub_gpt2", "keras_resnet", "resnet", "vit"])
+@pytest.mark.parametrize("name", ["decoder", "hf_llama", "keras_hub_gpt2", "keras_resnet", "resnet", "torchvision_vit",
+                                  "vit"])
 def test_structured_source_matches_golden(name, tmp_path, request):
     model, kwargs = _case(name)
     result = portx.convert(model, out=tmp_path / "out", to="torch-xla", verify=False, **kwargs)
@@ -55,17 +58,20 @@ def test_keras_applications_blocks_nest_under_their_stage(tmp_path):
 
 
 @pytest.mark.parametrize("make", [small_resnet, keras_resnet], ids=["resnet", "keras_resnet"])
-def test_blocks_that_need_a_class_each_stay_flat_where_that_is_shorter(make, tmp_path):
-    """Two blocks a stage: three classes for four blocks would be longer than the flat code (Note [structured only
-    where shorter]); the flat code keeps a torch source's keys, built without placeholders (Note [nested paths])."""
+def test_two_blocks_a_stage_share_classes_and_keep_the_source_s_keys(make, tmp_path):
+    """Two blocks a stage: the first of each stage (a projection shortcut, stride 1 or 2) shares the class of the
+    others where the projection is one optional submodule (a torch source's ``downsample``, Note [optional
+    submodules] in targets/torch_xla/optional.py), and the first blocks of the stages share one where it is not
+    (Keras' ``_0_conv``); the code is shorter than the flat form and keeps a torch source's keys."""
     source = make()
     kwargs = {"example_inputs": source[1]} if isinstance(source, tuple) else {}
     result = portx.convert(source[0] if kwargs else source, out=tmp_path / "out", to="torch-xla", **kwargs)
     code = result.files["code"].read_text()
-    assert "(nn.Module):" not in code.split("class Model", 1)[0] and "items set below" not in code
+    assert_structured(result, "torch-xla")
+    assert code.split("class Model", 1)[0].count("(nn.Module):") == (1 if kwargs else 2), code
     if kwargs:
         assert list(result.model.state_dict()) == list(source[0].state_dict())
-        assert "self.layer1 = nn.Sequential(*[nn.Module() for _ in range(2)])" in code
+        assert "Bottleneck(16, 8, 2, downsample=True)," in code and result.model.layer1[1].downsample is None
 
 
 def test_structured_module_verifies_trains_saves_and_reloads(tmp_path):
@@ -74,8 +80,8 @@ def test_structured_module_verifies_trains_saves_and_reloads(tmp_path):
     model = result.model
     assert isinstance(model.layer1[1].conv1, torch.nn.Conv2d)
     assert set(model.state_dict()) == set(source.state_dict())  # nested at every depth: layer1.0.downsample.0
-    assert isinstance(model.layer1[0].downsample, torch.nn.Sequential) and type(model.layer1[0]).__name__ == \
-        "Layer1Bottleneck" and type(model.layer1[1]).__name__ == "Bottleneck"  # the source's class, deduplicated
+    assert isinstance(model.layer1[0].downsample, torch.nn.Sequential) and model.layer1[1].downsample is None
+    assert {type(block).__name__ for block in [*model.layer1, *model.layer2]} == {"Bottleneck"}  # the source's class
     # the per-node trace reads a flat emission: a node inside a block class's forward has its row
     traced = {row["node"]: row for row in result.report["node_errors"]["rows"]}
     assert traced["layer1.1.conv2"]["passed"] and "layer2.0.downsample.0" in traced, sorted(traced)

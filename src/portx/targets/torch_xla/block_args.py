@@ -1,4 +1,4 @@
-"""What a block class's ``forward`` takes: the hidden state as ``x``, and no constant of the block's own.
+"""What a block class's ``forward`` takes: the hidden state first, as ``x``, and no constant of the block's own.
 
 Note [a block's own constants]: a constant a block alone reads (a keras-hub layer's ``1.0`` that its positions
 count from, one per block) is registered by the emitter as a buffer of ``Model`` named after the value
@@ -9,15 +9,20 @@ registers it itself, as a person keeps a constant inside the module that uses it
 the block reads too (rotary tables every layer shares) stays the model's.
 
 Note [forward's arguments]: the argument the blocks of a class differ in is what flows from block to block (the
-previous block's output); it is named ``x``, as in ``forward(self, padding_mask, x)``. The other arguments keep the
-names of what every block reads (a model input, a mask built once). Without exactly one such argument, the first
-is ``x``. The arguments stay in the order the block first reads them: verification calls a block's module with
-its segment's inputs in that order (targets/forward_cut.py, ``_module_cut``).
+previous block's output); it is named ``x`` and comes first, as a person writes ``forward(self, x, padding_mask)``
+(as keras-jax's block functions take it: ``_input_order`` in keras_jax/blocks.py). A class of one block
+has nothing to compare: its one input that is neither a model input nor the model's attribute is ``x``. Without
+exactly one such argument, the first read is ``x``. The others keep the names of what every block reads (a model
+input, a mask built once), in the order the block first reads them. The emitter keeps, per block, the IR values
+it wrote ``forward``'s arguments for, in order (``TorchEmitter.block_inputs``, ``forward_values``), and the
+block-rows cutter calls the class with those (targets/forward_cut.py, ``_module_cut``): it reads the emitter's
+decision, it does not make it again (a segment's inputs are in graph order, not the order the code reads them:
+the model input read for a size can come before the hidden state).
 
 Example:
-    >>> own_constants(emitter)           # self.scalar_2 -> self.transformer_layer_0_scalar, inside block 0
-    >>> hidden_input([body0, body1])     # inputs [padding_mask, hidden]: the second is x
-    1
+    >>> own_constants(emitter)                       # self.scalar_2 -> self.transformer_layer_0_scalar
+    >>> forward_order([body0, body1], {"token_ids"}) # inputs [padding_mask, hidden]: forward(self, x, padding_mask)
+    [1, 0]
 """
 from __future__ import annotations
 
@@ -25,7 +30,7 @@ import re
 
 from ..structure import block_lines, ident
 
-__all__ = ["own_constants", "is_own_buffer", "named_child", "hidden_input"]
+__all__ = ["own_constants", "is_own_buffer", "named_child", "forward_order", "forward_values"]
 
 _NUMBERED = re.compile(r"_\d+$")  # scalar_2 -> scalar
 _INLINE_BUFFER = re.compile(r"^self\.register_buffer\('(\w+)', torch\.tensor\(.*\), persistent=False\)$")
@@ -64,16 +69,34 @@ def is_own_buffer(parts) -> bool:
 
 def named_child(key) -> bool:
     """True for a block that is a named child of a module (torchvision's ViT: ``encoder.layers.encoder_layer_0``,
-    passes/blocks.py Note [outermost block]). Such blocks stay flat on torch-xla: a numbered container would move
-    their state_dict keys off the source's (``layers.encoder.0`` for ``layers.encoder_layer_0``); a named one
-    (``nn.Sequential(OrderedDict(...))``) is not written yet."""
+    passes/blocks.py Note [outermost block]): held by name, never by number (Note [named block containers] in
+    containers.py)."""
     head, _, last = key.rpartition(".")
     return bool(head) and not last.isdigit()
 
 
-def hidden_input(bodies) -> int:
-    """The position of the input the blocks differ in, named ``x`` (Note [forward's arguments]); 0 without exactly
-    one. Example: inputs [mask, h0] and [mask, h1] -> 1."""
+def forward_order(bodies, model_inputs=frozenset()) -> list:
+    """The positions (in first-use order) of the inputs a class's ``forward`` takes, in turn: the hidden state
+    first (Note [forward's arguments]). ``model_inputs``: the variables of the model's inputs. Example: inputs
+    [mask, h0] and [mask, h1] -> [1, 0]."""
     count = len(bodies[0].inputs)
     varying = [p for p in range(count) if len({body.inputs[p] for body in bodies}) > 1]
-    return varying[0] if len(varying) == 1 else 0
+    if len(bodies) == 1:
+        varying = [p for p, v in enumerate(bodies[0].inputs) if v not in model_inputs and not v.startswith("self.")]
+    hidden = varying[0] if len(varying) == 1 else 0
+    return [hidden] + [p for p in range(count) if p != hidden]
+
+
+def forward_values(emitter, body, order) -> list | None:
+    """The IR values block ``body`` (an Instance) passes its class's ``forward`` in turn (Note [forward's
+    arguments]): each input variable, in ``order``, as the value of that name the block's nodes read or a graph
+    input; None where one has no such value (a model attribute, ``self.cos``)."""
+    block = next(b for b in emitter.graph.meta["blocks"] if b["key"] == body.key)
+    nodes = emitter.graph.nodes[block["start"]:block["stop"]]
+    made = {v for node in nodes for v in node.outputs}
+    found = {}
+    for value in [v for node in nodes for v in node.inputs if v is not None and v not in made] + \
+            list(emitter.graph.inputs):
+        found.setdefault(emitter.names.get(value), value)
+    values = [found.get(body.inputs[i]) for i in order]
+    return None if None in values else values

@@ -2,30 +2,33 @@
 after the source's (Note [structured code] in targets/structure.py), as torchvision writes ResNet.
 
 Note [nested torch modules]: the blocks ``layer1.0``, ``layer1.1``, ... of one source container become
-``self.layer1 = nn.Sequential(Layer1Bottleneck(), Bottleneck(16, 4), ...)``; a submodule the flat code named
-``layer1_1_conv1`` is then ``layer1[1].conv1``, and its state_dict key ``layer1.1.conv1.weight``. A class is named
-after the source's (``graph.meta["module_classes"]``, from torch's ``nn_module_stack``), the one with the most
-blocks first; another of the same source class is prefixed with its container (``_class_names``). Inside a class
-and on ``Model`` each submodule then moves to its source path (Note [nested paths] in nesting.py). A container
-is nested only when every block in it can be (its statements templated, its attributes its own, numbered
-0, 1, ... in order) and at least two of them share a class; otherwise it stays flat, as before. The emitter's
-``state``, ``module_of`` and ``origins`` are renamed to the nested paths, so the weights file, the tp_plan,
-the gradient pairing and every loader read the nested keys.
+``self.layer1 = nn.Sequential(Bottleneck(4, 4, 1, downsample=True), Bottleneck(16, 4, 1), ...)``; a submodule the
+flat code named ``layer1_1_conv1`` is then ``layer1[1].conv1``, and its state_dict key ``layer1.1.conv1.weight``.
+Named blocks (``encoder.layers.encoder_layer_0``) are held by name (Note [named block containers] in
+containers.py). A class is named after the source's (``graph.meta["module_classes"]``, from torch's
+``nn_module_stack``), the one with the most blocks first; another of the same source class is prefixed with its
+container (``class_names`` in block_class.py). Blocks that differ only by an optional submodule share a class
+(Note [optional submodules] in optional.py). Inside a class and on ``Model`` each submodule then moves to its
+source path (Note [nested paths] in nesting.py). A container is nested only when every block in it can be (its
+statements templated, its attributes its own, numbered 0, 1, ... in order) and at least two of them share a
+class; otherwise it stays flat, as before. The emitter's ``state``, ``module_of`` and ``origins`` are renamed to
+the nested paths, so the weights file, the tp_plan, the gradient pairing and every loader read the nested keys.
 
 Example:
     >>> write_modules(emitter)   # emitter.init / emitter.body rewritten, emitter.classes holds the classes
 """
 from __future__ import annotations
 
-import builtins
 import keyword
 import re
 
-from ..codegen import LineWriter, Namespace
-from ..structure import assigned_names, block_lines, family_name, find_outputs, ident, instance, lines_of, \
-    number_params, param_name, pieces, render, source_class
-from .block_args import hidden_input, is_own_buffer, named_child, own_constants
+from ..codegen import LineWriter
+from ..structure import assigned_names, block_lines, find_outputs, ident, instance, lines_of, pieces, render
+from .block_args import is_own_buffer, named_child, own_constants
+from .block_class import attr_name, class_names, relative, write_class
+from .containers import chain, child, named_container, write_call, write_container
 from .nesting import nest
+from .optional import aligned, optional_params, optional_part, with_strides, without_strides
 
 __all__ = ["write_modules"]
 
@@ -63,7 +66,7 @@ def _candidates(emitter, variables, reads, taken) -> dict:
         init = instance(emitter.init.rows, *block_lines(emitter.spans, block, 1), block, variables)
         body = instance(emitter.body.rows, *block_lines(emitter.spans, block, 0), block, variables,
                         {emitter.names[v] for v in emitter.graph.inputs}, reads)
-        ok = init is not None and body is not None and body.rows and not named_child(block["key"])
+        ok = init is not None and body is not None and body.rows
         if ok:
             _hoist(init)
             ok = not any(kind == "v" for parts, _ in init.rows for kind, _ in parts)
@@ -71,8 +74,29 @@ def _candidates(emitter, variables, reads, taken) -> dict:
             find_outputs(body, reads)
             ok = bool(body.outputs) and _own_attributes(init, body, taken)
         found.setdefault(block["parent"], []).append((block["index"], block, init, body) if ok else None)
-    return {parent: [row[1:] for row in rows] for parent, rows in found.items()  # numbered from 0 (torch) or 1
-            if None not in rows and [row[0] for row in rows] in (list(range(len(rows))), list(range(1, len(rows) + 1)))}
+    found = {parent: [row[1:] for row in rows] for parent, rows in found.items()
+             if None not in rows and _numbered([row[0] for row in rows])}
+    held = {}
+    for rows in found.values():
+        holder = _holder(emitter, rows, taken)
+        if holder:
+            held[holder] = rows
+    return held
+
+
+def _numbered(indices) -> bool:
+    """True for blocks numbered 0, 1, ... (torch) or 1, 2, ... (Keras) in order."""
+    return indices in (list(range(len(indices))), list(range(1, len(indices) + 1)))
+
+
+def _holder(emitter, rows, taken) -> str | None:
+    """The source path of the module that holds ``rows``' blocks: their parent, or for named children (torchvision
+    ViT's ``encoder.layers.encoder_layer_0``) the module they are children of, where they can be held by name
+    (Note [named block containers] in containers.py); None where they cannot."""
+    keys = [block["key"] for block, _, _ in rows]
+    if not named_child(keys[0]):
+        return rows[0][0]["parent"]
+    return named_container(keys, emitter.paths, emitter.graph.meta.get("module_classes"), taken)
 
 
 def _own_attributes(init, body, taken) -> bool:
@@ -95,12 +119,6 @@ def _own_attributes(init, body, taken) -> bool:
 _OTHER = re.compile(r"\bself\.(?!training\b)")
 
 
-def attr_name(rest: str) -> str:
-    """A block's submodule name: the flat name without the block's prefix; ``_1_conv`` for keras.applications'
-    ``conv2_block1_1_conv``, whose rest starts with a digit."""
-    return f"_{rest}" if rest[:1].isdigit() else rest
-
-
 def _template(init, body) -> tuple:
     return init.template()[0], body.template()
 
@@ -115,12 +133,15 @@ def write_modules(emitter, taken) -> None:
     saved = (emitter.init, emitter.body, dict(emitter.paths), set(emitter.hidden), emitter.state, emitter.origins,
              emitter.module_of)
     _write_classes(emitter, taken)
+    if not emitter.classes:
+        emitter.init = saved[0]  # without the strides _write_classes wrote in
     init, body, moved = nest(emitter.init.rows, emitter.body.rows, emitter.paths, (), taken, classes) \
         if emitter.classes else flat
     longer = (lines_of(emitter.classes, init, body), lines_of([], *flat[:2])) if emitter.classes else (0, 0)
     if longer[0] > longer[1]:
         emitter.longer = longer
         emitter.classes.clear()  # Note [structured only where shorter]
+        emitter.block_inputs.clear()
         emitter.init, emitter.body, emitter.paths, emitter.hidden, emitter.state, emitter.origins, \
             emitter.module_of = saved
         init, body, moved = flat
@@ -132,6 +153,7 @@ def write_modules(emitter, taken) -> None:
 def _write_classes(emitter, taken) -> None:
     """The block classes and their containers (Note [nested torch modules])."""
     own_constants(emitter)  # Note [a block's own constants] in block_args.py
+    _write_strides(emitter)  # Note [optional submodules] in optional.py
     variables = _variables(emitter)
     reads = [{v for k, v in pieces(t, "\0", variables) if k == "v"} if t else set() for _, t, _ in emitter.body.rows]
     containers = _candidates(emitter, variables, reads, taken)
@@ -139,244 +161,113 @@ def _write_classes(emitter, taken) -> None:
     for rows in containers.values():
         for _, init, body in rows:
             classes.setdefault(_template(init, body), []).append((init, body))
-    containers = {p: rows for p, rows in containers.items()
-                  if any(len(classes[_template(i, b)]) > 1 for _, i, b in rows)}
+    alias, parts = _merge(emitter, classes)
+
+    def key_of(init, body):
+        return alias.get(_template(init, body), _template(init, body))
+
+    containers = {p: rows for p, rows in containers.items() if any(len(classes[key_of(i, b)]) > 1 for _, i, b in rows)}
     if not containers:
         return
     chosen = {id(i) for r in containers.values() for _, i, _ in r}
     members = {key: [pair for pair in pairs if id(pair[0]) in chosen] for key, pairs in classes.items()}
     members = {key: pairs for key, pairs in members.items() if pairs}
-    names, written = _class_names(emitter, members), {}
+    names, written = class_names(emitter, members), {}
     for rows in containers.values():
         for _, init, body in rows:
-            key = _template(init, body)
+            key = key_of(init, body)
             if key not in written:
-                written[key] = _class(emitter, members[key], names[key], taken)
+                part = parts.get(key)
+                whole = part is None or id(members[key][0][0]) in part.members
+                written[key] = write_class(emitter, members[key], names[key], taken, part) if whole else None
                 if written[key] is None:
                     emitter.classes.clear()
+                    emitter.block_inputs.clear()
                     return  # too many varying numbers: everything stays flat
-    _rewrite(emitter, containers, written, variables)
+    _rewrite(emitter, containers, written, variables, key_of)
 
 
-def _class_names(emitter, members) -> dict:
-    """{template: class name}: the source's class (``Bottleneck``, ``LlamaDecoderLayer``), given first to the
-    class with the most blocks; another class of the same source class is prefixed with its container
-    (``Layer2Bottleneck``), then numbered. Without a source class: the container's name (``Layer``, ``Block``)."""
-    used = set(dir(builtins)) | set(keyword.kwlist) | _MODULE_NAMES
-    found = {}
-    for key, pairs in sorted(members.items(), key=lambda item: -len(item[1])):
-        group = _Group([b for _, b in pairs])
-        source = source_class([b.key for b in group.instances], emitter.graph.meta.get("module_classes"))
-        family = _camel(family_name(group))
-        base = source or family
-        options = [base] + ([_camel(ident(group.instances[0].parent)) + source] if source else [])
-        name = next((o for o in options if o not in used), None)
-        n = 1
-        while name is None or name in used:
-            name, n = f"{base}{n}", n + 1
-        used.add(name)
-        found[key] = name
-    return found
+def _write_strides(emitter) -> None:
+    """``emitter.init`` anew, with ``stride=1`` in the convs inside blocks (Note [optional submodules])."""
+    blocks = [b for b in emitter.graph.meta.get("blocks") or []
+              if all(emitter.spans.get(i) is not None for i in range(b["start"], b["stop"]))]
+    init = LineWriter()
+    init.indent, init.rows = emitter.init.indent, with_strides(emitter.init.rows,
+                                                               [block_lines(emitter.spans, b, 1) for b in blocks])
+    emitter.init = init
 
 
-def _camel(snake: str) -> str:
-    """``layers_block`` -> ``LayersBlock``."""
-    return "".join(part[:1].upper() + part[1:] for part in snake.split("_")) or "Block"
+def _merge(emitter, classes) -> tuple:
+    """({template: the template it joined}, {template: its Optional}): each class whose blocks are another's with an
+    optional submodule joins it, its blocks first; the other's numbers laid out as theirs (Note [optional
+    submodules] in optional.py). Rewrites ``classes``."""
+    alias, parts = {}, {}
+    for ka in list(classes):
+        for kb in [k for k in classes if k != ka and k not in parts and ka not in parts]:
+            if ka not in classes or not classes[ka]:
+                break
+            paths = relative(emitter, classes[ka])[0]
+            found = optional_part(classes[ka][0], classes[kb][0], lambda x: paths.get(attr_name(x), ""))
+            if found is None:
+                continue
+            split, size = len(classes[ka][0][0].numbers), sum(map(len, (classes[ka][0][0].numbers,
+                                                                     classes[ka][0][1].numbers)))
+            laid = [aligned(i.numbers + b.numbers, size, found.positions) for i, b in classes[kb]]
+            if None in laid or optional_params([i.numbers + b.numbers for i, b in classes[ka]] + laid,
+                                               found.positions) is None:
+                continue
+            for (init, body), numbers in zip(classes[kb], laid):
+                init.numbers, body.numbers = numbers[:split], numbers[split:]
+            found.members = {id(i) for i, _ in classes[ka]}
+            classes[kb] = classes.pop(ka) + classes[kb]
+            alias[ka], parts[kb] = kb, found
+            break
+    return alias, parts
 
 
-_MODULE_NAMES = {"Model", "torch", "nn", "F", "os", "math", "json", "load_file", "WEIGHTS", "build_model",
-                 "load_model", "tp_plan"}
-
-
-def _class(emitter, members, cls, reserved):
-    """Write one block class into ``emitter.classes``; returns (class name, params, columns) or None."""
-    numbers = [init.numbers + body.numbers for init, body in members]
-    found = number_params(numbers) if len(members) > 1 else ({}, [])
-    if found is None:
-        return None
-    params, columns = found
-    init, body = members[0]
-    local = Namespace({"self", "torch", "nn", "F", "math"})
-    args = [local.name(param_name(_Joined(init, body), col), "size") for col in columns]
-    split = len(init.numbers)
-    hidden = hidden_input([b for _, b in members])  # Note [forward's arguments] in block_args.py
-    inputs = {v: local.name("x" if i == hidden else v.replace("self.", ""), "x") for i, v in enumerate(body.inputs)}
-    locals_ = {v: local.name(v[len(body.prefix) + 1:] if v.startswith(body.prefix + "_") else
-                             re.sub(r"_+\d+$", "", v), "v") for v in body.locals}
-
-    def number(i, text, forward=False):
-        if i not in params:
-            return text
-        p, multiple = params[i]
-        name = f"self.{args[p]}" if forward else args[p]
-        return name if multiple == 1 else f"{multiple} * {name}"
-
-    w = LineWriter()
-    w.line(f"class {cls}(nn.Module):")
-    w.indent = 1
-    keys = ", ".join(b.key for _, b in members)
-    w.line(f'"""Source blocks {keys if len(keys) <= 70 else body.key + ", ..."}."""')
-    w.line("")
-    w.line(f"def __init__({', '.join(['self'] + args)}):")
-    w.indent = 2
-    w.line("super().__init__()")
-    used = {params[c][0] for c in params if c >= split}
-    for p in sorted(used):
-        w.line(f"self.{args[p]} = {args[p]}")
-    own, forward = LineWriter(), LineWriter()
-    own.indent = forward.indent = 2
-    _lines(own, init.rows, {}, number, 0)
-    _lines(forward, body.rows, {**locals_, **inputs}, lambda i, t: number(i, t, True), split)
-    forward.line(f"return {', '.join(locals_[v] for v in body.outputs)}")
-    paths, classes = _relative(emitter, members)
-    rows, forward.rows, moved = nest(own.rows, forward.rows, paths, set(args), reserved, classes)
-    w.rows += rows
-    w.indent = 1
-    w.line("")
-    w.line(f"def forward({', '.join(['self'] + list(inputs.values()))}):")
-    w.rows += forward.rows
-    emitter.classes.append(w.text())
-    return cls, columns, moved
-
-
-def _relative(emitter, members) -> tuple:
-    """(paths, classes) for ``nest`` inside a block class: each attribute's source path after
-    the block's own, where every block of the class has the same one (Note [nested paths] in nesting.py)."""
-    found = {}
-    for init, _ in members:
-        for parts, _ in init.rows:
-            for value in (v for kind, v in parts if kind == "a"):
-                path = emitter.paths.get(f"{init.prefix}_{value}", "")
-                rel = path[len(init.key) + 1:] if path.startswith(init.key + ".") else None
-                found.setdefault(attr_name(value), set()).add(rel)
-    paths = {a: rels.pop() for a, rels in found.items() if len(rels) == 1 and None not in rels}
-    key = members[0][0].key + "."
-    classes = {k[len(key):]: v for k, v in (emitter.graph.meta.get("module_classes") or {}).items()
-               if k.startswith(key)}
-    return paths, classes
-
-
-def _lines(w, rows, names, number, offset) -> None:
-    for parts, comment in rows:
-        w.line(render(parts, lambda v: names[v], lambda i, t: number(offset + i, t),
-                      lambda s: repr(attr_name(s.lstrip("_"))), attr_name), comment)
-        offset += sum(kind == "n" for kind, _ in parts)
-
-
-class _Group:
-    def __init__(self, instances):
-        self.instances = instances
-
-
-class _Joined:
-    """An init and a forward Instance read as one, for ``param_name``'s column count."""
-
-    def __init__(self, init, body):
-        self.rows = init.rows + body.rows
-
-
-def _rewrite(emitter, containers, written, variables) -> None:
+def _rewrite(emitter, containers, written, variables, key_of) -> None:
     """Replace each nested container's lines by one submodule and its calls; rename the state keys."""
     init_at, body_at, paths, rename = {}, {}, {}, {}
     for parent, rows in containers.items():
         attr = emitter.attrs.name(ident(parent), "blocks")
-        made = [(written[_template(i, b)], i, b) for _, i, b in rows]
-        pos = _chain(rows)
-        init_at[rows[0][1].start] = (attr, made, pos is not None and len(rows[0][2].inputs) == 1)
+        made = [(written[key_of(i, b)], i, b) for _, i, b in rows]
+        pos, named = chain(made), named_child(rows[0][2].key)
+        init_at[rows[0][1].start] = (attr, made, pos is not None and len(rows[0][2].inputs) == 1, named)
         emitter.paths[attr] = parent
         for index, (_, init, body) in enumerate(rows):
-            body_at[body.start] = (attr, index, body, rows, pos)
-            moved = written[_template(init, body)][2]
+            body_at[body.start] = (attr, index, body, made, pos, named)
+            slot = child(body.key) if named else index
+            moved = written[key_of(init, body)][2]
             for parts, _ in init.rows:
                 for kind, value in parts:
                     if kind == "a" or kind == "s" and is_own_buffer(parts):  # self.<prefix>_<name>, or its buffer
                         name = attr_name(value if kind == "a" else value.lstrip("_"))
                         flat = f"{init.prefix}_{value}" if kind == "a" else f"{init.prefix}{value}"
-                        paths[flat] = f"{attr}.{index}.{moved.get(name, name)}"
+                        paths[flat] = f"{attr}.{slot}.{moved.get(name, name)}"
     skip_init = {i for rows in containers.values() for _, init, _ in rows
                  for i in range(init.start, init.stop) if i not in init.hoisted}
     skip_body = {i for rows in containers.values() for _, _, body in rows for i in range(body.start, body.stop)}
     init = LineWriter()
     for i, (indent, text, comment) in enumerate(emitter.init.rows):
         if i in init_at:
-            _container(init, indent, *init_at[i])
+            write_container(init, indent, *init_at[i])
         if i not in skip_init:
             init.indent = indent
-            init.line(text, comment)
+            init.line(without_strides(text), comment)
     body = LineWriter()
     for i, (indent, text, comment) in enumerate(emitter.body.rows):
         if i in body_at:
-            _, index, inst, rows, pos = body_at[i]
-            hoisted = inst.hoisted if pos is None else [n for _, _, b in rows for n in b.hoisted] if not index else []
+            _, index, inst, made, pos, _ = body_at[i]
+            hoisted = inst.hoisted if pos is None else [n for _, _, b in made for n in b.hoisted] if not index else []
             for line in hoisted:  # before the call (or the loop) that reads them
                 body.indent = indent
                 body.line(emitter.body.rows[line][1], emitter.body.rows[line][2])
-            _block_call(emitter, body, indent, *body_at[i], rename)
+            write_call(emitter, body, indent, *body_at[i][:5], rename, body_at[i][5])
         if i not in skip_body:
             body.indent = indent
             body.line(render(pieces(text, "\0", variables), lambda v: rename.get(v, v)) if text else text, comment)
     emitter.init, emitter.body = init, body
     _rename_paths(emitter, paths)
-
-
-def _chain(rows):
-    """The input position at which each block reads the one before's only output, when the container's blocks are
-    called one after the other that way (their other inputs the same): a loop, or one ``nn.Sequential`` call."""
-    bodies = [body for _, _, body in rows]
-    pos = None
-    for last, body in zip(bodies, bodies[1:]):
-        if last.stop != body.start or len(last.outputs) != 1 or len(body.outputs) != 1 \
-                or last.outputs[0] not in body.inputs or not last.read_at <= set(range(body.start, body.stop)):
-            return None
-        at = body.inputs.index(last.outputs[0])
-        if (pos is not None and at != pos) or len(body.inputs) != len(bodies[0].inputs) or \
-                any(a != b for i, (a, b) in enumerate(zip(body.inputs, bodies[0].inputs)) if i != at):
-            return None
-        pos = at
-    return pos if len(bodies) > 1 and len(bodies[-1].outputs) == 1 else None
-
-
-def _container(w, indent, attr, made, sequential) -> None:
-    """``self.layer1 = nn.Sequential(...)`` (blocks called one after the other on one input) or ``nn.ModuleList``:
-    one line per block, or a comprehension when all are alike."""
-    calls = [f"{cls}({', '.join((init.numbers + body.numbers)[c] for c in columns)})"  # columns span both
-             for (cls, columns, _), init, body in made]
-    w.indent = indent
-    if len(set(calls)) == 1 and len(calls) > 1:
-        many = f"{calls[0]} for _ in range({len(calls)})"
-        w.line(f"self.{attr} = nn.Sequential(*[{many}])" if sequential else
-               f"self.{attr} = nn.ModuleList([{many}])", f"source blocks {made[0][2].key} to {made[-1][2].key}")
-        return
-    w.line(f"self.{attr} = nn.Sequential(" if sequential else f"self.{attr} = nn.ModuleList([")
-    w.indent = indent + 1
-    for call, (_, _, body) in zip(calls, made):
-        w.line(f"{call},", f"source block {body.key}")
-    w.indent = indent
-    w.line(")" if sequential else "])")
-
-
-def _block_call(emitter, w, indent, attr, index, body, rows, pos, rename) -> None:
-    """The call of one block, or at the first block of a chained container, the call of them all."""
-    w.indent = indent
-    for inst in [body] if pos is None else [b for _, _, b in rows]:
-        emitter.hidden.update(v for v in inst.locals if v not in inst.outputs or pos is not None)
-    if pos is None:
-        args = ", ".join(rename.get(v, v) for v in body.inputs)
-        w.line(f"{', '.join(body.outputs)} = self.{attr}[{index}]({args})")
-        return
-    if index:
-        return
-    args = [rename.get(v, v) for v in body.inputs]
-    if len(args) == 1:
-        rename[rows[-1][2].outputs[0]] = out = emitter.ns.name(attr, "x")
-        w.line(f"{out} = self.{attr}({args[0]})")
-        return
-    rename[rows[-1][2].outputs[0]] = out = emitter.ns.name(attr, "x")
-    w.line(f"{out} = {args[pos]}")
-    args[pos] = out
-    w.line(f"for block in self.{attr}:")
-    w.indent = indent + 1
-    w.line(f"{out} = block({', '.join(args)})")
 
 
 def _rename_paths(emitter, paths) -> None:

@@ -27,6 +27,7 @@ from ...ops.dropout import DROPOUT
 from ...progress import watch
 from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal
 from ..size_checks import write_forward_checks
+from ..structure import ident
 from .blocks import write_modules
 from .files import HEADER, Emitted, model_text
 from .held import mha_holders
@@ -51,6 +52,25 @@ def _module_attributes() -> frozenset:
     return frozenset(dir(torch.nn.Module())) | {"forward"}
 
 
+class _BlockNames(Namespace):
+    """A Namespace in which a name that starts with a repeated block's prefix may run past the usual length by as
+    many characters as that prefix is longer than the first of its kind's (Note [names in longer blocks] in
+    keras_jax/style.py): ``transformer_layer_10_self_attention_attention_out`` (49) keeps its end, so blocks 10 and
+    later name their submodules as blocks 0 to 9 do and share their class."""
+
+    def __init__(self, reserved, graph):
+        super().__init__(reserved)
+        first = {}
+        self.rooms = {f"{ident(b['key'])}_": len(ident(b["key"])) - len(ident(first.setdefault(b["kind"], b)["key"]))
+                      for b in graph.meta.get("blocks") or []}
+
+    def name(self, raw: str, fallback: str = "v", room: int = 0) -> str:
+        """``Namespace.name``, with the room of the block whose prefix ``raw`` starts with."""
+        found = ident(str(raw)) + "_"
+        extra = max((more for prefix, more in self.rooms.items() if found.startswith(prefix)), default=0)
+        return super().name(raw, fallback, max(room, extra))
+
+
 class TorchEmitter(ModuleWriter, EmitterBase):
     """What an emit rule sees: references to values, and ways to write submodules and statements.
 
@@ -68,8 +88,8 @@ class TorchEmitter(ModuleWriter, EmitterBase):
 
     def __init__(self, graph):
         super().__init__(graph)
-        self.ns = Namespace(_RESERVED)  # forward's local variables
-        self.attrs = Namespace(_RESERVED | _module_attributes())  # self.<submodule or buffer>
+        self.ns = _BlockNames(_RESERVED, graph)  # forward's local variables
+        self.attrs = _BlockNames(_RESERVED | _module_attributes(), graph)  # self.<submodule or buffer>
         self.init, self.body = LineWriter(), LineWriter()
         self.init.indent = self.body.indent = 2
         self.state = {}  # state_dict key -> array, for model.safetensors
@@ -84,6 +104,7 @@ class TorchEmitter(ModuleWriter, EmitterBase):
         self.classes = []  # repeated blocks as nn.Module classes, above Model (blocks.py)
         self.longer = None  # (structured, flat) lines where the flat form was shorter (blocks.py)
         self.hidden = set()  # forward's variables now inside those classes
+        self.block_inputs = {}  # block key -> the IR values its class's forward takes, in turn (block_args.py)
         self.held = mha_holders(graph)  # param name -> the nn.MultiheadAttention holding it (Note [held parameters])
         self.holders = {}  # source path -> the attribute of the nn.MultiheadAttention declared for it
 
@@ -240,7 +261,8 @@ def emit_torch(graph, out_dir, max_shard_size=None) -> dict:
     (bytes or ``"2GB"``; default 2 GB) Hugging Face shards and ``model.safetensors.index.json`` (Note [torch shards]).
 
     Returns {"code": path, "weights": path (the index when sharded), "module_of": {Value: submodule},
-    "var_of": {Value: name}, "model": the module in eval mode, holding the graph's arrays}.
+    "var_of": {Value: name}, "block_inputs": {block key: the IR values its class's forward takes},
+    "model": the module in eval mode, holding the graph's arrays}.
     """
     out_dir = Path(out_dir)
     emitter = TorchEmitter(graph)
@@ -255,4 +277,5 @@ def emit_torch(graph, out_dir, max_shard_size=None) -> dict:
                          encoding="utf-8")
     weights_path = write_weights(Converted(emitter.state, shape), out_dir, max_shard_size, sharded=emitter.sharded)
     return Emitted({"code": code_path, "weights": weights_path, "module_of": dict(emitter.module_of),
-                    "var_of": emitter.var_of(), "origins": emitter.origins}, lambda: module_on(build, emitter.state))
+                    "var_of": emitter.var_of(), "origins": emitter.origins,
+                    "block_inputs": dict(emitter.block_inputs)}, lambda: module_on(build, emitter.state))

@@ -24,7 +24,8 @@ def model_text(emitter, args) -> str:
     weights, wording = (INDEX_FILE, f"the shards {INDEX_FILE} lists") if emitter.sharded else \
         (WEIGHTS_FILE, WEIGHTS_FILE)
     text = _HEADER.format(weights=literal(weights), weights_text=wording, modules=modules,
-                          json="import json\n" if emitter.sharded else "")
+                          json="import json\n" if emitter.sharded else "",
+                          ordered=_ORDERED if "OrderedDict(" in emitter.init.text() else "")
     text += "".join("\n\n" + cls for cls in emitter.classes)
     text += "\n\nclass Model(nn.Module):\n"
     text += '    """The converted network: channels-first inside, static shapes but for free dims."""\n\n'
@@ -35,6 +36,8 @@ def model_text(emitter, args) -> str:
     return text + (SHARDED_FOOTER if emitter.sharded else _FOOTER)
 
 
+_ORDERED = "from collections import OrderedDict\n"  # named blocks (Note [named block containers] in containers.py)
+
 _HEADER = HEADER + ''' Plain PyTorch: runs on CPU, GPU and TPU (PyTorch/XLA, torchax).
 
 build_model() returns the architecture; load_model() returns it in eval mode with the weights in
@@ -42,7 +45,7 @@ build_model() returns the architecture; load_model() returns it in eval mode wit
 (x.shape[0]: the batch, unless pinned), and nothing in forward() syncs with the host.
 {modules}"""
 {json}import os
-
+{ordered}
 import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file

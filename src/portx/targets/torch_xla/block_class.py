@@ -1,0 +1,173 @@
+"""One block class written: its name, ``__init__`` with the numbers the blocks differ in as arguments, and ``forward``
+with the hidden state first (Note [nested torch modules] in blocks.py; Note [forward's arguments] in block_args.py;
+Note [optional submodules] in optional.py).
+
+Example:
+    >>> names = class_names(emitter, members)          # {template: "Bottleneck", ...}
+    >>> cls, columns, moved, order, flagged = write_class(emitter, members[key], names[key], reserved)
+"""
+from __future__ import annotations
+
+import builtins
+import keyword
+import re
+
+from ..codegen import LineWriter, Namespace
+from ..structure import family_name, ident, number_params, param_name, render, source_class
+from .block_args import forward_order, forward_values
+from .nesting import nest
+from .optional import guard_init, optional_params, without_strides
+
+__all__ = ["attr_name", "class_names", "relative", "write_class"]
+
+
+def attr_name(rest: str) -> str:
+    """A block's submodule name: the flat name without the block's prefix; ``_1_conv`` for keras.applications'
+    ``conv2_block1_1_conv``, whose rest starts with a digit."""
+    return f"_{rest}" if rest[:1].isdigit() else rest
+
+
+def class_names(emitter, members) -> dict:
+    """{template: class name}: the source's class (``Bottleneck``, ``LlamaDecoderLayer``), given first to the
+    class with the most blocks; another class of the same source class is prefixed with its container
+    (``Layer2Bottleneck``), then numbered. Without a source class: the container's name (``Layer``, ``Block``)."""
+    used = set(dir(builtins)) | set(keyword.kwlist) | _MODULE_NAMES
+    found = {}
+    for key, pairs in sorted(members.items(), key=lambda item: -len(item[1])):
+        group = _Group([b for _, b in pairs])
+        source = source_class([b.key for b in group.instances], emitter.graph.meta.get("module_classes"))
+        family = _camel(family_name(group))
+        base = source or family
+        options = [base] + ([_camel(ident(group.instances[0].parent)) + source] if source else [])
+        name = next((o for o in options if o not in used), None)
+        n = 1
+        while name is None or name in used:
+            name, n = f"{base}{n}", n + 1
+        used.add(name)
+        found[key] = name
+    return found
+
+
+def _camel(snake: str) -> str:
+    """``layers_block`` -> ``LayersBlock``."""
+    return "".join(part[:1].upper() + part[1:] for part in snake.split("_")) or "Block"
+
+
+_MODULE_NAMES = {"Model", "torch", "nn", "F", "os", "math", "json", "load_file", "WEIGHTS", "build_model",
+                 "load_model", "tp_plan", "OrderedDict"}
+
+
+def write_class(emitter, members, cls, reserved, optional=None):
+    """Write one block class into ``emitter.classes``; returns (class name, columns, moved paths, forward's order,
+    (flag, the init Instances that set it)) or None. ``optional``: the part the first members have and the others
+    lack (Note [optional submodules] in optional.py); their numbers are laid out alike (``aligned``)."""
+    numbers = [init.numbers + body.numbers for init, body in members]
+    found = (optional_params(numbers, optional.positions) if optional else number_params(numbers)) \
+        if len(members) > 1 else ({}, [])
+    if found is None:
+        return None
+    params, columns = found
+    init, body = members[0]
+    local = Namespace({"self", "torch", "nn", "F", "math"})
+    args = [local.name(param_name(_Joined(init, body), col), "size") for col in columns]
+    flag = local.name(optional.name) if optional else None
+    if flag:
+        local.release(flag)  # an __init__ argument: forward may name the part's output so
+    split = len(init.numbers)
+    order = forward_order([b for _, b in members], _model_inputs(emitter))  # Note [forward's arguments]
+    inputs = {body.inputs[i]: local.name("x" if i == order[0] else body.inputs[i].replace("self.", ""), "x")
+              for i in order}
+    locals_ = {v: local.name(v[len(body.prefix) + 1:] if v.startswith(body.prefix + "_") else
+                             re.sub(r"_+\d+$", "", v), "v") for v in body.locals}
+
+    def number(i, text, forward=False):
+        if i not in params:
+            return text
+        p, multiple = params[i]
+        name = f"self.{args[p]}" if forward else args[p]
+        return name if multiple == 1 else f"{multiple} * {name}"
+
+    w = LineWriter()
+    w.line(f"class {cls}(nn.Module):")
+    w.indent = 1
+    keys = ", ".join(b.key for _, b in sorted(members, key=lambda m: m[1].start))
+    if len(keys) > 70:  # the first block of each structure, for tests/support/structured_code.py to read
+        keys = ", ".join([body.key] + [b.key for i, b in members if optional and len(i.rows) != len(init.rows)][:1])
+        keys += ", ..."
+    w.line(f'"""Source blocks {keys}."""')
+    w.line("")
+    w.line(f"def __init__({', '.join(['self'] + args + ([f'{flag}=False'] if flag else []))}):")
+    w.indent = 2
+    w.line("super().__init__()")
+    used = {params[c][0] for c in params if c >= split}
+    for p in sorted(used):
+        w.line(f"self.{args[p]} = {args[p]}")
+    own, forward = LineWriter(), LineWriter()
+    own.indent = forward.indent = 2
+    if optional:
+        locals_[optional.output] = local.name(optional.name, "v")
+    _lines(own, init.rows, {}, number, 0)
+    own.rows = [(indent, without_strides(text), comment) for indent, text, comment in own.rows]
+    _lines(forward, body.rows, {**locals_, **inputs}, lambda i, t: number(i, t, True), split, optional)
+    forward.line(f"return {', '.join(locals_[v] for v in body.outputs)}")
+    paths, classes = relative(emitter, members)
+    rows, forward.rows, moved = nest(own.rows, forward.rows, paths, set(args), reserved, classes)
+    rows = guard_init(rows, optional.name, flag) if optional else rows
+    w.rows += rows
+    w.indent = 1
+    w.line("")
+    w.line(f"def forward({', '.join(['self'] + [inputs[body.inputs[i]] for i in order])}):")
+    w.rows += forward.rows
+    emitter.classes.append(w.text())
+    for _, b in members:  # the block-rows cutter calls the class with these (targets/forward_cut.py)
+        emitter.block_inputs[b.key] = forward_values(emitter, b, order)
+    flagged = {id(i) for i, _ in members if optional and len(i.rows) == len(init.rows)}  # the first have the part
+    return cls, columns, moved, order, (flag, flagged)
+
+
+def _model_inputs(emitter) -> set:
+    return {emitter.names[v] for v in emitter.graph.inputs if v in emitter.names}
+
+
+def relative(emitter, members) -> tuple:
+    """(paths, classes) for ``nest`` inside a block class: each attribute's source path after
+    the block's own, where every block of the class has the same one (Note [nested paths] in nesting.py)."""
+    found = {}
+    for init, _ in members:
+        for parts, _ in init.rows:
+            for value in (v for kind, v in parts if kind == "a"):
+                path = emitter.paths.get(f"{init.prefix}_{value}", "")
+                rel = path[len(init.key) + 1:] if path.startswith(init.key + ".") else None
+                found.setdefault(attr_name(value), set()).add(rel)
+    paths = {a: rels.pop() for a, rels in found.items() if len(rels) == 1 and None not in rels}
+    key = members[0][0].key + "."
+    classes = {k[len(key):]: v for k, v in (emitter.graph.meta.get("module_classes") or {}).items()
+               if k.startswith(key)}
+    return paths, classes
+
+
+def _lines(w, rows, names, number, offset, optional=None) -> None:
+    """Each row rendered; the rows of an ``optional`` part under ``if self.<part> is not None:``, its output begun
+    at the input it stands in for (Note [optional submodules] in optional.py)."""
+    for i, (parts, comment) in enumerate(rows):
+        if optional and i == optional.rows.start:
+            w.line(f"{names[optional.output]} = {names[optional.input]}")
+            w.line(f"if self.{optional.name} is not None:")
+            w.indent += 1
+        w.line(render(parts, lambda v: names[v], lambda i, t: number(offset + i, t),
+                      lambda s: repr(attr_name(s.lstrip("_"))), attr_name), comment)
+        offset += sum(kind == "n" for kind, _ in parts)
+        if optional and i == optional.rows.stop - 1:
+            w.indent -= 1
+
+
+class _Group:
+    def __init__(self, instances):
+        self.instances = instances
+
+
+class _Joined:
+    """An init and a forward Instance read as one, for ``param_name``'s column count."""
+
+    def __init__(self, init, body):
+        self.rows = init.rows + body.rows
