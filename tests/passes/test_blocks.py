@@ -87,5 +87,6 @@ def test_torchvision_vit_blocks_are_its_encoder_layers(tmp_path):
     blocks = result.graph.meta["blocks"]
     assert [b["key"] for b in blocks] == [f"layers.encoder_layer_{i}" for i in range(3)]  # not mlp.0, mlp.3, head.0
     assert len({b["kind"] for b in blocks}) == 1
-    # torch-xla keeps the source's state_dict keys: named children stay flat (block_args.named_child)
+    # torch-xla keeps the source's state_dict keys: named children are held by name (Note [named block
+    # containers] in targets/torch_xla/containers.py)
     assert set(result.model.state_dict()) == set(_Encoder().state_dict())

@@ -34,7 +34,7 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 
-__all__ = ["Instance", "Group", "block_groups", "block_lines", "instance", "pieces", "render", "loops",
+__all__ = ["Instance", "Group", "block_groups", "block_lines", "block_rooms", "room_of", "instance", "pieces", "render", "loops",
            "number_params", "ident", "param_name", "family_name", "source_class", "find_outputs", "assigned_names",
            "lines_of"]
 
@@ -47,6 +47,21 @@ _MIN_LINES = 2  # a block of one statement stays flat: a function for it would n
 def ident(key: str) -> str:
     """The identifier form of a source path, as Namespace writes it: ``layer1.0`` -> ``layer1_0``."""
     return re.sub(r"[^0-9A-Za-z_]+", "_", key).strip("_").lower()
+
+
+def block_rooms(blocks) -> dict:
+    """{a block's name prefix: characters its names may run past the usual length}: as many as the prefix is longer
+    than the first of its kind's (Note [names in longer blocks] in keras_jax/style.py). ``blocks``:
+    graph.meta["blocks"]. Example: ``transformer_layer_10_`` -> 1 where ``transformer_layer_0_`` is the first."""
+    first = {}
+    return {f"{ident(b['key'])}_": len(ident(b["key"])) - len(ident(first.setdefault(b["kind"], b)["key"]))
+            for b in blocks or []}
+
+
+def room_of(rooms, raw: str) -> int:
+    """The room (``block_rooms``) of the block whose prefix the name ``raw`` starts with; 0 outside blocks."""
+    name = ident(str(raw)) + "_"
+    return max((extra for prefix, extra in rooms.items() if name.startswith(prefix)), default=0)
 
 
 def pieces(text: str, prefix: str, variables) -> list:

@@ -61,6 +61,52 @@ def test_torchvision_vit_layers_nest_by_name_under_the_source_s_keys(layers, tmp
     assert [row["passed"] for row in result.report["blocks"]] == [True] * layers
 
 
+class _Block(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.ln_1, self.fc_1, self.fc_2 = nn.LayerNorm(dim), nn.Linear(dim, 2 * dim), nn.Linear(2 * dim, dim)
+        self.ln_2, self.fc_3 = nn.LayerNorm(dim), nn.Linear(dim, dim)
+
+    def forward(self, x):
+        x = x + self.fc_2(torch.nn.functional.gelu(self.fc_1(self.ln_1(x))))
+        return x + torch.tanh(self.fc_3(self.ln_2(x)))
+
+
+class _Encoder(nn.Module):
+    """Named blocks beside the encoder's own LayerNorm (keras-hub ViT's ``vit_encoder.transformer_block_1``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.block_1, self.block_2, self.block_3 = _Block(), _Block(), _Block()
+        self.ln = nn.LayerNorm(8)
+
+    def forward(self, x):
+        return self.ln(self.block_3(self.block_2(self.block_1(x))))
+
+
+class _Wrapped(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed, self.encoder = nn.Linear(4, 8), _Encoder()
+
+    def forward(self, x):
+        return self.encoder(self.embed(x))
+
+
+def test_named_blocks_beside_other_layers_are_held_one_by_one(tmp_path):
+    """Note [blocks held one by one] in targets/torch_xla/containers.py: one class, each block by its name."""
+    torch.manual_seed(0)
+    source = _Wrapped().eval()
+    result = portx.convert(source, example_inputs=(torch.randn(2, 5, 4),), to="torch-xla",
+                           output=Output(out=tmp_path / "out"))
+    assert result.report["verification"]["passed"], result.report["verification"]
+    code = result.files["code"].read_text()
+    assert code.count("(nn.Module):") == 2, code
+    for i in (1, 2, 3):
+        assert f"self.encoder.block_{i} = _Block()" in code and f"= self.encoder.block_{i}(" in code, code
+    assert list(result.model.state_dict()) == list(source.state_dict())
+
+
 def _keras_hub_gpt2(layers):
     keras_hub = pytest.importorskip("keras_hub")
     import keras

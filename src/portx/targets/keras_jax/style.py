@@ -50,7 +50,7 @@ import re
 import textwrap
 
 from ..codegen import literal
-from ..structure import ident
+from ..structure import block_rooms, room_of
 
 __all__ = ["layer_args", "auto_names_in", "VariableNames", "layout_sentence"]
 
@@ -178,9 +178,7 @@ class VariableNames:
         self.scope.update(_block_scopes(graph, self.scope))
         self._glue = _glue_layers(graph, self.scope)
         self._kept = _varying(graph)
-        first = {}
-        self._room = {f"{ident(b['key'])}_": len(ident(b["key"])) - len(ident(first.setdefault(b["kind"], b)["key"]))
-                      for b in graph.meta.get("blocks") or []}
+        self._room = block_rooms(graph.meta.get("blocks"))
         self.last = set({self.scope[n]: n for n in graph.nodes if self.scope[n]}.values())
         self.role, self._base = {}, {}  # Value -> its name after the scope; -> the input name it leads to
         self._producer, self._users = producer, users
@@ -223,8 +221,7 @@ class VariableNames:
     def room(self, raw: str) -> int:
         """Characters a name starting with a repeated block's prefix may run past the usual length: as many as that
         prefix is longer than the first of its kind's (Note [names in longer blocks])."""
-        name = re.sub(r"[^0-9A-Za-z_]+", "_", raw).lower()
-        return max((extra for prefix, extra in self._room.items() if name.startswith(prefix)), default=0)
+        return room_of(self._room, raw)
 
     def layer(self, node) -> str:
         """The name for ``node``'s layer: ``raw``, or after its block where Keras named it model-wide (Note [layers

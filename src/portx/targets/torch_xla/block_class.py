@@ -93,7 +93,7 @@ def write_class(emitter, members, cls, reserved, optional=None):
     keys = ", ".join(b.key for _, b in sorted(members, key=lambda m: m[1].start))
     if len(keys) > 70:  # the first block of each structure, for tests/support/structured_code.py to read
         keys = ", ".join([body.key] + [b.key for i, b in members if optional and len(i.rows) != len(init.rows)][:1])
-        keys += ", ..."
+        keys += f", ... ({len(members)} blocks)"
     w.line(f'"""Source blocks {keys}."""')
     w.line("")
     w.line(f"def __init__({', '.join(['self'] + args + ([f'{flag}=False'] if flag else []))}):")

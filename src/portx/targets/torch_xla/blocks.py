@@ -26,7 +26,7 @@ from ..codegen import LineWriter
 from ..structure import assigned_names, block_lines, find_outputs, ident, instance, lines_of, pieces, render
 from .block_args import is_own_buffer, named_child, own_constants
 from .block_class import attr_name, class_names, relative, write_class
-from .containers import chain, child, named_container, write_call, write_container
+from .containers import EACH, chain, child, named_container, plain_names, write_call, write_container
 from .nesting import nest
 from .optional import aligned, optional_params, optional_part, with_strides, without_strides
 
@@ -81,6 +81,8 @@ def _candidates(emitter, variables, reads, taken) -> dict:
         holder = _holder(emitter, rows, taken)
         if holder:
             held[holder] = rows
+        elif named_child(rows[0][0]["key"]) and plain_names([block["key"] for block, _, _ in rows], taken):
+            held[(EACH, rows[0][0]["parent"])] = rows  # Note [blocks held one by one] in containers.py
     return held
 
 
@@ -229,8 +231,11 @@ def _rewrite(emitter, containers, written, variables, key_of) -> None:
     """Replace each nested container's lines by one submodule and its calls; rename the state keys."""
     init_at, body_at, paths, rename = {}, {}, {}, {}
     for parent, rows in containers.items():
-        attr = emitter.attrs.name(ident(parent), "blocks")
         made = [(written[key_of(i, b)], i, b) for _, i, b in rows]
+        if isinstance(parent, tuple):  # Note [blocks held one by one] in containers.py
+            _each(emitter, made, init_at, body_at, paths)
+            continue
+        attr = emitter.attrs.name(ident(parent), "blocks")
         pos, named = chain(made), named_child(rows[0][2].key)
         init_at[rows[0][1].start] = (attr, made, pos is not None and len(rows[0][2].inputs) == 1, named)
         emitter.paths[attr] = parent
@@ -238,12 +243,8 @@ def _rewrite(emitter, containers, written, variables, key_of) -> None:
             body_at[body.start] = (attr, index, body, made, pos, named)
             slot = child(body.key) if named else index
             moved = written[key_of(init, body)][2]
-            for parts, _ in init.rows:
-                for kind, value in parts:
-                    if kind == "a" or kind == "s" and is_own_buffer(parts):  # self.<prefix>_<name>, or its buffer
-                        name = attr_name(value if kind == "a" else value.lstrip("_"))
-                        flat = f"{init.prefix}_{value}" if kind == "a" else f"{init.prefix}{value}"
-                        paths[flat] = f"{attr}.{slot}.{moved.get(name, name)}"
+            for flat, name in _own_names(init):
+                paths[flat] = f"{attr}.{slot}.{moved.get(name, name)}"
     skip_init = {i for rows in containers.values() for _, init, _ in rows
                  for i in range(init.start, init.stop) if i not in init.hoisted}
     skip_body = {i for rows in containers.values() for _, _, body in rows for i in range(body.start, body.stop)}
@@ -268,6 +269,28 @@ def _rewrite(emitter, containers, written, variables, key_of) -> None:
             body.line(render(pieces(text, "\0", variables), lambda v: rename.get(v, v)) if text else text, comment)
     emitter.init, emitter.body = init, body
     _rename_paths(emitter, paths)
+
+
+def _own_names(init):
+    """(flat attribute, name in its block) of each submodule or buffer a block's ``__init__`` lines make."""
+    for parts, _ in init.rows:
+        for kind, value in parts:
+            if kind == "a" or kind == "s" and is_own_buffer(parts):  # self.<prefix>_<name>, or its buffer
+                yield (f"{init.prefix}_{value}" if kind == "a" else f"{init.prefix}{value}",
+                       attr_name(value if kind == "a" else value.lstrip("_")))
+
+
+def _each(emitter, made, init_at, body_at, paths) -> None:
+    """Each block of ``made`` an attribute of its own at its source path, called by name (Note [blocks held one by
+    one] in containers.py); fills ``_rewrite``'s ``init_at``, ``body_at`` and state ``paths``."""
+    for row in made:
+        written, init, body = row
+        attr = emitter.attrs.name(ident(body.key), "block")
+        emitter.paths[attr] = body.key
+        init_at[init.start] = (attr, [row], False, EACH)
+        body_at[body.start] = (attr, 0, body, [row], None, EACH)
+        for flat, name in _own_names(init):
+            paths[flat] = f"{attr}.{written[2].get(name, name)}"
 
 
 def _rename_paths(emitter, paths) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import keyword
 import re
 
-__all__ = ["chain", "child", "named_container", "write_container", "write_call"]
+__all__ = ["EACH", "chain", "child", "named_container", "plain_names", "write_container", "write_call"]
 
 _DIGITS = re.compile(r"\d+$")
 
@@ -34,16 +34,33 @@ def named_container(keys, paths, classes, taken) -> str | None:
     """The container path of blocks ``keys`` that are named children of one source module (Note [named block
     containers]), where they can be held by name; None otherwise. ``paths``: the emitter's {flat attribute: source
     path}; ``classes``: {source path: class name}; ``taken``: attribute names a child must not shadow."""
+    head = plain_names(keys, taken)
+    if head is None:
+        return None
+    names = {child(key) for key in keys}
+    under = [p[len(head) + 1:] for p in [*paths.values(), *(classes or {})] if p.startswith(head + ".")]
+    return head if all(p.split(".", 1)[0] in names for p in under) else None
+
+
+def plain_names(keys, taken) -> str | None:
+    """The one module ``keys`` are named children of, where each name is one Python reads as written and shadows
+    nothing in ``taken``; None otherwise."""
     heads = {key.rpartition(".")[0] for key in keys}
     names = {child(key) for key in keys}
     if len(heads) != 1 or "" in heads or len(names) != len(keys):
         return None
-    head = heads.pop()
     if any(not (n.isascii() and n.isidentifier()) or keyword.iskeyword(n) or n in taken or n[:1].isdigit()
            for n in names):
         return None
-    under = [p[len(head) + 1:] for p in [*paths.values(), *(classes or {})] if p.startswith(head + ".")]
-    return head if all(p.split(".", 1)[0] in names for p in under) else None
+    return heads.pop()
+
+
+# Note [blocks held one by one]: keras-hub's ViT holds its layers as named children of an encoder that also holds
+# the final LayerNorm (``vit_encoder.transformer_block_1``, ``vit_encoder.ln``): no container of those blocks alone
+# exists in the source to write (Note [named block containers]). Each block is then one attribute of its own,
+# ``self.vit_encoder.transformer_block_1 = TransformerBlock()``, called by name where the flat code ran it: one class
+# for every block, the source's state_dict keys, and no loop (a person holding them by name writes none either).
+EACH = "each"  # write_container's and write_call's ``named`` for blocks held one by one
 
 
 def chain(made):
@@ -73,6 +90,9 @@ def write_container(w, indent, attr, made, sequential, named=False) -> None:
     calls = [_call(*row) for row in made]
     first, last = made[0][2].key, made[-1][2].key
     w.indent = indent
+    if named == EACH:
+        w.line(f"self.{attr} = {calls[0]}", f"source block {first}")
+        return
     if named:
         names = [child(body.key) for _, _, body in made]
         stem, start = _DIGITS.sub("", names[0]), _DIGITS.search(names[0])
@@ -118,7 +138,8 @@ def write_call(emitter, w, indent, attr, index, body, made, pos, rename, named=F
         emitter.hidden.update(v for v in inst.locals if v not in inst.outputs or pos is not None)
     if pos is None:
         args = ", ".join(rename.get(body.inputs[i], body.inputs[i]) for i in order)
-        module = f"self.{attr}.{child(body.key)}" if named else f"self.{attr}[{index}]"
+        module = f"self.{attr}" if named == EACH else f"self.{attr}.{child(body.key)}" if named else \
+            f"self.{attr}[{index}]"
         w.line(f"{', '.join(body.outputs)} = {module}({args})")
         return
     if index:

@@ -27,7 +27,7 @@ from ...ops.dropout import DROPOUT
 from ...progress import watch
 from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal
 from ..size_checks import write_forward_checks
-from ..structure import ident
+from ..structure import block_rooms, room_of
 from .blocks import write_modules
 from .files import HEADER, Emitted, model_text
 from .held import mha_holders
@@ -60,15 +60,11 @@ class _BlockNames(Namespace):
 
     def __init__(self, reserved, graph):
         super().__init__(reserved)
-        first = {}
-        self.rooms = {f"{ident(b['key'])}_": len(ident(b["key"])) - len(ident(first.setdefault(b["kind"], b)["key"]))
-                      for b in graph.meta.get("blocks") or []}
+        self.rooms = block_rooms(graph.meta.get("blocks"))
 
     def name(self, raw: str, fallback: str = "v", room: int = 0) -> str:
         """``Namespace.name``, with the room of the block whose prefix ``raw`` starts with."""
-        found = ident(str(raw)) + "_"
-        extra = max((more for prefix, more in self.rooms.items() if found.startswith(prefix)), default=0)
-        return super().name(raw, fallback, max(room, extra))
+        return super().name(raw, fallback, max(room, room_of(self.rooms, raw)))
 
 
 class TorchEmitter(ModuleWriter, EmitterBase):
