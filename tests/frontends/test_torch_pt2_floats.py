@@ -57,7 +57,8 @@ def test_a_float_constant_is_a_shape_expression(text):
 
 
 @pytest.mark.parametrize("text", ["Float(__import__('os').getcwd())", "Float('1.5', precision=open('x'))",
-                                  "Float('1.5'.join('ab'))", "Float('nan')", "Float('1.5') + eval('1')"])
+                                  "Float('1.5'.join('ab'))", "Float('nan')", "Float('1.5') + eval('1')",
+                                  "Float('1.5', precision=99999999)"])  # mpmath would compute for minutes
 def test_a_float_that_is_not_a_number_is_refused(text):
     with pytest.raises(BadInput, match="is not a shape"):
         _check_expr(text, "m.pt2", "expr_str")

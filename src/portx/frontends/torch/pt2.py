@@ -45,7 +45,7 @@ _TARGET = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 # a shape expression: Symbol('s0', positive=True, integer=True) or arithmetic on symbols and ints
 _SYMBOL_DECL = re.compile(r"Symbol\('([a-z]+[0-9]+)'(?:,\s*[a-z_]+=(?:True|False))*\)")
 # a float constant (an interpolate scale, ``x.shape[1] / 3.0``): Float('1.5', precision=53), checked as its number
-_FLOAT_DECL = re.compile(r"Float\('(-?\d+(?:\.\d*)?(?:e[-+]?\d+)?)'(?:,\s*precision=\d+)?\)")
+_FLOAT_DECL = re.compile(r"Float\('(-?\d+(?:\.\d*)?(?:e[-+]?\d+)?)'(?:,\s*precision=53)?\)")
 _EXPR_TOKEN = re.compile(r"\s*(?:([A-Za-z_][A-Za-z0-9_]*)|(\d+(?:\.\d+)?(?:e[-+]?\d+)?)|(\*\*|//|[-+*/%(),<>=!&|~]))")
 _SYMPY_NAMES = {"FloorDiv", "ModularIndexing", "Where", "PythonMod", "Mod", "CleanDiv", "CeilToInt", "FloorToInt",
                 "CeilDiv", "LShift", "RShift", "PowByNatural", "FloatPow", "FloatTrueDiv", "IntTrueDiv",
