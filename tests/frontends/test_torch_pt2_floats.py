@@ -37,12 +37,14 @@ def _save(tmp_path, model, x, dynamic_shapes):
     (Upsample(), torch.randn(1, 3, 8, 8), {"x": {2: Dim("h", min=2, max=64), 3: Dim("w", min=2, max=64)}}),
     (ThirdSlice(), torch.randn(2, 16), {"x": {1: Dim.DYNAMIC}}),
 ], ids=["interpolate-scale", "sym-float-div"])
-def test_a_float_in_a_shape_expression_converts(tmp_path, model, x, dynamic_shapes):
+@pytest.mark.parametrize("to", ["keras-jax", "torch-xla"])
+def test_a_float_in_a_shape_expression_converts(tmp_path, model, x, dynamic_shapes, to):
     path = _save(tmp_path, model, x, dynamic_shapes)
     assert "Float('" in _model_json(path)  # the case this test is about: torch wrote a float constant
-    result = portx.convert(str(path), "keras-jax", checks=Checks(grad=False), output=Output(out=tmp_path / "out"))
+    result = portx.convert(str(path), to, checks=Checks(grad=False), output=Output(out=tmp_path / "out"))
     assert result.ok
-    np.testing.assert_allclose(np.asarray(result.model(x.numpy())), model(x).numpy(), atol=1e-6)  # source layout
+    got = result.model(x if to == "torch-xla" else x.numpy())  # the source's layout on both targets
+    np.testing.assert_allclose(np.asarray(got.detach() if to == "torch-xla" else got), model(x).numpy(), atol=1e-6)
 
 
 def _model_json(path):
