@@ -1,7 +1,7 @@
 """Emitted lines per model, flat (before) and structured (after): repeated blocks written once (Note [structured
 code] in src/portx/targets/structure.py).
 
-Run: .venv/bin/python benchmarks/emitted_lines.py [--models a,b]
+Run: .venv/bin/python benchmarks/emitted_lines.py [--models a,b] (``--help`` lists the models)
 
 Prints one plain-text table, one row per (model, target):
 
@@ -21,13 +21,17 @@ Prints one plain-text table, one row per (model, target):
 Each graph is what convert emits: the target's passes, then the free dims it keeps by default (``lower_for``; they
 prepend nodes, Note [blocks after free dims] in src/portx/passes/free_dims.py). Both counts are the model code that
 ``emit_graph`` returns; the layout map or tp_plan table appended after it
-(one line per weight, the same either way) is not counted.
+(one line per weight, the same either way) is not counted. Each model runs in its own process (Note [one model
+per process]); a model that fails is one row with the reason, and the table goes on.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import signal
+import subprocess
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -38,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from portx import ops  # noqa: E402,F401  (registers every op)
 from portx.frontends import load  # noqa: E402
+from portx.logs import quiet_loggers, quiet_native_logs  # noqa: E402
 from portx.session.dims import lower_for  # noqa: E402
 from portx.targets import TARGETS  # noqa: E402
 from tests.support.structured_models import ResNet, hf_llama, keras_resnet, small_decoder, small_vit, \
@@ -114,22 +119,71 @@ def emitted(graph, target) -> tuple:
     return len(flat.splitlines()), len(text.splitlines()), defs, loops
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default="resnet50,decoder32,keras_resnet50")
-    args = parser.parse_args(argv)
-    print(f"{'model':<20}{'target':<11}{'flat':>7}{'after':>7}{'defs':>6}{'loops':>7}")
-    for name in args.models.split(","):
-        make, targets = MODELS[name]
+def measure(name):
+    """The table's rows for model ``name``, one per target (the frameworks kept quiet: no start-up lines)."""
+    make, targets = MODELS[name]
+    with quiet_loggers(), quiet_native_logs(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         src = make()
         raw = src.lower()
         for target in targets:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                graph = lower_for(src, TARGETS[target], raw=raw)
-            flat, after, defs, loops = emitted(graph, target)
-            print(f"{name:<20}{target:<11}{flat:>7}{after:>7}{defs:>6}{loops:>7}", flush=True)
+            yield _row(name, target, *emitted(lower_for(src, TARGETS[target], raw=raw), target))
+
+
+def _row(name, target, *cells):
+    return f"{name:<20}{target:<11}" + "".join(f"{c:>{w}}" for c, w in zip(cells, (7, 7, 6, 7)))
+
+
+def _failed(name, why):
+    return f"{name:<20}{'-':<11}  failed: {why}"
+
+
+def _one(name) -> int:
+    """The child's work: print ``name``'s rows, or one row with the reason it failed."""
+    try:
+        for row in measure(name):
+            print(row, flush=True)
+    except Exception as exc:  # noqa: BLE001 - a benchmark row, not portx: the reason is the output
+        text = str(exc).strip().splitlines()
+        print(_failed(name, f"{type(exc).__name__}" + (f": {text[0][:120]}" if text else "")), flush=True)
+    return 0
+
+
+def rows_in_child(name, command=None):
+    """Note [one model per process]: each model is built, lowered and emitted in its own process, so the memory
+    of one is back before the next, and a model whose process dies (the kernel's out-of-memory killer under load,
+    a native crash) is one row with the reason while the table goes on."""
+    command = command or [sys.executable, str(Path(__file__).resolve()), "--one", name]
+    with tempfile.TemporaryFile("w+") as err:  # a file, not a pipe: a chatty child cannot block on it
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True) as child:
+            yield from (line.rstrip("\n") for line in child.stdout)
+        err.seek(0)
+        last = (err.read().strip().splitlines() or ["no message"])[-1]
+    if child.returncode < 0:
+        why = signal.Signals(-child.returncode).name
+        yield _failed(name, f"killed by {why}" + (" (out of memory?)" if why == "SIGKILL" else ""))
+    elif child.returncode:
+        yield _failed(name, f"exit {child.returncode}: {last[:120]}")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="Emitted lines per model and target, flat and structured.")
+    parser.add_argument("--models", default="resnet50,decoder32,keras_resnet50", metavar="A,B,...",
+                        help=f"comma-separated, from: {', '.join(MODELS)} (default: %(default)s)")
+    parser.add_argument("--one", choices=MODELS, help=argparse.SUPPRESS)  # the child's part (rows_in_child)
+    args = parser.parse_args(argv)
+    if args.one:
+        return _one(args.one)
+    names = args.models.split(",")
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        parser.error(f"--models: unknown {', '.join(unknown)}; choose from {', '.join(MODELS)}")
+    print(f"{'model':<20}{'target':<11}{'flat':>7}{'after':>7}{'defs':>6}{'loops':>7}", flush=True)
+    for name in names:
+        for row in rows_in_child(name):
+            print(row, flush=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

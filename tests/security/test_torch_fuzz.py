@@ -32,7 +32,8 @@ def hostile_values(marker):
     payload = f"__import__('builtins').open({str(marker)!r}, 'w')"
     return st.one_of(
         st.sampled_from([payload, f'x"); {payload}; ("', f"x=({payload})", f"a\n{payload}", "class", "", "-1",
-                         "Symbol('s0', positive=True)", "torch.ops.aten.nonexistent.default", "../../etc/passwd",
+                         "Symbol('s0', positive=True)", "Float('1.5', precision=53)", "Float('2.5', precision=999999)",
+                         "torch.ops.aten.nonexistent.default", "../../etc/passwd",
                          "[1, {\"type\": \"os.system\", \"context\": \"null\", \"children_spec\": []}]"]),
         st.text(max_size=12), st.integers(min_value=-2**70, max_value=2**70), st.none(), st.booleans(),
         st.floats(allow_nan=True), st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=4),

@@ -44,7 +44,9 @@ _COMPONENT = re.compile(r"^[A-Za-z0-9_]+$")
 _TARGET = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 # a shape expression: Symbol('s0', positive=True, integer=True) or arithmetic on symbols and ints
 _SYMBOL_DECL = re.compile(r"Symbol\('([a-z]+[0-9]+)'(?:,\s*[a-z_]+=(?:True|False))*\)")
-_EXPR_TOKEN = re.compile(r"\s*(?:([A-Za-z_][A-Za-z0-9_]*)|(\d+(?:\.\d+)?)|(\*\*|//|[-+*/%(),<>=!&|~]))")
+# a float constant (an interpolate scale, ``x.shape[1] / 3.0``): Float('1.5', precision=53), checked as its number
+_FLOAT_DECL = re.compile(r"Float\('(-?\d+(?:\.\d*)?(?:e[-+]?\d+)?)'(?:,\s*precision=53)?\)")
+_EXPR_TOKEN = re.compile(r"\s*(?:([A-Za-z_][A-Za-z0-9_]*)|(\d+(?:\.\d+)?(?:e[-+]?\d+)?)|(\*\*|//|[-+*/%(),<>=!&|~]))")
 _SYMPY_NAMES = {"FloorDiv", "ModularIndexing", "Where", "PythonMod", "Mod", "CleanDiv", "CeilToInt", "FloorToInt",
                 "CeilDiv", "LShift", "RShift", "PowByNatural", "FloatPow", "FloatTrueDiv", "IntTrueDiv",
                 "IsNonOverlappingAndDenseIndicator", "TruncToFloat", "TruncToInt", "RoundToInt", "RoundDecimal",
@@ -107,16 +109,14 @@ def _safe_component(text, first):
 
 
 def _check_expr(text, path, field):
-    """Refuse any shape expression that is not symbols, integers and sympy arithmetic (sympify evals it)."""
+    """Refuse any shape expression that is not symbols, numbers and sympy arithmetic (sympify evals it)."""
     if not isinstance(text, str):
         raise BadInput(f"{path}: {field} is not a string", hint="the archive is damaged; export it again")
-    rest = _SYMBOL_DECL.sub(lambda m: m.group(1), text)
+    rest = _FLOAT_DECL.sub(r"\1", _SYMBOL_DECL.sub(r"\1", text)).rstrip()  # then every token holds a character
     pos = 0
     while pos < len(rest):
         m = _EXPR_TOKEN.match(rest, pos)
-        if not m or m.end() == pos:
-            if rest[pos:].strip() == "":
-                break
+        if not m:
             raise BadInput(f"{path}: {field} {text[:80]!r} is not a shape expression",
                            hint="the archive's model.json was edited; portx refuses to evaluate it")
         ident = m.group(1)
