@@ -18,6 +18,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from ..session.report_sections import TpuProof  # a leaf: Note [the report is a leaf]
+from .forward_cut import forward_cutter
+
 __all__ = ["Target"]
 
 
@@ -150,8 +153,3 @@ class Target:
                 return f.readline().startswith(self.header)
         except OSError:
             return False
-
-
-# at the end: forward_cut runs torch modules through torch_xla/runtime.py, whose package imports Target from here
-from ..session.report_sections import TpuProof  # noqa: E402  (a leaf: Note [the report is a leaf])
-from .forward_cut import forward_cutter  # noqa: E402
