@@ -104,9 +104,9 @@ def _recording(target, models, alive):
     return Recording
 
 
-def test_a_forgotten_segment_model_is_freed_before_the_next_is_built(decoder):
-    """Note [dropped segment models]: the glue's Keras model (a web of reference cycles) is gone when the first
-    block's model is built, and that block's when the head's is, whenever the cyclic GC would run (off here)."""
+def _with_gc_off(decoder, run) -> tuple:
+    """``run(src, graph, target)`` on keras-jax with the cyclic GC off: (its result, whether each segment model was
+    alive when the next was built, how many are alive at the end)."""
     src, graph = decoder
     keras_jax = TARGETS["keras-jax"]
     graph = _graph(src, graph, keras_jax)
@@ -114,9 +114,17 @@ def test_a_forgotten_segment_model_is_freed_before_the_next_is_built(decoder):
     Recording = _recording(keras_jax, models, alive)
     gc.disable()
     try:
-        report = stream_verify(src, graph, Recording(), make_inputs(graph, seed=0))
+        result = run(src, graph, Recording())
+        return result, alive, sum(ref() is not None for ref in models)
     finally:
         gc.enable()
+
+
+def test_a_forgotten_segment_model_is_freed_before_the_next_is_built(decoder):
+    """Note [dropped segment models]: the glue's Keras model (a web of reference cycles) is gone when the first
+    block's model is built, and that block's when the head's is, whenever the cyclic GC would run (off here)."""
+    report, alive, _ = _with_gc_off(decoder, lambda src, graph, target: stream_verify(
+        src, graph, target, make_inputs(graph, seed=0)))
     assert report["passed"], report
     assert alive == [0, 0, 0]  # the glue, block 0 (block 1 reuses its model), the head
 
@@ -124,17 +132,8 @@ def test_a_forgotten_segment_model_is_freed_before_the_next_is_built(decoder):
 def test_a_traced_segment_model_is_freed_once_read(decoder):
     """Note [dropped segment models], for the per-segment trace (verification/segment_trace.py): each traced
     segment's Keras model is gone before the next is built, and the last once the trace returns (GC off here)."""
-    src, graph = decoder
-    keras_jax = TARGETS["keras-jax"]
-    graph = _graph(src, graph, keras_jax)
-    models, alive = [], []
-    Recording = _recording(keras_jax, models, alive)
-    gc.disable()
-    try:
-        errors = segment_node_errors(Recording(), graph, make_inputs(graph, seed=0), [])
-        left = sum(ref() is not None for ref in models)
-    finally:
-        gc.enable()
+    errors, alive, left = _with_gc_off(decoder, lambda src, graph, target: segment_node_errors(
+        target, graph, make_inputs(graph, seed=0), []))
     assert errors.segments and len(alive) == len(errors.segments) and errors.rows, errors.skipped
     assert alive == [0] * len(alive) and left == 0
 
