@@ -54,15 +54,14 @@ def recorded(out) -> Recorded | None:
                for dim in report.dynamic)
     sizes = {row[1][0] for row in report.inputs if isinstance(row, list) and len(row) > 1 and row[1]}
     pinned = next(iter(sizes)) if not free and len(sizes) == 1 and isinstance(next(iter(sizes)), int) else None
-    return Recorded(static_batch=pinned, batch_free=free, io_layout=_io_layout(data.get("layout")))
+    known = isinstance(data.get("layout"), dict)  # without it, the layouts are searched as before
+    return Recorded(static_batch=pinned, batch_free=free, io_layout=_io_layout(report.layout) if known else None)
 
 
-def _io_layout(layout) -> str | None:
-    """The ``--io-layout`` that made report["layout"]'s rows: an image value whose layout is not its source's."""
-    if not isinstance(layout, dict):
-        return None
-    rows = [row for kind in ("inputs", "outputs") for row in layout.get(kind) or [] if isinstance(row, dict)]
-    moved = [row["layout"] for row in rows if row.get("layout") and row.get("layout") != row.get("source_layout")]
+def _io_layout(layout) -> str:
+    """The ``--io-layout`` that made the typed ``Layout``'s rows: an image value whose layout is not its source's."""
+    rows = [*(layout.inputs or []), *(layout.outputs or [])]
+    moved = [row.layout for row in rows if row.layout and row.layout != row.source_layout]
     if not moved:
         return "source"
     return "channels-last" if str(moved[0]).endswith("C") else "channels-first"
