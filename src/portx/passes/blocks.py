@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import re
 
+from .blocks_suffix import suffix_blocks
+
 __all__ = ["block_of", "block_parts", "block_runs", "block_structure", "record_blocks", "refresh_blocks"]
 
 _INDEX = re.compile(r"^\d+$")
@@ -261,9 +263,10 @@ def record_blocks(graph):
     Example: ``record_blocks(graph).meta["blocks"][0]["key"]`` -> ``"layer1.0"``.
     """
     nested = _nested_keys(graph)
+    graph, suffixed, suffix_parts = suffix_blocks(graph, lambda scope: nested.get(scope) or block_of(scope))
 
     def key_of(scope):
-        return nested.get(scope) or block_of(scope)
+        return nested.get(scope) or block_of(scope) or suffixed.get(scope, "")
 
     graph, owner = _gather(graph, key_of)
     runs, start, found = block_runs(graph, lambda scope: owner.get(scope) or key_of(scope)), 0, []
@@ -278,7 +281,7 @@ def record_blocks(graph):
             own.pop()
         if key and own and longest[key] == i and _has_parts(key, own):  # Note [a block's own nodes]
             kind = kinds.setdefault(block_structure(graph, own), len(kinds))
-            found.append({"key": key, "start": start, "stop": start + len(own), "kind": kind, **block_parts(key)})
+            found.append({"key": key, "start": start, "stop": start + len(own), "kind": kind, **(suffix_parts.get(key) or block_parts(key))})
         start += len(nodes)
     return graph.replace(meta={**graph.meta, "blocks": found})
 

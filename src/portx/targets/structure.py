@@ -64,9 +64,11 @@ def room_of(rooms, raw: str) -> int:
     return max((extra for prefix, extra in rooms.items() if name.startswith(prefix)), default=0)
 
 
-def pieces(text: str, prefix: str, variables) -> list:
+def pieces(text: str, prefix: str, variables, suffix: str = "") -> list:
     """One statement as [(kind, value)]: ("t", text), ("v", variable), ("s", suffix of a name after ``prefix``),
-    ("a", suffix of a ``self.<prefix>_...`` attribute), ("n", number).
+    ("a", suffix of a ``self.<prefix>_...`` attribute), ("n", number). A block named by a ``suffix`` id (Note
+    [blocks named by a suffix] in passes/blocks_suffix.py): ("e", (head, tail)) for a name ``{head}_{suffix}{tail}``,
+    ("a", head) for an attribute ``self.{head}_{suffix}``.
 
     Example: ``pieces("a = f(b, 3, name='p_a')", "p", {"a", "b"})`` ->
     ``[("v", "a"), ("t", " = f("), ("v", "b"), ("t", ", "), ("n", "3"), ("t", ", name="), ("s", "_a"), ("t", ")")]``.
@@ -74,12 +76,16 @@ def pieces(text: str, prefix: str, variables) -> list:
     toks = [t for t in tokenize.generate_tokens(io.StringIO(text).readline)
             if t.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER) and t.start[0] == 1]
     out, col, depth = [], 0, 0
+    ends = re.compile(rf"^(?P<head>\w+)_{re.escape(suffix)}(?P<tail>(?:_[A-Za-z]+)?)$") if suffix else None
     for i, tok in enumerate(toks):
         depth += (tok.string in "([{") - (tok.string in ")]}") if tok.type == tokenize.OP else 0
         before = [t.string for t in toks[max(i - 2, 0):i]]
         kind = value = None
         if tok.type == tokenize.NAME and before == ["self", "."] and tok.string.startswith(prefix + "_"):
             kind, value = "a", tok.string[len(prefix) + 1:]
+        elif tok.type == tokenize.NAME and before == ["self", "."] and ends and ends.match(tok.string) \
+                and not ends.match(tok.string)["tail"]:
+            kind, value = "a", ends.match(tok.string)["head"]
         elif tok.type == tokenize.NAME and before == ["self", "."] and f"self.{tok.string}" in variables:
             out += [("t", text[col:toks[i - 2].start[1]]), ("v", f"self.{tok.string}")]  # the model's own attribute
             col = tok.end[1]
@@ -94,6 +100,8 @@ def pieces(text: str, prefix: str, variables) -> list:
             if isinstance(name, str) and (name == prefix or name.startswith(prefix + "_")) \
                     and _SAFE_SUFFIX.match(name[len(prefix):]):
                 kind, value = "s", name[len(prefix):]
+            elif isinstance(name, str) and ends and ends.match(name):
+                kind, value = "e", ends.match(name).group("head", "tail")
         if kind is not None:
             out += [("t", text[col:tok.start[1]]), (kind, value)]
             col = tok.end[1]
@@ -110,7 +118,7 @@ def render(parts, var=lambda v: v, number=lambda i, n: n, string=None, attr=None
         elif kind == "n":
             text.append(number(count, value))
             count += 1
-        elif kind == "s":
+        elif kind in "se":
             text.append(string(value))
         elif kind == "a":
             text.append(attr(value))
@@ -137,6 +145,7 @@ class Instance:
     numbers: list = field(default_factory=list)
     read_at: set = field(default_factory=set)  # lines outside the block that read its outputs
     hoisted: list = field(default_factory=list)  # lines it only happened to write first (``instance``)
+    suffix: str = ""  # the id its names end with (Note [blocks named by a suffix] in passes/blocks_suffix.py)
 
     def template(self) -> tuple:
         """What must be equal for two blocks to be written once (Note [structured code])."""
@@ -172,12 +181,14 @@ def instance(rows, start, stop, block, variables, inputs=frozenset(), reads=None
     """
     key, read_at = block["key"], reads
     prefix = ident(key)
-    inst = Instance(key, prefix, block["parent"], block["index"], block["stem"], start, stop, [])
+    suffix = block.get("suffix", "")
+    inst = Instance(key, prefix, block["parent"], block["index"], block["stem"], start, stop, [], suffix=suffix)
+    own = re.compile(rf"_{re.escape(suffix)}\b") if suffix else None
     for line, (indent, text, comment) in enumerate(rows[start:stop], start):
         if indent != rows[start][0] or not text:
             return None
         try:
-            parts = pieces(text, prefix, variables)
+            parts = pieces(text, prefix, variables, suffix)
         except (tokenize.TokenError, SyntaxError, ValueError):
             return None
         made = _LHS.match(text)
@@ -191,7 +202,7 @@ def instance(rows, start, stop, block, variables, inputs=frozenset(), reads=None
                 (inst.locals if made and value in made.group(1).split(", ") else inst.inputs).append(value)
             elif kind == "n":
                 inst.numbers.append(value)
-        inst.rows.append((parts, comment.replace(key + ".", "").replace(key, "")))
+        inst.rows.append((parts, own.sub("", comment) if own else comment.replace(key + ".", "").replace(key, "")))
     return inst
 
 

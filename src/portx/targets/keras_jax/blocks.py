@@ -145,7 +145,7 @@ def _call(emitter, body, run, pos, function, group, rename) -> None:
     numbers = [first.numbers[col] for col in group.columns]
     body.indent = 1
     if len(run) == 1:
-        args = [args[i] for i in order] + numbers + [f"name={literal(first.prefix)}"]
+        args = [args[i] for i in order] + numbers + [f"name={literal(first.suffix or first.prefix)}"]
         body.line(f"{', '.join(first.outputs)} = {fn}({', '.join(args)})", f"source block {first.key}")
         return
     chain = emitter.ns.name(ident(first.parent), "x")
@@ -161,6 +161,13 @@ def _call(emitter, body, run, pos, function, group, rename) -> None:
     rename[run[-1].outputs[0]] = chain
     for inst in run:
         emitter.hidden.update(inst.locals)
+
+
+def _without(name, suffix) -> str:
+    """A variable's name without its block's id (Note [blocks named by a suffix] in passes/blocks_suffix.py):
+    ``normal_conv_1_0`` -> ``normal_conv_1``, ``separable_conv_1_normal_left1_0_depthwise`` ->
+    ``separable_conv_1_normal_left1_depthwise``."""
+    return re.sub(rf"^(\w+)_{re.escape(suffix)}(?=(?:_[A-Za-z]+)?$)", r"\1", name) if suffix else name
 
 
 def _snake(name: str) -> str:
@@ -202,7 +209,7 @@ def _function(emitter, group, width) -> tuple:
     inputs = {first.inputs[i]: local.name("x" if n == 0 else first.inputs[i], "x") for n, i in enumerate(order)}
     params = [local.name(param_name(first, col), "size") for col in group.columns]
     names = {v: local.name(v[len(first.prefix) + 1:] if v.startswith(first.prefix + "_") else
-                           "out" if v == first.prefix else v, "v") for v in first.locals}
+                           "out" if v == first.prefix else _without(v, first.suffix), "v") for v in first.locals}
     names.update(inputs)
 
     def number(i, text):
@@ -212,6 +219,8 @@ def _function(emitter, group, width) -> tuple:
         return params[p] if multiple == 1 else f"{multiple} * {params[p]}"
 
     def string(suffix):
+        if isinstance(suffix, tuple):  # a name that ends with the block's id (Note [blocks named by a suffix])
+            return f'f"{suffix[0]}_{{name}}{suffix[1]}"'
         return f'f"{{name}}{suffix}"' if suffix else "name"
 
     w = LineWriter(width)

@@ -292,13 +292,15 @@ def _glue_layers(graph, scope) -> dict:
         counts[block["kind"]] = counts.get(block["kind"], 0) + 1
     for block in (b for b in blocks if counts[b["kind"]] > 1):
         base = first.setdefault(block["kind"], block)
-        nodes = graph.nodes[block["start"]:block["stop"]]
+        nodes, seen = graph.nodes[block["start"]:block["stop"]], {}
         for node, model in zip(nodes, graph.nodes[base["start"]:base["stop"]]):
             mine, theirs = scope.get(node) or "", scope.get(model) or ""
             stem = _AUTO_NUMBER.sub("", mine)
             if mine and "." not in mine and not mine.startswith(block["key"]) and stem == _AUTO_NUMBER.sub("", theirs) \
                     and not any(v is not None and graph.is_param(v) for v in node.inputs):
-                found[node] = f"{block['key']}_{stem}"
+                seen[stem] = seen.get(stem, 0) + 1  # a block named by a suffix: ``normal_activation2_0``
+                found[node] = f"{block['parent']}_{stem}{seen[stem]}_{block['suffix']}" if block.get("suffix") \
+                    else f"{block['key']}_{stem}"
     return found
 
 
