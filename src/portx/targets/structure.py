@@ -34,7 +34,8 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 
-__all__ = ["Instance", "Group", "block_groups", "block_lines", "block_rooms", "room_of", "instance", "pieces", "render", "loops",
+__all__ = ["Instance", "Group", "block_groups", "block_lines", "block_rooms", "room_of", "instance", "own_attribute",
+           "own_path", "pieces", "render", "loops",
            "number_params", "ident", "param_name", "family_name", "source_class", "find_outputs", "assigned_names",
            "lines_of"]
 
@@ -64,11 +65,29 @@ def room_of(rooms, raw: str) -> int:
     return max((extra for prefix, extra in rooms.items() if name.startswith(prefix)), default=0)
 
 
+def own_attribute(inst, value) -> str:
+    """The flat attribute of an ("a", value) piece of ``inst`` (``pieces``): ``layer1_0_conv1``; for a block named
+    by a suffix, ``separable_conv_1_normal_left1_0_depthwise`` from ``("separable_conv_1_normal_left1", "_depthwise")``.
+    """
+    return f"{value[0]}_{inst.suffix}{value[1]}" if isinstance(value, tuple) else f"{inst.prefix}_{value}"
+
+
+def own_path(inst, path) -> str | None:
+    """A source ``path`` relative to ``inst``'s block, or None outside it: ``layer1.0.conv1`` -> ``conv1``; for a block
+    named by a suffix, ``separable_conv_1_normal_left1_0.depthwise`` -> ``separable_conv_1_normal_left1.depthwise``."""
+    if path.startswith(inst.key + "."):
+        return path[len(inst.key) + 1:]
+    head, dot, rest = path.partition(".")
+    if inst.suffix and head.endswith(f"_{inst.suffix}"):
+        return head[:-len(inst.suffix) - 1] + dot + rest
+    return None
+
+
 def pieces(text: str, prefix: str, variables, suffix: str = "") -> list:
     """One statement as [(kind, value)]: ("t", text), ("v", variable), ("s", suffix of a name after ``prefix``),
     ("a", suffix of a ``self.<prefix>_...`` attribute), ("n", number). A block named by a ``suffix`` id (Note
     [blocks named by a suffix] in passes/blocks_suffix.py): ("e", (head, tail)) for a name ``{head}_{suffix}{tail}``,
-    ("a", head) for an attribute ``self.{head}_{suffix}``.
+    ("a", (head, tail)) for an attribute ``self.{head}_{suffix}{tail}``.
 
     Example: ``pieces("a = f(b, 3, name='p_a')", "p", {"a", "b"})`` ->
     ``[("v", "a"), ("t", " = f("), ("v", "b"), ("t", ", "), ("n", "3"), ("t", ", name="), ("s", "_a"), ("t", ")")]``.
@@ -83,9 +102,8 @@ def pieces(text: str, prefix: str, variables, suffix: str = "") -> list:
         kind = value = None
         if tok.type == tokenize.NAME and before == ["self", "."] and tok.string.startswith(prefix + "_"):
             kind, value = "a", tok.string[len(prefix) + 1:]
-        elif tok.type == tokenize.NAME and before == ["self", "."] and ends and ends.match(tok.string) \
-                and not ends.match(tok.string)["tail"]:
-            kind, value = "a", ends.match(tok.string)["head"]
+        elif tok.type == tokenize.NAME and before == ["self", "."] and ends and ends.match(tok.string):
+            kind, value = "a", ends.match(tok.string).group("head", "tail")
         elif tok.type == tokenize.NAME and before == ["self", "."] and f"self.{tok.string}" in variables:
             out += [("t", text[col:toks[i - 2].start[1]]), ("v", f"self.{tok.string}")]  # the model's own attribute
             col = tok.end[1]

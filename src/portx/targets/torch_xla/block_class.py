@@ -13,7 +13,7 @@ import keyword
 import re
 
 from ..codegen import LineWriter, Namespace
-from ..structure import family_name, ident, number_params, param_name, render, source_class
+from ..structure import family_name, ident, number_params, own_attribute, own_path, param_name, render, source_class
 from .block_args import forward_order, forward_values
 from .nesting import nest
 from .optional import guard_init, optional_params, without_strides
@@ -24,6 +24,7 @@ __all__ = ["attr_name", "class_names", "relative", "write_class"]
 def attr_name(rest: str) -> str:
     """A block's submodule name: the flat name without the block's prefix; ``_1_conv`` for keras.applications'
     ``conv2_block1_1_conv``, whose rest starts with a digit."""
+    rest = "".join(rest) if isinstance(rest, tuple) else rest  # a block named by a suffix: (head, tail)
     return f"_{rest}" if rest[:1].isdigit() else rest
 
 
@@ -136,8 +137,7 @@ def relative(emitter, members) -> tuple:
     for init, _ in members:
         for parts, _ in init.rows:
             for value in (v for kind, v in parts if kind == "a"):
-                path = emitter.paths.get(f"{init.prefix}_{value}", "")
-                rel = path[len(init.key) + 1:] if path.startswith(init.key + ".") else None
+                rel = own_path(init, emitter.paths.get(own_attribute(init, value), ""))
                 found.setdefault(attr_name(value), set()).add(rel)
     paths = {a: rels.pop() for a, rels in found.items() if len(rels) == 1 and None not in rels}
     key = members[0][0].key + "."

@@ -23,7 +23,8 @@ import keyword
 import re
 
 from ..codegen import LineWriter
-from ..structure import assigned_names, block_lines, find_outputs, ident, instance, lines_of, pieces, render
+from ..structure import assigned_names, block_lines, find_outputs, ident, instance, lines_of, own_attribute, pieces, \
+    render
 from .block_args import is_own_buffer, named_child, own_constants
 from .block_class import attr_name, class_names, relative, write_class
 from .containers import EACH, chain, child, named_container, plain_names, write_call, write_container
@@ -276,7 +277,7 @@ def _own_names(init):
     for parts, _ in init.rows:
         for kind, value in parts:
             if kind == "a" or kind == "s" and is_own_buffer(parts):  # self.<prefix>_<name>, or its buffer
-                yield (f"{init.prefix}_{value}" if kind == "a" else f"{init.prefix}{value}",
+                yield (own_attribute(init, value) if kind == "a" else f"{init.prefix}{value}",
                        attr_name(value if kind == "a" else value.lstrip("_")))
 
 
