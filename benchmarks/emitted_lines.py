@@ -11,7 +11,8 @@ Prints one plain-text table, one row per (model, target):
            hf_llama32: a Hugging Face LlamaForCausalLM with 32 decoder layers (width 32, random weights), ids (1, 8);
            hub_gpt2, hub_llama_dropout: keras-hub's GPT2Backbone and LlamaBackbone(dropout=0.1), 4 layers, width 32;
            tv_vit12: torchvision's ViT layout, 12 encoder layers named encoder_layer_N (structured_models.py);
-           zoo_resnet: the zoo's ResNet (two BasicBlocks a stage, tests/support/zoo.py)
+           zoo_resnet: the zoo's ResNet (two BasicBlocks a stage, tests/support/zoo.py); nasnet:
+           keras.applications.NASNetMobile, input (1, 32, 32, 3) (cells named by a suffix id)
   flat     lines of model.py with the blocks left flat (graph.meta["blocks"] emptied: what portx wrote before
            structured code; torch submodules still sit at their source paths, Note [nested paths])
   after    lines of model.py as portx writes it now: the structured form where it is not longer than the flat
@@ -89,6 +90,13 @@ def zoo_resnet():
     return load(model, example_inputs=inputs)
 
 
+def nasnet():
+    """keras.applications.NASNetMobile at 32x32, NumPy-drawn weights (tests/support/zoo_keras.py)."""
+    from tests.support.zoo_keras import build_application
+
+    return load(build_application("NASNetMobile")[0])
+
+
 def hub(name, **extra):
     """A keras-hub backbone (``GPT2Backbone``, ``LlamaBackbone``) with 4 layers, width 32, seed 0."""
     import keras
@@ -106,7 +114,8 @@ MODELS = {"resnet50": (resnet50, ("keras-jax", "torch-xla")), "decoder32": (deco
           "hf_llama32": (hf_llama32, ("keras-jax", "torch-xla")),
           "hub_gpt2": (lambda: hub("GPT2Backbone", num_heads=2, max_sequence_length=16), ("torch-xla", "keras-jax")),
           "hub_llama_dropout": (lambda: hub("LlamaBackbone", num_query_heads=4, num_key_value_heads=2, dropout=0.1),
-                                ("torch-xla", "keras-jax"))}
+                                ("torch-xla", "keras-jax")),
+          "nasnet": (nasnet, ("torch-xla", "keras-jax"))}
 
 
 def emitted(graph, target) -> tuple:

@@ -33,8 +33,8 @@ __all__ = []
 #: top_activation reaches 336, and correct conversions differ there by 1.5e-5 * scale.
 FULL_SIZE = sorted(FULL_SIDES)
 #: applications whose layer names number no block in a form passes/blocks.py reads (Note [repeated blocks]):
-#: InceptionV3's ``mixed0`` and NASNet's ``normal_conv_1_0``; their code stays flat
-NAMES_NO_BLOCKS = {"InceptionV3", "NASNetMobile"}
+#: InceptionV3's ``mixed0``; its code stays flat
+NAMES_NO_BLOCKS = {"InceptionV3"}
 
 
 def _emitted_matches_keras(model, x, out):

@@ -281,7 +281,8 @@ def record_blocks(graph):
             own.pop()
         if key and own and longest[key] == i and _has_parts(key, own):  # Note [a block's own nodes]
             kind = kinds.setdefault(block_structure(graph, own), len(kinds))
-            found.append({"key": key, "start": start, "stop": start + len(own), "kind": kind, **(suffix_parts.get(key) or block_parts(key))})
+            parts = suffix_parts.get(key) or block_parts(key)  # Note [blocks named by a suffix]
+            found.append({"key": key, "start": start, "stop": start + len(own), "kind": kind, **parts})
         start += len(nodes)
     return graph.replace(meta={**graph.meta, "blocks": found})
 

@@ -34,8 +34,7 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 
-__all__ = ["Instance", "Group", "block_groups", "block_lines", "block_rooms", "room_of", "instance", "own_attribute",
-           "own_path", "pieces", "render", "loops",
+__all__ = ["Instance", "Group", "block_groups", "block_lines", "block_rooms", "room_of", "instance", "pieces", "render", "loops",
            "number_params", "ident", "param_name", "family_name", "source_class", "find_outputs", "assigned_names",
            "lines_of"]
 
@@ -63,24 +62,6 @@ def room_of(rooms, raw: str) -> int:
     """The room (``block_rooms``) of the block whose prefix the name ``raw`` starts with; 0 outside blocks."""
     name = ident(str(raw)) + "_"
     return max((extra for prefix, extra in rooms.items() if name.startswith(prefix)), default=0)
-
-
-def own_attribute(inst, value) -> str:
-    """The flat attribute of an ("a", value) piece of ``inst`` (``pieces``): ``layer1_0_conv1``; for a block named
-    by a suffix, ``separable_conv_1_normal_left1_0_depthwise`` from ``("separable_conv_1_normal_left1", "_depthwise")``.
-    """
-    return f"{value[0]}_{inst.suffix}{value[1]}" if isinstance(value, tuple) else f"{inst.prefix}_{value}"
-
-
-def own_path(inst, path) -> str | None:
-    """A source ``path`` relative to ``inst``'s block, or None outside it: ``layer1.0.conv1`` -> ``conv1``; for a block
-    named by a suffix, ``separable_conv_1_normal_left1_0.depthwise`` -> ``separable_conv_1_normal_left1.depthwise``."""
-    if path.startswith(inst.key + "."):
-        return path[len(inst.key) + 1:]
-    head, dot, rest = path.partition(".")
-    if inst.suffix and head.endswith(f"_{inst.suffix}"):
-        return head[:-len(inst.suffix) - 1] + dot + rest
-    return None
 
 
 def pieces(text: str, prefix: str, variables, suffix: str = "") -> list:

@@ -13,12 +13,12 @@ import keyword
 import re
 
 from ..codegen import LineWriter, Namespace
-from ..structure import family_name, ident, number_params, own_attribute, own_path, param_name, render, source_class
+from ..structure import family_name, ident, number_params, param_name, render, source_class
 from .block_args import forward_order, forward_values
 from .nesting import nest
 from .optional import guard_init, optional_params, without_strides
 
-__all__ = ["attr_name", "class_names", "relative", "write_class"]
+__all__ = ["attr_name", "class_names", "own_attribute", "own_path", "relative", "write_class"]
 
 
 def attr_name(rest: str) -> str:
@@ -26,6 +26,24 @@ def attr_name(rest: str) -> str:
     ``conv2_block1_1_conv``, whose rest starts with a digit."""
     rest = "".join(rest) if isinstance(rest, tuple) else rest  # a block named by a suffix: (head, tail)
     return f"_{rest}" if rest[:1].isdigit() else rest
+
+
+def own_attribute(inst, value) -> str:
+    """The flat attribute of an ("a", value) piece of ``inst`` (``pieces``): ``layer1_0_conv1``; for a block named
+    by a suffix, ``separable_conv_1_normal_left1_0_depthwise`` from ``("separable_conv_1_normal_left1", "_depthwise")``.
+    """
+    return f"{value[0]}_{inst.suffix}{value[1]}" if isinstance(value, tuple) else f"{inst.prefix}_{value}"
+
+
+def own_path(inst, path) -> str | None:
+    """A source ``path`` relative to ``inst``'s block, or None outside it: ``layer1.0.conv1`` -> ``conv1``; for a block
+    named by a suffix, ``separable_conv_1_normal_left1_0.depthwise`` -> ``separable_conv_1_normal_left1.depthwise``."""
+    if path.startswith(inst.key + "."):
+        return path[len(inst.key) + 1:]
+    head, dot, rest = path.partition(".")
+    if inst.suffix and head.endswith(f"_{inst.suffix}"):
+        return head[:-len(inst.suffix) - 1] + dot + rest
+    return None
 
 
 def class_names(emitter, members) -> dict:

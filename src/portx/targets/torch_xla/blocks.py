@@ -23,10 +23,9 @@ import keyword
 import re
 
 from ..codegen import LineWriter
-from ..structure import assigned_names, block_lines, find_outputs, ident, instance, lines_of, own_attribute, pieces, \
-    render
+from ..structure import assigned_names, block_lines, find_outputs, ident, instance, lines_of, pieces, render
 from .block_args import is_own_buffer, named_child, own_constants
-from .block_class import attr_name, class_names, relative, write_class
+from .block_class import attr_name, class_names, own_attribute, relative, write_class
 from .containers import EACH, chain, child, named_container, plain_names, write_call, write_container
 from .nesting import nest
 from .optional import aligned, optional_params, optional_part, with_strides, without_strides
