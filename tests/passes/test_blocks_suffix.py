@@ -32,7 +32,7 @@ def _normal_cell(ip, p, filters, block_id):
 
 
 def _reduction_cell(ip, p, filters, block_id):
-    """A reduction cell, its id a word and a number (``reduce_3``), as NASNet's ``_reduction_a_cell``."""
+    """A reduction cell, its id a word and a number (``reduce_4``), as NASNet's ``_reduction_a_cell``."""
     import keras
     layers = keras.layers
     h = layers.Activation("relu")(ip)
@@ -44,15 +44,15 @@ def _reduction_cell(ip, p, filters, block_id):
 
 
 def _cells():
-    """Three normal cells and a reduction cell on a 8x8 stem; cells 1 and 2 read two cells' outputs alike."""
+    """Four normal cells and a reduction cell on a 8x8 stem; cells 1 to 3 read two cells' outputs alike."""
     import keras
     keras.utils.set_random_seed(0)
     inputs = keras.Input((8, 8, 3))
     x = keras.layers.Conv2D(8, 3, padding="same", use_bias=False, name="stem_conv1")(inputs)
     p = x = keras.layers.BatchNormalization(name="stem_bn1")(x)
-    for i in range(3):
+    for i in range(4):
         x, p = _normal_cell(x, p, 4, str(i))
-    x, p = _reduction_cell(x, p, 4, "reduce_3")
+    x, p = _reduction_cell(x, p, 4, "reduce_4")
     x = keras.layers.GlobalAveragePooling2D(name="pool")(x)
     return keras.Model(inputs, x, name="cells")
 
@@ -73,10 +73,10 @@ def test_cells_named_by_a_suffix_are_blocks_of_their_kind(cells, tmp_path):
     assert result.report["verification"]["passed"] is True, result.report["verification"]
     blocks = result.graph.meta["blocks"]
     assert [(b["key"], b["parent"], b["index"]) for b in blocks] == \
-        [("0", "normal", 0), ("1", "normal", 1), ("2", "normal", 2), ("reduce_3", "reduction", 0)]
-    assert blocks[1]["kind"] == blocks[2]["kind"] != blocks[0]["kind"]  # cell 0 reads the stem as both inputs
+        [("0", "normal", 0), ("1", "normal", 1), ("2", "normal", 2), ("3", "normal", 3), ("reduce_4", "reduction", 0)]
+    assert blocks[1]["kind"] == blocks[3]["kind"] != blocks[0]["kind"]  # cell 0 reads the stem as both inputs
     shape = assert_structured(result, "keras-jax")
-    assert shape["written"] == ["1", "2"], shape
+    assert shape["written"] == ["1", "2", "3"], shape
     code = (result.out / "model.py").read_text()
     assert 'name=f"normal_conv_1_{name}"' in code and "name='2')" in code, code
     np.testing.assert_allclose(np.asarray(result.model(x, training=False)), np.asarray(model(x, training=False)),
@@ -91,7 +91,7 @@ def test_cells_named_by_a_suffix_are_one_torch_class_nested_by_kind(cells, tmp_p
     result = portx.convert(model, to="torch-xla", output=Output(out=tmp_path / "o"), checks=Checks())
     assert result.report["verification"]["passed"] is True, result.report["verification"]
     shape = assert_structured(result, "torch-xla")
-    assert {"1", "2"} <= set(shape["written"]), shape
+    assert {"1", "2", "3"} <= set(shape["written"]), shape
     net = import_by_path(result.out / "model.py").load_model()
     keys = set(net.state_dict())
     assert {"normal.2.normal_conv_1.weight", "normal.2.separable_conv_1_normal_left1.depthwise.weight",
