@@ -27,8 +27,10 @@ CI = ("MobileNetV3Small", "ResNet50")
 #: InceptionV3 names a block only at its concatenation (``mixed0``)
 NAMES_NO_BLOCKS = {"InceptionV3"}
 #: applications whose emitted weight paths still differ from the source's (#32, still owed): MobileNetV2's
-#: ``block_2_expand_BN`` written lower-case, ConvNeXt's ``layer_scale_gamma/value``, some of NASNet's and Xception's
-#: batch norms; verification and structure hold for them
+#: ``block_2_expand_BN`` written lower-case, ConvNeXt's ``layer_scale_gamma/value``, Xception's batch norms, NASNet's
+#: layers built inside Keras name scopes (``normal_A_block_0/block_1/separable_conv_block_normal_left1_0/...``, which
+#: its weights' paths carry and the emitted code opens none of) and its separable convs written as two layers;
+#: verification and structure hold for them
 PATHS_DIFFER = {"ConvNeXtTiny", "MobileNetV2", "NASNetMobile", "Xception"}
 CASES = [pytest.param(name, marks=() if name in CI else pytest.mark.slow) for name in sorted(APPLICATIONS)]
 
