@@ -99,3 +99,29 @@ def test_cells_named_by_a_suffix_are_one_torch_class_nested_by_kind(cells, tmp_p
     with torch.no_grad():
         got = net(torch.from_numpy(x)).numpy()
     np.testing.assert_allclose(got, np.asarray(model(x, training=False)), atol=1e-5, rtol=1e-4)
+
+
+class _Numbered(torch.nn.Module):
+    """A torch model naming its layers with a number last (``conv_1``, ``bn_1``, ``relu_1``): no block (Note [blocks
+    named by a suffix]: no word of the last layer's name names the others)."""
+
+    def __init__(self):
+        super().__init__()
+        for i in (1, 2):
+            setattr(self, f"conv_{i}", torch.nn.Conv2d(4, 4, 3, padding=1))
+            setattr(self, f"bn_{i}", torch.nn.BatchNorm2d(4))
+            setattr(self, f"relu_{i}", torch.nn.ReLU())
+
+    def forward(self, x):
+        for i in (1, 2):
+            x = getattr(self, f"relu_{i}")(getattr(self, f"bn_{i}")(getattr(self, f"conv_{i}")(x)))
+        return x
+
+
+def test_a_torch_model_numbering_its_layers_last_keeps_its_paths(tmp_path):
+    torch.manual_seed(0)
+    model = _Numbered().eval()
+    result = portx.convert(model, example_inputs=(torch.randn(1, 4, 8, 8),), to="torch-xla",
+                           output=Output(out=tmp_path / "o"), checks=Checks(verify=False))
+    assert not result.graph.meta["blocks"]
+    assert set(import_by_path(result.out / "model.py").load_model().state_dict()) == set(model.state_dict())

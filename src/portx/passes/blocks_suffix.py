@@ -37,7 +37,9 @@ _MIN_NAMES = 3
 # between this cell's layers; the nodes are reordered (each after what it reads) so that each block's are
 # consecutive, as ``block_runs`` reads them. The container of a block is its kind, the first word of the name of the
 # layer that ends it (``normal_concat_0``: ``normal``; ``reduction_concat_reduce_4``: ``reduction``), its number the
-# block's place among the blocks of its kind.
+# block's place among the blocks of its kind. A kind names at least half the block's layers (``normal_bn_1_0``,
+# ``separable_conv_1_normal_left1_0``): a torch model's ``self.conv_1``, ``self.bn_1``, ``self.relu_1`` are no cell,
+# and their state_dict keys stay where the source has them.
 
 
 def _snake(name: str) -> str:
@@ -126,7 +128,7 @@ def suffix_blocks(graph, named) -> tuple:
     Example: ``suffix_blocks(nasnet, block_of)[1]["normal_conv_1_0"]`` -> ``"0"``.
     """
     scopes = list(dict.fromkeys(n.scope for n in graph.nodes if n.scope and not named(n.scope)))
-    chosen = _ids(scopes, graph.meta.get("module_classes") or {})
+    chosen = _kinds(_ids(scopes, graph.meta.get("module_classes") or {}))
     heads = {}
     for block_id, head in chosen.values():
         heads.setdefault(head, set()).add(block_id)
@@ -134,14 +136,30 @@ def suffix_blocks(graph, named) -> tuple:
         return graph, {}, {}
     key_of = _owners(graph, {scope: block_id for scope, (block_id, _) in chosen.items()})
     graph = _consecutive(graph, key_of)
-    last = {}
+    kinds = {}
     for node in graph.nodes:
         if node.scope in chosen:
-            last[chosen[node.scope][0]] = chosen[node.scope][1]
+            kinds[chosen[node.scope][0]] = _kind(chosen[node.scope][1])
     parts, counts = {}, {}
-    for block_id, head in last.items():
-        kind = head.split("_")[0] or head
+    for block_id, kind in kinds.items():
         parts[block_id] = {"parent": kind, "index": counts.setdefault(kind, 0), "stem": f"{kind}_",
                            "suffix": block_id}
         counts[kind] += 1
     return graph, key_of, parts
+
+
+def _kind(head) -> str:
+    """A block's kind from the name of its last layer: ``normal_concat`` -> ``normal``."""
+    return head.split("_")[0] or head
+
+
+def _kinds(chosen) -> dict:
+    """``chosen`` less the blocks whose kind (``_kind``, in scope order) is not a word of at least half their layers'
+    names: ``normal`` is one of ``normal_conv_1``, ``separable_conv_1_normal_left1``, ...; a torch model's
+    ``conv_1``, ``bn_1``, ``relu_1`` name no block (Note [blocks named by a suffix])."""
+    heads = {}
+    for block_id, head in chosen.values():
+        heads.setdefault(block_id, []).append(head)
+    kept = {block_id for block_id, names in heads.items()
+            if 2 * sum(_kind(names[-1]) in name.split("_") for name in names) >= len(names)}
+    return {scope: found for scope, found in chosen.items() if found[0] in kept}
