@@ -117,7 +117,9 @@ def _consecutive(graph, key_of):
             waiting[reader].discard(node)
             if not waiting[reader]:
                 heapq.heappush(ready, (order[reader], place[reader]))
-    return graph if nodes == list(graph.nodes) else graph.replace(nodes=nodes)
+    if len(nodes) != len(graph.nodes) or nodes == list(graph.nodes):  # a node waiting on itself: left as it was
+        return graph
+    return graph.replace(nodes=nodes)
 
 
 def suffix_blocks(graph, named) -> tuple:
