@@ -39,7 +39,11 @@ _MIN_NAMES = 3
 # layer that ends it (``normal_concat_0``: ``normal``; ``reduction_concat_reduce_4``: ``reduction``), its number the
 # block's place among the blocks of its kind. A kind names at least half the block's layers (``normal_bn_1_0``,
 # ``separable_conv_1_normal_left1_0``): a torch model's ``self.conv_1``, ``self.bn_1``, ``self.relu_1`` are no cell,
-# and their state_dict keys stay where the source has them.
+# and their state_dict keys stay where the source has them. The emitters write a name that ends with the id from the
+# block's ``name`` argument (``f"normal_conv_1_{name}"``, ``pieces`` in targets/structure.py), a torch submodule
+# without the id (``self.normal[0].normal_conv_1``), and a layer Keras named inside the block after the block's kind,
+# its count in the block and the id (``normal_activation2_0``; Note [layers Keras names in blocks] in
+# targets/keras_jax/style.py).
 
 
 def _snake(name: str) -> str:

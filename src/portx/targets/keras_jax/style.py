@@ -298,7 +298,7 @@ def _glue_layers(graph, scope) -> dict:
             stem = _AUTO_NUMBER.sub("", mine)
             if mine and "." not in mine and not mine.startswith(block["key"]) and stem == _AUTO_NUMBER.sub("", theirs) \
                     and not any(v is not None and graph.is_param(v) for v in node.inputs):
-                seen[stem] = seen.get(stem, 0) + 1  # a block named by a suffix: ``normal_activation2_0``
+                seen[stem] = seen.get(stem, 0) + 1  # Note [blocks named by a suffix]: ``normal_activation2_0``
                 found[node] = f"{block['parent']}_{stem}{seen[stem]}_{block['suffix']}" if block.get("suffix") \
                     else f"{block['key']}_{stem}"
     return found
