@@ -34,7 +34,7 @@ __all__ = []
 FULL_SIZE = sorted(FULL_SIDES)
 #: applications whose layer names number no block in a form passes/blocks.py reads (Note [repeated blocks]):
 #: InceptionV3's ``mixed0`` and NASNet's ``normal_conv_1_0``; their code stays flat
-NAMES_NO_BLOCKS = {"InceptionV3", "NASNetMobile"}
+NAMES_NO_BLOCKS = {"NASNetMobile"}
 
 
 def _emitted_matches_keras(model, x, out):

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import re
 
+from .blocks_cut import block_names, cut_blocks
+
 __all__ = ["block_of", "block_parts", "block_runs", "block_structure", "record_blocks", "refresh_blocks"]
 
 _INDEX = re.compile(r"^\d+$")
@@ -280,6 +282,9 @@ def record_blocks(graph):
             kind = kinds.setdefault(block_structure(graph, own), len(kinds))
             found.append({"key": key, "start": start, "stop": start + len(own), "kind": kind, **block_parts(key)})
         start += len(nodes)
+    if not found:  # Note [blocks cut from the graph] in blocks_cut.py
+        found = cut_blocks(graph, block_structure)
+        return graph.replace(meta={**graph.meta, "blocks": found, "block_names": block_names(graph, found)})
     return graph.replace(meta={**graph.meta, "blocks": found})
 
 

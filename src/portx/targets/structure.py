@@ -34,6 +34,8 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 
+from .auto_names import number_names
+
 __all__ = ["Instance", "Group", "block_groups", "block_lines", "block_rooms", "room_of", "instance", "pieces", "render", "loops",
            "number_params", "ident", "param_name", "family_name", "source_class", "find_outputs", "assigned_names",
            "lines_of"]
@@ -64,9 +66,10 @@ def room_of(rooms, raw: str) -> int:
     return max((extra for prefix, extra in rooms.items() if name.startswith(prefix)), default=0)
 
 
-def pieces(text: str, prefix: str, variables) -> list:
+def pieces(text: str, prefix: str, variables, auto=None) -> list:
     """One statement as [(kind, value)]: ("t", text), ("v", variable), ("s", suffix of a name after ``prefix``),
-    ("a", suffix of a ``self.<prefix>_...`` attribute), ("n", number).
+    ("a", suffix of a ``self.<prefix>_...`` attribute), ("n", number), ("k", (stem, number)) for a name in ``auto``
+    (Note [numbered names in block functions] in auto_names.py).
 
     Example: ``pieces("a = f(b, 3, name='p_a')", "p", {"a", "b"})`` ->
     ``[("v", "a"), ("t", " = f("), ("v", "b"), ("t", ", "), ("n", "3"), ("t", ", name="), ("s", "_a"), ("t", ")")]``.
@@ -91,7 +94,9 @@ def pieces(text: str, prefix: str, variables) -> list:
             kind, value = "n", tok.string
         elif tok.type == tokenize.STRING and tok.string[0] in "'\"":
             name = ast.literal_eval(tok.string)
-            if isinstance(name, str) and (name == prefix or name.startswith(prefix + "_")) \
+            if auto and isinstance(name, str) and name in auto:
+                kind, value = "k", auto[name]
+            elif isinstance(name, str) and (name == prefix or name.startswith(prefix + "_")) \
                     and _SAFE_SUFFIX.match(name[len(prefix):]):
                 kind, value = "s", name[len(prefix):]
         if kind is not None:
@@ -101,8 +106,9 @@ def pieces(text: str, prefix: str, variables) -> list:
     return [p for p in out if p != ("t", "")]
 
 
-def render(parts, var=lambda v: v, number=lambda i, n: n, string=None, attr=None) -> str:
-    """A statement from its ``pieces``, with variables, numbers (by position), names and attributes mapped."""
+def render(parts, var=lambda v: v, number=lambda i, n: n, string=None, attr=None, auto=None) -> str:
+    """A statement from its ``pieces``, with variables, numbers (by position), names, attributes and numbered names
+    mapped."""
     text, count = [], 0
     for kind, value in parts:
         if kind == "v":
@@ -114,6 +120,8 @@ def render(parts, var=lambda v: v, number=lambda i, n: n, string=None, attr=None
             text.append(string(value))
         elif kind == "a":
             text.append(attr(value))
+        elif kind == "k":
+            text.append(auto(*value))
         else:
             text.append(value)
     return "".join(text)
@@ -136,6 +144,7 @@ class Instance:
     outputs: list = field(default_factory=list)
     numbers: list = field(default_factory=list)
     read_at: set = field(default_factory=set)  # lines outside the block that read its outputs
+    stems: list = field(default_factory=list)  # stems of its numbered names, after its numbers (auto_names.py)
     hoisted: list = field(default_factory=list)  # lines it only happened to write first (``instance``)
 
     def template(self) -> tuple:
@@ -161,7 +170,7 @@ def block_lines(spans, block, writer=0) -> tuple:
     return spans[block["start"]][0][writer], spans[block["stop"] - 1][1][writer]
 
 
-def instance(rows, start, stop, block, variables, inputs=frozenset(), reads=None) -> Instance | None:
+def instance(rows, start, stop, block, variables, inputs=frozenset(), reads=None, auto=None) -> Instance | None:
     """``block``'s statements ``rows[start:stop]`` as an Instance; None where they cannot be templated.
 
     A statement that reads nothing but the model's ``inputs`` and names nothing of the block's (a constant the
@@ -177,7 +186,7 @@ def instance(rows, start, stop, block, variables, inputs=frozenset(), reads=None
         if indent != rows[start][0] or not text:
             return None
         try:
-            parts = pieces(text, prefix, variables)
+            parts = pieces(text, prefix, variables, auto)
         except (tokenize.TokenError, SyntaxError, ValueError):
             return None
         made = _LHS.match(text)
@@ -192,6 +201,8 @@ def instance(rows, start, stop, block, variables, inputs=frozenset(), reads=None
             elif kind == "n":
                 inst.numbers.append(value)
         inst.rows.append((parts, comment.replace(key + ".", "").replace(key, "")))
+    if auto:
+        number_names(inst)
     return inst
 
 
@@ -200,19 +211,19 @@ def _read_elsewhere(names, reads, start, stop) -> bool:
     return reads is None or any(not start <= i < stop and not read.isdisjoint(names) for i, read in enumerate(reads))
 
 
-def block_groups(rows, spans, blocks, variables, reads, inputs=frozenset()) -> list:
+def block_groups(rows, spans, blocks, variables, reads, inputs=frozenset(), auto=None) -> list:
     """The Groups of blocks that can be written once (Note [structured code]).
 
     ``rows``: the body's (indent, statement, comment); ``spans``: node index -> (first line, end line);
     ``blocks``: graph.meta["blocks"]; ``variables``: every variable the body binds (and the inputs);
     ``reads``: per line the variables it reads, and a last row for those the model returns; ``inputs``: the
-    model's inputs (``instance``).
+    model's inputs (``instance``); ``auto``: the numbered names (``pieces``).
     """
     found = {}
     for block in blocks:
         if any(spans.get(i) is None for i in range(block["start"], block["stop"])):
             continue
-        inst = instance(rows, *block_lines(spans, block), block, variables, inputs, reads)
+        inst = instance(rows, *block_lines(spans, block), block, variables, inputs, reads, auto)
         if inst is None or not inst.rows:
             continue
         find_outputs(inst, reads)
