@@ -205,7 +205,9 @@ def _function(emitter, group, width) -> tuple:
     order = _input_order(first, {emitter.names[v] for v in emitter.graph.inputs})
     inputs = {first.inputs[i]: local.name("x" if n == 0 else first.inputs[i], "x") for n, i in enumerate(order)}
     counted = sum(kind == "n" for parts, _ in first.rows for kind, _ in parts)  # numbered names' columns follow
-    params = [local.name(param_name(first, col) if col < counted else "n", "size") for col in group.columns]
+    bases = [col for col in group.columns if col >= counted]  # one n, or one per stem: n_conv2d
+    params = [local.name(param_name(first, col) if col < counted else "n" if len(bases) == 1 else
+                         f"n_{first.stems[col - counted]}", "size") for col in group.columns]
     names = {v: local.name(v[len(first.prefix) + 1:] if v.startswith(first.prefix + "_") else
                            "out" if v == first.prefix else local_name(v, emitter.graph), "v") for v in first.locals}
     names.update(inputs)
