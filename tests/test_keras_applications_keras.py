@@ -24,7 +24,8 @@ __all__ = []
 #: inside its blocks (Note [layers Keras names in blocks])
 CI = ("MobileNetV3Small", "ResNet50")
 #: applications whose layer names number no block in a form passes/blocks.py reads (Note [repeated blocks]):
-#: InceptionV3 names a block only at its concatenation (``mixed0``), NASNet by a suffix (``normal_conv_1_0``)
+#: NASNet by a suffix (``normal_conv_1_0``); InceptionV3's, named only at a concatenation (``mixed0``), are cut from
+#: the graph (passes/blocks_cut.py)
 NAMES_NO_BLOCKS = {"NASNetMobile"}
 #: applications whose emitted weight paths still differ from the source's (#32, still owed): MobileNetV2's
 #: ``block_2_expand_BN`` written lower-case, ConvNeXt's ``layer_scale_gamma/value``, some of NASNet's and Xception's
