@@ -13,8 +13,9 @@ Prints one plain-text table, one row per (model, target):
            tv_vit12: torchvision's ViT layout, 12 encoder layers named encoder_layer_N (structured_models.py);
            zoo_resnet: the zoo's ResNet (two BasicBlocks a stage, tests/support/zoo.py); inception: keras.applications
            InceptionV3 (tests/support/zoo_keras.build_application: 75x75, blocks cut from the graph)
-  flat     lines of model.py with the blocks left flat (graph.meta["blocks"] emptied: what portx wrote before
-           structured code; torch submodules still sit at their source paths, Note [nested paths])
+  flat     lines of model.py with the blocks left flat (graph.meta["blocks"] and the names of blocks cut from the graph
+           emptied: what portx wrote before structured code; torch submodules still sit at their source paths,
+           Note [nested paths])
   after    lines of model.py as portx writes it now: the structured form where it is not longer than the flat
            one (Note [structured only where shorter] in src/portx/targets/structure.py)
   defs     block functions (Keras) or classes (torch) written; loops: Keras for-loops / torch chained containers
@@ -118,7 +119,7 @@ MODELS = {"resnet50": (resnet50, ("keras-jax", "torch-xla")), "decoder32": (deco
 
 def emitted(graph, target) -> tuple:
     """(flat lines, structured lines, block definitions, loops) of ``graph`` emitted for ``target``."""
-    flat = TARGETS[target].emitter(graph.replace(meta={**graph.meta, "blocks": []})).emit_graph()
+    flat = TARGETS[target].emitter(graph.replace(meta={**graph.meta, "blocks": [], "block_names": {}})).emit_graph()
     emitter = TARGETS[target].emitter(graph)
     text = emitter.emit_graph()
     defs = len(getattr(emitter, "functions", None) or getattr(emitter, "classes", []))
