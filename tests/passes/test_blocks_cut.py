@@ -16,9 +16,10 @@ from tests.support.structured_code import assert_structured
 __all__ = []
 
 
-def _inception_like(named=True):
-    """Three blocks of four branches (a 1x1 conv, conv-bn-relu-conv, a 3x3 conv, pool-conv) and a concatenation,
-    named ``mixed0``... (``named``) or by Keras; the blocks widen, so they differ in sizes only."""
+def _inception_like(named=True, source_convs=False):
+    """Three blocks of three branches (a 1x1 conv, conv-bn-relu-conv, pool-conv) and a concatenation, named
+    ``mixed0``... (``named``) or by Keras; the blocks widen, so they differ in sizes only. ``source_convs``: each
+    block's first conv named by the source (``b0_conv``)."""
     import keras
     from keras import layers
 
@@ -28,7 +29,7 @@ def _inception_like(named=True):
     # a stem: no block holds Keras' unnumbered ``conv2d`` (Note [numbered names in block functions])
     x = layers.BatchNormalization()(layers.Conv2D(8, 3, padding="same")(x))
     for i, filters in enumerate((4, 4, 6)):
-        a = layers.Conv2D(filters, 1)(x)
+        a = layers.Conv2D(filters, 1, name=f"b{i}_conv" if source_convs else None)(x)
         b = layers.BatchNormalization()(layers.Conv2D(filters, 1)(x))
         b = layers.Conv2D(filters, 3, padding="same")(layers.ReLU()(b))
         c = layers.Conv2D(filters, 1)(layers.AveragePooling2D(3, strides=1, padding="same")(x))
@@ -41,6 +42,8 @@ def test_blocks_are_cut_at_the_concatenations_and_named_after_them():
     blocks = graph.meta["blocks"]
     assert [b["key"] for b in blocks] == ["block0", "block1", "block2"]  # a Keras-named exit: a generated name
     assert len({b["kind"] for b in blocks}) == 1
+    # a layer with weights the source named keeps its name: no block of them is cut (Note [blocks cut from the graph])
+    assert lower_for(load(_inception_like(source_convs=True)), TARGETS["torch-xla"]).meta["blocks"] == []
 
 
 @pytest.mark.parametrize("target", ["keras-jax", "torch-xla"])

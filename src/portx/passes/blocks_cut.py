@@ -11,7 +11,11 @@ op subgraphs match up to parameters and sizes (``block_structure``, the comparis
 InceptionV3's mixed0 to mixed2 are one kind though mixed0's pool branch is narrower. A block is named after the
 layer that makes its exit when the source named that layer (``mixed4``); a layer Keras named itself (``add_3``,
 its class's name and a number) or none gives the generated ``block<N>``. Blocks are cut only where the names give
-none and some kind repeats, so a model whose names give blocks, or in which nothing repeats, is unchanged.
+none and some kind repeats, so a model whose names give blocks, or in which nothing repeats, is unchanged; and only
+where every layer of the block that holds weights is one Keras named itself (Note [auto names in cut blocks]): a
+layer the source named (a flat torch module's ``branch1_conv``, a Keras ``mixed4_conv``) keeps its name and path on
+both targets, so the blocks of a kind could not share a class or function without moving the source's
+``state_dict`` keys or weight paths, and such a graph stays flat.
 
 Note [auto names in cut blocks]: the layers of a cut block are named model-wide by Keras (``conv2d_43`` in
 ``mixed4``), so the same layer of another block of its kind has another number. ``meta["block_names"]`` gives each
@@ -89,6 +93,11 @@ def _branches(graph, nodes) -> bool:
     return False
 
 
+def _holds_weights(graph, node) -> bool:
+    """True when ``node`` reads a stored weight of its own layer (``conv2d_15.weight`` in scope ``conv2d_15``)."""
+    return bool(node.scope) and any(graph.is_param(v) and v.name.startswith(node.scope + ".") for v in node.inputs)
+
+
 def _key(graph, nodes, taken, count) -> str:
     """The block's name: its exit layer's when the source named it, else ``block<count>`` (Note [blocks cut from the
     graph])."""
@@ -113,12 +122,13 @@ def _parts(key) -> dict:
 def cut_blocks(graph, structure) -> list:
     """The blocks between single-tensor cut points (Note [blocks cut from the graph]) as ``graph.meta["blocks"]``
     entries, or [] where no kind repeats; ``structure(graph, nodes)``: the comparison of passes/blocks.py."""
-    cuts = _cuts(graph)
+    cuts, classes = _cuts(graph), graph.meta.get("module_classes")
     taken = {n.scope for n in graph.nodes if n.scope}
     found, kinds = [], {}
     for lo, hi in zip(cuts, cuts[1:]):
         own = list(graph.nodes[lo:hi])
-        if len(own) < 2 or not _branches(graph, own):
+        if len(own) < 2 or not _branches(graph, own) or any(
+                auto_name(n.scope, classes) is None for n in own if _holds_weights(graph, n)):
             continue
         key = _key(graph, own, taken, len(found))
         kind = kinds.setdefault(structure(graph, own), len(kinds))

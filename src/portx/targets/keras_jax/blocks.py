@@ -197,9 +197,9 @@ def _function(emitter, group, width) -> tuple:
     """Write the group's function into ``emitter.functions``; returns its name and the order it takes the blocks'
     inputs in (``_input_order``)."""
     first = group.instances[0]
-    keys = [inst.key for inst in group.instances]
-    cut = cut_family(keys, emitter.graph)  # Note [names of cut blocks' kinds] in auto_names.py
-    source = "" if cut else source_class(keys, emitter.graph.meta.get("module_classes"))
+    members = [inst.key for inst in group.instances]
+    cut = cut_family(members, emitter.graph)  # Note [names of cut blocks' kinds] in auto_names.py
+    source = "" if cut else source_class(members, emitter.graph.meta.get("module_classes"))
     fn = emitter.ns.name(cut or (_snake(source) if source else _stem_name(group) or family_name(group)), "block")
     local = Namespace({"keras", "layers", "ops", "np", "name", "Constant", "FreeShape"})
     order = _input_order(first, {emitter.names[v] for v in emitter.graph.inputs})
