@@ -11,10 +11,12 @@ Prints one plain-text table, one row per (model, target):
            hf_llama32: a Hugging Face LlamaForCausalLM with 32 decoder layers (width 32, random weights), ids (1, 8);
            hub_gpt2, hub_llama_dropout: keras-hub's GPT2Backbone and LlamaBackbone(dropout=0.1), 4 layers, width 32;
            tv_vit12: torchvision's ViT layout, 12 encoder layers named encoder_layer_N (structured_models.py);
-           zoo_resnet: the zoo's ResNet (two BasicBlocks a stage, tests/support/zoo.py); nasnet:
+           zoo_resnet: the zoo's ResNet (two BasicBlocks a stage, tests/support/zoo.py); inception: keras.applications
+           InceptionV3 (tests/support/zoo_keras.build_application: 75x75, blocks cut from the graph); nasnet:
            keras.applications.NASNetMobile, input (1, 32, 32, 3) (cells named by a suffix id)
-  flat     lines of model.py with the blocks left flat (graph.meta["blocks"] emptied: what portx wrote before
-           structured code; torch submodules still sit at their source paths, Note [nested paths])
+  flat     lines of model.py with the blocks left flat (graph.meta["blocks"] and the names of blocks cut from the graph
+           emptied: what portx wrote before structured code; torch submodules still sit at their source paths,
+           Note [nested paths])
   after    lines of model.py as portx writes it now: the structured form where it is not longer than the flat
            one (Note [structured only where shorter] in src/portx/targets/structure.py)
   defs     block functions (Keras) or classes (torch) written; loops: Keras for-loops / torch chained containers
@@ -75,6 +77,12 @@ def keras_resnet50():
     return load(keras.applications.ResNet50(weights=None, input_shape=(32, 32, 3)))
 
 
+def inception():
+    from tests.support.zoo_keras import build_application
+
+    return load(build_application("InceptionV3")[0])
+
+
 def vit():
     model, inputs = small_vit()
     return load(model, example_inputs=inputs)
@@ -111,7 +119,7 @@ MODELS = {"resnet50": (resnet50, ("keras-jax", "torch-xla")), "decoder32": (deco
           "keras_resnet50": (keras_resnet50, ("torch-xla", "keras-jax")), "vit": (vit, ("keras-jax", "torch-xla")),
           "keras_resnet_small": (lambda: load(keras_resnet()), ("torch-xla", "keras-jax")),
           "tv_vit12": (tv_vit12, ("torch-xla", "keras-jax")), "zoo_resnet": (zoo_resnet, ("torch-xla", "keras-jax")),
-          "hf_llama32": (hf_llama32, ("keras-jax", "torch-xla")),
+          "hf_llama32": (hf_llama32, ("keras-jax", "torch-xla")), "inception": (inception, ("torch-xla", "keras-jax")),
           "hub_gpt2": (lambda: hub("GPT2Backbone", num_heads=2, max_sequence_length=16), ("torch-xla", "keras-jax")),
           "hub_llama_dropout": (lambda: hub("LlamaBackbone", num_query_heads=4, num_key_value_heads=2, dropout=0.1),
                                 ("torch-xla", "keras-jax")),
@@ -120,7 +128,7 @@ MODELS = {"resnet50": (resnet50, ("keras-jax", "torch-xla")), "decoder32": (deco
 
 def emitted(graph, target) -> tuple:
     """(flat lines, structured lines, block definitions, loops) of ``graph`` emitted for ``target``."""
-    flat = TARGETS[target].emitter(graph.replace(meta={**graph.meta, "blocks": []})).emit_graph()
+    flat = TARGETS[target].emitter(graph.replace(meta={**graph.meta, "blocks": [], "block_names": {}})).emit_graph()
     emitter = TARGETS[target].emitter(graph)
     text = emitter.emit_graph()
     defs = len(getattr(emitter, "functions", None) or getattr(emitter, "classes", []))

@@ -23,9 +23,6 @@ __all__ = []
 #: the CI set: keras.applications' ``conv2_block1_`` and MobileNetV3's ``expanded_conv_1_`` with Keras-named layers
 #: inside its blocks (Note [layers Keras names in blocks])
 CI = ("MobileNetV3Small", "ResNet50")
-#: applications whose layer names number no block in a form passes/blocks.py reads (Note [repeated blocks]):
-#: InceptionV3 names a block only at its concatenation (``mixed0``)
-NAMES_NO_BLOCKS = {"InceptionV3"}
 #: applications whose emitted weight paths still differ from the source's (#32, still owed): MobileNetV2's
 #: ``block_2_expand_BN`` written lower-case, ConvNeXt's ``layer_scale_gamma/value``, Xception's batch norms, NASNet's
 #: layers built inside Keras name scopes (``normal_A_block_0/block_1/separable_conv_block_normal_left1_0/...``, which
@@ -43,7 +40,7 @@ def test_application_converts_to_keras_verifies_and_is_structured(name, tmp_path
     got = np.asarray(result.model(x, training=False))
     want = np.asarray(model(x, training=False))
     np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4)
-    shape = assert_structured(result, "keras-jax", repeats=name not in NAMES_NO_BLOCKS, longer=True)
+    shape = assert_structured(result, "keras-jax", longer=True)
     # the layers holding weights keep their source names (Note [layers Keras names in blocks]); a Normalization's
     # statistics are folded into constants
     renamed = {w.path for w in result.model.weights} - {w.path for w in model.weights}

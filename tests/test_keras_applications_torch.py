@@ -32,9 +32,6 @@ __all__ = []
 #: EfficientNetV2B0 at 224 set the per-element floor (Note [per-element check] in portx/equivalence.py): its
 #: top_activation reaches 336, and correct conversions differ there by 1.5e-5 * scale.
 FULL_SIZE = sorted(FULL_SIDES)
-#: applications whose layer names number no block in a form passes/blocks.py reads (Note [repeated blocks]):
-#: InceptionV3's ``mixed0``; its code stays flat
-NAMES_NO_BLOCKS = {"InceptionV3"}
 
 
 def _emitted_matches_keras(model, x, out):
@@ -70,9 +67,11 @@ def test_application_converts_to_torch_verifies_and_lowers_for_tpu(name, tmp_pat
     _emitted_matches_keras(model, x, result.out)
     # one class per kind of block the application repeats (conv2_block1, block_3, ...), flat where that is
     # shorter (Note [structured only where shorter])
-    assert_structured(result, "torch-xla", repeats=name not in NAMES_NO_BLOCKS, longer=True)
+    assert_structured(result, "torch-xla", longer=True)
     if name == "ResNet50":
         _nested_like_keras(model, result.model)
+    if name == "InceptionV3":
+        _inception_blocks_alike(result.model)
 
 
 def _nested_like_keras(model, net):
@@ -84,6 +83,21 @@ def _nested_like_keras(model, net):
         if found:
             stage, block, rest = found.groups()
             assert net.get_submodule(f"{stage}.{int(block) - 1}._{rest}") is not None, layer.name
+
+
+def _inception_blocks_alike(net):
+    """InceptionV3's blocks cut from the graph, ``mixed0`` ... ``mixed10``, are ``net.mixed[i]``, their layers named
+    within the block (``conv2d_43`` in mixed4 is ``mixed.4.conv2d_3``: Note [auto names in cut blocks] in
+    src/portx/passes/blocks_cut.py), so the blocks of a kind hold the same state_dict keys."""
+    keys = {}
+    for key in net.state_dict():
+        if key.startswith("mixed."):
+            block, rest = key.split(".", 2)[1:]
+            keys.setdefault(int(block), set()).add(rest)
+    assert sorted(keys) == list(range(11))
+    for kind in ((0, 1, 2), (4, 5, 6, 7), (9, 10)):
+        assert all(keys[i] == keys[kind[0]] for i in kind), kind
+    assert {"conv2d.weight", "conv2d_3.weight", "batch_normalization_3.running_var"} <= keys[4]
 
 
 @pytest.mark.parametrize("name", ["MobileNetV2"])

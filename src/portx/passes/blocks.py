@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 
+from .blocks_cut import block_names, cut_blocks
 from .blocks_suffix import suffix_blocks
 
 __all__ = ["block_of", "block_parts", "block_runs", "block_structure", "record_blocks", "refresh_blocks"]
@@ -284,6 +285,9 @@ def record_blocks(graph):
             parts = suffix_parts.get(key) or block_parts(key)  # Note [blocks named by a suffix]
             found.append({"key": key, "start": start, "stop": start + len(own), "kind": kind, **parts})
         start += len(nodes)
+    if not found:  # Note [blocks cut from the graph] in blocks_cut.py
+        found = cut_blocks(graph, block_structure)
+        return graph.replace(meta={**graph.meta, "blocks": found, "block_names": block_names(graph, found)})
     return graph.replace(meta={**graph.meta, "blocks": found})
 
 

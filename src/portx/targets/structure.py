@@ -34,6 +34,8 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 
+from .auto_names import number_names
+
 __all__ = ["Instance", "Group", "block_groups", "block_lines", "block_rooms", "room_of", "instance", "pieces", "render", "loops",
            "number_params", "ident", "param_name", "family_name", "source_class", "find_outputs", "assigned_names",
            "lines_of"]
@@ -64,10 +66,11 @@ def room_of(rooms, raw: str) -> int:
     return max((extra for prefix, extra in rooms.items() if name.startswith(prefix)), default=0)
 
 
-def pieces(text: str, prefix: str, variables, suffix: str = "") -> list:
+def pieces(text: str, prefix: str, variables, suffix: str = "", auto=None) -> list:
     """One statement as [(kind, value)]: ("t", text), ("v", variable), ("s", suffix of a name after ``prefix``),
-    ("a", suffix of a ``self.<prefix>_...`` attribute), ("n", number). A block named by a ``suffix`` id (Note
-    [blocks named by a suffix] in passes/blocks_suffix.py): ("e", (head, tail)) for a name ``{head}_{suffix}{tail}``,
+    ("a", suffix of a ``self.<prefix>_...`` attribute), ("n", number), ("k", (stem, number)) for a name in ``auto``
+    (Note [numbered names in block functions] in auto_names.py). A block named by a ``suffix`` id (Note [blocks
+    named by a suffix] in passes/blocks_suffix.py): ("e", (head, tail)) for a name ``{head}_{suffix}{tail}``,
     ("a", (head, tail)) for an attribute ``self.{head}_{suffix}{tail}``.
 
     Example: ``pieces("a = f(b, 3, name='p_a')", "p", {"a", "b"})`` ->
@@ -96,7 +99,9 @@ def pieces(text: str, prefix: str, variables, suffix: str = "") -> list:
             kind, value = "n", tok.string
         elif tok.type == tokenize.STRING and tok.string[0] in "'\"":
             name = ast.literal_eval(tok.string)
-            if isinstance(name, str) and (name == prefix or name.startswith(prefix + "_")) \
+            if auto and isinstance(name, str) and name in auto:
+                kind, value = "k", auto[name]
+            elif isinstance(name, str) and (name == prefix or name.startswith(prefix + "_")) \
                     and _SAFE_SUFFIX.match(name[len(prefix):]):
                 kind, value = "s", name[len(prefix):]
             elif isinstance(name, str) and ends and ends.match(name):
@@ -108,8 +113,9 @@ def pieces(text: str, prefix: str, variables, suffix: str = "") -> list:
     return [p for p in out if p != ("t", "")]
 
 
-def render(parts, var=lambda v: v, number=lambda i, n: n, string=None, attr=None) -> str:
-    """A statement from its ``pieces``, with variables, numbers (by position), names and attributes mapped."""
+def render(parts, var=lambda v: v, number=lambda i, n: n, string=None, attr=None, auto=None) -> str:
+    """A statement from its ``pieces``, with variables, numbers (by position), names, attributes and numbered names
+    mapped."""
     text, count = [], 0
     for kind, value in parts:
         if kind == "v":
@@ -121,6 +127,8 @@ def render(parts, var=lambda v: v, number=lambda i, n: n, string=None, attr=None
             text.append(string(value))
         elif kind == "a":
             text.append(attr(value))
+        elif kind == "k":
+            text.append(auto(*value))
         else:
             text.append(value)
     return "".join(text)
@@ -143,6 +151,7 @@ class Instance:
     outputs: list = field(default_factory=list)
     numbers: list = field(default_factory=list)
     read_at: set = field(default_factory=set)  # lines outside the block that read its outputs
+    stems: list = field(default_factory=list)  # stems of its numbered names, after its numbers (auto_names.py)
     hoisted: list = field(default_factory=list)  # lines it only happened to write first (``instance``)
     suffix: str = ""  # the id its names end with (Note [blocks named by a suffix] in passes/blocks_suffix.py)
 
@@ -169,7 +178,7 @@ def block_lines(spans, block, writer=0) -> tuple:
     return spans[block["start"]][0][writer], spans[block["stop"] - 1][1][writer]
 
 
-def instance(rows, start, stop, block, variables, inputs=frozenset(), reads=None) -> Instance | None:
+def instance(rows, start, stop, block, variables, inputs=frozenset(), reads=None, auto=None) -> Instance | None:
     """``block``'s statements ``rows[start:stop]`` as an Instance; None where they cannot be templated.
 
     A statement that reads nothing but the model's ``inputs`` and names nothing of the block's (a constant the
@@ -187,7 +196,7 @@ def instance(rows, start, stop, block, variables, inputs=frozenset(), reads=None
         if indent != rows[start][0] or not text:
             return None
         try:
-            parts = pieces(text, prefix, variables, suffix)
+            parts = pieces(text, prefix, variables, suffix, auto)
         except (tokenize.TokenError, SyntaxError, ValueError):
             return None
         made = _LHS.match(text)
@@ -202,6 +211,8 @@ def instance(rows, start, stop, block, variables, inputs=frozenset(), reads=None
             elif kind == "n":
                 inst.numbers.append(value)
         inst.rows.append((parts, own.sub("", comment) if own else comment.replace(key + ".", "").replace(key, "")))
+    if auto:
+        number_names(inst)
     return inst
 
 
@@ -210,19 +221,19 @@ def _read_elsewhere(names, reads, start, stop) -> bool:
     return reads is None or any(not start <= i < stop and not read.isdisjoint(names) for i, read in enumerate(reads))
 
 
-def block_groups(rows, spans, blocks, variables, reads, inputs=frozenset()) -> list:
+def block_groups(rows, spans, blocks, variables, reads, inputs=frozenset(), auto=None) -> list:
     """The Groups of blocks that can be written once (Note [structured code]).
 
     ``rows``: the body's (indent, statement, comment); ``spans``: node index -> (first line, end line);
     ``blocks``: graph.meta["blocks"]; ``variables``: every variable the body binds (and the inputs);
     ``reads``: per line the variables it reads, and a last row for those the model returns; ``inputs``: the
-    model's inputs (``instance``).
+    model's inputs (``instance``); ``auto``: the numbered names (``pieces``).
     """
     found = {}
     for block in blocks:
         if any(spans.get(i) is None for i in range(block["start"], block["stop"])):
             continue
-        inst = instance(rows, *block_lines(spans, block), block, variables, inputs, reads)
+        inst = instance(rows, *block_lines(spans, block), block, variables, inputs, reads, auto)
         if inst is None or not inst.rows:
             continue
         find_outputs(inst, reads)

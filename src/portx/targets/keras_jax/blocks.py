@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from ..auto_names import auto_names, cut_family, local_name, numbered_name
 from ..codegen import LineWriter, Namespace, literal
 from ..structure import assigned_names, block_groups, block_lines, family_name, ident, lines_of, loops, param_name, \
     pieces, render, source_class
@@ -101,7 +102,8 @@ def write_blocks(emitter, outs, width=100) -> list:
     variables = assigned_names(emitter)
     inputs = {emitter.names[v] for v in emitter.graph.inputs} | {"anchor"}
     rows, spans = _absorb(emitter, blocks, inputs, _reads(rows, variables, outs))
-    groups = block_groups(rows, spans, blocks, variables, _reads(rows, variables, outs), inputs)
+    groups = block_groups(rows, spans, blocks, variables, _reads(rows, variables, outs), inputs,
+                          auto_names(emitter.graph))
     if not groups:
         return outs
     calls, rename, hidden = {}, {}, set(emitter.hidden)
@@ -202,14 +204,20 @@ def _function(emitter, group, width) -> tuple:
     """Write the group's function into ``emitter.functions``; returns its name and the order it takes the blocks'
     inputs in (``_input_order``)."""
     first = group.instances[0]
-    source = source_class([inst.key for inst in group.instances], emitter.graph.meta.get("module_classes"))
-    fn = emitter.ns.name(_snake(source) if source else _stem_name(group) or family_name(group), "block")
+    members = [inst.key for inst in group.instances]
+    cut = cut_family(members, emitter.graph)  # Note [names of cut blocks' kinds] in auto_names.py
+    source = "" if cut else source_class(members, emitter.graph.meta.get("module_classes"))
+    fn = emitter.ns.name(cut or (_snake(source) if source else _stem_name(group) or family_name(group)), "block")
     local = Namespace({"keras", "layers", "ops", "np", "name", "Constant", "FreeShape"})
     order = _input_order(first, {emitter.names[v] for v in emitter.graph.inputs})
     inputs = {first.inputs[i]: local.name("x" if n == 0 else first.inputs[i], "x") for n, i in enumerate(order)}
-    params = [local.name(param_name(first, col), "size") for col in group.columns]
+    counted = sum(kind == "n" for parts, _ in first.rows for kind, _ in parts)  # numbered names' columns follow
+    bases = [col for col in group.columns if col >= counted]  # one n, or one per stem: n_conv2d
+    params = [local.name(param_name(first, col) if col < counted else "n" if len(bases) == 1 else
+                         f"n_{first.stems[col - counted]}", "size") for col in group.columns]
     names = {v: local.name(v[len(first.prefix) + 1:] if v.startswith(first.prefix + "_") else
-                           "out" if v == first.prefix else _without(v, first.suffix), "v") for v in first.locals}
+                           "out" if v == first.prefix else _without(v, first.suffix) if first.suffix else
+                           local_name(v, emitter.graph), "v") for v in first.locals}
     names.update(inputs)
 
     def number(i, text):
@@ -223,6 +231,10 @@ def _function(emitter, group, width) -> tuple:
             return f'f"{suffix[0]}_{{name}}{suffix[1]}"'
         return f'f"{{name}}{suffix}"' if suffix else "name"
 
+    def auto(stem, offset):  # Note [numbered names in block functions] in auto_names.py
+        col = counted + first.stems.index(stem)
+        return numbered_name(stem, offset, number(col, first.numbers[col]))
+
     w = LineWriter(width)
     w.line(f"def {fn}({', '.join(list(inputs.values()) + params + ['name'])}):")
     w.indent = 1
@@ -231,7 +243,7 @@ def _function(emitter, group, width) -> tuple:
     w.line(f'"""Source blocks {keys if len(keys) <= 70 else many}."""')
     offset = 0  # number columns count over the whole block
     for parts, comment in first.rows:
-        w.line(render(parts, lambda v: names[v], lambda i, n: number(offset + i, n), string), comment)
+        w.line(render(parts, lambda v: names[v], lambda i, n: number(offset + i, n), string, auto=auto), comment)
         offset += sum(kind == "n" for kind, _ in parts)
     w.line(f"return {', '.join(names[v] for v in first.outputs)}")
     emitter.functions.append(w.text())

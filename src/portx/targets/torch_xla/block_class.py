@@ -12,6 +12,7 @@ import builtins
 import keyword
 import re
 
+from ..auto_names import cut_family
 from ..codegen import LineWriter, Namespace
 from ..structure import family_name, ident, number_params, param_name, render, source_class
 from .block_args import forward_order, forward_values
@@ -54,8 +55,9 @@ def class_names(emitter, members) -> dict:
     found = {}
     for key, pairs in sorted(members.items(), key=lambda item: -len(item[1])):
         group = _Group([b for _, b in pairs])
-        source = source_class([b.key for b in group.instances], emitter.graph.meta.get("module_classes"))
-        family = _camel(family_name(group))
+        cut = cut_family([b.key for b in group.instances], emitter.graph)  # Note [names of cut blocks' kinds]
+        source = "" if cut else source_class([b.key for b in group.instances], emitter.graph.meta.get("module_classes"))
+        family = _camel(cut or family_name(group))
         base = source or family
         options = [base] + ([_camel(ident(group.instances[0].parent)) + source] if source else [])
         name = next((o for o in options if o not in used), None)

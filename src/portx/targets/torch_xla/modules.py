@@ -123,6 +123,12 @@ class ModuleWriter:
         return f"{key}.{rel}"
 
     def _module_hint(self, node, weights) -> str:
+        """The source layer's name, or its name in a block cut from the graph (``conv2d_43`` -> ``mixed4.conv2d_3``,
+        Note [auto names in cut blocks] in passes/blocks_cut.py)."""
+        hint = self._source_hint(node, weights)
+        return (self.graph.meta.get("block_names") or {}).get(hint, hint)
+
+    def _source_hint(self, node, weights) -> str:
         """The source layer's name: the node's scope, or the stored weight's more specific prefix.
 
         ``mha.query.kernel`` under scope ``mha`` names ``mha_query``; a tied weight (``wte.weight``
