@@ -16,7 +16,7 @@ from ..codegen import LineWriter, Namespace
 from ..structure import family_name, ident, number_params, param_name, render, source_class
 from .block_args import forward_order, forward_values
 from .nesting import nest
-from .optional import guard_init, optional_params, without_strides
+from .optional import guard_each, guard_init, optional_params, without_strides
 
 __all__ = ["attr_name", "class_names", "relative", "write_class"]
 
@@ -112,7 +112,12 @@ def write_class(emitter, members, cls, reserved, optional=None):
     forward.line(f"return {', '.join(locals_[v] for v in body.outputs)}")
     paths, classes = relative(emitter, members)
     rows, forward.rows, moved = nest(own.rows, forward.rows, paths, set(args), reserved, classes)
-    rows = guard_init(rows, optional.name, flag) if optional else rows
+    if optional and optional.guard != optional.name:  # several submodules, each built where it is
+        rows = guard_each(rows, [attr_name(a) for a in optional.attrs], flag)
+        if rows is None:
+            return None
+    elif optional:
+        rows = guard_init(rows, optional.name, flag)
     w.rows += rows
     w.indent = 1
     w.line("")
@@ -152,7 +157,7 @@ def _lines(w, rows, names, number, offset, optional=None) -> None:
     for i, (parts, comment) in enumerate(rows):
         if optional and i == optional.rows.start:
             w.line(f"{names[optional.output]} = {names[optional.input]}")
-            w.line(f"if self.{optional.name} is not None:")
+            w.line(f"if self.{attr_name(optional.guard)} is not None:")
             w.indent += 1
         w.line(render(parts, lambda v: names[v], lambda i, t: number(offset + i, t),
                       lambda s: repr(attr_name(s.lstrip("_"))), attr_name), comment)
