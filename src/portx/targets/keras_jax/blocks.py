@@ -14,6 +14,7 @@ import re
 from ..codegen import LineWriter, Namespace, literal
 from ..structure import assigned_names, block_groups, block_lines, family_name, ident, lines_of, loops, param_name, \
     pieces, render, source_class
+from .optional import merge_optional
 
 __all__ = ["write_blocks"]
 
@@ -104,22 +105,23 @@ def write_blocks(emitter, outs, width=100) -> list:
     groups = block_groups(rows, spans, blocks, variables, _reads(rows, variables, outs), inputs)
     if not groups:
         return outs
+    groups, shortcuts = merge_optional(groups)  # Note [an optional shortcut] in optional.py
     calls, rename, hidden = {}, {}, set(emitter.hidden)
     for group in groups:
-        fn, order = _function(emitter, group, width)
+        fn, order = _function(emitter, group, width, shortcuts.get(id(group)))
         for run, pos in loops(group):
-            calls[run[0].start] = (run, pos, fn, group, order)
+            calls[run[0].start] = (run, pos, fn, group, order, shortcuts.get(id(group)))
     body = LineWriter(width)
     body.indent = 1
     skip = set()
     for i, (indent, text, comment) in enumerate(rows):
         if i in calls:
-            run, pos, fn, group, order = calls[i]
+            run, pos, fn, group, order, shortcut = calls[i]
             skip.update(range(run[0].start, run[-1].stop))
             for line in (line for inst in run for line in inst.hoisted):  # before the calls that read them
                 body.indent = rows[line][0]
                 body.line(rows[line][1], rows[line][2])
-            _call(emitter, body, run, pos, (fn, order), group, rename)
+            _call(emitter, body, run, pos, (fn, order), group, rename, shortcut)
         if i in skip:
             continue
         body.indent = indent
@@ -138,14 +140,16 @@ def write_blocks(emitter, outs, width=100) -> list:
     return [rename.get(o, o) for o in outs]
 
 
-def _call(emitter, body, run, pos, function, group, rename) -> None:
-    """One call, or a loop over the consecutive blocks of ``run``; ``function``: its name and input order."""
+def _call(emitter, body, run, pos, function, group, rename, shortcut=None) -> None:
+    """One call, or a loop over the consecutive blocks of ``run``; ``function``: its name and input order;
+    ``shortcut``: the group's optional part (Note [an optional shortcut] in optional.py)."""
     (fn, order), first = function, run[0]
     args = [rename.get(v, v) for v in first.inputs]
     numbers = [first.numbers[col] for col in group.columns]
+    flag = [f"{shortcut.flag}=True"] if shortcut and id(first) in shortcut.flagged else []
     body.indent = 1
     if len(run) == 1:
-        args = [args[i] for i in order] + numbers + [f"name={literal(first.prefix)}"]
+        args = [args[i] for i in order] + numbers + [f"name={literal(first.prefix)}"] + flag
         body.line(f"{', '.join(first.outputs)} = {fn}({', '.join(args)})", f"source block {first.key}")
         return
     chain = emitter.ns.name(ident(first.parent), "x")
@@ -156,7 +160,7 @@ def _call(emitter, body, run, pos, function, group, rename) -> None:
     body.line(f"for i in range({f'{lo}, ' if lo else ''}{hi + 1}):", f"source blocks {first.key} to {run[-1].key}")
     body.indent = 2
     name = 'f"' + first.stem + '{i}"'
-    body.line(f"{chain} = {fn}({', '.join(args + [f'name={name}'])})")
+    body.line(f"{chain} = {fn}({', '.join(args + [f'name={name}'] + flag)})")
     body.indent = 1
     rename[run[-1].outputs[0]] = chain
     for inst in run:
@@ -191,9 +195,37 @@ def _input_order(first, model_inputs) -> list:
     return [main] + [i for i in order if i != main]
 
 
-def _function(emitter, group, width) -> tuple:
+def _keys(group, shortcut) -> str:
+    """The group's block keys in source order, or where they are many the first of each kind (with the shortcut and
+    without: tests/support/structured_code.py reads them) and their count."""
+    keys = ", ".join(inst.key for inst in sorted(group.instances, key=lambda inst: inst.start))
+    kinds = group.instances[:1] + [i for i in group.instances if shortcut and id(i) not in shortcut.flagged][:1]
+    return keys if len(keys) <= 70 else f"{', '.join(i.key for i in kinds)}, ... ({len(group.instances)} blocks)"
+
+
+def _statements(w, rows, line, optional) -> None:
+    """Each of ``rows`` written by ``line(parts, number offset)``; ``optional``: (run, flag, names), the run's rows
+    under ``if flag:``, ``else:`` its output set to the input it stands for (Note [an optional shortcut])."""
+    offset = 0  # number columns count over the whole block
+    for i, (parts, comment) in enumerate(rows):
+        if optional and i == optional[0].rows.start:
+            w.line(f"if {optional[1]}:")
+            w.indent = 2
+        w.line(line(parts, offset), comment)
+        offset += sum(kind == "n" for kind, _ in parts)
+        if optional and i == optional[0].rows.stop - 1:
+            run, _, names = optional
+            w.indent = 1
+            w.line("else:")
+            w.indent = 2
+            w.line(f"{names[run.output]} = {names[run.input]}")
+            w.indent = 1
+
+
+def _function(emitter, group, width, shortcut=None) -> tuple:
     """Write the group's function into ``emitter.functions``; returns its name and the order it takes the blocks'
-    inputs in (``_input_order``)."""
+    inputs in (``_input_order``). ``shortcut``: the statements only its first blocks have, under a flag (Note [an
+    optional shortcut] in optional.py)."""
     first = group.instances[0]
     source = source_class([inst.key for inst in group.instances], emitter.graph.meta.get("module_classes"))
     fn = emitter.ns.name(_snake(source) if source else _stem_name(group) or family_name(group), "block")
@@ -204,6 +236,9 @@ def _function(emitter, group, width) -> tuple:
     names = {v: local.name(v[len(first.prefix) + 1:] if v.startswith(first.prefix + "_") else
                            "out" if v == first.prefix else v, "v") for v in first.locals}
     names.update(inputs)
+    flag = local.name(shortcut.flag) if shortcut else None
+    if shortcut:
+        names[shortcut.run.output] = local.name("shortcut", "v")
 
     def number(i, text):
         if i not in group.params:
@@ -215,15 +250,11 @@ def _function(emitter, group, width) -> tuple:
         return f'f"{{name}}{suffix}"' if suffix else "name"
 
     w = LineWriter(width)
-    w.line(f"def {fn}({', '.join(list(inputs.values()) + params + ['name'])}):")
+    w.line(f"def {fn}({', '.join(list(inputs.values()) + params + ['name'] + ([f'{flag}=False'] if flag else []))}):")
     w.indent = 1
-    keys = ", ".join(inst.key for inst in group.instances)
-    many = f"{first.key}, ... ({len(group.instances)} blocks)"  # the first names the kind
-    w.line(f'"""Source blocks {keys if len(keys) <= 70 else many}."""')
-    offset = 0  # number columns count over the whole block
-    for parts, comment in first.rows:
-        w.line(render(parts, lambda v: names[v], lambda i, n: number(offset + i, n), string), comment)
-        offset += sum(kind == "n" for kind, _ in parts)
+    w.line(f'"""Source blocks {_keys(group, shortcut)}."""')
+    _statements(w, first.rows, lambda parts, at: render(parts, lambda v: names[v], lambda i, n: number(at + i, n),
+                                                         string), shortcut and (shortcut.run, flag, names))
     w.line(f"return {', '.join(names[v] for v in first.outputs)}")
     emitter.functions.append(w.text())
     for inst in group.instances:

@@ -13,10 +13,11 @@ import keyword
 import re
 
 from ..codegen import LineWriter, Namespace
+from ..optional_run import optional_params
 from ..structure import family_name, ident, number_params, param_name, render, source_class
 from .block_args import forward_order, forward_values
 from .nesting import nest
-from .optional import guard_each, guard_init, optional_params, without_strides
+from .optional import guard_each, guard_init, without_strides
 
 __all__ = ["attr_name", "class_names", "relative", "write_class"]
 
@@ -105,7 +106,7 @@ def write_class(emitter, members, cls, reserved, optional=None):
     own, forward = LineWriter(), LineWriter()
     own.indent = forward.indent = 2
     if optional:
-        locals_[optional.output] = local.name(optional.name, "v")
+        locals_[optional.run.output] = local.name(optional.name, "v")
     _lines(own, init.rows, {}, number, 0)
     own.rows = [(indent, without_strides(text), comment) for indent, text, comment in own.rows]
     _lines(forward, body.rows, {**locals_, **inputs}, lambda i, t: number(i, t, True), split, optional)
@@ -155,14 +156,14 @@ def _lines(w, rows, names, number, offset, optional=None) -> None:
     """Each row rendered; the rows of an ``optional`` part under ``if self.<part> is not None:``, its output begun
     at the input it stands in for (Note [optional submodules] in optional.py)."""
     for i, (parts, comment) in enumerate(rows):
-        if optional and i == optional.rows.start:
-            w.line(f"{names[optional.output]} = {names[optional.input]}")
+        if optional and i == optional.run.rows.start:
+            w.line(f"{names[optional.run.output]} = {names[optional.run.input]}")
             w.line(f"if self.{attr_name(optional.guard)} is not None:")
             w.indent += 1
         w.line(render(parts, lambda v: names[v], lambda i, t: number(offset + i, t),
                       lambda s: repr(attr_name(s.lstrip("_"))), attr_name), comment)
         offset += sum(kind == "n" for kind, _ in parts)
-        if optional and i == optional.rows.stop - 1:
+        if optional and i == optional.run.rows.stop - 1:
             w.indent -= 1
 
 

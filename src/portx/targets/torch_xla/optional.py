@@ -27,9 +27,10 @@ place into the operand it may overwrite, the shortcut in ``A`` (``add = v_0_bn.a
 ``Add()([shortcut, x])``) and the other in ``B``, whose shortcut is its input (``add = v_3_bn.add_(x)``), so a
 sum's (or product's) operands may be read the other way round (``_COMMUTES``).
 
-Conv layers also write ``stride=1`` inside blocks before they are compared (``with_strides``), so the first block
-of a stage with stride 1 and those with stride 2 share a class; the class leaves out a stride that is 1 in all its
-blocks.
+Conv layers also write ``stride=1`` and ``dilation=1`` inside blocks before they are compared (``with_strides``), so
+the first block of a stage with stride 1 and those with stride 2 share a class, and so do the blocks of a dilated
+stage (torchvision's ``replace_stride_with_dilation``: ``padding=1`` in its first block, ``padding=2, dilation=2``
+in the others); the class leaves out a stride or dilation that is 1 in all its blocks.
 
 Example:
     >>> found = optional_part((init_a, body_a), (init_b, body_b), paths)
@@ -40,46 +41,47 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-from ..structure import number_params
+from ..optional_run import Run, arrange, find_run, real
 
-__all__ = ["Optional", "optional_part", "arrange", "aligned", "optional_params", "with_strides", "without_strides",
+__all__ = ["Optional", "optional_part", "with_strides", "without_strides",
            "guard_init", "guard_each"]
 
-_CONV = re.compile(r"^(self\.\w+ = nn\.Conv[123]d\(\d+, \d+, kernel_size=(?:\d+|\([\d, ]+\)))(?=[,)])")
+_SIZES = r"(?:\d+|\([\d, ]+\))"
+_CONV = re.compile(rf"^(self\.\w+ = nn\.Conv[123]d\(\d+, \d+, kernel_size={_SIZES})(?=[,)])")
+_DILATED = re.compile(rf"^(self\.\w+ = nn\.Conv[123]d\(\d+, \d+, kernel_size={_SIZES}, stride={_SIZES}"
+                      rf"(?:, padding={_SIZES})?)(?=[,)])")  # where the emitter writes ``dilation=`` (torch's order)
 _CONV_ROW = re.compile(r"^self\.\w+ = nn\.Conv[123]d\(")
-_UNIT_STRIDE = re.compile(r", stride=1(?=[,)])")
+_UNIT_STRIDE = re.compile(r", (?:stride|dilation)=1(?=[,)])")
 
 
 @dataclass
 class Optional:
     """What block ``A`` has that ``B`` lacks: submodule ``name`` (its flat attributes ``attrs``), ``A``'s init rows
-    ``init_rows`` and forward rows ``rows`` that use it, ``A``'s number positions in them, the value ``output`` the
-    run makes for later rows, and ``input``, what ``B`` reads there."""
+    ``init_rows`` and the forward statements ``run`` that use it, and ``A``'s number positions in them."""
 
     name: str
     attrs: set
     init_rows: set
-    rows: range
-    positions: set
-    output: str
-    input: str
-    members: set  # the ids of the init Instances of the blocks that have the part
+    run: Run
+    positions: set = field(default_factory=set)
+    members: set = field(default_factory=set)  # the ids of the init Instances of the blocks that have the part
     guard: str = ""  # the attribute ``forward`` tests: ``name``, or the first of several guarded one by one (flat)
-    order: list = field(default_factory=list)  # ``A``'s forward rows in the class's order: the run gathered
-    swapped: set = field(default_factory=set)  # rows (in ``order``) whose two operands are written swapped
 
 
 def with_strides(rows, spans) -> list:
-    """``rows`` (Model.__init__'s) with ``stride=1`` written in every conv inside ``spans`` ([(first, end)])."""
+    """``rows`` (Model.__init__'s) with ``stride=1`` and ``dilation=1`` written in every conv inside ``spans``
+    ([(first, end)])."""
     inside = {i for first, end in spans for i in range(first, end)}
-    return [(indent, _CONV.sub(r"\1, stride=1", text) if i in inside and "stride=" not in text else text, comment)
+    rows = [(indent, _CONV.sub(r"\1, stride=1", text) if i in inside and "stride=" not in text else text, comment)
             for i, (indent, text, comment) in enumerate(rows)]
+    return [(indent, _DILATED.sub(r"\1, dilation=1", text) if i in inside and "dilation=" not in text else text,
+             comment) for i, (indent, text, comment) in enumerate(rows)]
 
 
 def without_strides(text) -> str:
-    """A class's line without the ``stride=1`` that ``with_strides`` wrote."""
+    """A class's line without the ``stride=1`` and ``dilation=1`` that ``with_strides`` wrote."""
     return _UNIT_STRIDE.sub("", text) if _CONV_ROW.match(text) else text
 
 
@@ -87,16 +89,6 @@ def _attrs(rows) -> list:
     """The attribute each init row defines (``self.<prefix>_<name> = ...``), or None."""
     return [parts[1][1] if len(parts) > 2 and parts[0] == ("t", "self.") and parts[1][0] == "a" else None
             for parts, _ in rows]
-
-
-def _lhs(parts) -> list:
-    names = []
-    for kind, value in parts:
-        if kind == "t" and " = " in value:
-            return names
-        if kind == "v":
-            names.append(value)
-    return []
 
 
 def optional_part(a, b, path_of) -> Optional | None:
@@ -111,20 +103,12 @@ def optional_part(a, b, path_of) -> Optional | None:
     if not name or any(path_of(x).split(".")[0] == name for x in own_b):
         return None
     uses = [i for i, (parts, _) in enumerate(body_a.rows) if any(k == "a" and v in extra for k, v in parts)]
-    if not uses:
+    run = find_run(body_a, body_b, uses)
+    if run is None or not _same_init(init_a, init_b, [x in extra for x in own_a]):
         return None
-    order = list(range(uses[0])) + uses + [i for i in range(uses[0], len(body_a.rows)) if i not in uses]
-    body_a = replace(body_a, rows=[body_a.rows[i] for i in order])  # the run gathered (Note [optional submodules])
-    run = range(uses[0], uses[0] + len(uses))
-    made = [v for i in run for v in _lhs(body_a.rows[i][0])]
-    reads = {v for i in run for k, v in body_a.rows[i][0][len(_lhs(body_a.rows[i][0])):] if k == "v"}
-    later = {v for i, (parts, _) in enumerate(body_a.rows) if i not in run for k, v in parts if k == "v"}
-    out = [v for v in made if v in later or v in body_a.outputs]
-    if len(out) != 1 or out[0] in body_a.outputs or not reads <= set(body_a.inputs) | set(made):
-        return None
-    found = Optional(name, extra, {i for i, x in enumerate(own_a) if x in extra}, run, set(), out[0], "", set(),
-                     guard, order, set())
-    return found if _same_without(found, body_a, body_b, init_a, init_b) else None
+    found = Optional(name, extra, {i for i, x in enumerate(own_a) if x in extra}, run, guard=guard)
+    found.positions = _positions(found, init_a, arrange(run, body_a)[0])
+    return found
 
 
 def _names(extra, path_of) -> tuple:
@@ -142,139 +126,25 @@ def _names(extra, path_of) -> tuple:
     return (stem if len(stem) > 1 and stem.isidentifier() else "shortcut"), extra[0]
 
 
-def _same_without(found, body_a, body_b, init_a, init_b) -> bool:
-    """True when ``a``'s statements without the optional ones, reading ``b``'s input where ``a`` reads the run's
-    output, are ``b``'s; sets ``found.input`` and ``found.positions``."""
-    rows_a = [r for i, r in enumerate(body_a.rows) if i not in found.rows]
-    if len(rows_a) != len(body_b.rows) or len(init_a.rows) - len(found.init_rows) != len(init_b.rows):
-        return False
-    where, kept_at = {}, [i for i in range(len(body_a.rows)) if i not in found.rows]
-    for at, (pa, ca), (pb, cb) in zip(kept_at, rows_a, body_b.rows):
-        if ca != cb:
-            return False
-        if not _match(pa, pb, where):
-            if not _match(_swapped(pa), pb, where):
-                return False
-            found.swapped.add(at)
-    others = [v for k, v in where.items() if k != found.output]
-    if len(set(others)) != len(others) or len(body_a.inputs) != len(body_b.inputs) or \
-            where.get(found.output) not in body_b.inputs:
-        return False
-    if any(v in where and where[v] != body_b.inputs[i] for i, v in enumerate(body_a.inputs)):
-        return False
-    found.input = body_a.inputs[body_b.inputs.index(where[found.output])]  # what ``a`` reads at that input
-    kept = [r for i, r in enumerate(init_a.rows) if i not in found.init_rows]
-    if [tuple((k, v if k != "n" else _real(v)) for k, v in p) for p, _ in kept] != \
-            [tuple((k, v if k != "n" else _real(v)) for k, v in p) for p, _ in init_b.rows]:
-        return False
-    found.positions = _positions(found, init_a, body_a)
-    return True
+def _same_init(init_a, init_b, optional) -> bool:
+    """True when ``a``'s __init__ statements but the ``optional`` ones (a flag per row) are ``b``'s, up to numbers."""
+    kept = [parts for (parts, _), skip in zip(init_a.rows, optional) if not skip]
+    return [tuple((k, v if k != "n" else real(v)) for k, v in p) for p in kept] == \
+        [tuple((k, v if k != "n" else real(v)) for k, v in p) for p, _ in init_b.rows]
 
 
-def _match(pa, pb, where) -> bool:
-    """True where statement ``pa`` is ``pb`` with ``a``'s variables read as ``b``'s; adds to ``where`` (``a``'s
-    variable -> ``b``'s) only then."""
-    if pa is None or len(pa) != len(pb):
-        return False
-    found = dict(where)
-    for (ka, va), (kb, vb) in zip(pa, pb):
-        if ka != kb or (ka in "ts" or ka == "a") and va != vb or ka == "n" and _real(va) != _real(vb):
-            return False
-        if ka == "v" and found.setdefault(va, vb) != vb:
-            return False
-    where.update(found)
-    return True
-
-
-#: statements whose two operands may be written either way round: the emitter adds in place into the operand it
-#: may overwrite, so where ``B`` adds its input (``add = v_3_bn.add_(x)``), ``A`` adds into its shortcut instead
-#: (``add = v_0_bn.add_(v_3_bn)``: Keras' ``Add()([shortcut, x])``); ``A`` then reads ``v_3_bn.add_(v_0_bn)``
-_COMMUTES = {"\0 = \0.add_(\0)", "\0 = \0 + \0", "\0 = \0.mul_(\0)", "\0 = \0 * \0"}
-
-
-def _swapped(parts) -> list | None:
-    """``parts`` of ``y = p.add_(q)`` as ``y = q.add_(p)`` (``_COMMUTES``); None for any other statement."""
-    if "".join("\0" if k == "v" else v for k, v in parts) not in _COMMUTES or any(k not in "tv" for k, _ in parts):
-        return None
-    first, second = [i for i, (k, _) in enumerate(parts) if k == "v"][1:]
-    found = list(parts)
-    found[first], found[second] = parts[second], parts[first]
-    return found
-
-
-def arrange(found, body) -> tuple:
-    """(rows, numbers) of ``body`` (a forward Instance of a block with the optional part ``found``) in the class's
-    order: the run gathered, the operands of ``found.swapped`` swapped."""
-    rows = [body.rows[i] for i in found.order]
-    rows = [(_swapped(parts), comment) if i in found.swapped else (parts, comment) for i, (parts, comment) in
-            enumerate(rows)]
-    return rows, [v for parts, _ in rows for k, v in parts if k == "n"]
-
-
-def _real(number) -> bool:
-    return "." in number or "e" in number
-
-
-def _positions(found, init, body) -> set:
-    """The number positions (init's, then forward's) of the optional statements."""
+def _positions(found, init, rows) -> set:
+    """The number positions (init's, then forward's ``rows``) of the optional statements."""
     at, count = set(), 0
     for i, (parts, _) in enumerate(init.rows):
         n = sum(k == "n" for k, _ in parts)
         at.update(range(count, count + n) if i in found.init_rows else ())
         count += n
-    for i, (parts, _) in enumerate(body.rows):
+    for i, (parts, _) in enumerate(rows):
         n = sum(k == "n" for k, _ in parts)
-        at.update(range(count, count + n) if i in found.rows else ())
+        at.update(range(count, count + n) if i in found.run.rows else ())
         count += n
     return at
-
-
-def aligned(numbers, size, positions) -> list | None:
-    """A block without the optional part's ``numbers`` laid out at the positions of one with it (None there); None
-    where their count does not fit."""
-    if len(numbers) != size - len(positions):
-        return None
-    found, rest = [], iter(numbers)
-    for i in range(size):
-        found.append(None if i in positions else next(rest))
-    return found
-
-
-def optional_params(numbers, positions) -> tuple | None:
-    """(params, columns) as ``number_params`` over blocks' ``numbers`` laid out alike (``aligned``): the columns
-    every block has become arguments as there; an optional column is an argument where it equals one (or is a whole
-    multiple of one) in every block that has it, as written where it is the same number in all of them (always for
-    0 and 1). None where neither."""
-    common = [i for i in range(len(numbers[0])) if i not in positions]
-    found = number_params([[n[i] for i in common] for n in numbers])
-    if found is None:
-        return None
-    params = {common[c]: p for c, p in found[0].items()}
-    columns = [common[c] for c in found[1]]
-    for i in sorted(positions):
-        having = [n for n in numbers if n[i] is not None]
-        values = [n[i] for n in having]
-        if set(values) <= {"0", "1"}:  # too common to be read as an argument by chance
-            continue
-        found = _argument(values, [[n[col] for n in having] for col in columns])
-        if found is None and len(set(values)) > 1:
-            return None
-        if found is not None:
-            params[i] = found
-    return params, columns
-
-
-def _argument(values, bases) -> tuple | None:
-    """(parameter, multiple) for an optional column ``values``: the first argument equal to it in every block that
-    has it, else the first it is a whole multiple of; None where none is."""
-    for want_one in (True, False):
-        for p, base in enumerate(bases):
-            if not all(v.isdigit() and b.isdigit() and int(b) for v, b in zip(values, base)):
-                continue
-            ratios = {int(v) // int(b) if int(v) % int(b) == 0 else 0 for v, b in zip(values, base)}
-            if len(ratios) == 1 and 0 not in ratios and (ratios == {1} or not want_one):
-                return p, ratios.pop()
-    return None
 
 
 def guard_init(rows, name, flag) -> list:
