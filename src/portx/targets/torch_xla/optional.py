@@ -20,12 +20,13 @@ each is built where it is, ``self._0_conv = nn.Conv2d(...) if shortcut else None
 keeps the flat code's keys in their order), ``forward`` tests the first (``if self._0_conv is not None:``), and
 the flag is named after the layers' common start (``layer2_0_downsample_0`` and ``_1`` of a torch ResNet that went
 through Keras: ``downsample``), else ``shortcut``. Two things differ from a torch source there, and are evened out
-before ``A`` is compared with ``B`` (``arrange``): Keras orders the shortcut's layers where its graph has them
+before ``A`` is compared with ``B`` (``find_run`` and ``arrange`` in targets/optional_run.py, which keras-jax's
+functions share): Keras orders the shortcut's layers where its graph has them
 (``layer2_0_downsample_1`` after ``layer2_0_bn2``), so the run need not be consecutive: its statements are gathered
 at its first, which is right because they read only the block's inputs and each other; and the emitter adds in
 place into the operand it may overwrite, the shortcut in ``A`` (``add = v_0_bn.add_(v_3_bn)``, Keras'
 ``Add()([shortcut, x])``) and the other in ``B``, whose shortcut is its input (``add = v_3_bn.add_(x)``), so a
-sum's (or product's) operands may be read the other way round (``_COMMUTES``).
+sum's (or product's) operands may be read the other way round (``_COMMUTES`` there).
 
 Conv layers also write ``stride=1`` and ``dilation=1`` inside blocks before they are compared (``with_strides``), so
 the first block of a stage with stride 1 and those with stride 2 share a class, and so do the blocks of a dilated
@@ -34,8 +35,8 @@ in the others); the class leaves out a stride or dilation that is 1 in all its b
 
 Example:
     >>> found = optional_part((init_a, body_a), (init_b, body_b), paths)
-    >>> found.name, found.rows
-    ('downsample', range(8, 10))
+    >>> found.name, found.guard, found.run.rows
+    ('downsample', 'downsample', range(8, 10))
 """
 from __future__ import annotations
 
@@ -45,8 +46,7 @@ from dataclasses import dataclass, field
 
 from ..optional_run import Run, arrange, find_run, real
 
-__all__ = ["Optional", "optional_part", "with_strides", "without_strides",
-           "guard_init", "guard_each"]
+__all__ = ["Optional", "optional_part", "with_strides", "without_strides", "guard_init", "guard_each"]
 
 _SIZES = r"(?:\d+|\([\d, ]+\))"
 _CONV = re.compile(rf"^(self\.\w+ = nn\.Conv[123]d\(\d+, \d+, kernel_size={_SIZES})(?=[,)])")
