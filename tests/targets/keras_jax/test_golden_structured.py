@@ -99,7 +99,7 @@ def test_keras_file_with_repeated_blocks_is_structured_verifies_trains_saves_and
     # a stage's first block takes its stride and its shortcut, as keras.applications' block1 does (Note [keywords
     # that vary in blocks])
     assert "\ndef conv_block(x, filters, strides, name, conv_shortcut=False):" in code
-    assert "conv_block(conv2, 8, 2, name='conv3_block1', conv_shortcut=True)" in code
+    assert "conv_block(conv2, 8, 2, conv_shortcut=True, name='conv3_block1')" in code
     assert "        conv2 = conv_block(conv2, 4, 1, name=f\"conv2_block{i}\")" in code
     converted = result.model
     assert {layer.name for layer in converted.layers} >= {layer.name for layer in source.layers} - {"input_layer"}

@@ -145,11 +145,11 @@ def _call(emitter, body, run, pos, function, group, rename, shortcut=None) -> No
     ``shortcut``: the group's optional part (Note [an optional shortcut] in optional.py)."""
     (fn, order), first = function, run[0]
     args = [rename.get(v, v) for v in first.inputs]
-    numbers = [first.numbers[col] for col in group.columns]
     flag = [f"{shortcut.flag}=True"] if shortcut and id(first) in shortcut.flagged else []
+    numbers = [first.numbers[col] for col in group.columns] + flag  # before name=, as keras.applications writes it
     body.indent = 1
     if len(run) == 1:
-        args = [args[i] for i in order] + numbers + [f"name={literal(first.prefix)}"] + flag
+        args = [args[i] for i in order] + numbers + [f"name={literal(first.prefix)}"]
         body.line(f"{', '.join(first.outputs)} = {fn}({', '.join(args)})", f"source block {first.key}")
         return
     chain = emitter.ns.name(ident(first.parent), "x")
@@ -160,7 +160,7 @@ def _call(emitter, body, run, pos, function, group, rename, shortcut=None) -> No
     body.line(f"for i in range({f'{lo}, ' if lo else ''}{hi + 1}):", f"source blocks {first.key} to {run[-1].key}")
     body.indent = 2
     name = 'f"' + first.stem + '{i}"'
-    body.line(f"{chain} = {fn}({', '.join(args + [f'name={name}'] + flag)})")
+    body.line(f"{chain} = {fn}({', '.join(args + [f'name={name}'])})")
     body.indent = 1
     rename[run[-1].outputs[0]] = chain
     for inst in run:

@@ -8,7 +8,8 @@ a run of statements making layers the other lacks (the run reads only the block'
 the other reads an input; ``find_run`` in targets/optional_run.py, as torch-xla's classes do it: Note [optional
 submodules] in targets/torch_xla/optional.py) joins that group. The function takes the flag after ``name``
 (``conv_shortcut=False``, or the name the run's layers begin with, ``downsample``) and writes the run under
-``if conv_shortcut:``, ``else: shortcut = x``; the blocks that have it are called with ``conv_shortcut=True``. Where
+``if conv_shortcut:``, ``else: shortcut = x``; the blocks that have it are called with ``conv_shortcut=True``
+before ``name=``, as keras.applications' ``stack1`` calls ``block1``. Where
 the other group leaves out a keyword the first writes (``strides=2`` in ``conv3_block1_1_conv``; Note [keywords that
 vary in blocks] in style.py), the other's statements read Keras' default there (``strides=1``), so the stride is
 one argument of the function. Layer names, and so the weights' paths, do not change.

@@ -122,7 +122,7 @@ def _names(extra, path_of) -> tuple:
         return head, head
     if any("." in path_of(x) for x in extra):
         return "", ""
-    stem = re.sub(r"[_\d]+$", "", os.path.commonprefix(extra))
+    stem = re.sub(r"[_\d]+$", "", os.path.commonprefix(["".join(x) if isinstance(x, tuple) else x for x in extra]))
     return (stem if len(stem) > 1 and stem.isidentifier() else "shortcut"), extra[0]
 
 
