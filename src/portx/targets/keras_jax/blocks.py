@@ -203,23 +203,15 @@ def _keys(group, shortcut) -> str:
     return keys if len(keys) <= 70 else f"{', '.join(i.key for i in kinds)}, ... ({len(group.instances)} blocks)"
 
 
-def _statements(w, rows, line, optional) -> None:
-    """Each of ``rows`` written by ``line(parts, number offset)``; ``optional``: (run, flag, names), the run's rows
-    under ``if flag:``, ``else:`` its output set to the input it stands for (Note [an optional shortcut])."""
-    offset = 0  # number columns count over the whole block
-    for i, (parts, comment) in enumerate(rows):
-        if optional and i == optional[0].rows.start:
-            w.line(f"if {optional[1]}:")
-            w.indent = 2
-        w.line(line(parts, offset), comment)
-        offset += sum(kind == "n" for kind, _ in parts)
-        if optional and i == optional[0].rows.stop - 1:
-            run, _, names = optional
-            w.indent = 1
-            w.line("else:")
-            w.indent = 2
-            w.line(f"{names[run.output]} = {names[run.input]}")
-            w.indent = 1
+def _guarded(rows, run, flag, names, keys) -> list:
+    """A function's ``rows`` (its def, docstring, then a row per statement) with the ``run``'s statements under
+    ``if flag:``, ``else:`` its output set to the input it stands for, and its docstring naming ``keys`` (Note [an
+    optional shortcut] in optional.py)."""
+    start, stop = 2 + run.rows.start, 2 + run.rows.stop
+    indent, (doc_indent, _, doc_comment) = rows[start][0], rows[1]
+    return rows[:1] + [(doc_indent, f'"""Source blocks {keys}."""', doc_comment)] + rows[2:start] + \
+        [(indent, f"if {flag}:", "")] + [(d + 1, text, comment) for d, text, comment in rows[start:stop]] + \
+        [(indent, "else:", ""), (indent + 1, f"{names[run.output]} = {names[run.input]}", "")] + rows[stop:]
 
 
 def _function(emitter, group, width, shortcut=None) -> tuple:
@@ -252,10 +244,16 @@ def _function(emitter, group, width, shortcut=None) -> tuple:
     w = LineWriter(width)
     w.line(f"def {fn}({', '.join(list(inputs.values()) + params + ['name'] + ([f'{flag}=False'] if flag else []))}):")
     w.indent = 1
-    w.line(f'"""Source blocks {_keys(group, shortcut)}."""')
-    _statements(w, first.rows, lambda parts, at: render(parts, lambda v: names[v], lambda i, n: number(at + i, n),
-                                                         string), shortcut and (shortcut.run, flag, names))
+    keys = ", ".join(inst.key for inst in group.instances)
+    many = f"{first.key}, ... ({len(group.instances)} blocks)"  # the first names the kind
+    w.line(f'"""Source blocks {keys if len(keys) <= 70 else many}."""')
+    offset = 0  # number columns count over the whole block
+    for parts, comment in first.rows:
+        w.line(render(parts, lambda v: names[v], lambda i, n: number(offset + i, n), string), comment)
+        offset += sum(kind == "n" for kind, _ in parts)
     w.line(f"return {', '.join(names[v] for v in first.outputs)}")
+    if shortcut:  # Note [an optional shortcut] in optional.py
+        w.rows = _guarded(w.rows, shortcut.run, flag, names, _keys(group, shortcut))
     emitter.functions.append(w.text())
     for inst in group.instances:
         emitter.hidden.update(v for v in inst.locals if v not in inst.outputs)
