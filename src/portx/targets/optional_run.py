@@ -90,7 +90,7 @@ def _match(pa, pb, where) -> bool:
         return False
     found = dict(where)
     for (ka, va), (kb, vb) in zip(pa, pb):
-        if ka != kb or (ka in "ts" or ka == "a") and va != vb or ka == "n" and real(va) != real(vb):
+        if ka != kb or ka in ("t", "s", "e", "a") and va != vb or ka == "n" and real(va) != real(vb):
             return False
         if ka == "v" and found.setdefault(va, vb) != vb:
             return False
