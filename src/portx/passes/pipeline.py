@@ -9,6 +9,7 @@ from ..ir import IRError, validate
 from .blocks import record_blocks
 from .fold import (drop_dropout, drop_zero_dropout, fold_batch_norm, fold_pool_then_reshape,
                    merge_reshapes_and_permutes, remove_dead_nodes)
+from .fold_pad import fold_pad_into_conv
 from .fuse_attention import fuse_attention
 from .layout import to_channels_first, to_channels_last
 from .sharding import record_sharding
@@ -28,10 +29,11 @@ PIPELINES = {
                   drop_dropout, fold_batch_norm, to_channels_last, compute_float8_in_float32, record_sharding,
                   record_blocks),
     # torch-xla: a Keras source's NHWC -> NCHW -> op -> NHWC pairs cancel (passes/layout/__init__.py); int64
-    # stays (op_tables/torch_xla.toml dtype.int64: the emitted module keeps torch's index dtypes)
+    # stays (op_tables/torch_xla.toml dtype.int64: the emitted module keeps torch's index dtypes); a Keras
+    # ZeroPadding2D before a "valid" Conv2D is the conv's padding (Note [a pad folded into its convolution])
     "torch-xla": (remove_dead_nodes, fuse_attention, decompose, legalize_for_torch_xla, to_channels_first,
-                  merge_reshapes_and_permutes, fold_pool_then_reshape, cast_float64_to_float32, drop_zero_dropout,
-                  drop_dropout, fold_batch_norm, record_sharding, record_blocks),
+                  merge_reshapes_and_permutes, fold_pad_into_conv, fold_pool_then_reshape, cast_float64_to_float32,
+                  drop_zero_dropout, drop_dropout, fold_batch_norm, record_sharding, record_blocks),
 }
 #: passes that give up training behaviour, run only when asked (``--fold-bn``, ``--inference``)
 INFERENCE_ONLY = ("drop_dropout", "fold_batch_norm")

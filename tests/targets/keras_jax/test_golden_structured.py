@@ -84,8 +84,9 @@ def test_hugging_face_llama_is_one_block_function_in_a_loop_verifies_saves_and_r
 
 
 def test_keras_file_with_repeated_blocks_is_structured_verifies_trains_saves_and_reloads(tmp_path):
-    """A ``.keras`` file (keras.applications' ``block1``, three a stage) to keras-jax: one function for the stages'
-    first blocks, one for the rest called in a loop, every layer under its source name."""
+    """A ``.keras`` file (keras.applications' ``block1``, three a stage) to keras-jax: one function, its shortcut
+    under ``conv_shortcut`` (Note [an optional shortcut] in targets/keras_jax/optional.py), the stages' later blocks
+    called in a loop, every layer under its source name."""
     import keras
 
     source = keras_resnet(stages=(3, 3))
@@ -94,10 +95,12 @@ def test_keras_file_with_repeated_blocks_is_structured_verifies_trains_saves_and
     assert result.report["verification"]["passed"]
     shape = assert_structured(result, "keras-jax")  # every block written by a function, shorter than flat
     code = result.files["code"].read_text()
-    assert shape["defs"] == 2 and "for i in range(2, 4):  # source blocks conv2_block2 to conv2_block3" in code, code
-    # a stage's first block takes its stride, as keras.applications' block1 does (Note [keywords that vary in blocks])
-    assert "\ndef conv_block(x, filters, strides, name):" in code
-    assert "conv_block(conv2, 8, 2, name='conv3_block1')" in code
+    assert shape["defs"] == 1 and "for i in range(2, 4):  # source blocks conv2_block2 to conv2_block3" in code, code
+    # a stage's first block takes its stride and its shortcut, as keras.applications' block1 does (Note [keywords
+    # that vary in blocks])
+    assert "\ndef conv_block(x, filters, strides, name, conv_shortcut=False):" in code
+    assert "conv_block(conv2, 8, 2, conv_shortcut=True, name='conv3_block1')" in code
+    assert "        conv2 = conv_block(conv2, 4, 1, name=f\"conv2_block{i}\")" in code
     converted = result.model
     assert {layer.name for layer in converted.layers} >= {layer.name for layer in source.layers} - {"input_layer"}
     x = np.random.default_rng(0).standard_normal((2, 16, 16, 3)).astype(np.float32)

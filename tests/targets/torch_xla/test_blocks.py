@@ -109,3 +109,41 @@ def test_zoo_resnet_basic_blocks_are_one_class_with_an_optional_downsample(tmp_p
     assert ") if downsample else None" in code and "stride=1" not in code
     assert list(result.model.state_dict()) == list(model.state_dict())
     assert result.model.layer1[0].downsample is None and isinstance(result.model.layer2[0].downsample, nn.Sequential)
+
+
+class _Dilated(nn.Module):
+    """A stage's blocks as torchvision's ``replace_stride_with_dilation`` makes them: the first block keeps the
+    dilation before the stage (``padding=1``), the others dilate (``padding=2, dilation=2``)."""
+
+    def __init__(self, dilation):
+        super().__init__()
+        self.conv1 = nn.Conv2d(4, 4, 3, padding=dilation, dilation=dilation, bias=False)
+        self.bn1 = nn.BatchNorm2d(4)
+        self.conv2 = nn.Conv2d(4, 4, 3, padding=dilation, dilation=dilation, bias=False)
+        self.bn2 = nn.BatchNorm2d(4)
+
+    def forward(self, x):
+        return torch.relu(self.bn2(self.conv2(torch.relu(self.bn1(self.conv1(x))))) + x)
+
+
+class _DilatedStage(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem, self.layer = nn.Conv2d(3, 4, 1), nn.Sequential(*[_Dilated(d) for d in (1, 2, 2, 2)])
+
+    def forward(self, x):
+        return self.layer(self.stem(x))
+
+
+def test_blocks_that_differ_by_their_dilation_are_one_class(tmp_path):
+    """Note [optional submodules] in targets/torch_xla/optional.py: ``dilation=1`` is written inside blocks before
+    they are compared, as ``stride=1`` is, and left out where it is 1 in every block."""
+    torch.manual_seed(0)
+    model = _DilatedStage().eval()
+    x = torch.randn(2, 3, 12, 12)
+    result = portx.convert(model, example_inputs=(x,), to="torch-xla", out=tmp_path / "out")  # verifies
+    code = result.files["code"].read_text()
+    assert_structured(result, "torch-xla")
+    assert code.split("class Model", 1)[0].count("(nn.Module):") == 1, code
+    assert "dilation=padding" in code or "dilation=dilation" in code, code
+    assert list(result.model.state_dict()) == list(model.state_dict())

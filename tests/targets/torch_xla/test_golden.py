@@ -60,15 +60,19 @@ def test_keras_applications_blocks_nest_under_their_stage(tmp_path):
 @pytest.mark.parametrize("make", [small_resnet, keras_resnet], ids=["resnet", "keras_resnet"])
 def test_two_blocks_a_stage_share_classes_and_keep_the_source_s_keys(make, tmp_path):
     """Two blocks a stage: the first of each stage (a projection shortcut, stride 1 or 2) shares the class of the
-    others where the projection is one optional submodule (a torch source's ``downsample``, Note [optional
-    submodules] in targets/torch_xla/optional.py), and the first blocks of the stages share one where it is not
-    (Keras' ``_0_conv``); the code is shorter than the flat form and keeps a torch source's keys."""
+    others, its projection an optional submodule (a torch source's ``downsample``) or optional layers (Keras'
+    ``_0_conv`` and ``_0_bn``, each built where it is: Note [optional submodules] in targets/torch_xla/optional.py);
+    the code is shorter than the flat form and keeps the source's keys."""
     source = make()
     kwargs = {"example_inputs": source[1]} if isinstance(source, tuple) else {}
     result = portx.convert(source[0] if kwargs else source, out=tmp_path / "out", to="torch-xla", **kwargs)
     code = result.files["code"].read_text()
     assert_structured(result, "torch-xla")
-    assert code.split("class Model", 1)[0].count("(nn.Module):") == (1 if kwargs else 2), code
+    assert code.split("class Model", 1)[0].count("(nn.Module):") == 1, code
+    if not kwargs:  # the shortcut's layers where Keras has them: the state_dict's order is the flat code's
+        keys = [k.split(".")[2] for k in result.model.state_dict() if k.startswith("conv3.0.") and "weight" in k]
+        assert keys == ["_1_conv", "_1_bn", "_2_conv", "_2_bn", "_3_conv", "_0_conv", "_0_bn", "_3_bn"], keys
+        assert "Block(16, 8, 2, shortcut=True)," in code and result.model.conv3[1]._0_conv is None
     if kwargs:
         assert list(result.model.state_dict()) == list(source[0].state_dict())
         assert "Bottleneck(16, 8, 2, downsample=True)," in code and result.model.layer1[1].downsample is None

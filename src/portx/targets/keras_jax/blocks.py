@@ -15,6 +15,7 @@ from ..auto_names import auto_names, cut_family, local_name, numbered_name
 from ..codegen import LineWriter, Namespace, literal
 from ..structure import assigned_names, block_groups, block_lines, family_name, ident, lines_of, loops, param_name, \
     pieces, render, source_class
+from .optional import merge_optional
 
 __all__ = ["write_blocks"]
 
@@ -106,22 +107,23 @@ def write_blocks(emitter, outs, width=100) -> list:
                           auto_names(emitter.graph))
     if not groups:
         return outs
+    groups, shortcuts = merge_optional(groups)  # Note [an optional shortcut] in optional.py
     calls, rename, hidden = {}, {}, set(emitter.hidden)
     for group in groups:
-        fn, order = _function(emitter, group, width)
+        fn, order = _function(emitter, group, width, shortcuts.get(id(group)))
         for run, pos in loops(group):
-            calls[run[0].start] = (run, pos, fn, group, order)
+            calls[run[0].start] = (run, pos, fn, group, order, shortcuts.get(id(group)))
     body = LineWriter(width)
     body.indent = 1
     skip = set()
     for i, (indent, text, comment) in enumerate(rows):
         if i in calls:
-            run, pos, fn, group, order = calls[i]
+            run, pos, fn, group, order, shortcut = calls[i]
             skip.update(range(run[0].start, run[-1].stop))
             for line in (line for inst in run for line in inst.hoisted):  # before the calls that read them
                 body.indent = rows[line][0]
                 body.line(rows[line][1], rows[line][2])
-            _call(emitter, body, run, pos, (fn, order), group, rename)
+            _call(emitter, body, run, pos, (fn, order), group, rename, shortcut)
         if i in skip:
             continue
         body.indent = indent
@@ -140,11 +142,13 @@ def write_blocks(emitter, outs, width=100) -> list:
     return [rename.get(o, o) for o in outs]
 
 
-def _call(emitter, body, run, pos, function, group, rename) -> None:
-    """One call, or a loop over the consecutive blocks of ``run``; ``function``: its name and input order."""
+def _call(emitter, body, run, pos, function, group, rename, shortcut=None) -> None:
+    """One call, or a loop over the consecutive blocks of ``run``; ``function``: its name and input order;
+    ``shortcut``: the group's optional part (Note [an optional shortcut] in optional.py)."""
     (fn, order), first = function, run[0]
     args = [rename.get(v, v) for v in first.inputs]
-    numbers = [first.numbers[col] for col in group.columns]
+    flag = [f"{shortcut.flag}=True"] if shortcut and id(first) in shortcut.flagged else []
+    numbers = [first.numbers[col] for col in group.columns] + flag  # before name=, as keras.applications writes it
     body.indent = 1
     if len(run) == 1:
         args = [args[i] for i in order] + numbers + [f"name={literal(first.suffix or first.prefix)}"]
@@ -200,9 +204,29 @@ def _input_order(first, model_inputs) -> list:
     return [main] + [i for i in order if i != main]
 
 
-def _function(emitter, group, width) -> tuple:
+def _keys(group, shortcut) -> str:
+    """The group's block keys in source order, or where they are many the first of each kind (with the shortcut and
+    without: tests/support/structured_code.py reads them) and their count."""
+    keys = ", ".join(inst.key for inst in sorted(group.instances, key=lambda inst: inst.start))
+    kinds = group.instances[:1] + [i for i in group.instances if shortcut and id(i) not in shortcut.flagged][:1]
+    return keys if len(keys) <= 70 else f"{', '.join(i.key for i in kinds)}, ... ({len(group.instances)} blocks)"
+
+
+def _guarded(rows, run, flag, names, keys) -> list:
+    """A function's ``rows`` (its def, docstring, then a row per statement) with the ``run``'s statements under
+    ``if flag:``, ``else:`` its output set to the input it stands for, and its docstring naming ``keys`` (Note [an
+    optional shortcut] in optional.py)."""
+    start, stop = 2 + run.rows.start, 2 + run.rows.stop
+    indent, (doc_indent, _, doc_comment) = rows[start][0], rows[1]
+    return rows[:1] + [(doc_indent, f'"""Source blocks {keys}."""', doc_comment)] + rows[2:start] + \
+        [(indent, f"if {flag}:", "")] + [(d + 1, text, comment) for d, text, comment in rows[start:stop]] + \
+        [(indent, "else:", ""), (indent + 1, f"{names[run.output]} = {names[run.input]}", "")] + rows[stop:]
+
+
+def _function(emitter, group, width, shortcut=None) -> tuple:
     """Write the group's function into ``emitter.functions``; returns its name and the order it takes the blocks'
-    inputs in (``_input_order``)."""
+    inputs in (``_input_order``). ``shortcut``: the statements only its first blocks have, under a flag (Note [an
+    optional shortcut] in optional.py)."""
     first = group.instances[0]
     members = [inst.key for inst in group.instances]
     cut = cut_family(members, emitter.graph)  # Note [names of cut blocks' kinds] in auto_names.py
@@ -219,6 +243,9 @@ def _function(emitter, group, width) -> tuple:
                            "out" if v == first.prefix else _without(v, first.suffix) if first.suffix else
                            local_name(v, emitter.graph), "v") for v in first.locals}
     names.update(inputs)
+    flag = local.name(shortcut.flag) if shortcut else None
+    if shortcut:
+        names[shortcut.run.output] = local.name("shortcut", "v")
 
     def number(i, text):
         if i not in group.params:
@@ -236,7 +263,7 @@ def _function(emitter, group, width) -> tuple:
         return numbered_name(stem, offset, number(col, first.numbers[col]))
 
     w = LineWriter(width)
-    w.line(f"def {fn}({', '.join(list(inputs.values()) + params + ['name'])}):")
+    w.line(f"def {fn}({', '.join(list(inputs.values()) + params + ['name'] + ([f'{flag}=False'] if flag else []))}):")
     w.indent = 1
     keys = ", ".join(inst.key for inst in group.instances)
     many = f"{first.key}, ... ({len(group.instances)} blocks)"  # the first names the kind
@@ -246,6 +273,8 @@ def _function(emitter, group, width) -> tuple:
         w.line(render(parts, lambda v: names[v], lambda i, n: number(offset + i, n), string, auto=auto), comment)
         offset += sum(kind == "n" for kind, _ in parts)
     w.line(f"return {', '.join(names[v] for v in first.outputs)}")
+    if shortcut:  # Note [an optional shortcut] in optional.py
+        w.rows = _guarded(w.rows, shortcut.run, flag, names, _keys(group, shortcut))
     emitter.functions.append(w.text())
     for inst in group.instances:
         emitter.hidden.update(v for v in inst.locals if v not in inst.outputs)

@@ -14,10 +14,11 @@ import re
 
 from ..auto_names import cut_family
 from ..codegen import LineWriter, Namespace
+from ..optional_run import optional_params
 from ..structure import family_name, ident, number_params, param_name, render, source_class
 from .block_args import forward_order, forward_values
 from .nesting import nest
-from .optional import guard_init, optional_params, without_strides
+from .optional import guard_each, guard_init, without_strides
 
 __all__ = ["attr_name", "class_names", "own_attribute", "own_path", "relative", "write_class"]
 
@@ -126,14 +127,19 @@ def write_class(emitter, members, cls, reserved, optional=None):
     own, forward = LineWriter(), LineWriter()
     own.indent = forward.indent = 2
     if optional:
-        locals_[optional.output] = local.name(optional.name, "v")
+        locals_[optional.run.output] = local.name(optional.name, "v")
     _lines(own, init.rows, {}, number, 0)
     own.rows = [(indent, without_strides(text), comment) for indent, text, comment in own.rows]
     _lines(forward, body.rows, {**locals_, **inputs}, lambda i, t: number(i, t, True), split, optional)
     forward.line(f"return {', '.join(locals_[v] for v in body.outputs)}")
     paths, classes = relative(emitter, members)
     rows, forward.rows, moved = nest(own.rows, forward.rows, paths, set(args), reserved, classes)
-    rows = guard_init(rows, optional.name, flag) if optional else rows
+    if optional and optional.guard != optional.name:  # several submodules, each built where it is
+        rows = guard_each(rows, [attr_name(a) for a in optional.attrs], flag)
+        if rows is None:
+            return None
+    elif optional:
+        rows = guard_init(rows, optional.name, flag)
     w.rows += rows
     w.indent = 1
     w.line("")
@@ -170,14 +176,14 @@ def _lines(w, rows, names, number, offset, optional=None) -> None:
     """Each row rendered; the rows of an ``optional`` part under ``if self.<part> is not None:``, its output begun
     at the input it stands in for (Note [optional submodules] in optional.py)."""
     for i, (parts, comment) in enumerate(rows):
-        if optional and i == optional.rows.start:
-            w.line(f"{names[optional.output]} = {names[optional.input]}")
-            w.line(f"if self.{optional.name} is not None:")
+        if optional and i == optional.run.rows.start:
+            w.line(f"{names[optional.run.output]} = {names[optional.run.input]}")
+            w.line(f"if self.{attr_name(optional.guard)} is not None:")
             w.indent += 1
         w.line(render(parts, lambda v: names[v], lambda i, t: number(offset + i, t),
                       lambda s: repr(attr_name(s.lstrip("_"))), attr_name), comment)
         offset += sum(kind == "n" for kind, _ in parts)
-        if optional and i == optional.rows.stop - 1:
+        if optional and i == optional.run.rows.stop - 1:
             w.indent -= 1
 
 

@@ -23,12 +23,13 @@ import keyword
 import re
 
 from ..codegen import LineWriter
+from ..optional_run import aligned, arrange, optional_params
 from ..structure import assigned_names, block_lines, find_outputs, ident, instance, lines_of, pieces, render
 from .block_args import is_own_buffer, named_child, own_constants
 from .block_class import attr_name, class_names, own_attribute, relative, write_class
 from .containers import EACH, chain, child, named_container, plain_names, write_call, write_container
 from .nesting import nest
-from .optional import aligned, optional_params, optional_part, with_strides, without_strides
+from .optional import optional_part, with_strides, without_strides
 
 __all__ = ["write_modules"]
 
@@ -212,15 +213,19 @@ def _merge(emitter, classes) -> tuple:
             found = optional_part(classes[ka][0], classes[kb][0], lambda x: paths.get(attr_name(x), ""))
             if found is None:
                 continue
+            bodies = [arrange(found.run, b) for _, b in classes[ka]]  # the run gathered, operands swapped as kb's
             split, size = len(classes[ka][0][0].numbers), sum(map(len, (classes[ka][0][0].numbers,
                                                                      classes[ka][0][1].numbers)))
             laid = [aligned(i.numbers + b.numbers, size, found.positions) for i, b in classes[kb]]
-            if None in laid or optional_params([i.numbers + b.numbers for i, b in classes[ka]] + laid,
+            if None in laid or optional_params([i.numbers + b[1] for (i, _), b in zip(classes[ka], bodies)] + laid,
                                                found.positions) is None:
                 continue
+            for (_, body), (rows, numbers) in zip(classes[ka], bodies):
+                body.rows, body.numbers = rows, numbers
             for (init, body), numbers in zip(classes[kb], laid):
                 init.numbers, body.numbers = numbers[:split], numbers[split:]
             found.members = {id(i) for i, _ in classes[ka]}
+            alias[_template(*classes[ka][0])] = kb
             classes[kb] = classes.pop(ka) + classes[kb]
             alias[ka], parts[kb] = kb, found
             break
