@@ -14,6 +14,7 @@ import re
 from ..codegen import LineWriter, Namespace, literal
 from ..structure import assigned_names, block_groups, block_lines, family_name, ident, lines_of, loops, param_name, \
     pieces, render, source_class
+from .scopes import function_scopes, layer_scopes, open_scopes
 
 __all__ = ["write_blocks"]
 
@@ -233,6 +234,8 @@ def _function(emitter, group, width) -> tuple:
     for parts, comment in first.rows:
         w.line(render(parts, lambda v: names[v], lambda i, n: number(offset + i, n), string), comment)
         offset += sum(kind == "n" for kind, _ in parts)
+    scopes = function_scopes(group.instances, layer_scopes(emitter))  # Note [emitted name scopes] in scopes.py
+    w.rows[2:] = open_scopes(w.rows[2:], scopes, lambda text: text)
     w.line(f"return {', '.join(names[v] for v in first.outputs)}")
     emitter.functions.append(w.text())
     for inst in group.instances:
