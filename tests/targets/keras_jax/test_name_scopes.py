@@ -81,3 +81,20 @@ def test_a_model_without_name_scopes_opens_none(tmp_path):
     source = keras.Model(inputs, layers.Dense(2, name="dense")(inputs))
     result = portx.convert(source, to="keras-jax", out=tmp_path / "out", grad=False)
     assert "name_scope" not in result.files["code"].read_text()
+
+
+def test_scopes_open_around_their_statements_and_names_with_quotes_stay_python():
+    from portx.targets.keras_jax.scopes import _named, open_scopes
+
+    rows = [(1, "a = f(x)", ""), (1, "b = g(a)", ""), (1, "c = h(b)", ""), (2, "d = c", ""), (1, "e = k(d)", "")]
+    got = open_scopes(rows, [("s", "t"), None, ("s",), None, None])
+    assert got == [(1, "with keras.name_scope('s'):", ""), (2, "with keras.name_scope('t'):", ""),
+                   (3, "a = f(x)", ""), (2, "b = g(a)", ""), (2, "c = h(b)", ""), (3, "d = c", ""),
+                   (1, "e = k(d)", "")]
+
+    class Block:
+        suffix, prefix = "0", "cell"
+
+    for scope, want in (("normal_A_block_0", "normal_A_block_7"), ('a"b\\_0', 'a"b\\_7'), ("x{y}_0", "x{y}_7"),
+                        ("block_1", "block_1"), ("0", "7")):
+        assert eval(_named(scope, Block), {"name": "7"}) == want  # noqa: S307 - the emitted expression itself

@@ -121,5 +121,7 @@ def _named(scope, first) -> str:
     pattern = rf"(?:^|(?<=_)){re.escape(ident)}(?=_|$)"
     if ident and re.search(pattern, scope):
         text = re.sub(pattern, "{name}", scope.replace("{", "{{").replace("}", "}}"))
-        return "name" if text == "{name}" else f'f"{text}"'
+        if text == "{name}":
+            return "name"
+        return f'f"{text}"' if text.isprintable() and not set(text) & set("\"\\'") else "f" + repr(text)
     return literal(scope)
