@@ -14,7 +14,7 @@ from collections import Counter
 
 from portx.targets import TARGETS
 
-__all__ = ["structure", "assert_structured"]
+__all__ = ["structure", "assert_structured", "assert_keras_trains_saves_reloads"]
 
 _DOC = re.compile(r'^\s*"""Source blocks (.*)\."""$', re.M)
 
@@ -56,3 +56,16 @@ def assert_structured(result, target, repeats=True, shorter=True, longer=False) 
     if shape["repeated"]:
         assert shape["defs"] and (shape["lines"] < shape["flat"] or not shorter), shape
     return shape
+
+
+def assert_keras_trains_saves_reloads(converted, x, outputs, folder) -> None:
+    """A converted Keras model fits one epoch on ``x`` (zero targets of shape ``outputs``), saves to a ``.keras``
+    file in ``folder`` and reloads to the same outputs."""
+    import keras
+    import numpy as np
+
+    converted.compile(optimizer="sgd", loss="mse")
+    converted.fit(x, np.zeros(outputs, np.float32), epochs=1, verbose=0)
+    converted.save(folder / "again.keras")
+    again = keras.saving.load_model(folder / "again.keras")
+    np.testing.assert_allclose(np.asarray(again(x)), np.asarray(converted(x)), rtol=1e-5, atol=1e-5)

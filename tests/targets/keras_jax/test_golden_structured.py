@@ -11,7 +11,7 @@ import pytest
 
 import portx
 from tests.support.golden import check_golden
-from tests.support.structured_code import assert_structured
+from tests.support.structured_code import assert_keras_trains_saves_reloads, assert_structured
 from tests.support.structured_models import hf_llama, keras_resnet, small_decoder, small_resnet, small_vit
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -87,8 +87,6 @@ def test_keras_file_with_repeated_blocks_is_structured_verifies_trains_saves_and
     """A ``.keras`` file (keras.applications' ``block1``, three a stage) to keras-jax: one function, its shortcut
     under ``conv_shortcut`` (Note [an optional shortcut] in targets/keras_jax/optional.py), the stages' later blocks
     called in a loop, every layer under its source name."""
-    import keras
-
     source = keras_resnet(stages=(3, 3))
     source.save(tmp_path / "resnet.keras")
     result = portx.convert(str(tmp_path / "resnet.keras"), to="keras-jax", out=tmp_path / "out")  # verifies
@@ -105,8 +103,4 @@ def test_keras_file_with_repeated_blocks_is_structured_verifies_trains_saves_and
     assert {layer.name for layer in converted.layers} >= {layer.name for layer in source.layers} - {"input_layer"}
     x = np.random.default_rng(0).standard_normal((2, 16, 16, 3)).astype(np.float32)
     np.testing.assert_allclose(np.asarray(converted(x)), np.asarray(source(x)), rtol=1e-4, atol=1e-4)
-    converted.compile(optimizer="sgd", loss="mse")
-    converted.fit(x, np.zeros((2, 10), np.float32), epochs=1, verbose=0)
-    converted.save(tmp_path / "again.keras")
-    again = keras.saving.load_model(tmp_path / "again.keras")
-    np.testing.assert_allclose(np.asarray(again(x)), np.asarray(converted(x)), rtol=1e-5, atol=1e-5)
+    assert_keras_trains_saves_reloads(converted, x, (2, 10), tmp_path)

@@ -10,6 +10,14 @@ stored Value again for the same layer, hint and array. Unsupported layers are co
 UnsupportedOps once the whole model was scanned. A layer without a rule is traced through instead (Note [keras
 composite layers] in keras_traced.py).
 
+Note [keras name scopes]: a layer built inside ``keras.name_scope("cell")`` (keras.applications' NASNet opens one
+per cell and per branch) has the path ``cell/<layer name>``, and so do its weights (``cell/conv/kernel``); a layer
+without a ``build`` (Activation) keeps the scopes it was first called in as ``_parent_path`` only. The walker
+records each top-level layer's scopes, ``graph.meta["name_scopes"]``: {layer scope: ``"cell/branch"``}, only where
+there are some; the keras-jax emitter opens the same scopes around the layer (targets/keras_jax/scopes.py). A
+Sequential builds its layers inside its own scope (``sequential/dense/kernel``): that one is left out, as the
+emitted model is a Functional one that opens none (its paths stay ``dense/kernel``, as before).
+
 Note [keras layout]: Keras tensors are channels-last while IR conv/pool/norm ops are channels-first (ATen). Rules
 wrap such ops in ``to_channels_first`` / ``to_channels_last`` permutes; the layout pass cancels the pairs.
 
@@ -162,6 +170,7 @@ class _Walker:
         self.traced = False  # a layer was traced: a failed try may have left dead nodes
         self.masks = {}  # id(Keras mask tensor) -> bool Value: masks a rule bound (KerasCall.bind_mask)
         self.classes = {}  # layer scope -> its class name (meta["module_classes"]: block classes are named after it)
+        self.name_scopes = {}  # layer scope -> the Keras name scopes it was built in (Note [keras name scopes])
 
 
     def call(self, node, scope, args, kwargs, inputs) -> KerasCall:
@@ -212,6 +221,10 @@ class _Walker:
             return
         key = rule_key(op)
         self.classes.setdefault(scope, type(op).__name__)
+        path = getattr(op, "path", None) or ""  # Note [keras name scopes]
+        path = path[: -len(op.name) - 1] if path.endswith("/" + op.name) else getattr(op, "_parent_path", None)
+        if not prefix and path:
+            self.name_scopes[scope] = path
         entry = IMPORT_RULES.get("keras", {}).get(key)
         if entry is None and not traceable(op):
             self.fail(key, scope, _missing_reason(op))
@@ -306,6 +319,10 @@ def lower_keras(model, input_types, name="model") -> "Graph":  # noqa: F821
         raise UnsupportedOps([(k, s, r) for (k, r), s in walker.failures.items()], where=f"Keras model {model.name}")
     graph = walker.builder.finish(outs)
     graph = graph.replace(meta={**graph.meta, "module_classes": walker.classes})
+    own = model.name + "/"  # a Sequential builds its layers in its own scope: the emitted model opens none
+    scopes = {k: (v + "/")[len(own):-1] if (v + "/").startswith(own) else v for k, v in walker.name_scopes.items()}
+    if any(scopes.values()):  # Note [keras name scopes]
+        graph = graph.replace(meta={**graph.meta, "name_scopes": {k: v for k, v in scopes.items() if v}})
     return with_layer_outputs(prune_graph(graph) if walker.traced else graph, fn, walker.top)
 
 

@@ -16,6 +16,7 @@ from ..codegen import LineWriter, Namespace, literal
 from ..structure import assigned_names, block_groups, block_lines, family_name, ident, lines_of, loops, param_name, \
     pieces, render, source_class
 from .optional import merge_optional
+from .scopes import function_scopes, layer_scopes, open_scopes
 
 __all__ = ["write_blocks"]
 
@@ -272,6 +273,8 @@ def _function(emitter, group, width, shortcut=None) -> tuple:
     for parts, comment in first.rows:
         w.line(render(parts, lambda v: names[v], lambda i, n: number(offset + i, n), string, auto=auto), comment)
         offset += sum(kind == "n" for kind, _ in parts)
+    scopes = function_scopes(group.instances, layer_scopes(emitter))  # Note [emitted name scopes] in scopes.py
+    w.rows[2:] = open_scopes(w.rows[2:], scopes, lambda text: text)
     w.line(f"return {', '.join(names[v] for v in first.outputs)}")
     if shortcut:  # Note [an optional shortcut] in optional.py
         w.rows = _guarded(w.rows, shortcut.run, flag, names, _keys(group, shortcut))

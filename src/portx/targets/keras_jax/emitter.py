@@ -23,6 +23,7 @@ from .style import VariableNames, auto_names_in, layer_args, layout_sentence
 from ..constants import evaluate_constant, live_values
 from ..refused import refused_build
 from .blocks import write_blocks
+from .scopes import body_scopes, layer_scopes, open_scopes
 from .sharded import DEFAULT_SHARD_GB, SHARDED_FILE, abstract_model, write_sharded
 from .sharding import layout_map_source, variable_splits
 from .model_classes import DRAW_MODEL, FREE_SHAPE_LAYER, constant_model_body, draws_random, write_size_checks
@@ -292,6 +293,7 @@ class KerasEmitter(EmitterBase):
         self._anchor = self.names[self.graph.inputs[0]] if not drawn else "anchor"
         self.emit_nodes()
         outs = write_blocks(self, [self._output_ref(v) for v in self.graph.outputs], _WIDTH)
+        self.body.rows = open_scopes(self.body.rows, body_scopes(self.body.rows, layer_scopes(self)))
         return self._module_text(head.text() + self.body.text(), outs)
 
     def var_of(self) -> dict:
