@@ -58,20 +58,22 @@ class Namespace:
         """Give back a name handed out but not used."""
         self._taken.discard(name)
 
-    def name(self, raw: str, fallback: str = "v", room: int = 0) -> str:
+    def name(self, raw: str, fallback: str = "v", room: int = 0, cased: bool = False) -> str:
         """A fresh identifier derived from ``raw`` (see Note [untrusted names]); ``room``: characters allowed past
-        the usual length (a repeated block's longer prefix, Note [names in longer blocks] in keras_jax/style.py)."""
-        base = _NOT_IDENT.sub("_", str(raw)).strip("_")[:_MAX_LEN + room].strip("_").lower() or fallback
+        the usual length (a repeated block's longer prefix, Note [names in longer blocks] in keras_jax/style.py);
+        ``cased``: in ``raw``'s letter case (a Keras layer's name, ``block_2_expand_BN``), unique in lower case,
+        so that its ``.lower()`` is the identifier taken."""
+        base = _NOT_IDENT.sub("_", str(raw)).strip("_")[:_MAX_LEN + room].strip("_") or fallback
         if base[0].isdigit():
             base = f"{fallback}_{base}"
         if base.startswith("__"):
             base = base.lstrip("_") or fallback
-        candidate, n = base, 1
+        candidate, n = base.lower(), 1
         while candidate in self._taken:
-            candidate = f"{base}_{n}"
+            candidate = f"{base.lower()}_{n}"
             n += 1
         self._taken.add(candidate)
-        return candidate
+        return base + candidate[len(base):] if cased else candidate
 
 
 def literal(value, free=None) -> str:
