@@ -34,6 +34,8 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 
+from .arg_names import argument_name
+
 __all__ = ["Instance", "Group", "block_groups", "block_lines", "block_rooms", "room_of", "instance", "pieces", "render", "loops",
            "number_params", "ident", "param_name", "family_name", "source_class", "find_outputs", "assigned_names",
            "lines_of"]
@@ -298,14 +300,6 @@ def _chain(last, inst, first):
     return pos if same else None
 
 
-#: the names of the first positional arguments of layers and modules, for the numbers a block passes them
-ARG_NAMES = {"Conv1D": ("filters",), "Conv2D": ("filters",), "Conv3D": ("filters",), "Dense": ("units",),
-             "Conv2DTranspose": ("filters",), "Conv1d": ("in_channels", "out_channels"),
-             "Conv2d": ("in_channels", "out_channels"), "Linear": ("in_features", "out_features"),
-             "BatchNorm2d": ("num_features",), "BatchNorm1d": ("num_features",), "LayerNorm": ("normalized_shape",),
-             "Embedding": ("num_embeddings", "embedding_dim"), "GroupNorm": ("num_groups", "num_channels")}
-
-
 def family_name(group) -> str:
     """``layer`` for blocks of ``model.layers``, ``block`` for blocks of several containers."""
     parents = {inst.parent for inst in group.instances}
@@ -327,32 +321,21 @@ def source_class(keys, classes) -> str:
 
 
 def param_name(inst, col) -> str:
-    """A name for number column ``col``: its keyword, or the layer's first positional argument's name."""
+    """A name for number column ``col``: the layer argument it feeds (Note [block arguments named for what they
+    feed] in arg_names.py). Example: ``layers.ZeroPadding2D(((0, 1), (0, 1)), ...)``'s numbers -> ``padding``."""
     count = 0
     for parts, _ in inst.rows:
         for j, (kind, value) in enumerate(parts):
             if kind != "n":
                 continue
             if count == col:
-                before = parts[j - 1][1] if j and parts[j - 1][0] == "t" else ""
-                if before.rstrip().endswith("="):
-                    return before.rstrip()[:-1].rsplit(" ", 1)[-1].rsplit("(", 1)[-1]
-                return _positional(parts[:j])
+                return argument_name("".join(_PLACEHOLDER.get(k, v) for k, v in parts[:j]))
             count += 1
     return "size"
 
 
-def _positional(parts) -> str:
-    """The name of the positional argument a number at the end of ``parts`` is: ``nn.Conv2d(8, `` -> out_channels."""
-    position = 0
-    for kind, value in reversed(parts):
-        if kind == "t" and value.endswith("("):
-            names = ARG_NAMES.get(value[:-1].rsplit(".", 1)[-1].rsplit("(", 1)[-1], ())
-            return names[position] if position < len(names) else "size"
-        if kind != "n" and not (kind == "t" and value == ", "):
-            return "size"
-        position += kind == "n"
-    return "size"
+#: what ``param_name`` reads a statement's pieces as: the block's own names and numbers as plain tokens
+_PLACEHOLDER = {"v": "v", "n": "0", "s": "''", "a": "self.a"}
 
 
 def assigned_names(emitter) -> set:
