@@ -34,6 +34,7 @@ import numpy as np
 from ..errors import Unsupported, UnsupportedOps
 from ..ir import FreeDimRefused, SymDim, lookup
 from ..progress import step
+from .block_sites import block_site
 from .comments import comment_text, module_comment, module_sentences
 from .linewrap import wrap_line
 from .origins import record_origins
@@ -289,7 +290,11 @@ class EmitterBase:
         raise FreeDimRefused(f"dimension {dim} is free at run time", dim.symbols)
 
     def site(self, symbol):
-        """(input Value, axis) where ``symbol`` is read at run time (its first site)."""
+        """(Value, axis) where ``symbol`` is read at run time: in a repeated block, from a value the block has (Note
+        [a block reads its own batch] in block_sites.py), else the model input of its first site."""
+        found = block_site(self, symbol)
+        if found is not None:
+            return found
         index, axis = self.graph.meta["free"]["dims"][symbol]["sites"][0]
         return self.graph.inputs[index], axis
 
@@ -327,6 +332,7 @@ class EmitterBase:
         failures, refused = {}, None
         for done, node in enumerate(self.graph.nodes):
             step(done, len(self.graph.nodes), f"{node.scope or '<top>'} ({node.op.name})")  # progress.py display
+            self.at = done  # the node being written (block_sites.py)
             self.check(node)
             rule = node.op.emit_rules.get(self.TARGET)
             plain, free = node.attrs, self.graph.free_attrs(node)
@@ -356,6 +362,7 @@ class EmitterBase:
                 failures.setdefault((node.op.name, str(exc)), []).append(node.scope or node.outputs[0].name)
                 for value in node.outputs:  # a stand-in, so that later rules keep going
                     self.names.setdefault(value, f"unsupported_{len(self.names)}")
+        self.at = None
         if failures:
             raise UnsupportedOps([(op, scopes, reason) for (op, reason), scopes in failures.items()],
                                  where=f"target {self.TARGET}")
