@@ -52,12 +52,10 @@ def ident(key: str) -> str:
 
 
 def block_rooms(blocks) -> dict:
-    """{a block's name prefix: characters its names may run past the usual length}: as many as the prefix is longer
-    than the first of its kind's (Note [names in longer blocks] in keras_jax/style.py). ``blocks``:
-    graph.meta["blocks"]. Example: ``transformer_layer_10_`` -> 1 where ``transformer_layer_0_`` is the first."""
-    first = {}
-    return {f"{ident(b['key'])}_": len(ident(b["key"])) - len(ident(first.setdefault(b["kind"], b)["key"]))
-            for b in blocks or []}
+    """{a block's name prefix: characters its names may run past the usual length}: the prefix's own, so that a
+    name is cut (if at all) after it, where the block's function or class writes it (Note [names in longer blocks]
+    in keras_jax/style.py). ``blocks``: graph.meta["blocks"]. Example: ``transformer_layer_10_`` -> 21."""
+    return {f"{ident(b['key'])}_": len(ident(b["key"])) + 1 for b in blocks or []}
 
 
 def room_of(rooms, raw: str) -> int:
