@@ -74,7 +74,8 @@ class Namespace:
             candidate = f"{base.lower()}_{n}"
             n += 1
         self._taken.add(candidate)
-        return base + candidate[len(base):] if cased else candidate
+        written = base + candidate[len(base):]  # ``None`` or ``Exception`` in its case is a keyword or builtin
+        return written if cased and written not in self._taken else candidate
 
 
 def literal(value, free=None) -> str:
