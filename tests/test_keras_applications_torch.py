@@ -32,6 +32,9 @@ __all__ = []
 #: EfficientNetV2B0 at 224 set the per-element floor (Note [per-element check] in portx/equivalence.py): its
 #: top_activation reaches 336, and correct conversions differ there by 1.5e-5 * scale.
 FULL_SIZE = sorted(FULL_SIDES)
+#: ConvNeXt's downsampling blocks stay flat: their layers' names carry the block's number too (tests/
+#: test_keras_applications_keras.py, ``FLAT``)
+FLAT = r"convnext_tiny_downsampling_block_\d+"
 
 
 def _emitted_matches_keras(model, x, out):
@@ -67,22 +70,41 @@ def test_application_converts_to_torch_verifies_and_lowers_for_tpu(name, tmp_pat
     _emitted_matches_keras(model, x, result.out)
     # one class per kind of block the application repeats (conv2_block1, block_3, ...), flat where that is
     # shorter (Note [structured only where shorter])
-    assert_structured(result, "torch-xla", longer=True)
-    if name == "ResNet50":
-        _nested_like_keras(model, result.model)
+    assert_structured(result, "torch-xla", longer=True, flat=FLAT)
+    if name in BLOCK_PATHS:
+        _nested_like_keras(model, result.model, *BLOCK_PATHS[name])
     if name == "InceptionV3":
         _inception_blocks_alike(result.model)
 
 
-def _nested_like_keras(model, net):
-    """Each block's layers under its stage, as keras.applications builds them: ``conv2_block1_1_conv`` is
-    ``net.conv2[0]._1_conv`` (Note [nested torch modules] in targets/torch_xla/blocks.py)."""
-    blocks = [(layer, re.match(r"(conv\d)_block(\d+)_(\w+)$", layer.name)) for layer in model.layers if layer.weights]
-    assert sum(found is not None for _, found in blocks) > 100
+#: the torch path of a Keras layer in a block (the state_dict key before ``.weight``): ``(pattern, path)``, the
+#: pattern's groups the container, the block's number (from 1) and the layer's name after the block's, the path with
+#: the number from 0; outside blocks a layer's torch path is its Keras name. Letter case is kept (MobileNetV2's
+#: ``block_2_expand_BN`` is ``block.1.expand_BN``); a SeparableConv2D is two convs (Xception's ``block2_sepconv1`` is
+#: ``block.1.sepconv1_depthwise`` and ``..._pointwise``); ConvNeXt's LayerScale holds its weight as a parameter
+#: ``<block>.layer_scale_gamma``, and the layers of its Sequential stem and downsampling blocks are named after the
+#: Sequential and the layer (``convnext_tiny_stem_convnext_tiny_stem_conv``)
+BLOCK_PATHS = {"ResNet50": (r"(conv\d)_block(\d+)_(\w+)$", "{}.{}._{}"),  # conv2_block1_1_conv: conv2[0]._1_conv
+               "MobileNetV2": (r"(block)_(\d+)_(\w+)$", "{}.{}.{}"),
+               "Xception": (r"(block)(\d+)_(\w+)$", "{}.{}.{}")}
+
+
+def _nested_like_keras(model, net, pattern, path):
+    """Each block's layers under its stage, as keras.applications builds them (``BLOCK_PATHS``; Note [nested torch
+    modules] in targets/torch_xla/blocks.py)."""
+    import keras
+
+    blocks = [(layer, re.match(pattern, layer.name)) for layer in model.layers if layer.weights]
+    assert sum(found is not None for _, found in blocks) > 20
     for layer, found in blocks:
         if found:
             stage, block, rest = found.groups()
-            assert net.get_submodule(f"{stage}.{int(block) - 1}._{rest}") is not None, layer.name
+            where = path.format(stage, int(block) - 1, rest)
+            separable = isinstance(layer, keras.layers.SeparableConv2D)
+            for part in ("_depthwise", "_pointwise") if separable else ("",):
+                assert net.get_submodule(where + part) is not None, layer.name
+        else:
+            assert net.get_submodule(layer.name) is not None, layer.name
 
 
 def _inception_blocks_alike(net):

@@ -34,6 +34,7 @@ import numpy as np
 from ..errors import Unsupported, UnsupportedOps
 from ..ir import FreeDimRefused, SymDim, lookup
 from ..progress import step
+from .block_sites import block_site
 from .comments import comment_text, module_comment, module_sentences
 from .linewrap import wrap_line
 from .origins import record_origins
@@ -58,20 +59,23 @@ class Namespace:
         """Give back a name handed out but not used."""
         self._taken.discard(name)
 
-    def name(self, raw: str, fallback: str = "v", room: int = 0) -> str:
+    def name(self, raw: str, fallback: str = "v", room: int = 0, cased: bool = False) -> str:
         """A fresh identifier derived from ``raw`` (see Note [untrusted names]); ``room``: characters allowed past
-        the usual length (a repeated block's longer prefix, Note [names in longer blocks] in keras_jax/style.py)."""
-        base = _NOT_IDENT.sub("_", str(raw)).strip("_")[:_MAX_LEN + room].strip("_").lower() or fallback
+        the usual length (a repeated block's longer prefix, Note [names in longer blocks] in keras_jax/style.py);
+        ``cased``: in ``raw``'s letter case (a Keras layer's name, ``block_2_expand_BN``), unique in lower case,
+        so that its ``.lower()`` is the identifier taken."""
+        base = _NOT_IDENT.sub("_", str(raw)).strip("_")[:_MAX_LEN + room].strip("_") or fallback
         if base[0].isdigit():
             base = f"{fallback}_{base}"
         if base.startswith("__"):
             base = base.lstrip("_") or fallback
-        candidate, n = base, 1
+        candidate, n = base.lower(), 1
         while candidate in self._taken:
-            candidate = f"{base}_{n}"
+            candidate = f"{base.lower()}_{n}"
             n += 1
         self._taken.add(candidate)
-        return candidate
+        written = base + candidate[len(base):]  # ``None`` or ``Exception`` in its case is a keyword or builtin
+        return written if cased and written not in self._taken else candidate
 
 
 def literal(value, free=None) -> str:
@@ -287,7 +291,11 @@ class EmitterBase:
         raise FreeDimRefused(f"dimension {dim} is free at run time", dim.symbols)
 
     def site(self, symbol):
-        """(input Value, axis) where ``symbol`` is read at run time (its first site)."""
+        """(Value, axis) where ``symbol`` is read at run time: in a repeated block, from a value the block has (Note
+        [a block reads its own batch] in block_sites.py), else the model input of its first site."""
+        found = block_site(self, symbol)
+        if found is not None:
+            return found
         index, axis = self.graph.meta["free"]["dims"][symbol]["sites"][0]
         return self.graph.inputs[index], axis
 
@@ -325,6 +333,7 @@ class EmitterBase:
         failures, refused = {}, None
         for done, node in enumerate(self.graph.nodes):
             step(done, len(self.graph.nodes), f"{node.scope or '<top>'} ({node.op.name})")  # progress.py display
+            self.at = done  # the node being written (block_sites.py)
             self.check(node)
             rule = node.op.emit_rules.get(self.TARGET)
             plain, free = node.attrs, self.graph.free_attrs(node)
@@ -354,6 +363,7 @@ class EmitterBase:
                 failures.setdefault((node.op.name, str(exc)), []).append(node.scope or node.outputs[0].name)
                 for value in node.outputs:  # a stand-in, so that later rules keep going
                     self.names.setdefault(value, f"unsupported_{len(self.names)}")
+        self.at = None
         if failures:
             raise UnsupportedOps([(op, scopes, reason) for (op, reason), scopes in failures.items()],
                                  where=f"target {self.TARGET}")

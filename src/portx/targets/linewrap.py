@@ -1,7 +1,7 @@
 """Wrapping one generated statement at a width, the way Black does.
 
 A statement longer than the width is split at its outermost bracket with the longest contents
-(after the ``=`` of an assignment): those go on the next line, indented by four spaces, or, when they
+(after the ``=`` of an assignment) whose opening line fits (else the longest): those go on the next line, indented by four spaces, or, when they
 do not fit either, one argument a line with a trailing comma; the closing bracket and whatever
 follows it go on a line of their own. The result is kept only when it parses to the same code (a compound
 statement's header, ``def block(x, filters, name):``, with a ``pass`` body).
@@ -35,9 +35,10 @@ def _split(body: str, pad: str, width: int) -> list:
     """Lines for the fragment ``body`` at indent ``pad``, split at its first bracket when too long."""
     if len(pad) + len(body) <= width:
         return [pad + body]
-    span = _first_bracket(body)
-    if span is None:
+    spans = _brackets(body)
+    if not spans:
         return [pad + body]
+    span = next((s for s in spans if len(pad) + s[0] + 1 <= width), spans[0])  # the first line must fit too
     start, end, commas = span
     inner, content = pad + "    ", body[start + 1:end].strip()
     if not content:
@@ -51,21 +52,21 @@ def _split(body: str, pad: str, width: int) -> list:
     return [pad + body[:start + 1]] + middle + _split(body[end:], pad, width)
 
 
-def _first_bracket(body: str):
-    """(open, close, [top-level commas inside]) offsets of the outermost bracket after a top-level ``=``
-    with the longest contents, the first of equals: ``layers.Add(name='a')([x, y])`` splits the list."""
+def _brackets(body: str) -> list:
+    """[(open, close, [top-level commas inside])] offsets of the outermost brackets after a top-level ``=``, the
+    longest contents first, the first of equals: ``layers.Add(name='a')([x, y])`` splits the list first."""
     try:
         ops = [(t.start[1], t.string) for t in tokenize.generate_tokens(io.StringIO(body).readline)
                if t.type == tokenize.OP and t.start[0] == 1]
     except (tokenize.TokenError, SyntaxError):
-        return None
+        return []
     depth, assign = 0, None
     for col, text in ops:
         depth += (text in _OPEN) - (text in _CLOSE)
         if depth == 0 and text == "=":
             assign = col
             break
-    depth, start, commas, best = 0, None, [], None
+    depth, start, commas, found = 0, None, [], []
     for col, text in ops:
         if assign is not None and col < assign:
             continue
@@ -76,12 +77,12 @@ def _first_bracket(body: str):
         elif text in _CLOSE:
             depth -= 1
             if depth < 0:
-                return None
-            if depth == 0 and (best is None or col - start > best[1] - best[0]):
-                best = (start, col, commas)
+                return []
+            if depth == 0:
+                found.append((start, col, commas))
         elif text == "," and depth == 1:
             commas.append(col)
-    return best
+    return sorted(found, key=lambda span: span[0] - span[1])  # stable: the first of equals stays first
 
 
 def _same_code(before: str, after: list) -> bool:

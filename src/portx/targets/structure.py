@@ -34,6 +34,7 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 
+from .arg_names import argument_name
 from .auto_names import number_names
 
 __all__ = ["Instance", "Group", "block_groups", "block_lines", "block_rooms", "room_of", "instance", "pieces", "render", "loops",
@@ -52,12 +53,10 @@ def ident(key: str) -> str:
 
 
 def block_rooms(blocks) -> dict:
-    """{a block's name prefix: characters its names may run past the usual length}: as many as the prefix is longer
-    than the first of its kind's (Note [names in longer blocks] in keras_jax/style.py). ``blocks``:
-    graph.meta["blocks"]. Example: ``transformer_layer_10_`` -> 1 where ``transformer_layer_0_`` is the first."""
-    first = {}
-    return {f"{ident(b['key'])}_": len(ident(b["key"])) - len(ident(first.setdefault(b["kind"], b)["key"]))
-            for b in blocks or []}
+    """{a block's name prefix: characters its names may run past the usual length}: the prefix's own, so that a
+    name is cut (if at all) after it, where the block's function or class writes it (Note [names in longer blocks]
+    in keras_jax/style.py). ``blocks``: graph.meta["blocks"]. Example: ``transformer_layer_10_`` -> 21."""
+    return {f"{ident(b['key'])}_": len(ident(b["key"])) + 1 for b in blocks or []}
 
 
 def room_of(rooms, raw: str) -> int:
@@ -319,14 +318,6 @@ def _chain(last, inst, first):
     return pos if same else None
 
 
-#: the names of the first positional arguments of layers and modules, for the numbers a block passes them
-ARG_NAMES = {"Conv1D": ("filters",), "Conv2D": ("filters",), "Conv3D": ("filters",), "Dense": ("units",),
-             "Conv2DTranspose": ("filters",), "Conv1d": ("in_channels", "out_channels"),
-             "Conv2d": ("in_channels", "out_channels"), "Linear": ("in_features", "out_features"),
-             "BatchNorm2d": ("num_features",), "BatchNorm1d": ("num_features",), "LayerNorm": ("normalized_shape",),
-             "Embedding": ("num_embeddings", "embedding_dim"), "GroupNorm": ("num_groups", "num_channels")}
-
-
 def family_name(group) -> str:
     """``layer`` for blocks of ``model.layers``, ``block`` for blocks of several containers."""
     parents = {inst.parent for inst in group.instances}
@@ -348,32 +339,21 @@ def source_class(keys, classes) -> str:
 
 
 def param_name(inst, col) -> str:
-    """A name for number column ``col``: its keyword, or the layer's first positional argument's name."""
+    """A name for number column ``col``: the layer argument it feeds (Note [block arguments named for what they
+    feed] in arg_names.py). Example: ``layers.ZeroPadding2D(((0, 1), (0, 1)), ...)``'s numbers -> ``padding``."""
     count = 0
     for parts, _ in inst.rows:
         for j, (kind, value) in enumerate(parts):
             if kind != "n":
                 continue
             if count == col:
-                before = parts[j - 1][1] if j and parts[j - 1][0] == "t" else ""
-                if before.rstrip().endswith("="):
-                    return before.rstrip()[:-1].rsplit(" ", 1)[-1].rsplit("(", 1)[-1]
-                return _positional(parts[:j])
+                return argument_name("".join(_PLACEHOLDER.get(k, v) for k, v in parts[:j]))
             count += 1
     return "size"
 
 
-def _positional(parts) -> str:
-    """The name of the positional argument a number at the end of ``parts`` is: ``nn.Conv2d(8, `` -> out_channels."""
-    position = 0
-    for kind, value in reversed(parts):
-        if kind == "t" and value.endswith("("):
-            names = ARG_NAMES.get(value[:-1].rsplit(".", 1)[-1].rsplit("(", 1)[-1], ())
-            return names[position] if position < len(names) else "size"
-        if kind != "n" and not (kind == "t" and value == ", "):
-            return "size"
-        position += kind == "n"
-    return "size"
+#: what ``param_name`` reads a statement's pieces as: the block's own names and numbers as plain tokens
+_PLACEHOLDER = {"v": "v", "n": "0", "s": "''", "a": "self.a"}
 
 
 def assigned_names(emitter) -> set:

@@ -59,6 +59,12 @@ def _data_format(node) -> str:
 def _conv_to_keras(node, k):
     x, w, b = operands(node)
     a = node.attrs
+    if _pointwise_after(node, k) is not None:
+        return  # written with the pointwise conv that reads it (Note [separable convs])
+    depthwise = k.graph.producers().get(x)
+    if depthwise is not None and depthwise.op is CONV and _pointwise_after(depthwise, k) is node:
+        _separable_to_keras(depthwise, node, k)
+        return
     if not stored(k, w, b) or not _layer_friendly(a):
         _conv_as_ops(node, k)
         return
@@ -82,6 +88,55 @@ def _conv_to_keras(node, k):
         kernel = weight.transpose(spatial_axes + (1, 0))
         groups = {"groups": a["groups"]} if a["groups"] != 1 else {}
         k.layer(node, f"Conv{rank}D", {"filters": o, **common, **groups}, [src], [kernel] + bias)
+
+
+# Note [separable convs]: Keras' SeparableConv2D imports as a depthwise conv and a pointwise one, with the weights
+# ``<layer>.depthwise.weight`` and ``<layer>.pointwise.weight`` (torch-xla holds them as two nn.Conv2d children of
+# the layer's module). Written as a DepthwiseConv2D and a Conv2D, the layer's weights were
+# ``block2_sepconv1_depthwise/kernel`` where the source's are ``block2_sepconv1/depthwise_kernel``; the pair of one
+# source layer (the pointwise conv the depthwise one's only reader) is written as the one SeparableConv2D.
+
+
+def _pointwise_after(node, k):
+    """The pointwise conv that writes depthwise conv ``node`` with it as one SeparableConvND (Note [separable
+    convs]), or None."""
+    x, w, b = operands(node)
+    a = node.attrs
+    if b is not None or w is None or not w.name.endswith(".depthwise.weight") or not stored(k, w, None) \
+            or not _layer_friendly(a) or len(a["stride"]) not in (1, 2) or node.outputs[0] in k.graph.outputs:
+        return None
+    o, cg = k.param(w).shape[:2]
+    readers = k.graph.users().get(node.outputs[0], [])
+    if cg != 1 or o < a["groups"] or a["groups"] < 2 or len(readers) != 1 or readers[0].op is not CONV:
+        return None
+    point = readers[0]
+    px, pw, pb = operands(point)
+    p = point.attrs
+    layer = w.name[:-len("depthwise.weight")]
+    same = px is node.outputs[0] and pw is not None and pw.name == f"{layer}pointwise.weight"
+    plain = p["groups"] == 1 and set(p["stride"]) == set(p["dilation"]) == {1} and \
+        all(tuple(pad) == (0, 0) for pad in p["pads"]) and p.get("channels_last") == a.get("channels_last")
+    return point if same and plain and stored(k, pw, pb) else None
+
+
+def _separable_to_keras(depthwise, point, k):
+    """``layers.SeparableConvND`` for a depthwise conv and its pointwise one (Note [separable convs])."""
+    x, w, _ = operands(depthwise)
+    _, pw, b = operands(point)
+    a, weight, pointwise = depthwise.attrs, k.param(w), k.param(pw)
+    rank, (o, _, *ks) = len(a["stride"]), weight.shape
+    padding = _keras_padding(x, ks, a)
+    src = x
+    if padding == "valid" and any(tuple(p) != (0, 0) for p in a["pads"]):
+        src = k.pad_value(depthwise, x, a["pads"], a.get("channels_last", False))
+    spatial_axes = tuple(range(2, 2 + rank))
+    kernels = [weight.reshape((a["groups"], o // a["groups"], *ks)).transpose(spatial_axes + (0, 1)),
+               pointwise.transpose(spatial_axes + (1, 0))]
+    kwargs = {"filters": pointwise.shape[0], "kernel_size": tuple(ks), "strides": tuple(a["stride"]),
+              "padding": padding, "dilation_rate": tuple(a["dilation"]), "depth_multiplier": o // a["groups"],
+              "use_bias": b is not None, "data_format": _data_format(depthwise)}
+    k.layer(point, f"SeparableConv{rank}D", kwargs, [src], kernels + ([k.param(b)] if b is not None else []),
+            raw=w.name[:-len(".depthwise.weight")])
 
 
 def _conv_options(k, stride, dilation, channels_last=False) -> str:

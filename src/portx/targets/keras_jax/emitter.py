@@ -113,13 +113,13 @@ class KerasEmitter(EmitterBase):
         array = np.asarray(array)
         if array.size <= _INLINE_MAX and not (layer or trainable):
             return self.inline(array)
-        name = self.layer_ident(raw_name, "const")
+        name = self.layer_ident(raw_name, "const", cased=True)
         self.define("Constant", _CONSTANT_LAYER)
         self.weights[name] = [array]
         trains = ", trainable=True" if trainable else ""
-        self.body.line(f"{name} = Constant({literal(tuple(array.shape))}, {literal(str(array.dtype))}{trains}, "
+        self.body.line(f"{name.lower()} = Constant({literal(tuple(array.shape))}, {literal(str(array.dtype))}{trains}, "
                        f"name={literal(name)})({self._anchor})")
-        return name
+        return name.lower()
 
     def _output_ref(self, value) -> str:
         """``ref`` for a model output, which Keras needs as a KerasTensor: a stored array, or an output no
@@ -171,8 +171,9 @@ class KerasEmitter(EmitterBase):
         return f"np.array({literal(array.tolist())}, dtype={literal(str(array.dtype))})"
 
     # -- writing ----------------------------------------------------------------------------
-    def layer_ident(self, raw: str, fallback: str) -> str:
-        """A unique name for a Keras layer (and its variable), never one Keras gives an op itself.
+    def layer_ident(self, raw: str, fallback: str, cased: bool = False) -> str:
+        """A unique name for a Keras layer (and, lower-cased, its variable), never one Keras gives an op itself;
+        ``cased``: in the source's letter case (Note [layer names in the source's case] in style.py).
 
         Note [layer names]: ``keras.ops`` calls, operators and subscripts in a functional model are
         auto-named after their class (``softmax``, ``softmax_1``, ...; the counters are global to
@@ -181,25 +182,26 @@ class KerasEmitter(EmitterBase):
         (``style.auto_names_in``) and, only if a layer name clashes with one, writes it again with
         those prefixes in ``clash``: such names then get a ``_layer`` suffix.
         """
-        base = self.ns.name(raw, fallback, self.var_names.room(raw))  # Note [names in longer blocks] in style.py
-        if re.sub(r"_\d+$", "", base) in self.clash:
-            self.ns.release(base)
-            base = self.ns.name(f"{base}_layer", fallback)
-        self.layer_names.add(base)
+        base = self.ns.name(raw, fallback, self.var_names.room(raw), cased)  # Note [names in longer blocks]
+        if re.sub(r"_\d+$", "", base.lower()) in self.clash:
+            self.ns.release(base.lower())
+            base = self.ns.name(f"{base}_layer", fallback, cased=cased)
+        self.layer_names.add(base.lower())
         return base
 
-    def layer_name(self, node) -> str:
-        """A unique layer name for ``node``: its weight's module, else as for a variable (Note [variable names])."""
-        raw = self.var_names.layer(node)
+    def layer_name(self, node, raw=None) -> str:
+        """A unique layer name for ``node``: ``raw``, else its weight's module, else as for a variable (Note
+        [variable names])."""
         weights = [v.name for v in node.inputs if v is not None and self.is_param(v)]
-        if weights and weights[0].endswith((".weight", "_weight")):  # "attn.in_proj_weight" -> attn_in_proj
+        if raw is None and weights and weights[0].endswith((".weight", "_weight")):  # "attn.in_proj_weight"
             raw = weights[0][: -len("weight") - 1]
-        return self.layer_ident(raw, node.op.name)
+        return self.layer_ident(self.var_names.layer(node) if raw is None else raw, node.op.name, cased=True)
 
-    def layer(self, node, cls: str, kwargs: dict, inputs, weights=None, *, module="layers") -> str:
+    def layer(self, node, cls: str, kwargs: dict, inputs, weights=None, *, module="layers", raw=None) -> str:
         """Write ``out = layers.CLS(args, name=...)(inputs)`` (Keras defaults left out, ``style.layer_args``),
-        and record its weights (``emit_nodes`` comments the line with what was folded in or dropped)."""
-        name = self.layer_name(node)
+        and record its weights (``emit_nodes`` comments the line with what was folded in or dropped); ``raw``:
+        the layer's source name where it is not ``node``'s (a SeparableConv2D's, ops/conv/to_keras.py)."""
+        name = self.layer_name(node, raw)
         call = self._layer_call(cls, kwargs, name, inputs, module, self.var_names.kept(node))
         self._bind(node, call, self.variables(node, name))
         if weights:
@@ -258,7 +260,7 @@ class KerasEmitter(EmitterBase):
     def variables(self, node, hint) -> list:
         """A layer's own (already unique) name for its one output; fresh names otherwise."""
         if hint and len(node.outputs) == 1:
-            return [hint]
+            return [hint.lower()]  # the variable of a layer named in the source's case
         hint = hint or self.var_names.raw(node)  # Note [variable names] in style.py
         return [self.ns.name(hint if len(node.outputs) == 1 else f"{hint}_{i}", node.op.name, self.var_names.room(hint))
                 for i, _ in enumerate(node.outputs)]

@@ -17,6 +17,14 @@ the layout pass added carries no scope (it belongs to no source layer, which per
 on; ``meta["layout_transposes"]`` names them); for naming it takes the scope of the node producing
 its input. Nodes of no scope keep their value's name (``add``, ``relu_2``).
 
+Note [layer names in the source's case]: a Keras layer keeps its source name's letter case (MobileNetV2's
+``block_2_expand_BN``, ``Conv1``), so the emitted weights' paths are the source's (``block_2_expand_BN/gamma``);
+Namespace lower-cased it with the identifier, and every such weight path differed. The variable holding the layer's
+output is that name lower-cased (``block_2_expand_bn = layers.BatchNormalization(..., name='block_2_expand_BN')``),
+as keras.applications writes a lower-case ``x`` beside its names: Namespace keeps names unique in lower case
+(``Namespace.name(cased=True)``), so the variable is unique too. Layers without a source name (an input, a
+``FreeShape``, a rule's sublayer) are named as their variable.
+
 Note [weightless layers in blocks]: Keras numbers the layers it names itself model-wide, so keras-hub's attention
 softmax is ``transformer_layer_0.self_attention.softmax`` in one block and ``...softmax_1`` in the next; the
 blocks' code must read the same to be written once (Note [structured code] in targets/structure.py). The nodes of a
@@ -35,9 +43,11 @@ writes ``block1(x, filters, stride=1, ...)``.
 
 Note [names in longer blocks]: Namespace cuts a name at 48 characters, so ``transformer_layer_0_self_attention_query_
 reshape`` (48) kept its end and ``transformer_layer_10_...`` lost a letter: blocks 10 and later named their layers
-differently from blocks 0 to 9 and were written by a second function. A name that starts with a repeated block's
-prefix may run past the limit by as many characters as that prefix is longer than the first block's of its kind
-(``VariableNames.room``), so every block of a kind keeps the same name after its prefix.
+differently from blocks 0 to 9 and were written by a second function; and a name cut from the whole path left the
+block's function or class a stump (torchvision's ViT: ``self_attention_ou`` for ``encoder_layers_encoder_layer_0_
+self_attention_out_proj``). A name that starts with a repeated block's prefix may run past the limit by that prefix's
+length (``VariableNames.room``, ``structure.block_rooms``): it is cut, if at all, after the prefix, from the name the
+block's code writes, so every block of a kind keeps the same name after its prefix.
 
 Example:
     >>> layer_args("Conv2D", {"filters": 16, "kernel_size": (3, 3), "strides": (2, 2), "padding": "valid"})
@@ -64,6 +74,7 @@ _NORM = {"axis": -1, "epsilon": 1e-3, "center": True, "scale": True}
 _SIGNATURES = {
     "Conv": (("filters", "kernel_size"), _CONV),
     "DepthwiseConv": (("kernel_size",), _CONV),
+    "SeparableConv": (("filters", "kernel_size"), _CONV),
     "Dense": (("units",), {"use_bias": True}),
     "MaxPooling": (("pool_size",), _POOL),
     "AveragePooling": (("pool_size",), _POOL),

@@ -53,18 +53,17 @@ def _module_attributes() -> frozenset:
 
 
 class _BlockNames(Namespace):
-    """A Namespace in which a name that starts with a repeated block's prefix may run past the usual length by as
-    many characters as that prefix is longer than the first of its kind's (Note [names in longer blocks] in
-    keras_jax/style.py): ``transformer_layer_10_self_attention_attention_out`` (49) keeps its end, so blocks 10 and
-    later name their submodules as blocks 0 to 9 do and share their class."""
+    """A Namespace in which a name that starts with a repeated block's prefix may run past the usual length by that
+    prefix's length (Note [names in longer blocks] in keras_jax/style.py): it is cut, if at all, after the prefix,
+    so every block of a kind names its submodules alike (``self_attention_out_proj``, not ``self_attention_ou``)."""
 
     def __init__(self, reserved, graph):
         super().__init__(reserved)
         self.rooms = block_rooms(graph.meta.get("blocks"))
 
-    def name(self, raw: str, fallback: str = "v", room: int = 0) -> str:
+    def name(self, raw: str, fallback: str = "v", room: int = 0, cased: bool = False) -> str:
         """``Namespace.name``, with the room of the block whose prefix ``raw`` starts with."""
-        return super().name(raw, fallback, max(room, room_of(self.rooms, raw)))
+        return super().name(raw, fallback, max(room, room_of(self.rooms, raw)), cased)
 
 
 class TorchEmitter(ModuleWriter, EmitterBase):

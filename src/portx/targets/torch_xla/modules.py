@@ -95,7 +95,7 @@ class ModuleWriter:
         if key in self._shared:
             return self._shared[key]
         hint = hint if ids else self._weightless_hint(hint, cls, text)
-        name = self.attrs.name(hint, cls.lower())
+        name = self.attrs.name(hint, cls.lower(), cased=True)  # a Keras source's case: block_2_expand_BN
         self.paths[name] = hint
         self.init.line(f"self.{name} = nn.{cls}({text})")
         for suffix, array in arrays.items():
