@@ -96,7 +96,9 @@ def function_scopes(instances, scopes) -> list:
     per = [_instance_scopes(inst, scopes) for inst in instances]
     own = []
     for k, first in enumerate(per[0]):
-        rows = [found[k] for found in per]
+        # blocks merged around an optional part (Note [an optional shortcut] in optional.py) have rows of their own:
+        # a row another block lacks opens no scope
+        rows = [found[k] if k < len(found) else None for found in per]
         if first is None or any(r is None or len(r) != len(first) for r in rows):
             own.append(None)
             continue
