@@ -52,7 +52,8 @@ BLOCK_FUNCTIONS = {"bert": "transformer_encoder", "gpt2": "transformer_decoder",
 #: the graph (Note [zero-rate dropout])
 BLOCK_DROPOUTS = {"gpt2": 3, "llama-dropout": 2}
 #: one block per stage: nothing repeats, the code stays flat (the ResNet's first stage has two basic blocks; a MiT
-#: stage of two, hierarchical_encoder_0_0 and _0_1, is not found as a block yet by passes/blocks.py)
+#: stage of two, hierarchical_encoder_0_0 and _0_1, is no block yet: passes/blocks.py ``_NAMED`` reads numbered
+#: block/layer/expanded_conv names only)
 ONE_OF_EACH = ("mit",)
 QUICK = ("gpt2", "resnet")  # the CI run; the rest are slow sweeps
 
