@@ -170,8 +170,6 @@ LAZY = {
     "portx.cli": "``portx --help`` imports no framework; the work's imports run under the signal handlers",
     "portx.frontends": "one source's framework package only (torch, Keras, ONNX, TensorFlow)",
     "portx.testing": "a pytest plugin loaded into every test session of a user who installed portx",
-    "portx.session.dims.find": "``frontends.torch.arrays`` imports torch; api imports this module for every source, "
-                              "and only a torch source's stepped dim runs that import",
 }
 
 

@@ -131,13 +131,14 @@ def verify(source, out, *, trust=Trust(), shapes=Shapes(), checks=Checks(), chec
            **legacy) -> dict:
     """Re-check a converted folder ``out`` against ``source`` on seeded batches (seeds seed..seed+samples-1).
 
-    Only out/model.py and its weights are run; of report.json only the batch convert pinned (``--static-batch``)
-    and the io layout are read (Note [what OUT records] in session/dims/recorded.py). Returns the report dict (a
-    ``session.report.VerifyReport``'s JSON form: ``schema_version``, ``passed``, per-output ``outputs``, per-seed
-    ``samples``, ``first_divergence``, ``trace`` rows).
+    Only out/model.py and its weights are run; of report.json only the batch convert pinned (``--static-batch``),
+    the io layout and the ``--dynamic`` axes are read (Note [what OUT records] in session/dims/recorded.py).
+    Returns the report dict (a ``session.report.VerifyReport``'s JSON form: ``schema_version``, ``passed``,
+    per-output ``outputs``, per-seed ``samples``, ``first_divergence``, ``trace`` rows).
     ``checks``: ``samples``, ``seed``, ``atol``, ``rtol``, ``trace``, ``grad`` (also compare gradients,
     ``report["gradients"]``; a difference fails the check); ``trust`` and ``shapes.inputs`` as ``convert``'s.
-    ``shapes.dynamic``: the ``--dynamic`` axes OUT was converted with; they are free here too, and once the outputs
+    ``shapes.dynamic``: the ``--dynamic`` axes OUT was converted with (read from OUT when not given; others are
+    BadInput where OUT records some); they are free here too, and once the outputs
     agree each is checked at the sizes convert checks it at (``report["dynamic"]``: its ``verified`` sizes; a size
     that differs fails the check). A spec OUT or the source does not keep free is BadInput. ``shapes.static_batch``:
     as convert's, needed only where OUT has no report.json; one that differs from OUT's is BadInput.

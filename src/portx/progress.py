@@ -21,6 +21,8 @@ import sys
 import threading
 import time
 
+from .session.report_sections import Profile, ProfileRow
+
 __all__ = ["Reporter", "Callback", "Lines", "Live", "Stages", "step", "counted", "watch", "reporting", "as_reporter", "display",
            "stage_line", "memory"]
 
@@ -105,7 +107,7 @@ def as_reporter(progress):
 class Stages:
     """Times named stages and reports each to ``progress`` (a Reporter, or ``progress(name, seconds)``); ``step``
     calls made inside a stage reach it too. ``profile``: also each stage's CPU seconds and the RSS after it
-    (``memory``).
+    (``memory``), report["profile"] as ``profiled()`` (typed where built: Note [typed sections]).
 
     Example: ``stages = Stages(print); graph = stages.run("lower", src.lower); stages.times["lower"]``.
     """
@@ -122,15 +124,15 @@ class Stages:
             result = fn(*args, **kwargs)
         self.times[name] = round(time.perf_counter() - start, 4)
         if self.profile is not None:  # CPU: this process's threads (a busy machine stretches the wall time)
-            self.profile.append({"stage": name, "seconds": self.times[name],
-                                 "cpu_seconds": round(time.process_time() - cpu, 2), **memory()})
+            self.profile.append(ProfileRow(stage=name, seconds=self.times[name],
+                                           cpu_seconds=round(time.process_time() - cpu, 2), **memory()))
         if self.progress:
             self.progress.end(name, self.times[name])
         return result
 
-    def memory(self) -> dict:
+    def profiled(self) -> Profile:
         """report["profile"]: per stage its seconds and the RSS after it, and the run's peak RSS."""
-        return {"stages": self.profile or [], **memory()}
+        return Profile(stages=self.profile or [], **memory())
 
 
 def memory() -> dict:

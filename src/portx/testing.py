@@ -87,8 +87,9 @@ def assert_equivalent(source, converted, inputs=None, *, example_inputs=None, tr
     inputs: arrays to run both on (one batch); by default ``samples`` seeded valid batches
     (``checks.seed``..``checks.seed+checks.samples-1``), compared within ``checks.atol``/``checks.rtol``.
     ``shapes.static_batch``: as ``portx.verify``'s (read from ``converted``'s report.json when it has one).
-    ``shapes.dynamic``: the ``--dynamic`` axes ``converted`` was made with, free here too (``inputs`` at another
-    length then check), and checked at the sizes ``portx convert`` checks them at (``report["dynamic"]``);
+    ``shapes.dynamic``: the ``--dynamic`` axes ``converted`` was made with (read from its report.json when not
+    given), free here too (``inputs`` at another length then check), and checked at the sizes ``portx convert``
+    checks them at (``report["dynamic"]``);
     ``trust``: as ``portx.convert``'s (Note [one trust] in options.py); flat ``samples=``, ``atol=``,
     ``trust_pickle=`` ... still work, with a DeprecationWarning. Raises AssertionError with per-output max abs/rel
     errors. Example: ``assert_equivalent(net, "out/", example_inputs=(x,), checks=Checks(samples=3, atol=1e-4))``.

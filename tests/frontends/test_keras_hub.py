@@ -37,7 +37,7 @@ BACKBONES = {  # name: tiny config, 2 layers, hidden 16-64, 32x32 images
                                                 max_drop_path_rate=0.0, layerwise_patch_sizes=[7, 3],
                                                 layerwise_strides=[4, 2], hidden_dims=[16, 32]),
     "resnet": lambda: keras_hub.models.ResNetBackbone(**_IMAGE, input_conv_filters=[64], input_conv_kernel_sizes=[3],
-                                                      stackwise_num_filters=[64, 32], stackwise_num_blocks=[1, 1],
+                                                      stackwise_num_filters=[64, 32], stackwise_num_blocks=[2, 1],
                                                       stackwise_num_strides=[1, 2], block_type="basic_block"),
 }
 TEXT = ("bert", "gpt2", "llama", "llama-dropout")
@@ -51,7 +51,10 @@ BLOCK_FUNCTIONS = {"bert": "transformer_encoder", "gpt2": "transformer_decoder",
 #: attention's, the attention output's and (GPT-2) the feed-forward's; the Llama's default Dropout(0.0) layers leave
 #: the graph (Note [zero-rate dropout])
 BLOCK_DROPOUTS = {"gpt2": 3, "llama-dropout": 2}
-ONE_OF_EACH = ("mit", "resnet")  # one block per stage: nothing repeats, the code stays flat
+#: one block per stage: nothing repeats, the code stays flat (the ResNet's first stage has two basic blocks; a MiT
+#: stage of two, hierarchical_encoder_0_0 and _0_1, is no block yet: passes/blocks.py ``_NAMED`` reads numbered
+#: block/layer/expanded_conv names only)
+ONE_OF_EACH = ("mit",)
 QUICK = ("gpt2", "resnet")  # the CI run; the rest are slow sweeps
 
 
@@ -81,7 +84,9 @@ def _check(name, tmp_path, to="torch-xla"):
         (seq,) = [row for symbol, row in dims.items() if symbol != "batch"]
         assert seq["free"] and sorted({len(s) for s in seq["sites"]}) == [2], seq
         assert len(seq["verified"]) >= 2 and all(v["passed"] for v in seq["verified"])
-    assert_structured(result, to, repeats=name not in ONE_OF_EACH)  # a layer class / function where layers repeat
+    # a layer class / function where layers repeat, flat where that is shorter (Note [structured only where shorter]:
+    # the ResNet's two basic blocks on torch-xla, 51 lines as a class against 50 flat)
+    assert_structured(result, to, repeats=name not in ONE_OF_EACH, longer=True)
     # torch: each block owns its dropouts, under the same names: none shared, none an argument
     if name in BLOCK_DROPOUTS and to == "torch-xla":
         blocks = [m for m in result.model.modules() if type(m).__name__ == BLOCK_CLASSES[name]]

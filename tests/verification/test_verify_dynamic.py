@@ -1,6 +1,6 @@
 """``portx verify --dynamic`` / ``portx.verify(..., shapes=Shapes(dynamic=...))``: a torch.export program whose
-sequence axis is a Dim, converted with ``--dynamic x:1``, re-checked at the sizes convert checks that axis at;
-without the flag at the example's sizes only. The same program exported with fixed dims refuses other sizes, so
+sequence axis is a Dim, converted with ``--dynamic x:1``, re-checked at the sizes convert checks that axis at (the flag read from OUT's report.json when
+not given again); converted without it, at the example's sizes only. The same program exported with fixed dims refuses other sizes, so
 ``--dynamic`` there is one line and exit 2, as is a malformed spec."""
 import json
 
@@ -71,6 +71,14 @@ def free_seq(source, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def plain_out(source, tmp_path_factory):
+    """The Dim program converted without ``--dynamic``: its sequence axis is free, but OUT asks for no size checks."""
+    out = tmp_path_factory.mktemp("plain") / "out"
+    _convert(source, out, ())
+    return out
+
+
+@pytest.fixture(scope="module")
 def fixed_out(fixed_source, tmp_path_factory):
     out = tmp_path_factory.mktemp("fixed") / "out"
     _convert(fixed_source, out, ())
@@ -89,12 +97,17 @@ def test_cli_verify_dynamic_checks_the_sizes_convert_checks(source, free_seq):
     assert all(c["max_abs"] < 1e-5 for c in row["verified"]) and report["passed"] is True
 
 
-def test_api_verify_without_dims_checks_the_example_only(source, free_seq):
-    plain = portx.verify(str(source), free_seq)
+def test_api_verify_reads_the_dynamic_axes_out_was_converted_with(source, free_seq, plain_out):
+    """Note [what OUT records]: OUT converted with ``--dynamic x:1`` is checked at 6 and 9 without the flag; one
+    converted without it at the example's sizes only, unless asked."""
+    for shapes in (Shapes(), Shapes(dynamic=("x:1",))):
+        sized = portx.verify(str(source), free_seq, shapes=shapes)
+        assert sized["passed"] and [c["size"] for c in sized["dynamic"][0]["verified"]] == [6, 9]
+    plain = portx.verify(str(source), plain_out)
     assert plain["passed"] and "dynamic" not in plain
     assert plain["inputs"] == [["x", [2, 6, 8], "float32"]]
-    sized = portx.verify(str(source), free_seq, shapes=Shapes(dynamic=("x:1",)))
-    assert sized["passed"] and [c["size"] for c in sized["dynamic"][0]["verified"]] == [6, 9]
+    asked = portx.verify(str(source), plain_out, shapes=Shapes(dynamic=("x:1",)))  # the source's Dim: free there
+    assert asked["passed"] and [c["size"] for c in asked["dynamic"][0]["verified"]] == [6, 9]
 
 
 def test_a_size_that_differs_fails_the_check(free_seq, tmp_path):
@@ -123,8 +136,8 @@ def test_an_axis_the_source_fixes_is_one_line_and_exit_2(fixed_source, fixed_out
     ("y:1", "--dynamic y:1: the model has no input y"),
     ("x:7", "--dynamic x:7: input x has 3 axes"),
 ])
-def test_a_bad_dynamic_spec_is_one_line_and_exit_2(source, free_seq, spec, says):
-    run = _run("verify", source, free_seq, "--dynamic", spec)
+def test_a_bad_dynamic_spec_is_one_line_and_exit_2(source, plain_out, spec, says):
+    run = _run("verify", source, plain_out, "--dynamic", spec)
     assert run.exit_code == 2 and says in run.output, run.output
     errors = [line for line in run.output.splitlines() if line.startswith("portx:")]  # beside the stage timings
     assert "Traceback" not in run.output and errors == [run.output.strip().splitlines()[-1]], run.output

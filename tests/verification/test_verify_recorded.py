@@ -1,7 +1,7 @@
-"""``portx verify SRC OUT`` re-checks a conversion made with ``--static-batch`` or ``--io-layout`` without being
-told: it reads what convert decided from OUT's report.json (Note [what OUT records] in session/dims/recorded.py).
-``--static-batch`` is taken as convert takes it; one that differs from OUT's is one line and exit 2. Without a
-report.json, ``--static-batch`` says it."""
+"""``portx verify SRC OUT`` re-checks a conversion made with ``--static-batch``, ``--io-layout`` or ``--dynamic``
+without being told: it reads what convert decided from OUT's report.json (Note [what OUT records] in
+session/dims/recorded.py). ``--static-batch`` and ``--dynamic`` are taken as convert takes them; one that differs
+from OUT's is one line and exit 2. Without a report.json, ``--static-batch`` says it."""
 import json
 import shutil
 
@@ -13,8 +13,9 @@ from torch import nn
 import portx
 from portx.cli import main
 from portx.errors import BadInput
-from portx.options import Checks, Output, Shapes
+from portx.options import Checks, Output, Shapes, Trust
 from portx.testing import assert_equivalent
+from tests.verification.test_verify_dynamic import _Tokens
 
 
 class _Net(nn.Module):
@@ -97,3 +98,42 @@ def test_without_report_json_static_batch_says_it(source, pinned, tmp_path):
 def test_assert_equivalent_reads_the_pinned_batch(source, pinned_nhwc):
     report = assert_equivalent(str(source), pinned_nhwc)
     assert report["inputs"] == [["x", [4, 8, 8, 3], "float32"]]
+
+
+#: a TorchScript file records no shapes: its sequence axis is free only because convert was given --dynamic
+_SCRIPT_FLAGS = ("--trust-pickle", "--input", "2x6x8:float32")
+
+
+@pytest.fixture(scope="module")
+def scripted(tmp_path_factory):
+    """(source, OUT): a TorchScript file (its one input is ``x_1``) converted with ``--dynamic x_1:1``."""
+    folder = tmp_path_factory.mktemp("scripted")
+    source, out = folder / "tokens.pt", folder / "out"
+    torch.jit.save(torch.jit.script(_Tokens().eval()), source)
+    run = _run("convert", source, "-o", out, "--to", "keras-jax", "--dynamic", "x_1:1", "--no-grad", *_SCRIPT_FLAGS)
+    assert run.exit_code == 0 and "x_1_1: free, verified at 6, 9" in run.output, run.output
+    return source, out
+
+
+def test_verify_reads_the_dynamic_axes_from_out(scripted):
+    run = _run("verify", *scripted, *_SCRIPT_FLAGS, "--json")
+    assert run.exit_code == 0, run.output
+    [row] = json.loads(run.stdout)["dynamic"]
+    assert row["symbol"] == "x_1_1" and [(c["size"], c["passed"]) for c in row["verified"]] == [(6, True), (9, True)]
+    run = _run("verify", *scripted, *_SCRIPT_FLAGS, "--dynamic", "x_1:1")  # as convert was given it
+    assert run.exit_code == 0 and run.output.rstrip().endswith("and at x_1_1 = 6, 9"), run.output
+
+
+def test_dynamic_axes_that_differ_from_outs_are_exit_2(scripted):
+    run = _run("verify", *scripted, *_SCRIPT_FLAGS, "--dynamic", "x_1:2")
+    assert run.exit_code == 2 and "Traceback" not in run.output, run.output
+    assert run.output.count("portx:") == 1 and "--dynamic x_1:2" in run.output and "--dynamic x_1:1" in run.output
+    source, out = scripted
+    with pytest.raises(BadInput, match="--dynamic x_1:2"):
+        portx.verify(str(source), out, trust=Trust(trust_pickle=True), shapes=Shapes(dynamic=("x_1:2",)))
+
+
+def test_assert_equivalent_reads_the_dynamic_axes(scripted):
+    source, out = scripted
+    report = assert_equivalent(str(source), out, inputs=(torch.randn(2, 6, 8),), trust=Trust(trust_pickle=True))
+    assert [c["size"] for c in report["dynamic"][0]["verified"]] == [6, 9]

@@ -39,7 +39,7 @@ _SHAPES = {
                            help="NAME:SHAPE[:DTYPE] for formats without shapes, e.g. x:1x3x224x224:float32"),
     "dynamic": click.option("--dynamic", multiple=True, metavar="NAME:AXIS[,AXIS]",
                             help="keep these input axes free too (torch.export Dims and Keras None dims are kept "
-                                 "already)"),
+                                 "already; verify reads OUT's from its report.json)"),
     "static_batch": click.option("--static-batch", type=int, default=None, metavar="N",
                                  help="pin the batch to N (default: the batch stays free, verified at the example's, "
                                       "1 and 8; verify reads OUT's from its report.json)"),

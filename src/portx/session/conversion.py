@@ -42,7 +42,7 @@ from ..verification.streaming import verify_streaming
 from ..verification.trace import node_errors
 from ..weights import shard_gb
 from .dims import ONE_TRACED_AT, dynamic_report, emit_free, find_free, pinned_batch, plan_dims
-from .report import ConversionReport, NodeErrors, Profile, TpuProof, Verification
+from .report import ConversionReport, NodeErrors, TpuProof, Verification
 from .sections import (GRAD_AUTO_BYTES, base_report, source_counts, training, verification_failed,
                      written_files)
 
@@ -219,7 +219,7 @@ class Conversion:
             self.stages.run("explore", write_conversion, tmp, self.src, self.graph, self.target, report)
         report.stages = self.stages.times
         if self.output.profile:
-            report.profile = Profile.from_dict(self.stages.memory())
+            report.profile = self.stages.profiled()  # typed where built
         text = report.to_json()  # Note [report fields] (report.py): report.html is a function of report.json
         (tmp / "report.json").write_text(text, encoding="utf-8")
         write_report(tmp / "report.html", ConversionReport.read(json.loads(text)))

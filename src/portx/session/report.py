@@ -67,9 +67,11 @@ class OpRow(_Typed):
 class DynamicDim(_Typed):
     """report["dynamic"][i]: one candidate free dim, whether it stayed free, and its checks per size. ``step``: the
     free dim takes the example's size plus multiples of it only (1: any size; Note [divided dims] in
-    session/dims/find.py); None for a dim that stayed pinned."""
+    session/dims/find.py); None for a dim that stayed pinned. ``flag``: the ``--dynamic`` axes (NAME:AXIS, the
+    source's axes) that asked for it, which ``portx verify`` reads back (Note [what OUT records]); absent where
+    none did."""
 
-    OMITTED = ("torch_symbol", "found_by")
+    OMITTED = ("torch_symbol", "found_by", "flag")
     NESTED = {"verified": [SizeCheck]}
     symbol: str
     free: bool
@@ -81,6 +83,7 @@ class DynamicDim(_Typed):
     torch_symbol: str | None = None
     found_by: str | None = None
     step: int | None = None
+    flag: list[str] | None = None
 
 
 @dataclass

@@ -8,7 +8,8 @@ Note [typed sections]: verification's builders (verification/dynamic.py ``verify
 trace.py ``node_errors``, grads.py, sharding.py) return these sections, typed where they are built: each grows
 its dict key by key along its paths and ends in ``from_dict``, which refuses a key the class lacks (a TypeError:
 a bug, caught by the tests' real reports, rather than a key silently left out of report.json); the targets' TPU
-proofs are typed by ``Target.tpu_proof`` (targets/base.py). The session stores them as they come. The JSON names
+proofs are typed by ``Target.tpu_proof`` (targets/base.py), the profile by progress.py's ``Stages.profiled``. The
+session stores them as they come. The JSON names
 and shapes are the ones report.json always had (Note [report fields] in report.py): a field that a path leaves
 out is in ``OMITTED`` (left out where None); ``KEPT_WITH`` names one that is written as null once another is set
 (``NodeErrors.first_divergence``: null in a trace without a divergence, absent from a skipped trace). The field

@@ -16,7 +16,7 @@ import textwrap
 from collections import Counter
 
 from .codegen import flatten_outputs
-from .torch_tensors import numpy_of, tensor_of
+from ..weights.tensors import array_of, tensor_of
 
 __all__ = ["forward_cutter"]
 
@@ -141,4 +141,4 @@ def _call(fn, feed) -> list:
     import torch
 
     with torch.no_grad():
-        return [numpy_of(t) for t in flatten_outputs(fn(*[tensor_of(a) for a in feed]))]
+        return [array_of(t) for t in flatten_outputs(fn(*[tensor_of(a) for a in feed]))]

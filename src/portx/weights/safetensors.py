@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BadInput
-from ..ir.types import VIEWED_AS_INT
+from .tensors import tensor_of
 
 __all__ = ["Entry", "LazyStore", "read_header", "release_all", "release_pages", "itemsize", "SAFETENSORS_DTYPES"]
 
@@ -142,14 +142,7 @@ class LazyStore:
 
     def tensor(self, name):
         """Tensor ``name`` as a torch tensor sharing the mapped pages (no copy)."""
-        import torch
-
-        array = self.array(name)
-        if array.dtype.name in VIEWED_AS_INT:  # torch.from_numpy refuses ml_dtypes: through the integers
-            numpy_view, torch_view = VIEWED_AS_INT[array.dtype.name]
-            return torch.from_numpy(array.view(numpy_view)).view(getattr(torch, torch_view)).view(
-                getattr(torch, array.dtype.name))
-        return torch.from_numpy(array)
+        return tensor_of(self.array(name), copy=False)  # Note [one tensor conversion] (tensors.py)
 
     def layer(self, prefix) -> dict:
         """{name: torch view} of the tensors under ``prefix`` (``"model.layers.3."``): one layer's weights, for

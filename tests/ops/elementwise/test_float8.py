@@ -18,7 +18,7 @@ from portx.passes.pipeline import run_passes  # noqa: E402
 from portx.targets.codegen import import_by_path  # noqa: E402
 from portx.targets.keras_jax.emitter import emit_keras  # noqa: E402
 from portx.targets.keras_jax.tpu import prove_tpu_lowering  # noqa: E402
-from portx.targets.torch_xla.runtime import numpy_of, tensor_of  # noqa: E402
+from portx.weights.tensors import array_of, tensor_of  # noqa: E402
 from portx.targets.torch_xla.tpu import prove_torch_tpu_lowering  # noqa: E402
 from tests.support.harness import Wrap, check_torch_op, emit_and_load, emit_and_run, lower_torch  # noqa: E402
 from tests.support.keras_harness import check_keras_model, seeded  # noqa: E402
@@ -84,7 +84,7 @@ def test_float8_output_keeps_its_dtype(target, name):
     assert graph.outputs[0].type.dtype == name
     got, _ = emit_and_run(graph, [x.numpy()], target)
     assert str(got[0].dtype) == name
-    np.testing.assert_array_equal(np.asarray(got[0]).view(np.uint8), numpy_of(module(x)).view(np.uint8))
+    np.testing.assert_array_equal(np.asarray(got[0]).view(np.uint8), array_of(module(x)).view(np.uint8))
 
 
 @pytest.mark.parametrize("mode", ["dense", "einsum"])
@@ -115,7 +115,7 @@ def test_numpy_torch_crossing_keeps_bits(name):
     array = (VALUES * 0.9).astype(getattr(ml_dtypes, name))
     tensor = tensor_of(array)
     assert tensor.dtype == FLOAT8[name]
-    back = numpy_of(tensor)
+    back = array_of(tensor)
     assert str(back.dtype) == name
     np.testing.assert_array_equal(back.view(np.uint8), array.view(np.uint8))
 

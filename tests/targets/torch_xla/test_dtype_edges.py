@@ -12,7 +12,8 @@ import numpy as np
 import torch
 
 from portx.frontends.torch import export_module, lower_exported
-from portx.targets.torch_xla.runtime import numpy_of, run_torch, tensor_of
+from portx.targets.torch_xla.runtime import run_torch
+from portx.weights.tensors import array_of, tensor_of
 from tests.support.harness import check_torch_op, emit_and_load
 
 
@@ -25,7 +26,7 @@ def test_nan_to_num_writes_float32_max_as_a_number_torch_accepts(tmp_path):
 
 def test_bfloat16_round_trips_through_numpy():
     t = torch.tensor([1.5, -2.25, 3.0e38], dtype=torch.bfloat16)
-    array = numpy_of(t)
+    array = array_of(t)
     assert array.dtype == ml_dtypes.bfloat16
     assert torch.equal(tensor_of(array), t)
 

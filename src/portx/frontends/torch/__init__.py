@@ -25,7 +25,7 @@ from ...errors import BadInput, Unsupported, UnsupportedOps
 from ...ir import IMPORT_RULES, Graph, GraphBuilder, TensorType, Value
 from ...progress import counted
 from ..call import ImportCall
-from .arrays import array_of
+from ...weights.tensors import array_of
 from .names import module_classes, module_kind, op_name as _op_name, scope_of
 from .records import type_error
 from .training import (casts_to_bfloat16, decompose_keeping_dropout, functional_inplace, rearranges,
@@ -155,7 +155,7 @@ class _Lowering:
             return const
         if isinstance(const, (list, tuple)):
             raise Unsupported("a constant list of tensors is used as a value")
-        array = array_of(const, keep_bfloat16=True)
+        array = array_of(const)
         self.env[fx] = self.new_param(self.const_names.get(fx, fx.name), array)
         if fx in self.trainable_fx:
             self.builder.trainable.append(self.env[fx].name)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 
 from . import state_of
-from .arrays import array_of
+from ...weights.tensors import array_of
 
 __all__ = ["source_intermediates", "stream_intermediates"]
 
@@ -60,7 +60,7 @@ def _run(src, ep, arrays, wanted, release):
         for key, tensor in done.get(node.name, ()):
             release(key, tensor)
         if node.name in wanted and isinstance(result, torch.Tensor):
-            yield wanted[node.name], array_of(result, keep_bfloat16=True)
+            yield wanted[node.name], array_of(result)
 
 
 def _last_uses(ep, state) -> dict:

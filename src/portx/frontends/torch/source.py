@@ -16,7 +16,7 @@ import torch
 from ...errors import BadInput, first_line
 from . import export_module, lower_exported, walk_program
 from ..base import TORCH, Differentiable, SourceBase
-from .arrays import array_of
+from ...weights.tensors import array_of
 from .intermediates import source_intermediates, stream_intermediates
 from .symbols import divisor, export_free, hints_at, input_symbols, resized_at, size_hints
 
@@ -115,7 +115,7 @@ class TorchSource(SourceBase):
         with torch.no_grad():
             out = self.module(*self.torch_inputs(arrays))
         flat = torch.utils._pytree.tree_leaves(out)  # nested dicts/tuples/lists, in torch.export's output order
-        return [array_of(t, keep_bfloat16=True) for t in flat]  # compared at bfloat16's resolution
+        return [array_of(t) for t in flat]  # compared at bfloat16's resolution
 
     def differentiable(self) -> Differentiable:
         """The module, differentiated with ``torch.autograd`` (frontends/base.py)."""

@@ -62,7 +62,7 @@ def rearranges(node) -> bool:
 
 def casts_to_bfloat16(node) -> bool:
     """True for a cast to bfloat16, which portx keeps in the graph: folded, its constant would widen to float32
-    (torch_arrays.py) and the ops after it would see float32 where the source computes in bfloat16."""
+    (weights/tensors.py ``array_of``) and the ops after it would see float32 where the source computes in bfloat16."""
     return _cast_dtype(node) == torch.bfloat16
 
 

@@ -57,7 +57,8 @@ def _pinned_note(symbol, bad, dim) -> str:
 
 def dynamic_report(dims, graph, sized) -> list[DynamicDim]:
     """report["dynamic"]: each candidate dim, whether it stayed free, and its checks per size; its sites in the emitted
-    model's axes (Note [free dims in the emitted layout] in passes/layout/__init__.py)."""
+    model's axes (Note [free dims in the emitted layout] in passes/layout/__init__.py); the ``--dynamic`` axes that
+    asked for it in the source's (``flag``: what ``portx verify`` reads back)."""
     free = graph.meta.get("free", {}).get("dims", {})
     checks = {row["symbol"]: row for row in sized}
     return [DynamicDim(symbol=d["symbol"], free=d["symbol"] in free,
@@ -65,7 +66,8 @@ def dynamic_report(dims, graph, sized) -> list[DynamicDim]:
                        example_size=d.get("example", d["size"]) if d["symbol"] in free else d["size"],
                        min=d.get("min"), max=d.get("max"), torch_symbol=d.get("torch_symbol"),
                        found_by=d.get("found_by"), verified=checks.get(d["symbol"], {}).get("sizes", []),
-                       step=free[d["symbol"]].get("step", 1) if d["symbol"] in free else None)
+                       step=free[d["symbol"]].get("step", 1) if d["symbol"] in free else None,
+                       flag=[f"{graph.inputs[i].name}:{axis}" for i, axis in d["flag"]] if d.get("flag") else None)
             for d in dims]
 
 

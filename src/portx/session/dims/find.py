@@ -24,6 +24,7 @@ from ...passes.free_dims import NotFree, apply_free, diff_free, merge_found
 from ...passes.layout import graph_axis, source_ends
 from ...passes.static_batch import rebatch
 from ...verification.dynamic import one_line
+from ...weights.tensors import array_of
 from .divided import stepped_diff
 
 __all__ = ["ONE_TRACED_AT", "find_free", "refree", "repin"]
@@ -158,10 +159,10 @@ def _second_size(src, graph, prepare, rows, row, found, symbolic) -> str:
     if other is None:
         return f"its range [{row.get('min')}, {row.get('max')}] has no second size to check"
     if row["step"] > 1:  # torch may divide where the model cannot run (a reshape to literals): run it there once
-        from ...frontends.torch.arrays import array_of  # a torch source's examples are tensors
         try:
             sized = src.resized(_sizes(src, rows, {row["symbol"]: other}))
-            sized.run(*[a if isinstance(a, np.ndarray) else array_of(a) for a in sized.examples()])
+            sized.run(*[a if isinstance(a, np.ndarray) else array_of(a, widen=True)
+                         for a in sized.examples()])  # a torch source's examples are tensors
         except Exception as exc:  # noqa: BLE001 - any failure there means "not free"
             return f"the model does not run at {row['symbol']}={other} ({one_line(exc)})"
     g1 = _by_symbols(src, graph, rows, row, other) if symbolic else None

@@ -19,7 +19,8 @@ __all__ = ["plan_dims", "parse_dynamic", "check_static_batch", "pinned_batch"]
 
 
 def parse_dynamic(specs, names) -> list:
-    """``["x:1", "ids:0,1"]`` -> declared dims (one per input axis); BadInput names a bad spec."""
+    """``["x:1", "ids:0,1"]`` -> declared dims (one per input axis), each ``flag``: the sites its spec names (what
+    report.json records: Note [what OUT records] in recorded.py); BadInput names a bad spec."""
     rows = []
     for spec in specs or ():
         name, _, axes = str(spec).rpartition(":")
@@ -33,7 +34,7 @@ def parse_dynamic(specs, names) -> list:
             if not re.fullmatch(r"[0-9]+", axis.strip()):  # str.isdigit() takes '²', which int() refuses
                 raise BadInput(f"--dynamic {shown}: axis {axis!r} is not a number", hint="e.g. --dynamic x:0,1")
             rows.append({"symbol": f"{name}_{int(axis)}", "sites": [[names.index(name), int(axis)]],
-                         "min": 1, "max": None, "declared": True, "flag": True})
+                         "min": 1, "max": None, "declared": True, "flag": [[names.index(name), int(axis)]]})
     return rows
 
 
@@ -57,7 +58,7 @@ def plan_dims(src, graph, dynamic=(), static_batch=None) -> list:
     size = graph.inputs[batch[0][0]].type.shape[0] if batch else None
     rows = [] if static_batch or not batch else [
         {"symbol": "batch", "sites": batch, "size": size, "example": src.given_batch() or size,
-         "min": 1, "max": None, "declared": False, **({"flag": True} if asked else {})}]
+         "min": 1, "max": None, "declared": False, **({"flag": asked} if asked else {})}]
     for row in declared:
         if sorted(map(tuple, row["sites"])) == [(i, 0) for i in ranked]:
             row["symbol"] = "batch"  # a Dim on axis 0 of every input is the batch, whatever torch called it
@@ -75,19 +76,20 @@ def _with_flags(own, flagged) -> list:
     for row in flagged:
         site = tuple(row["sites"][0])
         if site in by_site:
-            by_site[site]["flag"] = True
+            by_site[site]["flag"] = [*by_site[site].get("flag", []), *row["flag"]]
         else:
             own.append(row)
     return own
 
 
 def _batch_asked(declared, flagged, batch) -> tuple:
-    """(``declared`` without a ``--dynamic`` row that names axis 0 of exactly the batch's inputs, whether one did):
+    """(``declared`` without a ``--dynamic`` row that names axis 0 of exactly the batch's inputs, the sites it named):
     that row asks for the batch, which is then freed as without the flag (a static program by its ops' shape rules:
     Note [static batch] in passes/static_batch.py), only flagged, so that a batch the model fixes is BadInput."""
     sites = sorted(map(tuple, batch))
     asked = [row for row in declared if any(row is f for f in flagged) and sorted(map(tuple, row["sites"])) == sites]
-    return [row for row in declared if not any(row is a for a in asked)], bool(asked)
+    kept = [row for row in declared if not any(row is a for a in asked)]
+    return kept, [site for row in asked for site in row["flag"]]
 
 
 def _grouped(rows) -> list:
@@ -97,7 +99,7 @@ def _grouped(rows) -> list:
     for row in rows:
         group = by_size.get(row["size"]) if row.get("flag") else None
         if group is not None and not {i for i, _ in row["sites"]} & {i for i, _ in group["sites"]}:
-            by_size[row["size"]]["sites"] += row["sites"]
+            group["sites"], group["flag"] = group["sites"] + row["sites"], group["flag"] + row["flag"]
             continue
         if row.get("flag"):
             by_size[row["size"]] = row

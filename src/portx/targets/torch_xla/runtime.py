@@ -12,11 +12,11 @@ import tempfile
 from pathlib import Path
 
 from ..codegen import flatten_outputs, import_by_path
-from ..torch_tensors import numpy_of, tensor_of
+from ...weights.tensors import array_of, tensor_of
 from .emitter import TorchEmitter
 from .shards import module_on
 
-__all__ = ["build_in_memory", "load_folder", "run_torch", "run_torch_with_locals", "tensor_of", "numpy_of"]
+__all__ = ["build_in_memory", "load_folder", "run_torch", "run_torch_with_locals"]
 
 
 def load_folder(path):
@@ -53,7 +53,7 @@ def run_torch(model, arrays) -> list:
     device = next((t.device for t in list(model.parameters()) + list(model.buffers())), torch.device("cpu"))
     with torch.no_grad():
         out = model(*[tensor_of(a).to(device) for a in arrays])
-    return [numpy_of(t) for t in flatten_outputs(out)]
+    return [array_of(t) for t in flatten_outputs(out)]
 
 
 def run_torch_with_locals(model, arrays):
@@ -72,4 +72,4 @@ def run_torch_with_locals(model, arrays):
         outputs = run_torch(model, arrays)
     finally:
         sys.setprofile(None)
-    return outputs, {k: numpy_of(v) for k, v in captured.items() if isinstance(v, torch.Tensor)}
+    return outputs, {k: array_of(v) for k, v in captured.items() if isinstance(v, torch.Tensor)}
