@@ -97,4 +97,4 @@ def test_scopes_open_around_their_statements_and_names_with_quotes_stay_python()
 
     for scope, want in (("normal_A_block_0", "normal_A_block_7"), ('a"b\\_0', 'a"b\\_7'), ("x{y}_0", "x{y}_7"),
                         ("block_1", "block_1"), ("0", "7")):
-        assert eval(_named(scope, Block), {"name": "7"}) == want  # noqa: S307 - the emitted expression itself
+        assert eval(_named(scope, Block), {"name": "7"}) == want  # noqa: S307 trusted: the test's own scope names
