@@ -182,3 +182,15 @@ def benchmark_cases():
         return BACKBONES[name](), None
 
     return [(f"keras-hub-{name}", lambda n=name: build(n), "keras") for name in BACKBONES]
+
+
+def test_llama_blocks_numbering_their_rotary_embedding_are_one_keras_function(tmp_path):
+    """keras-hub names each block's rotary embedding model-wide (``llama_rotary_embedding_2`` in block 2): the
+    free-dim broadcasts inside it are written from a copy of their node, named from the block's scope as the other
+    nodes are (``VariableNames._own`` in targets/keras_jax/style.py), so one function writes every block."""
+    keras.backend.clear_session()
+    keras.utils.set_random_seed(0)
+    model = BACKBONES["llama"]().__class__(**{**_TEXT, "num_layers": 3}, num_query_heads=4, num_key_value_heads=2)
+    result = portx.convert(model, to="keras-jax", out=tmp_path / "out", verify=False, grad=False)
+    code = result.files["code"].read_text()
+    assert code.count("\ndef llama_transformer_decoder(") == 1 and "for i in range(3):" in code, code

@@ -191,6 +191,9 @@ class VariableNames:
         self._kept = _varying(graph)
         self._room = block_rooms(graph.meta.get("blocks"))
         self.last = set({self.scope[n]: n for n in graph.nodes if self.scope[n]}.values())
+        # the emitter writes a node with free dims as a copy (``node.replace(attrs=...)``, codegen.emit_nodes):
+        # found again by its outputs, or it would be named from its source scope, not its block's
+        self._own = {n.outputs: n for n in graph.nodes}
         self.role, self._base = {}, {}  # Value -> its name after the scope; -> the input name it leads to
         self._producer, self._users = producer, users
         for node in reversed(graph.nodes):
@@ -237,14 +240,16 @@ class VariableNames:
     def layer(self, node) -> str:
         """The name for ``node``'s layer: ``raw``, or after its block where Keras named it model-wide (Note [layers
         Keras names in blocks])."""
+        node = self._own.get(node.outputs, node)
         return self._glue.get(node) or self.raw(node)
 
     def kept(self, node) -> frozenset:
         """The Keras keywords ``node``'s layer writes even at their default (Note [keywords that vary in blocks])."""
-        return self._kept.get(node, frozenset())
+        return self._kept.get(self._own.get(node.outputs, node), frozenset())
 
     def raw(self, node) -> str:
         """The name for ``node``'s (first) output, before Namespace makes it a unique identifier."""
+        node = self._own.get(node.outputs, node)
         scope, out = self.scope.get(node, node.scope), node.outputs[0]
         if out in self.role:
             return f"{scope}_{self.role[out]}" if scope else self.role[out]
