@@ -34,16 +34,12 @@ from __future__ import annotations
 
 import re
 
+from .blocks_suffix import keras_snake
+
 __all__ = ["cut_blocks", "block_names", "auto_name", "AUTO_NAME"]
 
 #: a Keras layer name with Keras' own number: ``conv2d_15`` (stem ``conv2d``, number 15); ``conv2d`` is number 0
 AUTO_NAME = re.compile(r"^(?P<stem>[a-z][a-z0-9]*(?:_[a-z][a-z0-9]*)*?)(?:_(?P<number>\d+))?$")
-
-
-def _snake(name: str) -> str:
-    """A class name as Keras names its layers (``keras.src.utils.naming.to_snake_case``): ``Conv2D`` -> ``conv2d``."""
-    name = re.sub(r"(.)([A-Z][a-z0-9]+)", r"\1_\2", name)
-    return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
 
 
 def auto_name(scope, classes) -> tuple | None:
@@ -51,7 +47,7 @@ def auto_name(scope, classes) -> tuple | None:
     number), else None. Example: ``auto_name("conv2d_15", {"conv2d_15": "Conv2D"})`` -> ``("conv2d", 15)``."""
     found = AUTO_NAME.match(scope or "")
     cls = (classes or {}).get(scope)
-    if not found or not cls or found["stem"] != _snake(cls):
+    if not found or not cls or found["stem"] != keras_snake(cls):
         return None
     return found["stem"], int(found["number"] or 0)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import heapq
 import re
 
-__all__ = ["suffix_blocks"]
+__all__ = ["keras_snake", "suffix_blocks"]
 
 #: a block id at the end of a layer name: a number (``normal_conv_1_0``), or a word and a number
 #: (``reduction_conv_1_stem_1``, ``reduction_bn_1_reduce_4``)
@@ -46,8 +46,9 @@ _MIN_NAMES = 3
 # targets/keras_jax/style.py).
 
 
-def _snake(name: str) -> str:
-    """A Keras class name as Keras names its layers: ``ZeroPadding2D`` -> ``zero_padding2d``, ``ReLU`` -> ``re_lu``."""
+def keras_snake(name: str) -> str:
+    """A Keras class name as Keras names its layers (``keras.src.utils.naming.to_snake_case``): ``ZeroPadding2D`` ->
+    ``zero_padding2d``, ``ReLU`` -> ``re_lu``."""
     name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
     return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
 
@@ -57,7 +58,7 @@ def _ids(scopes, classes) -> dict:
     found = {}
     for scope in scopes:
         name = scope.split(".")[0]
-        if classes.get(name) and re.sub(r"_\d+$", "", name) == _snake(classes[name]):
+        if classes.get(name) and re.sub(r"_\d+$", "", name) == keras_snake(classes[name]):
             continue  # Keras named it itself
         found[scope] = [(m["id"], name[:m.start()]) for rx in (_WORD_ID, _NUMBER_ID) for m in [rx.search(name)] if m]
     names = {}
