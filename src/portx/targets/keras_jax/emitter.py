@@ -18,50 +18,24 @@ import numpy as np
 
 from ...ir import FreeDimRefused, SymDim, Value
 from ...progress import watch
-from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal, module_sentences, nested_outputs
-from .style import VariableNames, auto_names_in, layer_args, layout_sentence
+from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal
+from .style import VariableNames, auto_names_in, layer_args
 from ..constants import evaluate_constant, live_values
 from ..refused import refused_build
 from .blocks import write_blocks
 from .scopes import body_scopes, layer_scopes, open_scopes
-from .sharded import DEFAULT_SHARD_GB, SHARDED_FILE, abstract_model, write_sharded
+from .sharded import DEFAULT_SHARD_GB, abstract_model, write_sharded
 from .sharding import layout_map_source, variable_splits
+from .files import CONSTANT_LAYER, HEADER, WEIGHTS_FILE, WIDTH, model_name, module_text
 from .model_classes import DRAW_MODEL, FREE_SHAPE_LAYER, constant_model_body, draws_random, write_size_checks
 
 __all__ = ["TARGET", "WEIGHTS_FILE", "HEADER", "KerasEmitter", "emit_keras"]
 
 TARGET = "keras-jax"
-WEIGHTS_FILE = SHARDED_FILE  # the index of the shards (Note [sharded keras weights])
-#: the first line of every model.py this emitter writes (how targets.KERAS_JAX recognises its folders)
-HEADER = '"""Keras 3 model written by portx.'
 _RESERVED = {"keras", "layers", "ops", "np", "os", "build_model", "load_model", "WEIGHTS", "Constant", "FreeShape",
              "SizeCheck", "model", "inputs", "outputs", "jax", "anchor", "DrawModel"}
-_WIDTH = 100  # lines of the written model.py wrap at this width
 _INLINE_MAX = 16  # constants with at most this many elements are written into the code
-_DEEP_GRAPH = 300  # Note [deep graphs]: Keras' functional graph walk recurses per layer
 
-_CONSTANT_LAYER = '''
-@keras.saving.register_keras_serializable(package="converted")
-class Constant(layers.Layer):
-    """Holds one stored array: a source parameter used directly (trainable=True), or a constant.
-
-    Registered serializable: after this file is imported, keras.saving.load_model reads a saved model.
-    """
-
-    def __init__(self, shape, dtype="float32", trainable=False, **kwargs):
-        kwargs.pop("dtype_policy", None)
-        super().__init__(trainable=trainable, **kwargs)
-        self.value_shape, self.value_dtype = tuple(shape), dtype
-        self.value = self.add_weight(shape=shape, dtype=dtype, initializer="zeros", name="value",
-                                     trainable=trainable)
-
-    def call(self, anchor):
-        return ops.convert_to_tensor(self.value)
-
-    def get_config(self):
-        return {"name": self.name, "trainable": self.trainable, "shape": self.value_shape,
-                "dtype": self.value_dtype}
-'''
 
 
 class KerasEmitter(EmitterBase):
@@ -83,7 +57,7 @@ class KerasEmitter(EmitterBase):
     def __init__(self, graph, clash=frozenset()):
         super().__init__(graph)
         self.ns = Namespace(_RESERVED)
-        self.body = LineWriter(_WIDTH)
+        self.body = LineWriter(WIDTH)
         self.body.indent = 1
         self.weights = {}  # layer name -> list of arrays, in layer.get_weights() order
         self.layer_of = {}  # Value -> layer name, for per-layer checks
@@ -114,7 +88,7 @@ class KerasEmitter(EmitterBase):
         if array.size <= _INLINE_MAX and not (layer or trainable):
             return self.inline(array)
         name = self.layer_ident(raw_name, "const", cased=True)
-        self.define("Constant", _CONSTANT_LAYER)
+        self.define("Constant", CONSTANT_LAYER)
         self.weights[name] = [array]
         trains = ", trainable=True" if trainable else ""
         self.body.line(f"{name.lower()} = Constant({literal(tuple(array.shape))}, {literal(str(array.dtype))}{trains}, "
@@ -276,7 +250,7 @@ class KerasEmitter(EmitterBase):
         return text
 
     def _emit_once(self) -> str:
-        head = LineWriter(_WIDTH)
+        head = LineWriter(WIDTH)
         head.indent = 1
         for value in self.graph.inputs:  # an Input is a layer: its name must not be an op's auto name either
             var = self.layer_ident(value.name, "input")  # (a segment's input is named after a value: add_14)
@@ -288,97 +262,19 @@ class KerasEmitter(EmitterBase):
         self.given = write_size_checks(self, head)  # Note [size checks] in targets/size_checks.py
         drawn = not self.graph.inputs and draws_random(self.graph)  # a DrawModel around an anchor input
         if not self.graph.inputs and not drawn:  # a functional model needs an input: a ConstantModel
-            return self._module_text(constant_model_body(self, _model_name(self.graph)), None)
+            return module_text(self, constant_model_body(self, model_name(self.graph)), None)
         if drawn:
             head.line("anchor = keras.Input(batch_shape=(1,), name='anchor')")
             self.define("DrawModel", DRAW_MODEL)
         self._anchor = self.names[self.graph.inputs[0]] if not drawn else "anchor"
         self.emit_nodes()
-        outs = write_blocks(self, [self._output_ref(v) for v in self.graph.outputs], _WIDTH)
+        outs = write_blocks(self, [self._output_ref(v) for v in self.graph.outputs], WIDTH)
         self.body.rows = open_scopes(self.body.rows, body_scopes(self.body.rows, layer_scopes(self)))
-        return self._module_text(head.text() + self.body.text(), outs)
+        return module_text(self, head.text() + self.body.text(), outs)
 
     def var_of(self) -> dict:
         """Value -> variable for the values build_model binds (those inside block functions left out)."""
         return {v: n for v, n in super().var_of().items() if n not in self.hidden}
-
-    def _module_text(self, body: str, outs: list) -> str:
-        w = LineWriter()
-        w.line(f"{HEADER} Runs with KERAS_BACKEND=jax; needs only keras (and jax).")
-        w.line("")
-        w.line("build_model() returns the architecture; load_model() returns it with the weights in")
-        w.line(f"{WEIGHTS_FILE} and its shards beside this file.")
-        w.line(layout_sentence(self.graph))
-        for row in module_sentences(self.graph):
-            w.line(row)
-        w.line('"""')
-        w.line("import os")
-        deep = len(self.graph.nodes) > _DEEP_GRAPH
-        if deep:
-            w.line("import sys")
-        w.line("")
-        w.line('os.environ.setdefault("KERAS_BACKEND", "jax")  # before the first keras import')
-        w.line("")
-        if self.uses_numpy:
-            w.line("import numpy as np")
-        w.line("import keras")
-        w.line("from keras import layers, ops")
-        w.line("")
-        w.line(f"WEIGHTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), {literal(WEIGHTS_FILE)})")
-        if self.default_layout:  # the layers leave data_format at Keras's default: pin it once
-            w.line("# The layers below use Keras's default data_format; pinned in case keras.json sets another.")
-            w.line('keras.config.set_image_data_format("channels_last")')
-        text = w.text()
-        if deep:  # Note [deep graphs]
-            text += ("\n# Keras builds functional graphs recursively, a few frames per layer; this model is deep.\n"
-                     f"sys.setrecursionlimit(max(sys.getrecursionlimit(), {20 * len(self.graph.nodes) + 1000}))\n")
-        text += "\n".join(self.definitions.values())
-        text += "".join("\n\n" + fn for fn in self.functions)
-        text += "\n\ndef build_model():\n"
-        text += '    """The architecture, with freshly initialised weights."""\n'
-        text += body
-        if outs is None:
-            return text + _LOAD_MODEL
-        ins = [self.given.get(v) or self.names[v] for v in self.graph.inputs] or ["anchor"]
-        ins_text = ins[0] if len(ins) == 1 else "[" + ", ".join(ins) + "]"
-        outs_text = outs[0] if len(outs) == 1 else "[" + ", ".join(outs) + "]"
-        if self.graph.meta.get("output_structure") is not None:  # Note [output structure]
-            outs_text = nested_outputs(self.graph.meta["output_structure"], outs)
-        last = LineWriter(_WIDTH)
-        last.indent = 1
-        inner = f"keras.Model({ins_text}, {outs_text}, name={literal(_model_name(self.graph))})"
-        last.line(f"return {inner}" if self.graph.inputs else f"return DrawModel({inner}, name='draw_model')")
-        text += last.text() + _LOAD_MODEL
-        return text
-
-
-def _model_name(graph) -> str:
-    return re.sub(r"[^0-9A-Za-z_]", "_", graph.name) or "model"
-
-
-_LOAD_MODEL = '''
-
-def load_model(weights=WEIGHTS, precision=None, distribution=None):
-    """The model with its converted weights.
-
-    precision: None keeps JAX's default; "highest" makes float32 matmuls and convolutions exact
-    on TPU (which otherwise uses bfloat16 passes), matching the verified numbers.
-    distribution: a keras.distribution.Distribution, e.g. ModelParallel(layout_map=layout_map(mesh),
-    batch_dim_name="batch"): each weight is created and loaded straight into its shards. Run and fit
-    the model under the same distribution (``with distribution.scope():``).
-    """
-    if precision is not None:
-        import jax
-
-        jax.config.update("jax_default_matmul_precision", precision)
-    if distribution is not None:
-        with distribution.scope():
-            return load_model(weights, precision)
-    model = build_model()
-    model.load_weights(weights)
-    return model
-'''
-
 
 def emit_keras(graph, out_dir, max_shard_size=DEFAULT_SHARD_GB) -> dict:
     """Write ``model.py`` and the weights (Keras' sharded layout, shards of at most ``max_shard_size`` GB: Note
