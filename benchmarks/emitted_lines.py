@@ -11,7 +11,9 @@ Prints one plain-text table, one row per (model, target):
            hf_llama32: a Hugging Face LlamaForCausalLM with 32 decoder layers (width 32, random weights), ids (1, 8);
            hub_gpt2, hub_llama_dropout: keras-hub's GPT2Backbone and LlamaBackbone(dropout=0.1), 4 layers, width 32;
            tv_vit12: torchvision's ViT layout, 12 encoder layers named encoder_layer_N (structured_models.py);
-           zoo_resnet: the zoo's ResNet (two BasicBlocks a stage, tests/support/zoo.py); inception: keras.applications
+           zoo_resnet: the zoo's ResNet (two BasicBlocks a stage, tests/support/zoo.py); zoo_convnext, zoo_unet: the
+           zoo's ConvNeXt (two stages of one block class at two widths) and UNet (five double convs, no block
+           number in their names: tests/test_zoo.py REPEATS); inception: keras.applications
            InceptionV3 (tests/support/zoo_keras.build_application: 75x75, blocks cut from the graph); nasnet:
            keras.applications.NASNetMobile, input (1, 32, 32, 3) (cells named by a suffix id)
   flat     lines of model.py with the blocks left flat (graph.meta["blocks"] and the names of blocks cut from the graph
@@ -93,8 +95,9 @@ def tv_vit12():
     return load(model, example_inputs=inputs)
 
 
-def zoo_resnet():
-    model, inputs = ZOO["resnet"]()
+def zoo(name):
+    """The zoo's model ``name`` (tests/support/zoo.py) at its example inputs."""
+    model, inputs = ZOO[name]()
     return load(model, example_inputs=inputs)
 
 
@@ -118,12 +121,15 @@ def hub(name, **extra):
 MODELS = {"resnet50": (resnet50, ("keras-jax", "torch-xla")), "decoder32": (decoder32, ("keras-jax", "torch-xla")),
           "keras_resnet50": (keras_resnet50, ("torch-xla", "keras-jax")), "vit": (vit, ("keras-jax", "torch-xla")),
           "keras_resnet_small": (lambda: load(keras_resnet()), ("torch-xla", "keras-jax")),
-          "tv_vit12": (tv_vit12, ("torch-xla", "keras-jax")), "zoo_resnet": (zoo_resnet, ("torch-xla", "keras-jax")),
+          "tv_vit12": (tv_vit12, ("torch-xla", "keras-jax")),
+          "zoo_resnet": (lambda: zoo("resnet"), ("torch-xla", "keras-jax")),
           "hf_llama32": (hf_llama32, ("keras-jax", "torch-xla")), "inception": (inception, ("torch-xla", "keras-jax")),
           "hub_gpt2": (lambda: hub("GPT2Backbone", num_heads=2, max_sequence_length=16), ("torch-xla", "keras-jax")),
           "hub_llama_dropout": (lambda: hub("LlamaBackbone", num_query_heads=4, num_key_value_heads=2, dropout=0.1),
                                 ("torch-xla", "keras-jax")),
-          "nasnet": (nasnet, ("torch-xla", "keras-jax"))}
+          "nasnet": (nasnet, ("torch-xla", "keras-jax")),
+          "zoo_convnext": (lambda: zoo("convnext"), ("keras-jax", "torch-xla")),
+          "zoo_unet": (lambda: zoo("unet"), ("keras-jax", "torch-xla"))}
 
 
 def emitted(graph, target) -> tuple:

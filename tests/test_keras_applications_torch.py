@@ -7,7 +7,7 @@
   initializer compilation.
 - CI: MobileNetV2 the way a user runs it: saved as ``.keras`` and converted by ``portx convert``.
 - ``PORTX_SLOW=1``: the full-size sweep at the ImageNet size (224; Xception, InceptionV3 299) through the CLI
-  from ``.keras`` files: nine of the ten (Note [full-size gaps]); 3 minutes with ``-n 2``.
+  from ``.keras`` files, all ten, their structure checked as in CI; 3 minutes with ``-n 2``.
 
 Example:
     PORTX_SLOW=1 pytest tests/test_keras_applications_torch.py -k "ConvNeXt or EfficientNet"
@@ -20,10 +20,12 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-import portx
+import portx.api
 from portx.cli import main
 from portx.targets.codegen import import_by_path
 from portx.verification.compare import compare_arrays
+from tests.support.json_schema import problems
+from tests.support.paths import REPO
 from tests.support.structured_code import assert_structured
 from tests.support.zoo_keras import APPLICATIONS, FULL_SIDES, build_application
 
@@ -49,14 +51,30 @@ def _emitted_matches_keras(model, x, out):
     want = np.asarray(model(x, training=False))
     result = compare_arrays(want, got, atol=1e-5, rtol=1e-4)
     assert result["passed"], f"{model.name} on pixels {x.shape}: {result}"
+    return net
 
 
-def _convert_keras_file_with_cli(model, tmp_path):
+def _convert_keras_file_with_cli(model, tmp_path, monkeypatch=None):
+    """(report, out) of ``portx convert`` on ``model`` saved as ``.keras``, the report valid against
+    docs/report.schema.json (a torch-xla report with block rows); with ``monkeypatch``, also the conversion's result,
+    caught on its way from ``api.convert`` to the CLI (its graph, for ``assert_structured``, without converting
+    twice)."""
     src, out = tmp_path / f"{model.name}.keras", tmp_path / "out"
     model.save(src)
+    caught, convert = [], portx.api.convert
+
+    def convert_and_catch(*args, **kwargs):
+        caught.append(convert(*args, **kwargs))
+        return caught[-1]
+
+    if monkeypatch is not None:
+        monkeypatch.setattr(portx.api, "convert", convert_and_catch)
     run = CliRunner().invoke(main, ["convert", str(src), "--to", "torch-xla", "-o", str(out)])
     assert run.exit_code == 0, run.output
-    return json.loads((out / "report.json").read_text()), out
+    assert caught or monkeypatch is None, "the CLI did not call portx.api.convert"
+    report = json.loads((out / "report.json").read_text())
+    assert report["blocks"] and problems(json.loads((REPO / "docs" / "report.schema.json").read_text()), report) == []
+    return report, out, *caught
 
 
 @pytest.mark.parametrize("name", sorted(APPLICATIONS))
@@ -68,13 +86,17 @@ def test_application_converts_to_torch_verifies_and_lowers_for_tpu(name, tmp_pat
     batch = result.report["dynamic"][0]  # the batch stays free, verified at 1 and 8 too
     assert batch["free"] and {1, 8} <= {c["size"] for c in batch["verified"]}, result.report["warnings"]
     _emitted_matches_keras(model, x, result.out)
-    # one class per kind of block the application repeats (conv2_block1, block_3, ...), flat where that is
-    # shorter (Note [structured only where shorter])
+    _structured_like_keras(name, model, result, result.model)
+
+
+def _structured_like_keras(name, model, result, net):
+    """One class per kind of block the application repeats (conv2_block1, block_3, ...), flat where that is
+    shorter (Note [structured only where shorter]), and ``net``'s modules nested as Keras' blocks."""
     assert_structured(result, "torch-xla", longer=True, flat=FLAT)
     if name in BLOCK_PATHS:
-        _nested_like_keras(model, result.model, *BLOCK_PATHS[name])
+        _nested_like_keras(model, net, *BLOCK_PATHS[name])
     if name == "InceptionV3":
-        _inception_blocks_alike(result.model)
+        _inception_blocks_alike(net)
 
 
 #: the torch path of a Keras layer in a block (the state_dict key before ``.weight``): ``(pattern, path)``, the
@@ -133,9 +155,10 @@ def test_keras_file_converts_to_torch_through_the_cli(name, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", FULL_SIZE)
-def test_full_size_application_converts_to_torch_through_the_cli(name, tmp_path):
+def test_full_size_application_converts_to_torch_through_the_cli(name, tmp_path, monkeypatch):
     model, x = build_application(name, side="full")
-    report, out = _convert_keras_file_with_cli(model, tmp_path)
+    report, out, result = _convert_keras_file_with_cli(model, tmp_path, monkeypatch)
     assert report["verification"]["passed"] is True, report["verification"]
     assert report["tpu"]["verdict"] == "ok", report["tpu"]
-    _emitted_matches_keras(model, x, out)
+    # the structure checked at the ImageNet size too, on the emitted module a user imports
+    _structured_like_keras(name, model, result, _emitted_matches_keras(model, x, out))
