@@ -10,7 +10,11 @@ source module, each block owns its ``nn.Dropout`` under its source name (``self.
 writes it, and ``state_dict()`` is unchanged (such modules hold nothing). Inside a repeated block a weightless
 module takes the name the first block of its kind gave the one at the same position (``_weightless_hint``): Keras
 numbers the layers it names itself model-wide (``dropout`` in one block, ``dropout_1`` in the next), and the
-blocks' code must read the same to be one class.
+blocks' code must read the same to be one class. A weightless module made for a function that a source module's
+``forward`` calls (a squeeze-excite's ``F.adaptive_avg_pool2d`` under ``blocks.0.se``) is that module's child named
+after the op (``blocks.0.se.adaptive_avg_pool``), not the module itself: at ``blocks.0.se`` it would clash with the
+module's own children (``blocks.0.se.fc1``), which then kept their flat names (``blocks.0.se_fc1``), not the
+source's state_dict keys.
 
 Example:
     >>> t.layer(node, "Dropout", (0.1,), {}, None, [x])   # self.<scope> = nn.Dropout(0.1); x_1 = self.<scope>(x)
@@ -91,6 +95,8 @@ class ModuleWriter:
         ids = tuple((k, v.name if hasattr(v, "type") else hashlib.sha1(v.tobytes()).hexdigest())
                     for k, v in weights.items())
         hint = self._module_hint(node, weights)
+        if not ids and hint in self._containers():  # a function the source module calls: Note [weightless modules]
+            hint = f"{hint}.{node.op.name}"
         key = (cls, text, ids or hint)  # Note [weightless modules]
         if key in self._shared:
             return self._shared[key]
@@ -102,6 +108,13 @@ class ModuleWriter:
             self.state[f"{name}.{suffix}"] = array
         self._shared[key] = f"self.{name}"
         return f"self.{name}"
+
+    def _containers(self) -> frozenset:
+        """The source paths that hold other modules or weights (``blocks.0.se`` holds ``blocks.0.se.fc1``)."""
+        if self._holders is None:
+            paths = [n.scope for n in self.graph.nodes if n.scope] + list(self.graph.params)
+            self._holders = frozenset(p.rsplit(".", k)[0] for p in paths for k in range(1, p.count(".") + 1))
+        return self._holders
 
     def _weightless_hint(self, hint, cls, text) -> str:
         """Inside a repeated block, a weightless module's name as the first block of its kind wrote the module at the
