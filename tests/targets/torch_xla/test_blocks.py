@@ -162,8 +162,9 @@ KEYS_DIFFER = {"densenet", "swin", "gpt"}
                                   for n in sorted(set(ZOO) - {"resnet"})])
 def test_zoo_model_straight_to_torch_is_structured_at_the_source_s_keys(name, tmp_path):
     """The zoo PyTorch -> torch-xla (tests/test_zoo.py goes to keras-jax, tests/test_zoo_both_ways.py back from the
-    Keras model; the ResNet is the CI case above; MobileNetV3 in CI too): one class per kind of block the source repeats (``REPEATS``), and
-    the source's state_dict keys (MobileNetV3's squeeze-excite ``blocks.0.se.fc1``: Note [weightless modules])."""
+    Keras model; the ResNet is the CI case above; MobileNetV3 in CI too): one class per kind of block the source
+    repeats (``REPEATS``), and the source's state_dict keys (MobileNetV3's squeeze-excite ``blocks.0.se.fc1``: Note
+    [weightless modules])."""
     model, inputs = ZOO[name]()
     result = portx.convert(model, example_inputs=inputs, to="torch-xla", out=tmp_path / "out", grad=False)  # verifies
     assert_structured(result, "torch-xla", repeats=name in REPEATS)
