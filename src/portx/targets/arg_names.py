@@ -10,11 +10,22 @@ named by the callee's signature (``layers.ZeroPadding2D((0, 1))``: ``padding``; 
 ``keras.layers``, ``keras.ops``, ``torch.nn``...), with a table of the common layers for a callee that has no
 signature; a number inside a tuple is the tuple's argument. Only where none of that names it is it ``size``.
 
+Note [arguments named for what differs]: two numbers that differ between the blocks and feed the same argument of
+different layers (EfficientNet's expand, squeeze-excite and project convs all take ``filters``) were ``filters``,
+``filters_1``, ``filters_2``. Each is named after the layer it first feeds instead, as keras.applications writes
+``filters_in``, ``filters_out``: its name in the block (``f"{name}_expand_conv"``, ``self.expand_conv``, else the
+variable the statement binds) without the words every such layer has (``conv``, ``pointwise``, a number): ``filters_
+expand``, ``filters_se_reduce``, ``filters_project``; Xception's ``out_channels_sepconv1``, ``out_channels_sepconv2``.
+A role two of them share is written whole (``adjust_conv_1``), and where that is shared too (numbers of one
+statement: ``ops.pad``'s widths) the numbering stays. The names depend only on the block's statements.
+
 Example:
     >>> argument_name("y = layers.ZeroPadding2D(((0, ")
     'padding'
     >>> argument_name("y = layers.Conv2D(8, 3, strides=")
     'strides'
+    >>> distinct_names(["filters", "filters", "rate"], ["expand_conv", "project_conv", "drop"])
+    ['filters_expand', 'filters_project', 'rate']
 """
 from __future__ import annotations
 
@@ -23,7 +34,7 @@ import importlib
 import inspect
 import re
 
-__all__ = ["argument_name", "ARG_NAMES"]
+__all__ = ["argument_name", "distinct_names", "ARG_NAMES"]
 
 #: the names of the first positional arguments of layers and modules, where no signature says them
 ARG_NAMES = {"Conv1D": ("filters",), "Conv2D": ("filters",), "Conv3D": ("filters",), "Dense": ("units",),
@@ -38,6 +49,28 @@ _MODULES = {"layers": "keras.layers", "ops": "keras.ops", "nn": "torch.nn", "F":
             "torch": "torch"}
 _CALLEE = re.compile(r"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s*$")
 _KEYWORD = re.compile(r"^\s*([A-Za-z_]\w*)\s*=")
+#: the words of a layer's name that say what kind of layer it is, not what it does in its block
+_KIND_WORDS = {"conv", "conv1d", "conv2d", "conv3d", "dense", "linear", "bn", "norm", "layer", "depthwise",
+               "pointwise"}
+
+
+def distinct_names(bases, roles) -> list:
+    """Names for the block arguments ``bases`` (``argument_name`` of each) that fed layers named ``roles`` (their
+    names in the block, "" where none): a base two of them share gets its role (Note [arguments named for what
+    differs])."""
+    levels = [(_short(role), role) for role in roles]
+    names = []
+    for base, own in zip(bases, levels):
+        peers = [level for b, level in zip(bases, levels) if b == base]
+        found = next((f"{base}_{own[i]}" for i in (0, 1) if len(peers) > 1 and own[i]
+                      and sum(p[i] == own[i] for p in peers) == 1), base)
+        names.append(found if found.isidentifier() else base)
+    return names
+
+
+def _short(role) -> str:
+    """A layer's name without the words of its kind: ``expand_conv`` -> ``expand``, ``adjust_conv_1`` -> ``adjust``."""
+    return "_".join(w for w in role.split("_") if w and not w.isdigit() and w.lower() not in _KIND_WORDS)
 
 
 def argument_name(text: str, fallback: str = "size") -> str:
