@@ -34,7 +34,7 @@ import importlib
 import inspect
 import re
 
-__all__ = ["argument_name", "distinct_names", "ARG_NAMES"]
+__all__ = ["argument_name", "distinct_names", "param_names", "ARG_NAMES"]
 
 #: the names of the first positional arguments of layers and modules, where no signature says them
 ARG_NAMES = {"Conv1D": ("filters",), "Conv2D": ("filters",), "Conv3D": ("filters",), "Dense": ("units",),
@@ -125,3 +125,36 @@ def _signature_names(module: str, attr: str):
         return None
     names = tuple(p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
     return names or None
+
+
+def param_names(inst, cols) -> list:
+    """Names for the number columns ``cols`` of ``inst`` (an Instance, targets/structure.py): each the layer argument
+    it feeds (Note [block arguments named for what they feed]: ``layers.ZeroPadding2D(((0, 1), (0, 1)), ...)``'s
+    numbers -> ``padding``), and where two feed one argument the layer's role too (Note [arguments named for what
+    differs]): ``["filters_expand", "filters_project"]``."""
+    found, count = {}, 0
+    for parts, _ in inst.rows:
+        for j, (kind, value) in enumerate(parts):
+            if kind == "n":
+                text = "".join(_PLACEHOLDER.get(k, v) for k, v in parts[:j])
+                found[count] = (argument_name(text), _role(inst, parts))
+                count += 1
+    bases, roles = zip(*[found.get(col, ("size", "")) for col in cols]) if cols else ((), ())
+    return distinct_names(bases, roles)
+
+
+def _role(inst, parts) -> str:
+    """The name in its block of the layer a statement makes (``expand_conv``), else of the variable it binds."""
+    for kind, value in parts:
+        if kind in "sa" and isinstance(value, str):
+            return value.strip("_")
+        if kind in "ea" and isinstance(value, tuple):  # a block named by a suffix
+            return "".join(value).strip("_")
+        if kind == "k":
+            return value[0]
+    bound = parts[0][1] if parts and parts[0][0] == "v" else ""
+    return bound[len(inst.prefix) + 1:] if bound.startswith(inst.prefix + "_") else bound
+
+
+#: what ``param_names`` reads a statement's pieces as: the block's own names and numbers as plain tokens
+_PLACEHOLDER = {"v": "v", "n": "0", "s": "''", "a": "self.a"}

@@ -34,11 +34,10 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 
-from .arg_names import argument_name, distinct_names
 from .auto_names import number_names
 
 __all__ = ["Instance", "Group", "block_groups", "block_lines", "block_rooms", "room_of", "instance", "pieces", "render",
-           "loops", "number_params", "ident", "param_name", "param_names", "family_name", "source_class",
+           "loops", "number_params", "ident", "family_name", "source_class",
            "find_outputs", "assigned_names", "lines_of"]
 
 _LHS = re.compile(r"^([A-Za-z_]\w*(?:, [A-Za-z_]\w*)*) = ")
@@ -375,43 +374,6 @@ def source_class(keys, classes) -> str:
     found = {"" if any(k.startswith(key + "_") for k in classes) else classes.get(key, "") for key in keys}
     name = found.pop() if len(found) == 1 else ""
     return name if name.isascii() and name.isidentifier() and not keyword.iskeyword(name) else ""
-
-
-def param_name(inst, col) -> str:
-    """A name for number column ``col``: the layer argument it feeds (Note [block arguments named for what they
-    feed] in arg_names.py). Example: ``layers.ZeroPadding2D(((0, 1), (0, 1)), ...)``'s numbers -> ``padding``."""
-    return param_names(inst, [col])[0]
-
-
-def param_names(inst, cols) -> list:
-    """Names for number columns ``cols``: each the layer argument it feeds, and where two feed one argument the layer's
-    role too (Note [arguments named for what differs] in arg_names.py): ``["filters_expand", "filters_project"]``."""
-    found, count = {}, 0
-    for parts, _ in inst.rows:
-        for j, (kind, value) in enumerate(parts):
-            if kind == "n":
-                text = "".join(_PLACEHOLDER.get(k, v) for k, v in parts[:j])
-                found[count] = (argument_name(text), _role(inst, parts))
-                count += 1
-    bases, roles = zip(*[found.get(col, ("size", "")) for col in cols]) if cols else ((), ())
-    return distinct_names(bases, roles)
-
-
-def _role(inst, parts) -> str:
-    """The name in its block of the layer a statement makes (``expand_conv``), else of the variable it binds."""
-    for kind, value in parts:
-        if kind in "sa" and isinstance(value, str):
-            return value.strip("_")
-        if kind in "ea" and isinstance(value, tuple):  # a block named by a suffix
-            return "".join(value).strip("_")
-        if kind == "k":
-            return value[0]
-    bound = parts[0][1] if parts and parts[0][0] == "v" else ""
-    return bound[len(inst.prefix) + 1:] if bound.startswith(inst.prefix + "_") else bound
-
-
-#: what ``param_name`` reads a statement's pieces as: the block's own names and numbers as plain tokens
-_PLACEHOLDER = {"v": "v", "n": "0", "s": "''", "a": "self.a"}
 
 
 def assigned_names(emitter) -> set:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import re
 
+from ..arg_names import param_names
 from ..auto_names import auto_names, cut_family, local_name, numbered_name
 from ..cell_inputs import cell_chains, input_roles
 from ..codegen import LineWriter, Namespace, literal
-from ..structure import assigned_names, block_groups, block_lines, family_name, ident, lines_of, loops, param_names, \
+from ..structure import assigned_names, block_groups, block_lines, family_name, ident, lines_of, loops, \
     pieces, render, source_class
 from .optional import merge_optional
 from .scopes import function_scopes, layer_scopes, open_scopes

@@ -12,10 +12,11 @@ import builtins
 import keyword
 import re
 
+from ..arg_names import param_names
 from ..auto_names import cut_family
 from ..codegen import LineWriter, Namespace
 from ..optional_run import optional_params
-from ..structure import family_name, ident, number_params, param_names, render, source_class
+from ..structure import family_name, ident, number_params, render, source_class
 from .block_args import forward_order, forward_values
 from .nesting import SEPARABLE, nest, separable
 from .optional import guard_each, guard_init, without_strides
@@ -199,7 +200,7 @@ class _Group:
 
 
 class _Joined:
-    """An init and a forward Instance read as one, for ``param_name``'s column count."""
+    """An init and a forward Instance read as one, for ``param_names``' column count."""
 
     def __init__(self, init, body):
         self.rows, self.prefix = init.rows + body.rows, body.prefix
