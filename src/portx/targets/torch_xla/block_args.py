@@ -13,8 +13,8 @@ previous block's output); it is named ``x`` and comes first, as a person writes 
 (as keras-jax's block functions take it: ``_input_order`` in keras_jax/blocks.py). A class of one block
 has nothing to compare: its one input that is neither a model input nor the model's attribute is ``x``. Without
 exactly one such argument, ``x`` is the input made last before the block (``hidden``, Note [a cell's two inputs] in
-targets/cell_inputs.py; NASNet's cells read two), else the first read. The others keep the names of what every block reads (a model
-input, a mask built once), in the order the block first reads them. The emitter keeps, per block, the IR values
+targets/cell_inputs.py; NASNet's cells read two), else the first read. The others keep the names of what every
+block reads (a model input, a mask built once), in the order the block first reads them. The emitter keeps, per block, the IR values
 it wrote ``forward``'s arguments for, in order (``TorchEmitter.block_inputs``, ``forward_values``), and the
 block-rows cutter calls the class with those (targets/forward_cut.py, ``_module_cut``): it reads the emitter's
 decision, it does not make it again (a segment's inputs are in graph order, not the order the code reads them:

@@ -43,8 +43,8 @@ def own_path(inst, path) -> str | None:
     named by a suffix, ``separable_conv_1_normal_left1_0.depthwise`` -> ``separable_conv_1_normal_left1.depthwise``."""
     if path.startswith(inst.key + "."):
         return path[len(inst.key) + 1:]
-    if not inst.suffix and "." in path and path.lower().startswith(inst.prefix + "_"):  # a Keras layer's two kernels: block2_sepconv1.
-        return path[len(inst.prefix) + 1:]  # depthwise (Note [separable convs as one module] in nesting.py)
+    if not inst.suffix and "." in path and path.lower().startswith(inst.prefix + "_"):
+        return path[len(inst.prefix) + 1:]  # block2_sepconv1.depthwise (Note [separable convs as one module])
     head, dot, rest = path.partition(".")
     if inst.suffix and head.endswith(f"_{inst.suffix}"):
         return head[:-len(inst.suffix) - 1] + dot + rest

@@ -164,7 +164,9 @@ class _Tree:
 # The pair is fused only as written by that rule: the depthwise conv (groups = in = out channels, no bias) and a
 # 1x1 pointwise conv on its output read by nothing else, the container holding just the two; anything else stays as
 # it was. It is done inside block classes, whose ``forward`` the verification cutter calls whole (targets/
-# forward_cut.py); ``Model.forward``'s statements are cut line by line, so its pairs keep their two lines.
+# forward_cut.py); ``Model.forward``'s statements are cut line by line, so its pairs keep their two lines. The
+# keras-jax target needs nothing of the kind: it writes the pair back as one ``layers.SeparableConv2D`` (Note
+# [separable convs] in ops/conv/to_keras.py), whose weight paths are the source's.
 
 #: the module ``separable`` writes calls to, emitted once (targets/torch_xla/blocks.py)
 SEPARABLE = '''class SeparableConv2d(nn.Module):
