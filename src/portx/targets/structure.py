@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from .auto_names import number_names
 
 __all__ = ["Instance", "Group", "block_groups", "block_lines", "block_rooms", "room_of", "instance", "pieces", "render",
-           "loops", "number_params", "ident", "family_name", "source_class",
-           "find_outputs", "assigned_names", "lines_of"]
+           "loops", "number_params", "ident", "family_name", "source_class", "find_outputs", "assigned_names",
+           "lines_of"]
 
 _LHS = re.compile(r"^([A-Za-z_]\w*(?:, [A-Za-z_]\w*)*) = ")
 _SAFE_SUFFIX = re.compile(r"^[0-9A-Za-z_]*$")
