@@ -5,8 +5,9 @@ Note [a cell's two inputs]: NASNet's cells each read the two cells before them, 
 ``_normal_a_cell(ip, p, filters, block_id)``, returning ``x, ip``. Taken in the order the block first reads them,
 the older (``p``, which the cell adjusts first) came first and was named ``x``, the other after the variable of the
 first call (``reduction_concat_stem_2``), which every other call passes something else for. The state is instead
-the input made last before the block (``hidden``: the same place in every block of the kind, a model input or an
-attribute never); where every block's other input is what the block before it took as its state (and at least one
+the one input the blocks of a kind differ in (Note [forward's arguments] in torch_xla/block_args.py), and where
+they differ in two, the input made last before the block (the same place in every block of the kind, a model input
+or an attribute never); where every block's other input is what the block before it took as its state (and at least one
 block has one before it), that input is ``p``. Every other input keeps its variable's name. Names only: what a
 block computes and the order of the layers are unchanged.
 
@@ -38,7 +39,8 @@ def input_roles(groups, rows, model_inputs=frozenset()) -> list:
     found = []
     for insts in groups:
         places = {state[id(inst)] for inst in insts}
-        x = places.pop() if len(places) == 1 else None
+        varying = [i for i in range(len(insts[0].inputs)) if len({inst.inputs[i] for inst in insts}) > 1]
+        x = varying[0] if len(varying) == 1 else places.pop() if len(places) == 1 else None
         found.append((x, None if x is None else _previous(insts, x, before, state)))
     return found
 
