@@ -11,6 +11,8 @@ src/portx/targets/structure.py), as keras.applications writes them.
 Example:
     PORTX_SLOW=1 pytest tests/test_keras_applications_keras.py -k EfficientNet
 """
+import re
+
 import numpy as np
 import pytest
 
@@ -52,6 +54,8 @@ def test_application_converts_to_keras_verifies_and_is_structured(name, tmp_path
     want = np.asarray(model(x, training=False))
     np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4)
     shape = assert_structured(result, "keras-jax", longer=True, flat=FLAT)
+    # arguments named for what they feed (Note [arguments named for what differs] in src/portx/targets/arg_names.py)
+    assert not re.search(r"def \w+\([^)]*\b(filters|units)_\d", result.files["code"].read_text())
     # the layers holding weights keep their source names (Note [layers Keras names in blocks]); a Normalization's
     # statistics are folded into constants
     renamed = {w.path for w in result.model.weights} - {w.path for w in model.weights}

@@ -95,6 +95,7 @@ def _structured_like_keras(name, model, result, net):
     assert_structured(result, "torch-xla", longer=True, flat=FLAT)
     if name in BLOCK_PATHS:
         _nested_like_keras(model, net, *BLOCK_PATHS[name])
+    _named_like_a_person(name, result.files["code"].read_text())
     if name == "InceptionV3":
         _inception_blocks_alike(net)
 
@@ -102,8 +103,9 @@ def _structured_like_keras(name, model, result, net):
 #: the torch path of a Keras layer in a block (the state_dict key before ``.weight``): ``(pattern, path)``, the
 #: pattern's groups the container, the block's number (from 1) and the layer's name after the block's, the path with
 #: the number from 0; outside blocks a layer's torch path is its Keras name. Letter case is kept (MobileNetV2's
-#: ``block_2_expand_BN`` is ``block.1.expand_BN``); a SeparableConv2D is two convs (Xception's ``block2_sepconv1`` is
-#: ``block.1.sepconv1_depthwise`` and ``..._pointwise``); ConvNeXt's LayerScale holds its weight as a parameter
+#: ``block_2_expand_BN`` is ``block.1.expand_BN``); a SeparableConv2D is one module holding two convs (Xception's
+#: ``block2_sepconv1`` is ``block.1.sepconv1``, its convs ``.depthwise`` and ``.pointwise``: Note [separable convs as
+#: one module] in src/portx/targets/torch_xla/nesting.py); ConvNeXt's LayerScale holds its weight as a parameter
 #: ``<block>.layer_scale_gamma``, and the layers of its Sequential stem and downsampling blocks are named after the
 #: Sequential and the layer (``convnext_tiny_stem_convnext_tiny_stem_conv``)
 BLOCK_PATHS = {"ResNet50": (r"(conv\d)_block(\d+)_(\w+)$", "{}.{}._{}"),  # conv2_block1_1_conv: conv2[0]._1_conv
@@ -123,10 +125,22 @@ def _nested_like_keras(model, net, pattern, path):
             stage, block, rest = found.groups()
             where = path.format(stage, int(block) - 1, rest)
             separable = isinstance(layer, keras.layers.SeparableConv2D)
-            for part in ("_depthwise", "_pointwise") if separable else ("",):
+            for part in (".depthwise", ".pointwise") if separable else ("",):
                 assert net.get_submodule(where + part) is not None, layer.name
         else:
             assert net.get_submodule(layer.name) is not None, layer.name
+
+
+def _named_like_a_person(name, code):
+    """Block arguments named for what they feed, never ``in_channels_1`` (Note [arguments named for what differs] in
+    src/portx/targets/arg_names.py); NASNet's cells take ``x, p`` (Note [a cell's two inputs] in targets/
+    cell_inputs.py); Xception's separable convs are one module each (Note [separable convs as one module])."""
+    assert not re.search(r"def __init__\(self[^)]*_(channels|features)_\d", code), name
+    if name == "NASNetMobile":
+        assert code.count("def forward(self, x, p):") >= 2
+    if name == "Xception":
+        assert code.count("class SeparableConv2d(nn.Module):") == 1 and "self.sepconv1 = SeparableConv2d(" in code
+        assert "sepconv2 = self.sepconv2(" in code
 
 
 def _inception_blocks_alike(net):

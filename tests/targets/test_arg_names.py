@@ -2,7 +2,7 @@
 they feed] in src/portx/targets/arg_names.py), read from the real frameworks' signatures."""
 import pytest
 
-from portx.targets.arg_names import argument_name
+from portx.targets.arg_names import argument_name, distinct_names
 
 __all__ = []
 
@@ -24,3 +24,17 @@ __all__ = []
 ])
 def test_argument_name_is_the_layer_argument_the_number_feeds(text, name):
     assert argument_name(text) == name
+
+
+@pytest.mark.parametrize("bases, roles, names", [
+    (["filters", "filters", "filters", "rate"], ["expand_conv", "se_reduce", "project_conv", "drop"],
+     ["filters_expand", "filters_se_reduce", "filters_project", "rate"]),  # EfficientNet's block
+    (["in_channels", "out_channels", "in_channels"], ["adjust_conv_1", "adjust_conv_1", "normal_conv_1"],
+     ["in_channels_adjust", "out_channels", "in_channels_normal"]),  # NASNet's cell: one argument each
+    (["out_channels", "out_channels"], ["sepconv1_pointwise", "sepconv2_pointwise"],
+     ["out_channels_sepconv1", "out_channels_sepconv2"]),  # Xception's block
+    (["filters", "filters"], ["conv_1", "conv_2"], ["filters_conv_1", "filters_conv_2"]),  # short roles alike: whole
+    (["pad_width", "pad_width"], ["dwconv_pad", "dwconv_pad"], ["pad_width", "pad_width"]),  # one statement: numbered
+])
+def test_numbers_feeding_one_argument_are_named_for_the_layer_they_feed(bases, roles, names):
+    assert distinct_names(bases, roles) == names

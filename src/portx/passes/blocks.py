@@ -33,7 +33,7 @@ _INDEX = re.compile(r"^\d+$")
 #: a Keras layer name that numbers its block, as keras.applications and keras-hub write them (``conv2_block1_``,
 #: ``transformer_layer_0_``, MobileNetV3's ``expanded_conv_3_``)
 _NAMED = re.compile(r"^(?P<key>(?P<stem>.*?(?:block|layer|expanded_conv)s?(?:_(?=\d+(?:_|$))|(?=\d+_)))(?P<index>\d+))"
-                    r"(?:_|$)")
+                    r"(?:_|$)", re.IGNORECASE)  # ``Block_1_conv`` too (Note [block names in the source's case])
 #: a block lettered inside its numbered stage, as EfficientNet names them: ``block2a_``, ``block2b_`` (Note [lettered
 #: blocks])
 _LETTERED = re.compile(r"^(?P<key>(?P<stem>block\d+)(?P<letter>[a-z]))(?:_|$)")

@@ -10,11 +10,22 @@ named by the callee's signature (``layers.ZeroPadding2D((0, 1))``: ``padding``; 
 ``keras.layers``, ``keras.ops``, ``torch.nn``...), with a table of the common layers for a callee that has no
 signature; a number inside a tuple is the tuple's argument. Only where none of that names it is it ``size``.
 
+Note [arguments named for what differs]: two numbers that differ between the blocks and feed the same argument of
+different layers (EfficientNet's expand, squeeze-excite and project convs all take ``filters``) were ``filters``,
+``filters_1``, ``filters_2``. Each is named after the layer it first feeds instead, as keras.applications writes
+``filters_in``, ``filters_out``: its name in the block (``f"{name}_expand_conv"``, ``self.expand_conv``, else the
+variable the statement binds) without the words every such layer has (``conv``, ``pointwise``, a number): ``filters_
+expand``, ``filters_se_reduce``, ``filters_project``; Xception's ``out_channels_sepconv1``, ``out_channels_sepconv2``.
+A role two of them share is written whole (``adjust_conv_1``), and where that is shared too (numbers of one
+statement: ``ops.pad``'s widths) the numbering stays. The names depend only on the block's statements.
+
 Example:
     >>> argument_name("y = layers.ZeroPadding2D(((0, ")
     'padding'
     >>> argument_name("y = layers.Conv2D(8, 3, strides=")
     'strides'
+    >>> distinct_names(["filters", "filters", "rate"], ["expand_conv", "project_conv", "drop"])
+    ['filters_expand', 'filters_project', 'rate']
 """
 from __future__ import annotations
 
@@ -23,7 +34,7 @@ import importlib
 import inspect
 import re
 
-__all__ = ["argument_name", "ARG_NAMES"]
+__all__ = ["argument_name", "distinct_names", "param_names", "ARG_NAMES"]
 
 #: the names of the first positional arguments of layers and modules, where no signature says them
 ARG_NAMES = {"Conv1D": ("filters",), "Conv2D": ("filters",), "Conv3D": ("filters",), "Dense": ("units",),
@@ -38,6 +49,28 @@ _MODULES = {"layers": "keras.layers", "ops": "keras.ops", "nn": "torch.nn", "F":
             "torch": "torch"}
 _CALLEE = re.compile(r"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s*$")
 _KEYWORD = re.compile(r"^\s*([A-Za-z_]\w*)\s*=")
+#: the words of a layer's name that say what kind of layer it is, not what it does in its block
+_KIND_WORDS = {"conv", "conv1d", "conv2d", "conv3d", "dense", "linear", "bn", "norm", "layer", "depthwise",
+               "pointwise"}
+
+
+def distinct_names(bases, roles) -> list:
+    """Names for the block arguments ``bases`` (``argument_name`` of each) that fed layers named ``roles`` (their
+    names in the block, "" where none): a base two of them share gets its role (Note [arguments named for what
+    differs])."""
+    levels = [(_short(role), role) for role in roles]
+    names = []
+    for base, own in zip(bases, levels):
+        peers = [level for b, level in zip(bases, levels) if b == base]
+        found = next((f"{base}_{own[i]}" for i in (0, 1) if len(peers) > 1 and own[i]
+                      and sum(p[i] == own[i] for p in peers) == 1), base)
+        names.append(found if found.isidentifier() else base)
+    return names
+
+
+def _short(role) -> str:
+    """A layer's name without the words of its kind: ``expand_conv`` -> ``expand``, ``adjust_conv_1`` -> ``adjust``."""
+    return "_".join(w for w in role.split("_") if w and not w.isdigit() and w.lower() not in _KIND_WORDS)
 
 
 def argument_name(text: str, fallback: str = "size") -> str:
@@ -92,3 +125,36 @@ def _signature_names(module: str, attr: str):
         return None
     names = tuple(p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
     return names or None
+
+
+def param_names(inst, cols) -> list:
+    """Names for the number columns ``cols`` of ``inst`` (an Instance, targets/structure.py): each the layer argument
+    it feeds (Note [block arguments named for what they feed]: ``layers.ZeroPadding2D(((0, 1), (0, 1)), ...)``'s
+    numbers -> ``padding``), and where two feed one argument the layer's role too (Note [arguments named for what
+    differs]): ``["filters_expand", "filters_project"]``."""
+    found, count = {}, 0
+    for parts, _ in inst.rows:
+        for j, (kind, value) in enumerate(parts):
+            if kind == "n":
+                text = "".join(_PLACEHOLDER.get(k, v) for k, v in parts[:j])
+                found[count] = (argument_name(text), _role(inst, parts))
+                count += 1
+    bases, roles = zip(*[found.get(col, ("size", "")) for col in cols]) if cols else ((), ())
+    return distinct_names(bases, roles)
+
+
+def _role(inst, parts) -> str:
+    """The name in its block of the layer a statement makes (``expand_conv``), else of the variable it binds."""
+    for kind, value in parts:
+        if kind in "sa" and isinstance(value, str):
+            return value.strip("_")
+        if kind in "ea" and isinstance(value, tuple):  # a block named by a suffix
+            return "".join(value).strip("_")
+        if kind == "k":
+            return value[0]
+    bound = parts[0][1] if parts and parts[0][0] == "v" else ""
+    return bound[len(inst.prefix) + 1:] if bound.startswith(inst.prefix + "_") else bound
+
+
+#: what ``param_names`` reads a statement's pieces as: the block's own names and numbers as plain tokens
+_PLACEHOLDER = {"v": "v", "n": "0", "s": "''", "a": "self.a"}

@@ -34,11 +34,10 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 
-from .arg_names import argument_name
 from .auto_names import number_names
 
-__all__ = ["Instance", "Group", "block_groups", "block_lines", "block_rooms", "room_of", "instance", "pieces", "render", "loops",
-           "number_params", "ident", "param_name", "family_name", "source_class", "find_outputs", "assigned_names",
+__all__ = ["Instance", "Group", "block_groups", "block_lines", "block_rooms", "room_of", "instance", "pieces", "render",
+           "loops", "number_params", "ident", "family_name", "source_class", "find_outputs", "assigned_names",
            "lines_of"]
 
 _LHS = re.compile(r"^([A-Za-z_]\w*(?:, [A-Za-z_]\w*)*) = ")
@@ -47,9 +46,21 @@ _MAX_PARAMS = 8  # a block with more varying numbers than this is not written as
 _MIN_LINES = 2  # a block of one statement stays flat: a function for it would not read better
 
 
-def ident(key: str) -> str:
-    """The identifier form of a source path, as Namespace writes it: ``layer1.0`` -> ``layer1_0``."""
-    return re.sub(r"[^0-9A-Za-z_]+", "_", key).strip("_").lower()
+def ident(key: str, cased: bool = False) -> str:
+    """The identifier form of a source path, as Namespace writes it: ``layer1.0`` -> ``layer1_0``; ``cased``: in the
+    path's letter case (``Layer1.0`` -> ``Layer1_0``, Note [block names in the source's case])."""
+    found = re.sub(r"[^0-9A-Za-z_]+", "_", key).strip("_")
+    return found if cased else found.lower()
+
+
+# Note [block names in the source's case]: a block's template prefix is its key's identifier in lower case
+# (``layer1_0``), as the variables are written, but layer names (Keras) and submodules (torch) keep the source's case
+# (``'Layer1_0_conv'``, ``self.Layer1_0_conv``; Note [layer names in the source's case]): a source that spells its
+# blocks with capitals (``self.Layer1 = nn.ModuleList(...)``, Keras ``Block_1_conv``) matched no prefix and stayed
+# flat. ``pieces`` takes a name that begins with the key's own spelling (``cased``) as the block's too and records
+# it (``spelled``); the code then writes each such name back in that spelling (``Instance.flat``, the name a Keras
+# block function is called with) and the torch containers take the source's (``self.Layer1``), so the weight paths
+# and state_dict keys stay the source's. A block whose Keras names mix the two spellings stays flat.
 
 
 def block_rooms(blocks) -> dict:
@@ -65,12 +76,14 @@ def room_of(rooms, raw: str) -> int:
     return max((extra for prefix, extra in rooms.items() if name.startswith(prefix)), default=0)
 
 
-def pieces(text: str, prefix: str, variables, suffix: str = "", auto=None) -> list:
+def pieces(text: str, prefix: str, variables, suffix: str = "", auto=None, cased: str = "", spelled=None) -> list:
     """One statement as [(kind, value)]: ("t", text), ("v", variable), ("s", suffix of a name after ``prefix``),
     ("a", suffix of a ``self.<prefix>_...`` attribute), ("n", number), ("k", (stem, number)) for a name in ``auto``
     (Note [numbered names in block functions] in auto_names.py). A block named by a ``suffix`` id (Note [blocks
     named by a suffix] in passes/blocks_suffix.py): ("e", (head, tail)) for a name ``{head}_{suffix}{tail}``,
-    ("a", (head, tail)) for an attribute ``self.{head}_{suffix}{tail}``.
+    ("a", (head, tail)) for an attribute ``self.{head}_{suffix}{tail}``. A name or attribute that begins with
+    ``cased`` (the prefix in the source's case) is the block's too, its (kind, value) added to ``spelled`` (Note
+    [block names in the source's case]).
 
     Example: ``pieces("a = f(b, 3, name='p_a')", "p", {"a", "b"})`` ->
     ``[("v", "a"), ("t", " = f("), ("v", "b"), ("t", ", "), ("n", "3"), ("t", ", name="), ("s", "_a"), ("t", ")")]``.
@@ -79,11 +92,13 @@ def pieces(text: str, prefix: str, variables, suffix: str = "", auto=None) -> li
             if t.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER) and t.start[0] == 1]
     out, col, depth = [], 0, 0
     ends = re.compile(rf"^(?P<head>\w+)_{re.escape(suffix)}(?P<tail>(?:_[A-Za-z]+)?)$") if suffix else None
+    heads = (prefix, cased) if cased and cased != prefix else (prefix,)
+    starts = tuple(h + "_" for h in heads)
     for i, tok in enumerate(toks):
         depth += (tok.string in "([{") - (tok.string in ")]}") if tok.type == tokenize.OP else 0
         before = [t.string for t in toks[max(i - 2, 0):i]]
         kind = value = None
-        if tok.type == tokenize.NAME and before == ["self", "."] and tok.string.startswith(prefix + "_"):
+        if tok.type == tokenize.NAME and before == ["self", "."] and tok.string.startswith(starts):
             kind, value = "a", tok.string[len(prefix) + 1:]
         elif tok.type == tokenize.NAME and before == ["self", "."] and ends and ends.match(tok.string):
             kind, value = "a", ends.match(tok.string).group("head", "tail")
@@ -100,12 +115,15 @@ def pieces(text: str, prefix: str, variables, suffix: str = "", auto=None) -> li
             name = ast.literal_eval(tok.string)
             if auto and isinstance(name, str) and name in auto:
                 kind, value = "k", auto[name]
-            elif isinstance(name, str) and (name == prefix or name.startswith(prefix + "_")) \
+            elif isinstance(name, str) and (name in heads or name.startswith(starts)) \
                     and _SAFE_SUFFIX.match(name[len(prefix):]):
                 kind, value = "s", name[len(prefix):]
             elif isinstance(name, str) and ends and ends.match(name):
                 kind, value = "e", ends.match(name).group("head", "tail")
         if kind is not None:
+            if spelled is not None and len(heads) > 1 and kind in "as" and isinstance(value, str) \
+                    and (name if kind == "s" else tok.string).startswith(cased):
+                spelled.add((kind, value))
             out += [("t", text[col:tok.start[1]]), (kind, value)]
             col = tok.end[1]
     out.append(("t", text[col:]))
@@ -153,6 +171,17 @@ class Instance:
     stems: list = field(default_factory=list)  # stems of its numbered names, after its numbers (auto_names.py)
     hoisted: list = field(default_factory=list)  # lines it only happened to write first (``instance``)
     suffix: str = ""  # the id its names end with (Note [blocks named by a suffix] in passes/blocks_suffix.py)
+    cased: str = ""  # its prefix in the source's case (Note [block names in the source's case]), and the pieces
+    spelled: set = field(default_factory=set)  # written in that case
+
+    def flat(self, kind, value) -> str:
+        """The flat name of an ("a", value) or ("s", value) piece, in its spelling: ``Layer1_0_conv``."""
+        head = self.cased if (kind, value) in self.spelled else self.prefix
+        return f"{head}_{value}" if kind == "a" else f"{head}{value}"
+
+    def call_name(self) -> str:
+        """The name a block function is called with: its prefix as its layer names spell it (``Block_1``)."""
+        return self.cased if any(kind == "s" for kind, _ in self.spelled) else self.prefix
 
     def template(self) -> tuple:
         """What must be equal for two blocks to be written once (Note [structured code])."""
@@ -189,13 +218,14 @@ def instance(rows, start, stop, block, variables, inputs=frozenset(), reads=None
     key, read_at = block["key"], reads
     prefix = ident(key)
     suffix = block.get("suffix", "")
-    inst = Instance(key, prefix, block["parent"], block["index"], block["stem"], start, stop, [], suffix=suffix)
+    inst = Instance(key, prefix, block["parent"], block["index"], block["stem"], start, stop, [], suffix=suffix,
+                    cased=ident(key, cased=True))
     own = re.compile(rf"_{re.escape(suffix)}\b") if suffix else None
     for line, (indent, text, comment) in enumerate(rows[start:stop], start):
         if indent != rows[start][0] or not text:
             return None
         try:
-            parts = pieces(text, prefix, variables, suffix, auto)
+            parts = pieces(text, prefix, variables, suffix, auto, inst.cased, inst.spelled)
         except (tokenize.TokenError, SyntaxError, ValueError):
             return None
         made = _LHS.match(text)
@@ -212,6 +242,9 @@ def instance(rows, start, stop, block, variables, inputs=frozenset(), reads=None
         inst.rows.append((parts, own.sub("", comment) if own else comment.replace(key + ".", "").replace(key, "")))
     if auto:
         number_names(inst)
+    strings = {value for kind, value in (p for parts, _ in inst.rows for p in parts) if kind == "s"}
+    if {("s", v) for v in strings} & inst.spelled not in (set(), {("s", v) for v in strings}):
+        return None  # Keras names in both spellings: one name argument cannot write them
     return inst
 
 
@@ -311,6 +344,8 @@ def _chain(last, inst, first):
         return None
     if inst.prefix != f"{inst.stem}{inst.index}" or inst.numbers != first.numbers:
         return None
+    if inst.call_name()[:len(inst.stem)] != first.call_name()[:len(first.stem)]:  # one spelling: the loop's name
+        return None
     if last.outputs[0] not in inst.inputs or not last.read_at <= set(range(inst.start, inst.stop)):
         return None
     pos = inst.inputs.index(last.outputs[0])
@@ -319,12 +354,15 @@ def _chain(last, inst, first):
 
 
 def family_name(group) -> str:
-    """``layer`` for blocks of ``model.layers``, ``block`` for blocks of several containers."""
+    """``layer`` for blocks of ``model.layers``, ``block`` for blocks of several containers and for Xception's
+    ``block2`` ... (container ``block``: not ``block_block``), ``layer1_block`` for ``layer1.0``."""
     parents = {inst.parent for inst in group.instances}
     if len(parents) != 1:
         return "block"
     last = ident(parents.pop().rpartition(".")[2]) or "block"
-    return last[:-1] if last.endswith("s") and len(last) > 2 else f"{last}_block"
+    if last.endswith("s") and len(last) > 2:
+        return last[:-1]
+    return last if last.endswith(("block", "layer")) else f"{last}_block"
 
 
 def source_class(keys, classes) -> str:
@@ -336,24 +374,6 @@ def source_class(keys, classes) -> str:
     found = {"" if any(k.startswith(key + "_") for k in classes) else classes.get(key, "") for key in keys}
     name = found.pop() if len(found) == 1 else ""
     return name if name.isascii() and name.isidentifier() and not keyword.iskeyword(name) else ""
-
-
-def param_name(inst, col) -> str:
-    """A name for number column ``col``: the layer argument it feeds (Note [block arguments named for what they
-    feed] in arg_names.py). Example: ``layers.ZeroPadding2D(((0, 1), (0, 1)), ...)``'s numbers -> ``padding``."""
-    count = 0
-    for parts, _ in inst.rows:
-        for j, (kind, value) in enumerate(parts):
-            if kind != "n":
-                continue
-            if count == col:
-                return argument_name("".join(_PLACEHOLDER.get(k, v) for k, v in parts[:j]))
-            count += 1
-    return "size"
-
-
-#: what ``param_name`` reads a statement's pieces as: the block's own names and numbers as plain tokens
-_PLACEHOLDER = {"v": "v", "n": "0", "s": "''", "a": "self.a"}
 
 
 def assigned_names(emitter) -> set:

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import portx
-from portx.targets.torch_xla.nesting import access, nest
+from portx.targets.torch_xla.nesting import SEPARABLE, access, nest, separable
 from tests.support.structured_models import hf_llama
 
 
@@ -105,3 +105,27 @@ def test_keras_blocks_reading_self_training_are_one_class(tmp_path):
     result = portx.convert(_keras_blocks(), out=tmp_path / "out", to="torch-xla", grad=False)  # verifies
     assert assert_structured(result, "torch-xla")["defs"] == 1
     assert "self.training" in result.files["code"].read_text().split("class Model", 1)[0]
+
+
+def test_a_separable_conv_is_one_module_where_its_two_convs_are_called_in_a_row():
+    init = _rows("self.sepconv1_depthwise = nn.Conv2d(c, c, kernel_size=3, padding=1, groups=c, bias=False)",
+                 "self.sepconv1_pointwise = nn.Conv2d(c, out_channels, kernel_size=1, bias=False)",
+                 "self.sepconv1_bn = nn.BatchNorm2d(out_channels)")
+    body = _rows("a = torch.relu(x)", "sepconv1_depthwise = self.sepconv1_depthwise(a)",
+                 "sepconv1_pointwise = self.sepconv1_pointwise(sepconv1_depthwise)",
+                 "bn = self.sepconv1_bn(sepconv1_pointwise)")
+    paths = {"sepconv1_depthwise": "sepconv1.depthwise", "sepconv1_pointwise": "sepconv1.pointwise"}
+    new_init, new_body = separable(*nest(init, body, paths)[:2])
+    assert [text for _, text, _ in new_init] == [
+        "self.sepconv1 = SeparableConv2d(c, out_channels, 3, padding=1, bias=False)",
+        "self.sepconv1_bn = nn.BatchNorm2d(out_channels)"]
+    assert [text for _, text, _ in new_body] == ["a = torch.relu(x)", "sepconv1 = self.sepconv1(a)",
+                                                 "bn = self.sepconv1_bn(sepconv1)"]
+    read_twice = body + _rows("y = sepconv1_depthwise + bn")  # the depthwise output read elsewhere: two convs stay
+    assert separable(*nest(init, read_twice, paths)[:2])[1][1][1] == "sepconv1_depthwise = self.sepconv1.depthwise(a)"
+    # the module has the children the state_dict keys name
+    namespace = {"nn": torch.nn}
+    exec(SEPARABLE, namespace)
+    module = namespace["SeparableConv2d"](4, 8, 3, padding=1, bias=False)
+    assert list(module.state_dict()) == ["depthwise.weight", "pointwise.weight"]
+    assert module(torch.zeros(1, 4, 5, 5)).shape == (1, 8, 5, 5)

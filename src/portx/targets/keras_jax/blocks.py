@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import re
 
+from ..arg_names import param_names
 from ..auto_names import auto_names, cut_family, local_name, numbered_name
+from ..cell_inputs import cell_chains, input_roles
 from ..codegen import LineWriter, Namespace, literal
-from ..structure import assigned_names, block_groups, block_lines, family_name, ident, lines_of, loops, param_name, \
+from ..structure import assigned_names, block_groups, block_lines, family_name, ident, lines_of, loops, \
     pieces, render, source_class
 from .optional import merge_optional
 from .scopes import function_scopes, layer_scopes, open_scopes
@@ -110,21 +112,26 @@ def write_blocks(emitter, outs, width=100) -> list:
         return outs
     groups, shortcuts = merge_optional(groups)  # Note [an optional shortcut] in optional.py
     calls, rename, hidden = {}, {}, set(emitter.hidden)
-    for group in groups:
-        fn, order = _function(emitter, group, width, shortcuts.get(id(group)))
+    roles = input_roles([g.instances for g in groups], rows, inputs)  # Note [a cell's two inputs]
+    links = {id(inst): (chain, k, names) for chain in cell_chains(groups, roles)
+             for names in [(emitter.ns.name("x"), emitter.ns.name("p"))] for k, inst in enumerate(chain)}
+    for group, role in zip(groups, roles):
+        paired = all(len(run) == 1 and id(run[0]) in links for run, _ in loops(group))  # Note [cells passed as x, p]
+        fn, order = _function(emitter, group, width, shortcuts.get(id(group)), role, paired)
         for run, pos in loops(group):
-            calls[run[0].start] = (run, pos, fn, group, order, shortcuts.get(id(group)))
+            link = (*links[id(run[0])], role) if paired else None
+            calls[run[0].start] = (run, pos, fn, group, order, shortcuts.get(id(group)), link)
     body = LineWriter(width)
     body.indent = 1
     skip = set()
     for i, (indent, text, comment) in enumerate(rows):
         if i in calls:
-            run, pos, fn, group, order, shortcut = calls[i]
+            run, pos, fn, group, order, shortcut, link = calls[i]
             skip.update(range(run[0].start, run[-1].stop))
             for line in (line for inst in run for line in inst.hoisted):  # before the calls that read them
                 body.indent = rows[line][0]
                 body.line(rows[line][1], rows[line][2])
-            _call(emitter, body, run, pos, (fn, order), group, rename, shortcut)
+            _call(emitter, body, run, pos, (fn, order), group, rename, shortcut, link)
         if i in skip:
             continue
         body.indent = indent
@@ -143,16 +150,19 @@ def write_blocks(emitter, outs, width=100) -> list:
     return [rename.get(o, o) for o in outs]
 
 
-def _call(emitter, body, run, pos, function, group, rename, shortcut=None) -> None:
+def _call(emitter, body, run, pos, function, group, rename, shortcut=None, link=None) -> None:
     """One call, or a loop over the consecutive blocks of ``run``; ``function``: its name and input order;
-    ``shortcut``: the group's optional part (Note [an optional shortcut] in optional.py)."""
+    ``shortcut``: the group's optional part (Note [an optional shortcut] in optional.py); ``link``: (chain, place in
+    it, input roles) for a call written ``x, p = f(x, p, ...)`` (Note [cells passed as x, p] in cell_inputs.py)."""
     (fn, order), first = function, run[0]
     args = [rename.get(v, v) for v in first.inputs]
     flag = [f"{shortcut.flag}=True"] if shortcut and id(first) in shortcut.flagged else []
     numbers = [first.numbers[col] for col in group.columns] + flag  # before name=, as keras.applications writes it
     body.indent = 1
+    if link:
+        return _paired_call(emitter, body, first, args, (fn, order, numbers), link, rename)
     if len(run) == 1:
-        args = [args[i] for i in order] + numbers + [f"name={literal(first.suffix or first.prefix)}"]
+        args = [args[i] for i in order] + numbers + [f"name={literal(first.suffix or first.call_name())}"]
         body.line(f"{', '.join(first.outputs)} = {fn}({', '.join(args)})", f"source block {first.key}")
         return
     chain = emitter.ns.name(ident(first.parent), "x")
@@ -162,12 +172,26 @@ def _call(emitter, body, run, pos, function, group, rename, shortcut=None) -> No
     lo, hi = first.index, run[-1].index
     body.line(f"for i in range({f'{lo}, ' if lo else ''}{hi + 1}):", f"source blocks {first.key} to {run[-1].key}")
     body.indent = 2
-    name = 'f"' + first.stem + '{i}"'
+    name = 'f"' + first.call_name()[:len(first.stem)] + '{i}"'  # Note [block names in the source's case]
     body.line(f"{chain} = {fn}({', '.join(args + [f'name={name}'])})")
     body.indent = 1
     rename[run[-1].outputs[0]] = chain
     for inst in run:
         emitter.hidden.update(inst.locals)
+
+
+def _paired_call(emitter, body, inst, args, function, link, rename) -> None:
+    """``x, p = f(x, p, ...)`` (Note [cells passed as x, p] in cell_inputs.py), after ``x, p = <x>, <p>`` at the
+    chain's first call; after its last, what reads its last two outputs reads ``x`` and ``p``."""
+    (fn, order, numbers), (chain, k, names, (x, p)) = function, link
+    if k == 0:
+        body.line(f"{', '.join(names)} = {args[x]}, {args[p]}")
+    args = [names[0] if i == x else names[1] if i == p else args[i] for i in order]
+    call = f"{fn}({', '.join(args + numbers + [f'name={literal(inst.suffix or inst.call_name())}'])})"
+    body.line(f"{', '.join(names)} = {call}", f"source block {inst.key}")
+    if k == len(chain) - 1:
+        rename.update({inst.outputs[0]: names[0], chain[-2].outputs[0]: names[1]})
+    emitter.hidden.update(inst.locals)
 
 
 def _without(name, suffix) -> str:
@@ -196,12 +220,13 @@ def _stem_name(group) -> str:
     return stem if stem.isidentifier() else ""
 
 
-def _input_order(first, model_inputs) -> list:
-    """The order a block function takes its inputs in: the first one that is not a model input (the tensor the
-    block transforms, ``x``) first, then the others in order of first use. keras-hub's layers read the padding mask
+def _input_order(first, model_inputs, hidden=None) -> list:
+    """The order a block function takes its inputs in: the tensor the block transforms (``x``: ``hidden``, Note [a
+    cell's two inputs] in targets/cell_inputs.py, else the first that is not a model input) first, then the others in
+    order of first use. keras-hub's layers read the padding mask
     (a model input) before their input: ``transformer_decoder(x, padding_mask, name)``."""
     order = list(range(len(first.inputs)))
-    main = next((i for i in order if first.inputs[i] not in model_inputs), 0)
+    main = hidden if hidden is not None else next((i for i in order if first.inputs[i] not in model_inputs), 0)
     return [main] + [i for i in order if i != main]
 
 
@@ -224,7 +249,7 @@ def _guarded(rows, run, flag, names, keys) -> list:
         [(indent, "else:", ""), (indent + 1, f"{names[run.output]} = {names[run.input]}", "")] + rows[stop:]
 
 
-def _function(emitter, group, width, shortcut=None) -> tuple:
+def _function(emitter, group, width, shortcut=None, role=(None, None), paired=False) -> tuple:
     """Write the group's function into ``emitter.functions``; returns its name and the order it takes the blocks'
     inputs in (``_input_order``). ``shortcut``: the statements only its first blocks have, under a flag (Note [an
     optional shortcut] in optional.py)."""
@@ -234,11 +259,13 @@ def _function(emitter, group, width, shortcut=None) -> tuple:
     source = "" if cut else source_class(members, emitter.graph.meta.get("module_classes"))
     fn = emitter.ns.name(cut or (_snake(source) if source else _stem_name(group) or family_name(group)), "block")
     local = Namespace({"keras", "layers", "ops", "np", "name", "Constant", "FreeShape"})
-    order = _input_order(first, {emitter.names[v] for v in emitter.graph.inputs})
-    inputs = {first.inputs[i]: local.name("x" if n == 0 else first.inputs[i], "x") for n, i in enumerate(order)}
+    order = _input_order(first, {emitter.names[v] for v in emitter.graph.inputs}, role[0])
+    inputs = {first.inputs[i]: local.name("x" if n == 0 else "p" if i == role[1] else first.inputs[i], "x")
+              for n, i in enumerate(order)}  # Note [a cell's two inputs] in targets/cell_inputs.py
     counted = sum(kind == "n" for parts, _ in first.rows for kind, _ in parts)  # numbered names' columns follow
     bases = [col for col in group.columns if col >= counted]  # one n, or one per stem: n_conv2d
-    params = [local.name(param_name(first, col) if col < counted else "n" if len(bases) == 1 else
+    named = dict(zip(group.columns, param_names(first, [col for col in group.columns if col < counted])))
+    params = [local.name(named[col] if col < counted else "n" if len(bases) == 1 else
                          f"n_{first.stems[col - counted]}", "size") for col in group.columns]
     names = {v: local.name(v[len(first.prefix) + 1:] if v.startswith(first.prefix + "_") else
                            "out" if v == first.prefix else _without(v, first.suffix) if first.suffix else
@@ -275,7 +302,8 @@ def _function(emitter, group, width, shortcut=None) -> tuple:
         offset += sum(kind == "n" for kind, _ in parts)
     scopes = function_scopes(group.instances, layer_scopes(emitter))  # Note [emitted name scopes] in scopes.py
     w.rows[2:] = open_scopes(w.rows[2:], scopes, lambda text: text)
-    w.line(f"return {', '.join(names[v] for v in first.outputs)}")
+    state = [names[first.inputs[order[0]]]] if paired else []  # Note [cells passed as x, p] in cell_inputs.py
+    w.line(f"return {', '.join([names[v] for v in first.outputs] + state)}")
     if shortcut:  # Note [an optional shortcut] in optional.py
         w.rows = _guarded(w.rows, shortcut.run, flag, names, _keys(group, shortcut))
     emitter.functions.append(w.text())

@@ -111,7 +111,7 @@ def _instance_scopes(inst, scopes) -> list:
     """Per row of ``inst``: the scopes of the layer it creates, or None."""
     own = []
     for parts, _ in inst.rows:
-        names = [inst.prefix + v if kind == "s" else f"{v[0]}_{inst.suffix}{v[1]}" for kind, v in parts
+        names = [inst.flat(kind, v) if kind == "s" else f"{v[0]}_{inst.suffix}{v[1]}" for kind, v in parts
                  if kind in "se"]
         own.append(next((scopes[n] for n in names if n in scopes), None))
     return own
@@ -119,7 +119,7 @@ def _instance_scopes(inst, scopes) -> list:
 
 def _named(scope, first) -> str:
     """A scope's name in a block function: ``f"normal_A_block_{name}"`` where it holds the block's id."""
-    ident = first.suffix or first.prefix
+    ident = first.suffix or first.call_name()
     pattern = rf"(?:^|(?<=_)){re.escape(ident)}(?=_|$)"
     if ident and re.search(pattern, scope):
         text = re.sub(pattern, "{name}", scope.replace("{", "{{").replace("}", "}}"))

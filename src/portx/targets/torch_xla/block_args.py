@@ -12,8 +12,9 @@ Note [forward's arguments]: the argument the blocks of a class differ in is what
 previous block's output); it is named ``x`` and comes first, as a person writes ``forward(self, x, padding_mask)``
 (as keras-jax's block functions take it: ``_input_order`` in keras_jax/blocks.py). A class of one block
 has nothing to compare: its one input that is neither a model input nor the model's attribute is ``x``. Without
-exactly one such argument, the first read is ``x``. The others keep the names of what every block reads (a model
-input, a mask built once), in the order the block first reads them. The emitter keeps, per block, the IR values
+exactly one such argument, ``x`` is the input made last before the block (``hidden``, Note [a cell's two inputs] in
+targets/cell_inputs.py; NASNet's cells read two), else the first read. The others keep the names of what every
+block reads (a model input, a mask built once), in the order the block first reads them. The emitter keeps, per block, the IR values
 it wrote ``forward``'s arguments for, in order (``TorchEmitter.block_inputs``, ``forward_values``), and the
 block-rows cutter calls the class with those (targets/forward_cut.py, ``_module_cut``): it reads the emitter's
 decision, it does not make it again (a segment's inputs are in graph order, not the order the code reads them:
@@ -75,7 +76,7 @@ def named_child(key) -> bool:
     return bool(head) and not last.isdigit()
 
 
-def forward_order(bodies, model_inputs=frozenset()) -> list:
+def forward_order(bodies, model_inputs=frozenset(), hidden=None) -> list:
     """The positions (in first-use order) of the inputs a class's ``forward`` takes, in turn: the hidden state
     first (Note [forward's arguments]). ``model_inputs``: the variables of the model's inputs. Example: inputs
     [mask, h0] and [mask, h1] -> [1, 0]."""
@@ -83,7 +84,7 @@ def forward_order(bodies, model_inputs=frozenset()) -> list:
     varying = [p for p in range(count) if len({body.inputs[p] for body in bodies}) > 1]
     if len(bodies) == 1:
         varying = [p for p, v in enumerate(bodies[0].inputs) if v not in model_inputs and not v.startswith("self.")]
-    hidden = varying[0] if len(varying) == 1 else 0
+    hidden = varying[0] if len(varying) == 1 else hidden if hidden is not None else 0
     return [hidden] + [p for p in range(count) if p != hidden]
 
 

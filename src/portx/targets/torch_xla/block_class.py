@@ -12,12 +12,13 @@ import builtins
 import keyword
 import re
 
+from ..arg_names import param_names
 from ..auto_names import cut_family
 from ..codegen import LineWriter, Namespace
 from ..optional_run import optional_params
-from ..structure import family_name, ident, number_params, param_name, render, source_class
+from ..structure import family_name, ident, number_params, render, source_class
 from .block_args import forward_order, forward_values
-from .nesting import nest
+from .nesting import SEPARABLE, nest, separable
 from .optional import guard_each, guard_init, without_strides
 
 __all__ = ["attr_name", "class_names", "own_attribute", "own_path", "relative", "write_class"]
@@ -34,7 +35,7 @@ def own_attribute(inst, value) -> str:
     """The flat attribute of an ("a", value) piece of ``inst`` (``pieces``): ``layer1_0_conv1``; for a block named
     by a suffix, ``separable_conv_1_normal_left1_0_depthwise`` from ``("separable_conv_1_normal_left1", "_depthwise")``.
     """
-    return f"{value[0]}_{inst.suffix}{value[1]}" if isinstance(value, tuple) else f"{inst.prefix}_{value}"
+    return f"{value[0]}_{inst.suffix}{value[1]}" if isinstance(value, tuple) else inst.flat("a", value)
 
 
 def own_path(inst, path) -> str | None:
@@ -42,6 +43,8 @@ def own_path(inst, path) -> str | None:
     named by a suffix, ``separable_conv_1_normal_left1_0.depthwise`` -> ``separable_conv_1_normal_left1.depthwise``."""
     if path.startswith(inst.key + "."):
         return path[len(inst.key) + 1:]
+    if not inst.suffix and "." in path and path.lower().startswith(inst.prefix + "_"):
+        return path[len(inst.prefix) + 1:]  # block2_sepconv1.depthwise (Note [separable convs as one module])
     head, dot, rest = path.partition(".")
     if inst.suffix and head.endswith(f"_{inst.suffix}"):
         return head[:-len(inst.suffix) - 1] + dot + rest
@@ -76,13 +79,14 @@ def _camel(snake: str) -> str:
 
 
 _MODULE_NAMES = {"Model", "torch", "nn", "F", "os", "math", "json", "load_file", "WEIGHTS", "build_model",
-                 "load_model", "tp_plan", "OrderedDict"}
+                 "load_model", "tp_plan", "OrderedDict", "SeparableConv2d"}
 
 
-def write_class(emitter, members, cls, reserved, optional=None):
+def write_class(emitter, members, cls, reserved, optional=None, role=(None, None)):
     """Write one block class into ``emitter.classes``; returns (class name, columns, moved paths, forward's order,
     (flag, the init Instances that set it)) or None. ``optional``: the part the first members have and the others
-    lack (Note [optional submodules] in optional.py); their numbers are laid out alike (``aligned``)."""
+    lack (Note [optional submodules] in optional.py); their numbers are laid out alike (``aligned``). ``role``: the
+    places of its inputs ``x`` and ``p`` (Note [a cell's two inputs] in targets/cell_inputs.py)."""
     numbers = [init.numbers + body.numbers for init, body in members]
     found = (optional_params(numbers, optional.positions) if optional else number_params(numbers)) \
         if len(members) > 1 else ({}, [])
@@ -91,14 +95,14 @@ def write_class(emitter, members, cls, reserved, optional=None):
     params, columns = found
     init, body = members[0]
     local = Namespace({"self", "torch", "nn", "F", "math"})
-    args = [local.name(param_name(_Joined(init, body), col), "size") for col in columns]
+    args = [local.name(name, "size") for name in param_names(_Joined(init, body), columns)]
     flag = local.name(optional.name) if optional else None
     if flag:
         local.release(flag)  # an __init__ argument: forward may name the part's output so
     split = len(init.numbers)
-    order = forward_order([b for _, b in members], _model_inputs(emitter))  # Note [forward's arguments]
-    inputs = {body.inputs[i]: local.name("x" if i == order[0] else body.inputs[i].replace("self.", ""), "x")
-              for i in order}
+    order = forward_order([b for _, b in members], _model_inputs(emitter), role[0])  # Note [forward's arguments]
+    inputs = {body.inputs[i]: local.name("x" if i == order[0] else "p" if i == role[1] else  # Note [a cell's two
+                                         body.inputs[i].replace("self.", ""), "x") for i in order}  # inputs]
     locals_ = {v: local.name(v[len(body.prefix) + 1:] if v.startswith(body.prefix + "_") else
                              re.sub(r"_+\d+$", "", v), "v") for v in body.locals}
 
@@ -140,6 +144,9 @@ def write_class(emitter, members, cls, reserved, optional=None):
             return None
     elif optional:
         rows = guard_init(rows, optional.name, flag)
+    rows, forward.rows = separable(rows, forward.rows)  # Note [separable convs as one module] in nesting.py
+    if any("SeparableConv2d(" in text for _, text, _ in rows) and SEPARABLE not in emitter.classes:
+        emitter.classes.insert(0, SEPARABLE)
     w.rows += rows
     w.indent = 1
     w.line("")
@@ -193,7 +200,7 @@ class _Group:
 
 
 class _Joined:
-    """An init and a forward Instance read as one, for ``param_name``'s column count."""
+    """An init and a forward Instance read as one, for ``param_names``' column count."""
 
     def __init__(self, init, body):
-        self.rows = init.rows + body.rows
+        self.rows, self.prefix = init.rows + body.rows, body.prefix

@@ -22,6 +22,7 @@ from __future__ import annotations
 import keyword
 import re
 
+from ..cell_inputs import input_roles
 from ..codegen import LineWriter
 from ..optional_run import aligned, arrange, optional_params
 from ..structure import assigned_names, block_lines, find_outputs, ident, instance, lines_of, pieces, render
@@ -176,13 +177,16 @@ def _write_classes(emitter, taken) -> None:
     members = {key: [pair for pair in pairs if id(pair[0]) in chosen] for key, pairs in classes.items()}
     members = {key: pairs for key, pairs in members.items() if pairs}
     names, written = class_names(emitter, members), {}
+    roles = dict(zip(members, input_roles([[b for _, b in pairs] for pairs in members.values()], emitter.body.rows,
+                                          {emitter.names[v] for v in emitter.graph.inputs if v in emitter.names})))
     for rows in containers.values():
         for _, init, body in rows:
             key = key_of(init, body)
             if key not in written:
                 part = parts.get(key)
                 whole = part is None or id(members[key][0][0]) in part.members
-                written[key] = write_class(emitter, members[key], names[key], taken, part) if whole else None
+                written[key] = write_class(emitter, members[key], names[key], taken, part, roles[key]) if whole \
+                    else None
                 if written[key] is None:
                     emitter.classes.clear()
                     emitter.block_inputs.clear()
@@ -240,7 +244,7 @@ def _rewrite(emitter, containers, written, variables, key_of) -> None:
         if isinstance(parent, tuple):  # Note [blocks held one by one] in containers.py
             _each(emitter, made, init_at, body_at, paths)
             continue
-        attr = emitter.attrs.name(ident(parent), "blocks")
+        attr = emitter.attrs.name(ident(parent, cased=True), "blocks", cased=True)
         pos, named = chain(made), named_child(rows[0][2].key)
         init_at[rows[0][1].start] = (attr, made, pos is not None and len(rows[0][2].inputs) == 1, named)
         emitter.paths[attr] = parent
@@ -281,7 +285,7 @@ def _own_names(init):
     for parts, _ in init.rows:
         for kind, value in parts:
             if kind == "a" or kind == "s" and is_own_buffer(parts):  # self.<prefix>_<name>, or its buffer
-                yield (own_attribute(init, value) if kind == "a" else f"{init.prefix}{value}",
+                yield (own_attribute(init, value) if kind == "a" else init.flat(kind, value),
                        attr_name(value if kind == "a" else value.lstrip("_")))
 
 
@@ -290,7 +294,7 @@ def _each(emitter, made, init_at, body_at, paths) -> None:
     one] in containers.py); fills ``_rewrite``'s ``init_at``, ``body_at`` and state ``paths``."""
     for row in made:
         written, init, body = row
-        attr = emitter.attrs.name(ident(body.key), "block")
+        attr = emitter.attrs.name(ident(body.key, cased=True), "block", cased=True)
         emitter.paths[attr] = body.key
         init_at[init.start] = (attr, [row], False, EACH)
         body_at[body.start] = (attr, 0, body, [row], None, EACH)

@@ -23,10 +23,11 @@ Example:
 """
 from __future__ import annotations
 
+import ast
 import keyword
 import re
 
-__all__ = ["nest", "access"]
+__all__ = ["nest", "access", "separable", "SEPARABLE"]
 
 _SELF = re.compile(r"(?<![\w.])self\.(\w+)\b")
 _DEFINE = re.compile(r"^self\.(\w+) = (.*)$")
@@ -151,3 +152,115 @@ class _Tree:
         if child in self.kids:
             return self.expression(child)
         return [(0, "nn.Identity()", f"{'.'.join(child)} holds no weights")]
+
+
+# Note [separable convs as one module]: a Keras SeparableConv2D is one layer holding two kernels
+# (``block2_sepconv1/depthwise_kernel``, ``.../pointwise_kernel``); torch-xla writes it as two ``nn.Conv2d`` at
+# ``sepconv1.depthwise`` and ``sepconv1.pointwise`` (ops/conv/from_keras.py names the weights so), which nesting put
+# under a bare ``nn.Module()`` called twice in a row. A person (and timm's Xception) writes one small module:
+# ``SeparableConv2d(nn.Module)`` holding ``depthwise`` and ``pointwise``, emitted once above the classes, called as
+# ``self.sepconv1(x)``. Its children keep their names, so the state_dict keys stay ``sepconv1.depthwise.weight``: the
+# Keras path with its layer as the module and its kernels as the children, which is also how timm's keys read.
+# The pair is fused only as written by that rule: the depthwise conv (groups = in = out channels, no bias) and a
+# 1x1 pointwise conv on its output read by nothing else, the container holding just the two; anything else stays as
+# it was. It is done inside block classes, whose ``forward`` the verification cutter calls whole (targets/
+# forward_cut.py); ``Model.forward``'s statements are cut line by line, so its pairs keep their two lines. The
+# keras-jax target needs nothing of the kind: it writes the pair back as one ``layers.SeparableConv2D`` (Note
+# [separable convs] in ops/conv/to_keras.py), whose weight paths are the source's.
+
+#: the module ``separable`` writes calls to, emitted once (targets/torch_xla/blocks.py)
+SEPARABLE = '''class SeparableConv2d(nn.Module):
+    """A Keras SeparableConv2D: a depthwise conv, then a pointwise (1x1) conv with the layer's bias."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, bias=True):
+        super().__init__()
+        self.depthwise = nn.Conv2d(in_channels, in_channels, kernel_size, stride=stride, padding=padding,
+                                   dilation=dilation, groups=in_channels, bias=False)
+        self.pointwise = nn.Conv2d(in_channels, out_channels, 1, bias=bias)
+
+    def forward(self, x):
+        return self.pointwise(self.depthwise(x))
+'''
+_CHILD = re.compile(r"^(self(?:\.\w+)+)\.(depthwise|pointwise) = nn\.Conv2d\((.*)\)$")
+_CALL = re.compile(r"^(\w+) = (self(?:\.\w+)+)\.(depthwise|pointwise)\((\w+)\)$")
+_DEPTHWISE_KEYS = ("kernel_size", "stride", "padding", "dilation")
+_LOCAL = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
+
+
+def separable(init_rows, body_rows) -> tuple:
+    """(init rows, body rows) with each depthwise/pointwise pair under one container written as ``SeparableConv2d``
+    (Note [separable convs as one module]); the rows unchanged where there is none."""
+    children = {}
+    for row in init_rows:
+        found = _CHILD.match(row[1])
+        if found:
+            children.setdefault(found.group(1), {})[found.group(2)] = found.group(3)
+    fused = {}
+    for holder, kids in children.items():
+        text = _constructor(kids.get("depthwise"), kids.get("pointwise"))
+        calls = _paired_calls(body_rows, holder)
+        if text and calls and sum(t.startswith(f"{holder}.") for _, t, _ in init_rows) == 2:
+            fused[holder] = (text, calls)
+    if not fused:
+        return init_rows, body_rows
+    init = []
+    for indent, text, comment in init_rows:
+        found = _CHILD.match(text)
+        if found and found.group(1) in fused:
+            continue
+        holder = text.partition(" = nn.Module()")[0] if text.endswith(" = nn.Module()") else None
+        init.append((indent, f"{holder} = {fused[holder][0]}", comment) if holder in fused else (indent, text, comment))
+    pairs = {second: (holder, first) for holder, (_, (first, second)) in fused.items()}
+    body, renamed = [], {}
+    for line, (indent, text, comment) in enumerate(body_rows):
+        text = _LOCAL.sub(lambda m: renamed.get(m.group(0), m.group(0)), text)
+        if line in pairs:  # the pointwise call: the module's, on the depthwise call's input
+            holder, first = pairs[line]
+            out, name = _CALL.match(body_rows[line][1]).group(1), holder.rpartition(".")[2]
+            if not any(re.search(rf"(?<![\w.]){name}\b", t) for _, t, _ in body_rows):
+                renamed[out] = name  # the module's output named as the module: sepconv1 = self.sepconv1(x)
+            text = f"{renamed.get(out, out)} = {holder}({_CALL.match(body_rows[first][1]).group(4)})"
+        if line not in {first for _, first in pairs.values()}:
+            body.append((indent, text, comment))
+    return init, body
+
+
+def _constructor(depthwise, pointwise) -> str | None:
+    """``SeparableConv2d(...)`` for a depthwise conv's and a pointwise conv's arguments, or None where they are not
+    such a pair."""
+    if depthwise is None or pointwise is None:
+        return None
+    try:
+        dw, pw = (ast.parse(f"f({text})", mode="eval").body for text in (depthwise, pointwise))
+    except (SyntaxError, TypeError):
+        return None
+    dk, pk = ({k.arg: ast.unparse(k.value) for k in call.keywords} for call in (dw, pw))
+    if len(dw.args) != 2 or len(pw.args) != 2 or None in dk or None in pk:
+        return None
+    channels = ast.unparse(dw.args[0])
+    if ast.unparse(dw.args[1]) != channels or dk.pop("groups", None) != channels or dk.pop("bias", None) != "False" \
+            or set(dk) - set(_DEPTHWISE_KEYS) or "kernel_size" not in dk:
+        return None
+    if ast.unparse(pw.args[0]) != channels or pk.pop("kernel_size", None) != "1" or set(pk) - {"bias"}:
+        return None
+    args = [channels, ast.unparse(pw.args[1]), dk.pop("kernel_size")]
+    return f"SeparableConv2d({', '.join(args + [f'{k}={v}' for k, v in {**dk, **pk}.items()])})"
+
+
+def _paired_calls(body_rows, holder):
+    """(depthwise line, pointwise line) where ``holder``'s two convs are called one after the other, the first's
+    output read only by the second; else None."""
+    lines = {}
+    for line, (_, text, _) in enumerate(body_rows):
+        found = _CALL.match(text)
+        if found and found.group(2) == holder:
+            lines.setdefault(found.group(3), []).append((line, found))
+        elif f"{holder}." in text:
+            return None
+    (dw, pw) = (lines.get("depthwise", []), lines.get("pointwise", []))
+    if len(dw) != 1 or len(pw) != 1 or pw[0][0] != dw[0][0] + 1 or pw[0][1].group(4) != dw[0][1].group(1):
+        return None
+    used = re.compile(rf"\b{re.escape(dw[0][1].group(1))}\b")
+    if any(used.search(text) for line, (_, text, _) in enumerate(body_rows) if line not in (dw[0][0], pw[0][0])):
+        return None
+    return dw[0][0], pw[0][0]
