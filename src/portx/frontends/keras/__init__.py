@@ -16,7 +16,9 @@ without a ``build`` (Activation) keeps the scopes it was first called in as ``_p
 records each top-level layer's scopes, ``graph.meta["name_scopes"]``: {layer scope: ``"cell/branch"``}, only where
 there are some; the keras-jax emitter opens the same scopes around the layer (targets/keras_jax/scopes.py). A
 Sequential builds its layers inside its own scope (``sequential/dense/kernel``): that one is left out, as the
-emitted model is a Functional one that opens none (its paths stay ``dense/kernel``, as before).
+emitted model is a Functional one that opens none (its paths stay ``dense/kernel``, as before). A Sequential
+nested as a layer is recorded like a name scope (``convnext_tiny_stem``), and its layers are written under their own
+names (Note [nested models' scopes] in targets/keras_jax/scopes.py).
 
 Note [keras layout]: Keras tensors are channels-last while IR conv/pool/norm ops are channels-first (ATen). Rules
 wrap such ops in ``to_channels_first`` / ``to_channels_last`` permutes; the layout pass cancels the pairs.
@@ -223,7 +225,7 @@ class _Walker:
         self.classes.setdefault(scope, type(op).__name__)
         path = getattr(op, "path", None) or ""  # Note [keras name scopes]
         path = path[: -len(op.name) - 1] if path.endswith("/" + op.name) else getattr(op, "_parent_path", None)
-        if not prefix and path:
+        if path:
             self.name_scopes[scope] = path
         entry = IMPORT_RULES.get("keras", {}).get(key)
         if entry is None and not traceable(op):

@@ -16,7 +16,7 @@ from ..codegen import LineWriter, Namespace, literal
 from ..structure import assigned_names, block_groups, block_lines, family_name, ident, lines_of, loops, param_name, \
     pieces, render, source_class
 from .optional import merge_optional
-from .scopes import function_scopes, layer_scopes, open_scopes
+from .scopes import function_scopes, layer_scopes, numbered_locals, open_scopes
 
 __all__ = ["write_blocks"]
 
@@ -105,7 +105,7 @@ def write_blocks(emitter, outs, width=100) -> list:
     inputs = {emitter.names[v] for v in emitter.graph.inputs} | {"anchor"}
     rows, spans = _absorb(emitter, blocks, inputs, _reads(rows, variables, outs))
     groups = block_groups(rows, spans, blocks, variables, _reads(rows, variables, outs), inputs,
-                          auto_names(emitter.graph))
+                          {**auto_names(emitter.graph), **numbered_locals(emitter.graph)})
     if not groups:
         return outs
     groups, shortcuts = merge_optional(groups)  # Note [an optional shortcut] in optional.py
@@ -235,6 +235,7 @@ def _function(emitter, group, width, shortcut=None) -> tuple:
     fn = emitter.ns.name(cut or (_snake(source) if source else _stem_name(group) or family_name(group)), "block")
     local = Namespace({"keras", "layers", "ops", "np", "name", "Constant", "FreeShape"})
     order = _input_order(first, {emitter.names[v] for v in emitter.graph.inputs})
+    numbered = numbered_locals(emitter.graph)  # Note [nested models' scopes] in scopes.py
     inputs = {first.inputs[i]: local.name("x" if n == 0 else first.inputs[i], "x") for n, i in enumerate(order)}
     counted = sum(kind == "n" for parts, _ in first.rows for kind, _ in parts)  # numbered names' columns follow
     bases = [col for col in group.columns if col >= counted]  # one n, or one per stem: n_conv2d
@@ -242,7 +243,8 @@ def _function(emitter, group, width, shortcut=None) -> tuple:
                          f"n_{first.stems[col - counted]}", "size") for col in group.columns]
     names = {v: local.name(v[len(first.prefix) + 1:] if v.startswith(first.prefix + "_") else
                            "out" if v == first.prefix else _without(v, first.suffix) if first.suffix else
-                           local_name(v, emitter.graph), "v") for v in first.locals}
+                           numbered[v][0] if v in numbered else local_name(v, emitter.graph), "v")
+             for v in first.locals}
     names.update(inputs)
     flag = local.name(shortcut.flag) if shortcut else None
     if shortcut:
