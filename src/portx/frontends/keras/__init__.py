@@ -169,6 +169,7 @@ class _Walker:
         self.failures = {}  # (key, reason) -> scopes
         self.shared = {}  # (id(layer), hint) -> list of (array, Value): one weight set per shared layer
         self.variables = {}  # id(keras.Variable) -> Value: weights of traced layers (Note [keras composite layers])
+        self.weight_paths = {}  # param name -> a traced layer's weight path (Note [source-named weights])
         self.traced = False  # a layer was traced: a failed try may have left dead nodes
         self.masks = {}  # id(Keras mask tensor) -> bool Value: masks a rule bound (KerasCall.bind_mask)
         self.classes = {}  # layer scope -> its class name (meta["module_classes"]: block classes are named after it)
@@ -320,7 +321,8 @@ def lower_keras(model, input_types, name="model") -> "Graph":  # noqa: F821
     if walker.failures:  # {(key, reason): scopes}
         raise UnsupportedOps([(k, s, r) for (k, r), s in walker.failures.items()], where=f"Keras model {model.name}")
     graph = walker.builder.finish(outs)
-    graph = graph.replace(meta={**graph.meta, "module_classes": walker.classes})
+    paths = {"weight_paths": walker.weight_paths} if walker.weight_paths else {}
+    graph = graph.replace(meta={**graph.meta, "module_classes": walker.classes, **paths})
     own = model.name + "/"  # a Sequential builds its layers in its own scope: the emitted model opens none
     scopes = {k: (v + "/")[len(own):-1] if (v + "/").startswith(own) else v for k, v in walker.name_scopes.items()}
     if any(scopes.values()):  # Note [keras name scopes]

@@ -233,7 +233,7 @@ def _function(emitter, group, width, shortcut=None) -> tuple:
     cut = cut_family(members, emitter.graph)  # Note [names of cut blocks' kinds] in auto_names.py
     source = "" if cut else source_class(members, emitter.graph.meta.get("module_classes"))
     fn = emitter.ns.name(cut or (_snake(source) if source else _stem_name(group) or family_name(group)), "block")
-    local = Namespace({"keras", "layers", "ops", "np", "name", "Constant", "FreeShape"})
+    local = Namespace({"keras", "layers", "ops", "np", "name", "Constant", "SourceWeight", "FreeShape"})
     order = _input_order(first, {emitter.names[v] for v in emitter.graph.inputs})
     numbered = numbered_locals(emitter.graph)  # Note [nested models' scopes] in scopes.py
     inputs = {first.inputs[i]: local.name("x" if n == 0 else first.inputs[i], "x") for n, i in enumerate(order)}

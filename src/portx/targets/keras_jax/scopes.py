@@ -33,7 +33,7 @@ import re
 
 from ..codegen import literal
 
-__all__ = ["COUNTED_WEIGHT", "counted_weight", "local_scopes", "numbered_locals", "layer_scopes", "body_scopes", "function_scopes", "open_scopes"]
+__all__ = ["SOURCE_WEIGHT", "source_weight", "local_scopes", "numbered_locals", "layer_scopes", "body_scopes", "function_scopes", "open_scopes"]
 
 _NAMED = re.compile(r"""name=(?:'(\w+)'|"(\w+)")""")
 #: the name Keras gives a weight created without one: ``variable``, ``variable_3`` (a counter of the process)
@@ -44,45 +44,58 @@ _COUNTED = re.compile(r"^variable(?:_(\d+))?$")
 # ``self.add_weight(shape=...)``) is named by a counter of the Python process (``variable``, ``variable_1``, ...), so
 # its path (``convnext_tiny_stage_0_block_1_layer_scale/variable_1``) depends on what the process built before: the
 # same source built twice differs. The emitted model names it as the source did at conversion, written out: a
-# ``CountedWeight`` layer named after the source layer, its weight ``variable_{number}`` (``number=0``: ``variable``),
+# ``SourceWeight`` layer named after the source layer, its weight ``variable_{number}`` (``number=0``: ``variable``),
 # the number a keyword that a block function takes as an argument, like a size. Building or loading the emitted model
 # in another process therefore gives the same paths, which the source itself would not. Loading does not depend on
 # them: model.py's ``load_weights`` reads Keras' weight files, which key each weight by the layer's place and class
-# and the weight's index (``layers/counted_weight/vars/0``), never by its path; so a source's own ``.weights.h5``
+# and the weight's index (``layers/source_weight/vars/0``), never by its path; so a source's own ``.weights.h5``
 # (``layers/layer_scale/vars/0``, ``layers/sequential/...``) is not a file for the emitted model either way, and
 # portx writes the emitted model's weights itself. The IR keeps the rule's name (``gamma``: the torch-xla key
 # ``layer_scale_gamma``); ``graph.meta["param_sources"]`` (Note [gradient pairing]) gives the source's path.
-COUNTED_WEIGHT = '''
+#
+# Note [source-named weights]: any stored source weight the emitted code holds in a layer of its own (a traced
+# layer's weight used as it is: keras-hub's ``position_embedding/embeddings``, an attention's separate bias) is a
+# ``SourceWeight`` named after its source layer, its weight after the source's (``weight='embeddings'``), where the
+# frontend recorded the weight's Keras path (``param_sources``, ``graph.meta["weight_paths"]`` for traced layers):
+# its path is the source's where the layer is not in a repeated block, and within one the source's path flattened to
+# one layer, as the block's other layers are (a functional model's layer names are unique, so ``transformer_layer_0/
+# .../attention_output`` cannot nest). A weight whose source layer holds others (an attention output's bias beside
+# its kernel, which a Dense named after the layer holds) and other stored arrays stay ``Constant`` (``value``).
+SOURCE_WEIGHT = '''
 @keras.saving.register_keras_serializable(package="converted")
-class CountedWeight(layers.Layer):
-    """Holds one source weight Keras named by its process-wide counter: ``variable_{number}`` (0: ``variable``),
-    named so again whatever this process built before, so that its path is the source's.
+class SourceWeight(layers.Layer):
+    """Holds one source weight under the source's name: ``weight``, or ``{weight}_{number}`` for a weight Keras named
+    by its process-wide counter (``variable_3``; number 0: ``variable``), whatever this process built before.
 
     Registered serializable: after this file is imported, keras.saving.load_model reads a saved model.
     """
 
-    def __init__(self, shape, dtype="float32", trainable=False, number=0, **kwargs):
+    def __init__(self, shape, dtype="float32", trainable=False, weight="variable", number=0, **kwargs):
         kwargs.pop("dtype_policy", None)
         super().__init__(trainable=trainable, **kwargs)
-        self.value_shape, self.value_dtype, self.number = tuple(shape), dtype, number
+        self.value_shape, self.value_dtype, self.weight, self.number = tuple(shape), dtype, weight, number
         self.value = self.add_weight(shape=shape, dtype=dtype, initializer="zeros", trainable=trainable,
-                                     name=f"variable_{number}" if number else "variable")
+                                     name=f"{weight}_{number}" if number else weight)
 
     def call(self, anchor):
         return ops.convert_to_tensor(self.value)
 
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable, "shape": self.value_shape,
-                "dtype": self.value_dtype, "number": self.number}
+                "dtype": self.value_dtype, "weight": self.weight, "number": self.number}
 '''
 
 
-def counted_weight(graph, param) -> int | None:
-    """The number of the counter-named source weight ``param`` holds (Note [counter-named weights]), else None.
-    Example: a param whose source is ``block_layer_scale/variable_3`` -> 3."""
-    source = (graph.meta.get("param_sources") or {}).get(param)
-    found = _COUNTED.match(str(source).rpartition("/")[2]) if source else None
-    return None if found is None else int(found[1] or 0)
+def source_weight(graph, param) -> str | None:
+    """The keywords a ``SourceWeight`` holding ``param`` takes (Note [source-named weights]), or None where the
+    source's weight path is not known. Example: source ``block_layer_scale/variable_3`` -> ``", number=3"``."""
+    path = (graph.meta.get("param_sources") or {}).get(param) or (graph.meta.get("weight_paths") or {}).get(param)
+    name = str(path).rpartition("/")[2] if path else ""
+    module = param.rpartition(".")[0] + "."
+    if not name.isidentifier() or any(p.startswith(module) and p != param for p in graph.params):
+        return None  # the layer's other weights are in a layer the emitter names after it (an EinsumDense's kernel)
+    counted = _COUNTED.match(name)  # Note [counter-named weights]
+    return f", number={int(counted[1] or 0)}" if counted else f", weight={literal(name)}"
 
 
 def local_scopes(graph) -> dict:
