@@ -169,7 +169,7 @@ class _Walker:
         self.failures = {}  # (key, reason) -> scopes
         self.shared = {}  # (id(layer), hint) -> list of (array, Value): one weight set per shared layer
         self.variables = {}  # id(keras.Variable) -> Value: weights of traced layers (Note [keras composite layers])
-        self.weight_paths = {}  # param name -> a traced layer's weight path (Note [source-named weights])
+        self.weight_paths = {}  # param -> a traced weight's path: Note [source-named weights] in keras_jax/scopes.py
         self.traced = False  # a layer was traced: a failed try may have left dead nodes
         self.masks = {}  # id(Keras mask tensor) -> bool Value: masks a rule bound (KerasCall.bind_mask)
         self.classes = {}  # layer scope -> its class name (meta["module_classes"]: block classes are named after it)
