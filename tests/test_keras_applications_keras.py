@@ -25,23 +25,14 @@ __all__ = []
 #: the CI set: keras.applications' ``conv2_block1_`` and MobileNetV3's ``expanded_conv_1_`` with Keras-named layers
 #: inside its blocks (Note [layers Keras names in blocks])
 CI = ("MobileNetV3Small", "ResNet50")
-#: applications whose emitted weight paths still differ from the source's (#32, still owed); verification and
-#: structure hold for them. ConvNeXt: its stem and downsampling blocks are ``Sequential`` layers, whose weights' paths
-#: nest (``convnext_tiny_stem/convnext_tiny_stem_conv/kernel``) where the emitted functional model writes one layer
-#: ``convnext_tiny_stem_convnext_tiny_stem_conv``, and its LayerScale's weight is one Keras named itself
-#: (``..._layer_scale/variable_3``, a counter of the process) where the emitted Constant is
-#: ``..._layer_scale_gamma/value``. The others' paths are the source's: NASNet's Keras name scopes
-#: (``normal_A_block_0/block_1/...``) are opened by the emitted code (Note [emitted name scopes] in
-#: targets/keras_jax/scopes.py), MobileNetV2's ``block_2_expand_BN`` keeps its letter case (Note [layer names in the
-#: source's case]), and a SeparableConv2D (Xception, NASNet) is one layer (Note [separable convs] in
-#: ops/conv/to_keras.py). The torch-xla keys of the same layers: tests/test_keras_applications_torch.py,
-#: ``BLOCK_PATHS``.
-PATHS_DIFFER = {"ConvNeXtTiny"}
-#: blocks that stay flat: ConvNeXt's downsampling blocks name their layers after the block's number as well
-#: (``convnext_tiny_downsampling_block_0`` holds ``convnext_tiny_downsampling_layernorm_0``), so one function would
-#: rename them (structured only while Namespace cut both names to ``..._block_0_convnext_tiny``; #32: names are cut
-#: after a block's prefix, Note [names in longer blocks] in targets/keras_jax/style.py)
-FLAT = r"convnext_tiny_downsampling_block_\d+"
+#: every application's emitted weight paths are the source's, in the source's order: NASNet's Keras name scopes
+#: (``normal_A_block_0/block_1/...``) and ConvNeXt's nested ``Sequential`` stem and downsampling blocks
+#: (``convnext_tiny_downsampling_block_0/convnext_tiny_downsampling_conv_0/kernel``) are opened by the emitted code
+#: (Note [emitted name scopes], Note [nested models' scopes] in targets/keras_jax/scopes.py), ConvNeXt's LayerScale
+#: weight keeps the name Keras' counter gave it (Note [counter-named weights] there), MobileNetV2's
+#: ``block_2_expand_BN`` keeps its letter case (Note [layer names in the source's case]), and a SeparableConv2D
+#: (Xception, NASNet) is one layer (Note [separable convs] in ops/conv/to_keras.py). The torch-xla keys of the same
+#: layers: tests/test_keras_applications_torch.py, ``BLOCK_PATHS``.
 CASES = [pytest.param(name, marks=() if name in CI else pytest.mark.slow) for name in sorted(APPLICATIONS)]
 
 
@@ -53,10 +44,10 @@ def test_application_converts_to_keras_verifies_and_is_structured(name, tmp_path
     got = np.asarray(result.model(x, training=False))
     want = np.asarray(model(x, training=False))
     np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4)
-    shape = assert_structured(result, "keras-jax", longer=True, flat=FLAT)
+    assert_structured(result, "keras-jax", longer=True)
     # arguments named for what they feed (Note [arguments named for what differs] in src/portx/targets/arg_names.py)
     assert not re.search(r"def \w+\([^)]*\b(filters|units)_\d", result.files["code"].read_text())
-    # the layers holding weights keep their source names (Note [layers Keras names in blocks]); a Normalization's
+    # the layers holding weights keep their source paths (Note [layers Keras names in blocks]); a Normalization's
     # statistics are folded into constants
     renamed = {w.path for w in result.model.weights} - {w.path for w in model.weights}
-    assert bool(renamed) == (name in PATHS_DIFFER), (sorted(renamed)[:5], "update PATHS_DIFFER" if not renamed else "")
+    assert not renamed, sorted(renamed)[:5]

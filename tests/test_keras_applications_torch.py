@@ -34,8 +34,11 @@ __all__ = []
 #: EfficientNetV2B0 at 224 set the per-element floor (Note [per-element check] in portx/equivalence.py): its
 #: top_activation reaches 336, and correct conversions differ there by 1.5e-5 * scale.
 FULL_SIZE = sorted(FULL_SIDES)
-#: ConvNeXt's downsampling blocks stay flat: their layers' names carry the block's number too (tests/
-#: test_keras_applications_keras.py, ``FLAT``)
+#: ConvNeXt's downsampling blocks stay flat on torch-xla: their layers' names carry the block's number too
+#: (``convnext_tiny_downsampling_block_0`` holds ``convnext_tiny_downsampling_layernorm_0``), and the state_dict keys
+#: follow those names (``convnext_tiny_downsampling_block_0.convnext_tiny_downsampling_layernorm_0.weight``), which one
+#: class's fixed attribute names cannot; keras-jax writes them as one function (Note [nested models' scopes] in
+#: targets/keras_jax/scopes.py)
 FLAT = r"convnext_tiny_downsampling_block_\d+"
 
 

@@ -312,6 +312,8 @@ def number_params(numbers) -> tuple | None:
 
 def _multiple(base, values) -> int:
     """The whole number ``m`` with values == m * base in every block (ints only), else 0."""
+    if list(values) == list(base):  # equal columns: one parameter, a zero in them too (``n`` from 0)
+        return 1
     if not all(v.isdigit() and b.isdigit() and int(b) for v, b in zip(values, base)):
         return 0
     ratios = {int(v) // int(b) if int(v) % int(b) == 0 else 0 for v, b in zip(values, base)}

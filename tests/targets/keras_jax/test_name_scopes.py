@@ -98,3 +98,61 @@ def test_scopes_open_around_their_statements_and_names_with_quotes_stay_python()
     for scope, want in (("normal_A_block_0", "normal_A_block_7"), ('a"b\\_0', 'a"b\\_7'), ("x{y}_0", "x{y}_7"),
                         ("block_1", "block_1"), ("0", "7")):
         assert eval(_named(scope, Block), {"name": "7"}) == want  # noqa: S307 trusted: the test's own scope names
+
+
+def _nested_model(blocks=5):
+    """keras.applications' ConvNeXt in small: a ``Sequential`` stem and ``blocks`` ``Sequential`` blocks whose layers
+    carry the block's number (``down_block_1`` holds ``down_ln_1``), each followed by a LayerScale, whose weight Keras
+    names by its counter (``variable_7``; seed 0)."""
+    import keras
+    from keras import layers
+    from keras.src.applications.convnext import LayerScale
+
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((8, 8, 3), name="input_layer")
+    stem = [layers.Conv2D(8, 2, strides=2, name="stem_conv"), layers.LayerNormalization(name="stem_ln")]
+    x = keras.Sequential(stem, name="stem")(inputs)
+    for i in range(blocks):
+        down = [layers.LayerNormalization(name=f"down_ln_{i}"), layers.Conv2D(8, 1, name=f"down_conv_{i}"),
+                layers.Conv2D(8, 1, name=f"down_pw_{i}"), layers.Conv2D(8, 1, name=f"down_out_{i}")]
+        x = keras.Sequential(down, name=f"down_block_{i}")(x)
+        x = LayerScale(0.5, 8, name=f"stage_{i}_layer_scale")(x)
+    return keras.Model(inputs, layers.GlobalAveragePooling2D(name="avg_pool")(x), name="nested")
+
+
+def test_nested_sequentials_and_counter_named_weights_keep_the_source_paths(tmp_path):
+    import keras
+
+    source = _nested_model()
+    paths = [w.path for w in source.weights]
+    assert "down_block_1/down_ln_1/gamma" in paths and any(p.startswith("stage_0_layer_scale/variable") for p in paths)
+    result = portx.convert(source, to="keras-jax", out=tmp_path / "out", grad=False)  # verifies, or raises
+    assert [w.path for w in result.model.weights] == paths
+    code = result.files["code"].read_text()
+    # Note [nested models' scopes]: one function for the numbered blocks, their scope and names from its arguments
+    assert "with keras.name_scope('stem'):\n        stem_conv = " in code, code
+    assert "with keras.name_scope(name):" in code and 'name=f"down_ln_{n}"' in code, code
+    assert code.count("layers.LayerNormalization(") == 2, code
+    x = np.random.default_rng(0).standard_normal((2, 8, 8, 3)).astype(np.float32)
+    assert_keras_trains_saves_reloads(result.model, x, (2, 8), tmp_path)
+    # Note [counter-named weights]: built again after the process's counter moved on, the names are the source's
+    keras.Variable(np.zeros(1, np.float32))
+    emitted = _module(result.files["code"]).load_model()
+    assert [w.path for w in emitted.weights] == paths
+    np.testing.assert_allclose(np.asarray(emitted(x)), np.asarray(source(x)), rtol=1e-4, atol=1e-4)
+
+
+def test_a_scope_stays_open_across_statements_of_another_it_does_not_depend_on():
+    """Note [scopes kept open]: ``c`` moves up beside ``a`` (same scopes, reads neither ``b`` nor what follows); ``e``
+    reads ``d``, so it stays after it, and nothing moves past a line that is not one statement."""
+    from portx.targets.keras_jax.scopes import open_scopes
+
+    rows = [(1, "a = f(x)", ""), (1, "b = g(x)", ""), (1, "c = h(a)", ""), (1, "d = k(b)", ""), (1, "e = m(d)", "")]
+    got = open_scopes(rows, [("s",), ("t",), ("s",), ("t",), ("s",)])
+    assert [text for _, text, _ in got] == ["with keras.name_scope('s'):", "a = f(x)", "c = h(a)",
+                                            "with keras.name_scope('t'):", "b = g(x)", "d = k(b)",
+                                            "with keras.name_scope('s'):", "e = m(d)"]
+    rows[1:1] = [(1, "for i in range(2):", ""), (2, "x = f(x)", "")]
+    got = open_scopes(rows, [("s",), None, None, ("t",), ("s",), ("t",), ("s",)])
+    assert [text for _, text, _ in got][:4] == ["with keras.name_scope('s'):", "a = f(x)", "for i in range(2):",
+                                                "x = f(x)"]

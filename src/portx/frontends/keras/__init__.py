@@ -16,7 +16,9 @@ without a ``build`` (Activation) keeps the scopes it was first called in as ``_p
 records each top-level layer's scopes, ``graph.meta["name_scopes"]``: {layer scope: ``"cell/branch"``}, only where
 there are some; the keras-jax emitter opens the same scopes around the layer (targets/keras_jax/scopes.py). A
 Sequential builds its layers inside its own scope (``sequential/dense/kernel``): that one is left out, as the
-emitted model is a Functional one that opens none (its paths stay ``dense/kernel``, as before).
+emitted model is a Functional one that opens none (its paths stay ``dense/kernel``, as before). A Sequential
+nested as a layer is recorded like a name scope (``convnext_tiny_stem``), and its layers are written under their own
+names (Note [nested models' scopes] in targets/keras_jax/scopes.py).
 
 Note [keras layout]: Keras tensors are channels-last while IR conv/pool/norm ops are channels-first (ATen). Rules
 wrap such ops in ``to_channels_first`` / ``to_channels_last`` permutes; the layout pass cancels the pairs.
@@ -167,6 +169,7 @@ class _Walker:
         self.failures = {}  # (key, reason) -> scopes
         self.shared = {}  # (id(layer), hint) -> list of (array, Value): one weight set per shared layer
         self.variables = {}  # id(keras.Variable) -> Value: weights of traced layers (Note [keras composite layers])
+        self.weight_paths = {}  # param -> a traced weight's path: Note [source-named weights] in keras_jax/scopes.py
         self.traced = False  # a layer was traced: a failed try may have left dead nodes
         self.masks = {}  # id(Keras mask tensor) -> bool Value: masks a rule bound (KerasCall.bind_mask)
         self.classes = {}  # layer scope -> its class name (meta["module_classes"]: block classes are named after it)
@@ -223,7 +226,7 @@ class _Walker:
         self.classes.setdefault(scope, type(op).__name__)
         path = getattr(op, "path", None) or ""  # Note [keras name scopes]
         path = path[: -len(op.name) - 1] if path.endswith("/" + op.name) else getattr(op, "_parent_path", None)
-        if not prefix and path:
+        if path:
             self.name_scopes[scope] = path
         entry = IMPORT_RULES.get("keras", {}).get(key)
         if entry is None and not traceable(op):
@@ -318,7 +321,8 @@ def lower_keras(model, input_types, name="model") -> "Graph":  # noqa: F821
     if walker.failures:  # {(key, reason): scopes}
         raise UnsupportedOps([(k, s, r) for (k, r), s in walker.failures.items()], where=f"Keras model {model.name}")
     graph = walker.builder.finish(outs)
-    graph = graph.replace(meta={**graph.meta, "module_classes": walker.classes})
+    paths = {"weight_paths": walker.weight_paths} if walker.weight_paths else {}
+    graph = graph.replace(meta={**graph.meta, "module_classes": walker.classes, **paths})
     own = model.name + "/"  # a Sequential builds its layers in its own scope: the emitted model opens none
     scopes = {k: (v + "/")[len(own):-1] if (v + "/").startswith(own) else v for k, v in walker.name_scopes.items()}
     if any(scopes.values()):  # Note [keras name scopes]

@@ -137,6 +137,7 @@ def _traced(walker, node, scope, inputs, calls) -> list:
     for variable, const in zip(variables, consts):
         if const.value is not None:
             walker.variables.setdefault(id(variable), const.value)
+            walker.weight_paths.setdefault(const.value.name, getattr(variable, "path", variable.name))
     return outs
 
 

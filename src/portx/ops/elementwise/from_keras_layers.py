@@ -59,7 +59,7 @@ def _normalization_from_keras(call):
 
 @BINARY["mul"].imports("keras", "LayerScale")
 def _layer_scale_from_keras(call):
-    gamma = np.asarray(call.layer.gamma)
+    gamma = call.weight(call.layer.gamma.name)  # its source path: Note [counter-named weights] (keras_jax/scopes.py)
     return call.emit(BINARY["mul"], [call.inputs[0], call.param(gamma, "gamma")])
 
 

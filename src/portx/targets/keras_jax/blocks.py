@@ -18,7 +18,7 @@ from ..codegen import LineWriter, Namespace, literal
 from ..structure import assigned_names, block_groups, block_lines, family_name, ident, lines_of, loops, \
     pieces, render, source_class
 from .optional import merge_optional
-from .scopes import function_scopes, layer_scopes, open_scopes
+from .scopes import function_scopes, layer_scopes, numbered_locals, open_scopes
 
 __all__ = ["write_blocks"]
 
@@ -107,7 +107,7 @@ def write_blocks(emitter, outs, width=100) -> list:
     inputs = {emitter.names[v] for v in emitter.graph.inputs} | {"anchor"}
     rows, spans = _absorb(emitter, blocks, inputs, _reads(rows, variables, outs))
     groups = block_groups(rows, spans, blocks, variables, _reads(rows, variables, outs), inputs,
-                          auto_names(emitter.graph))
+                          {**auto_names(emitter.graph), **numbered_locals(emitter.graph)})
     if not groups:
         return outs
     groups, shortcuts = merge_optional(groups)  # Note [an optional shortcut] in optional.py
@@ -258,8 +258,9 @@ def _function(emitter, group, width, shortcut=None, role=(None, None), paired=Fa
     cut = cut_family(members, emitter.graph)  # Note [names of cut blocks' kinds] in auto_names.py
     source = "" if cut else source_class(members, emitter.graph.meta.get("module_classes"))
     fn = emitter.ns.name(cut or (_snake(source) if source else _stem_name(group) or family_name(group)), "block")
-    local = Namespace({"keras", "layers", "ops", "np", "name", "Constant", "FreeShape"})
+    local = Namespace({"keras", "layers", "ops", "np", "name", "Constant", "SourceWeight", "FreeShape"})
     order = _input_order(first, {emitter.names[v] for v in emitter.graph.inputs}, role[0])
+    numbered = numbered_locals(emitter.graph)  # Note [nested models' scopes] in scopes.py
     inputs = {first.inputs[i]: local.name("x" if n == 0 else "p" if i == role[1] else first.inputs[i], "x")
               for n, i in enumerate(order)}  # Note [a cell's two inputs] in targets/cell_inputs.py
     counted = sum(kind == "n" for parts, _ in first.rows for kind, _ in parts)  # numbered names' columns follow
@@ -269,7 +270,8 @@ def _function(emitter, group, width, shortcut=None, role=(None, None), paired=Fa
                          f"n_{first.stems[col - counted]}", "size") for col in group.columns]
     names = {v: local.name(v[len(first.prefix) + 1:] if v.startswith(first.prefix + "_") else
                            "out" if v == first.prefix else _without(v, first.suffix) if first.suffix else
-                           local_name(v, emitter.graph), "v") for v in first.locals}
+                           numbered[v][0] if v in numbered else local_name(v, emitter.graph), "v")
+             for v in first.locals}
     names.update(inputs)
     flag = local.name(shortcut.flag) if shortcut else None
     if shortcut:

@@ -23,7 +23,7 @@ from .style import VariableNames, auto_names_in, layer_args
 from ..constants import evaluate_constant, live_values
 from ..refused import refused_build
 from .blocks import write_blocks
-from .scopes import body_scopes, layer_scopes, open_scopes
+from .scopes import SOURCE_WEIGHT, body_scopes, layer_scopes, open_scopes, source_weight
 from .sharded import DEFAULT_SHARD_GB, abstract_model, write_sharded
 from .sharding import layout_map_source, variable_splits
 from .files import CONSTANT_LAYER, HEADER, WEIGHTS_FILE, WIDTH, model_name, module_text
@@ -32,7 +32,7 @@ from .model_classes import DRAW_MODEL, FREE_SHAPE_LAYER, constant_model_body, dr
 __all__ = ["TARGET", "WEIGHTS_FILE", "HEADER", "KerasEmitter", "emit_keras"]
 
 TARGET = "keras-jax"
-_RESERVED = {"keras", "layers", "ops", "np", "os", "build_model", "load_model", "WEIGHTS", "Constant", "FreeShape",
+_RESERVED = {"keras", "layers", "ops", "np", "os", "build_model", "load_model", "WEIGHTS", "Constant", "SourceWeight", "FreeShape",
              "SizeCheck", "model", "inputs", "outputs", "jax", "anchor", "DrawModel"}
 _INLINE_MAX = 16  # constants with at most this many elements are written into the code
 
@@ -87,11 +87,14 @@ class KerasEmitter(EmitterBase):
         array = np.asarray(array)
         if array.size <= _INLINE_MAX and not (layer or trainable):
             return self.inline(array)
+        named = source_weight(self.graph, raw_name) if "." in raw_name else None  # Note [source-named weights]
+        if named:
+            raw_name = self.var_names.local.get(raw_name.rpartition(".")[0], raw_name.rpartition(".")[0])
         name = self.layer_ident(raw_name, "const", cased=True)
-        self.define("Constant", CONSTANT_LAYER)
+        cls = self.define(*(("SourceWeight", SOURCE_WEIGHT) if named else ("Constant", CONSTANT_LAYER)))
         self.weights[name] = [array]
-        trains = ", trainable=True" if trainable else ""
-        self.body.line(f"{name.lower()} = Constant({literal(tuple(array.shape))}, {literal(str(array.dtype))}{trains}, "
+        trains = (", trainable=True" if trainable else "") + (named or "")
+        self.body.line(f"{name.lower()} = {cls}({literal(tuple(array.shape))}, {literal(str(array.dtype))}{trains}, "
                        f"name={literal(name)})({self._anchor})")
         return name.lower()
 
@@ -169,6 +172,7 @@ class KerasEmitter(EmitterBase):
         weights = [v.name for v in node.inputs if v is not None and self.is_param(v)]
         if raw is None and weights and weights[0].endswith((".weight", "_weight")):  # "attn.in_proj_weight"
             raw = weights[0][: -len("weight") - 1]
+            raw = self.var_names.local.get(raw, raw)  # Note [nested models' scopes] in scopes.py
         return self.layer_ident(self.var_names.layer(node) if raw is None else raw, node.op.name, cased=True)
 
     def layer(self, node, cls: str, kwargs: dict, inputs, weights=None, *, module="layers", raw=None) -> str:

@@ -11,18 +11,115 @@ the blocks are written (targets/keras_jax/blocks.py), on build_model's rows and 
 a function a scope that carries the block's id (NASNet's ``normal_A_block_0``) is written from its ``name``
 argument (``f"normal_A_block_{name}"``), as the layer names are. Without recorded scopes nothing changes.
 
+Note [nested models' scopes]: a ``Sequential`` used as a layer of a functional model (keras.applications' ConvNeXt
+stem and downsampling blocks) builds its layers inside its own scope: ``convnext_tiny_stem/convnext_tiny_stem_conv/
+kernel``. The frontend records those scopes as it does ``keras.name_scope``'s (Note [keras name scopes]), and a layer
+whose IR scope is its model's path and its own name (``convnext_tiny_stem.convnext_tiny_stem_conv``) is written under
+its own name (``local_scopes``: its variable and layer), inside ``with keras.name_scope("convnext_tiny_stem")``, not
+flattened to ``convnext_tiny_stem_convnext_tiny_stem_conv``. Where such a model is a repeated block and its layers
+carry the block's number after their name (``convnext_tiny_downsampling_block_0`` holds ``convnext_tiny_downsampling_
+layernorm_0``), the block function writes that number as Keras' numbered names are written (``numbered_locals``,
+Note [numbered names in block functions] in targets/auto_names.py): ``name=f"convnext_tiny_downsampling_conv_{n}"``
+under ``with keras.name_scope(name)``. A name already taken in the model (two nested models each with a ``dense``)
+is numbered by Namespace, so that path alone differs: a functional model's layer names are unique.
+
 Example:
     >>> rows = open_scopes(emitter.body.rows, body_scopes(emitter.body.rows, layer_scopes(emitter)))
 """
 from __future__ import annotations
 
+import ast
 import re
 
 from ..codegen import literal
 
-__all__ = ["layer_scopes", "body_scopes", "function_scopes", "open_scopes"]
+__all__ = ["SOURCE_WEIGHT", "source_weight", "local_scopes", "numbered_locals", "layer_scopes", "body_scopes", "function_scopes", "open_scopes"]
 
 _NAMED = re.compile(r"""name=(?:'(\w+)'|"(\w+)")""")
+#: the name Keras gives a weight created without one: ``variable``, ``variable_3`` (a counter of the process)
+_ENDS_NUMBERED = re.compile(r"^(.+)_(\d+)$")
+_COUNTED = re.compile(r"^variable(?:_(\d+))?$")
+
+# Note [counter-named weights]: a weight a layer creates without a name (keras.applications' LayerScale:
+# ``self.add_weight(shape=...)``) is named by a counter of the Python process (``variable``, ``variable_1``, ...), so
+# its path (``convnext_tiny_stage_0_block_1_layer_scale/variable_1``) depends on what the process built before: the
+# same source built twice differs. The emitted model names it as the source did at conversion, written out: a
+# ``SourceWeight`` layer named after the source layer, its weight ``variable_{number}`` (``number=0``: ``variable``),
+# the number a keyword that a block function takes as an argument, like a size. Building or loading the emitted model
+# in another process therefore gives the same paths, which the source itself would not. Loading does not depend on
+# them: model.py's ``load_weights`` reads Keras' weight files, which key each weight by the layer's place and class
+# and the weight's index (``layers/source_weight/vars/0``), never by its path; so a source's own ``.weights.h5``
+# (``layers/layer_scale/vars/0``, ``layers/sequential/...``) is not a file for the emitted model either way, and
+# portx writes the emitted model's weights itself. The IR keeps the rule's name (``gamma``: the torch-xla key
+# ``layer_scale_gamma``); ``graph.meta["param_sources"]`` (Note [gradient pairing]) gives the source's path.
+#
+# Note [source-named weights]: any stored source weight the emitted code holds in a layer of its own (a traced
+# layer's weight used as it is: keras-hub's ``position_embedding/embeddings``, an attention's separate bias) is a
+# ``SourceWeight`` named after its source layer, its weight after the source's (``weight='embeddings'``), where the
+# frontend recorded the weight's Keras path (``param_sources``, ``graph.meta["weight_paths"]`` for traced layers):
+# its path is the source's where the layer is not in a repeated block, and within one the source's path flattened to
+# one layer, as the block's other layers are (a functional model's layer names are unique, so ``transformer_layer_0/
+# .../attention_output`` cannot nest). A weight whose source layer holds others (an attention output's bias beside
+# its kernel, which a Dense named after the layer holds) and other stored arrays stay ``Constant`` (``value``).
+SOURCE_WEIGHT = '''
+@keras.saving.register_keras_serializable(package="converted")
+class SourceWeight(layers.Layer):
+    """Holds one source weight under the source's name: ``weight``, or ``{weight}_{number}`` for a weight Keras named
+    by its process-wide counter (``variable_3``; number 0: ``variable``), whatever this process built before.
+
+    Registered serializable: after this file is imported, keras.saving.load_model reads a saved model.
+    """
+
+    def __init__(self, shape, dtype="float32", trainable=False, weight="variable", number=0, **kwargs):
+        kwargs.pop("dtype_policy", None)
+        super().__init__(trainable=trainable, **kwargs)
+        self.value_shape, self.value_dtype, self.weight, self.number = tuple(shape), dtype, weight, number
+        self.value = self.add_weight(shape=shape, dtype=dtype, initializer="zeros", trainable=trainable,
+                                     name=f"{weight}_{number}" if number else weight)
+
+    def call(self, anchor):
+        return ops.convert_to_tensor(self.value)
+
+    def get_config(self):
+        return {"name": self.name, "trainable": self.trainable, "shape": self.value_shape,
+                "dtype": self.value_dtype, "weight": self.weight, "number": self.number}
+'''
+
+
+def source_weight(graph, param) -> str | None:
+    """The keywords a ``SourceWeight`` holding ``param`` takes (Note [source-named weights]), or None where the
+    source's weight path is not known. Example: source ``block_layer_scale/variable_3`` -> ``", number=3"``."""
+    path = (graph.meta.get("param_sources") or {}).get(param) or (graph.meta.get("weight_paths") or {}).get(param)
+    name = str(path).rpartition("/")[2] if path else ""
+    module = param.rpartition(".")[0] + "."
+    if not name.isidentifier() or any(p.startswith(module) and p != param for p in graph.params):
+        return None  # the layer's other weights are in a layer the emitter names after it (an EinsumDense's kernel)
+    counted = _COUNTED.match(name)  # Note [counter-named weights]
+    return f", number={int(counted[1] or 0)}" if counted else f", weight={literal(name)}"
+
+
+def local_scopes(graph) -> dict:
+    """{IR scope: its layer's own name} for the layers of a nested model built in that model's scope (a
+    ``Sequential`` used as a layer: ``convnext_tiny_stem.convnext_tiny_stem_conv`` -> ``convnext_tiny_stem_conv``),
+    which the emitted code names so inside the same scopes (Note [nested models' scopes])."""
+    found = {}
+    for scope, path in (graph.meta.get("name_scopes") or {}).items():
+        head = path.replace("/", ".") + "."
+        if scope.startswith(head) and "." not in scope[len(head):]:
+            found[scope] = scope[len(head):]
+    return found
+
+
+def numbered_locals(graph) -> dict:
+    """{layer name: (stem, number)} for the layers of a nested model named after that model's number as well
+    (``convnext_tiny_downsampling_block_0`` holds ``convnext_tiny_downsampling_layernorm_0``): a block function
+    writes them from the block's number (Note [nested models' scopes])."""
+    found = {}
+    for scope, name in local_scopes(graph).items():
+        own, model = _ENDS_NUMBERED.match(name), _ENDS_NUMBERED.match(scope[: -len(name) - 1])
+        if own and model and own[2] == model[2]:
+            found[name] = (own[1], int(own[2]))
+    return found
 
 
 def layer_scopes(emitter) -> dict:
@@ -59,6 +156,7 @@ def open_scopes(rows, own, scope_text=literal) -> list:
         return rows
     base = min(indent for indent, _, _ in rows)
     own = [s if indent == base else None for (indent, _, _), s in zip(rows, own)]
+    rows, own = _grouped(rows, own, base)  # Note [scopes kept open]
     known = [i for i, s in enumerate(own) if s is not None]
     filled, nxt = [], 0
     for i, (indent, _, _) in enumerate(rows):
@@ -79,6 +177,48 @@ def open_scopes(rows, own, scope_text=literal) -> list:
             opened = scope
         out.append((indent + len(opened), text, comment))
     return out
+
+
+# Note [scopes kept open]: the graph's order interleaves scopes where the source built two branches side by side
+# (NASNet's ``normal_A_block_0/block_1`` and ``.../block_2``), and each change of scope closed one ``with`` block and
+# opened another. A statement that creates a layer in some scopes therefore moves up to just after the last statement
+# in the same scopes when nothing between them computes what it reads or reads what it assigns (a statement of
+# another form, a loop or a comment line stays where it is, and nothing moves past it). What the code computes is the
+# same, and so are the weights' order and paths: a functional model orders its layers by the graph, not by the
+# statements that made them.
+
+
+def _grouped(rows, own, base) -> tuple:
+    """``rows`` and ``own`` with each scoped statement moved up next to the last one in its scopes (Note [scopes
+    kept open])."""
+    names = [_names(text) if indent == base else None for indent, text, _ in rows]
+    order = []
+    for i in range(len(rows)):
+        at = len(order)
+        if own[i] is not None and names[i] is not None:
+            reads, writes = names[i]
+            k = len(order)
+            while k and own[order[k - 1]] != own[i]:
+                other = names[order[k - 1]]
+                if other is None or other[1] & (reads | writes) or other[0] & writes:
+                    break
+                k -= 1
+            if 0 < k < len(order) and own[order[k - 1]] == own[i]:
+                at = k
+        order.insert(at, i)
+    return [rows[i] for i in order], [own[i] for i in order]
+
+
+def _names(text) -> tuple | None:
+    """(names read, names assigned) by one statement, or None for a line that is not one whole statement."""
+    try:
+        tree = ast.parse(text.strip()) if text.strip() else None
+    except SyntaxError:
+        return None
+    if tree is None or len(tree.body) != 1 or not isinstance(tree.body[0], (ast.Assign, ast.Expr)):
+        return None
+    found = [n for n in ast.walk(tree) if isinstance(n, ast.Name)]
+    return ({n.id for n in found if isinstance(n.ctx, ast.Load)}, {n.id for n in found if isinstance(n.ctx, ast.Store)})
 
 
 def _common(a, b) -> tuple:
@@ -109,10 +249,10 @@ def function_scopes(instances, scopes) -> list:
 
 def _instance_scopes(inst, scopes) -> list:
     """Per row of ``inst``: the scopes of the layer it creates, or None."""
-    own = []
+    own, firsts = [], dict(zip(inst.stems, inst.numbers[len(inst.numbers) - len(inst.stems):]))
     for parts, _ in inst.rows:
-        names = [inst.flat(kind, v) if kind == "s" else f"{v[0]}_{inst.suffix}{v[1]}" for kind, v in parts
-                 if kind in "se"]
+        names = [inst.flat(kind, v) if kind == "s" else f"{v[0]}_{inst.suffix}{v[1]}" if kind == "e" else
+                 f"{v[0]}_{int(firsts[v[0]]) + v[1]}" for kind, v in parts if kind in "sek"]  # k: auto_names.py
         own.append(next((scopes[n] for n in names if n in scopes), None))
     return own
 

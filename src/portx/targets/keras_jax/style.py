@@ -61,6 +61,7 @@ import textwrap
 
 from ..codegen import literal
 from ..structure import block_rooms, room_of
+from .scopes import local_scopes
 
 __all__ = ["layer_args", "auto_names_in", "VariableNames", "layout_sentence"]
 
@@ -180,12 +181,13 @@ class VariableNames:
 
     def __init__(self, graph):
         producer, users = graph.producers(), graph.users()
+        self.local = local_scopes(graph)  # Note [nested models' scopes] in scopes.py
         added = graph.meta.get("layout_transposes", ())
-        self.scope = {}
+        self.scope, local = {}, self.local  # a nested model's layer: named as in its model
         for node in graph.nodes:
             source = producer.get(node.inputs[0]) if node.inputs and node.inputs[0] is not None else None
             moved = not node.scope and node.outputs[0].name in added and source is not None
-            self.scope[node] = self.scope[source] if moved else node.scope
+            self.scope[node] = self.scope[source] if moved else local.get(node.scope, node.scope)
         self.scope.update(_block_scopes(graph, self.scope))
         self._glue = _glue_layers(graph, self.scope)
         self._kept = _varying(graph)
