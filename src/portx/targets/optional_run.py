@@ -139,11 +139,12 @@ def aligned(numbers, size, positions) -> list | None:
     return found
 
 
-def optional_params(numbers, positions) -> tuple | None:
+def optional_params(numbers, positions, keywords=None) -> tuple | None:
     """(params, columns) as ``number_params`` over blocks' ``numbers`` laid out alike (``aligned``): the columns
     every block has become arguments as there; an optional column is an argument where it equals one (or is a whole
     multiple of one) in every block that has it, as written where it is the same number in all of them (always for
-    0 and 1). None where neither."""
+    0 and 1). None where neither; with ``keywords`` (a list), such a column is an argument of its own instead, last
+    in ``columns`` and its column appended to ``keywords`` (a keyword argument: Note [optional parts])."""
     common = [i for i in range(len(numbers[0])) if i not in positions]
     found = number_params([[n[i] for i in common] for n in numbers])
     if found is None:
@@ -157,9 +158,14 @@ def optional_params(numbers, positions) -> tuple | None:
             continue
         found = _argument(values, [[n[col] for n in having] for col in columns])
         if found is None and len(set(values)) > 1:
-            return None
-        if found is not None:
+            if keywords is None:
+                return None
+            keywords.append(i)
+        elif found is not None:
             params[i] = found
+    for i in keywords or ():
+        params[i] = (len(columns), 1)
+        columns.append(i)
     return params, columns
 
 

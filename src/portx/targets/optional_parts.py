@@ -1,0 +1,167 @@
+"""Blocks that differ by optional parts, aligned for one function or class: the rows two blocks share, and per
+place where they differ the rows each writes there (Note [optional parts]).
+
+Note [optional parts]: keras.applications writes MobileNetV2's blocks with one ``_inverted_res_block``: the block
+pads before a stride-2 depthwise conv (``if stride == 2: x = ZeroPadding2D(...)``) and adds its input when its
+stride is 1 and its filters are its input's (``if in_channels == pointwise_filters and stride == 1:
+return Add()([inputs, x])``); EfficientNet's ``block`` and MobileNetV3's ``_inverted_res_block`` (with
+squeeze-excite) alike. The emitted statements of such blocks differ in places, so each kind was a function of its
+own (MobileNetV2: three). ``align`` lines up two blocks' statements (``difflib`` over their shapes: the text with
+variables and numbers marked) and finds the places where one writes statements the other does not
+(``Place``): a place where one block writes rows and the other none is an optional part (the residual
+``Add``), one where both write rows, one block more, is a choice between two (the pad and the stride-2 conv
+against the ``padding='same'`` conv). A place where both write as many rows is a difference of values, not of
+parts: those blocks stay apart. Shared rows must read the same values; where a place's rows make a value that the
+other block reads from before the place (the residual add's output against the block's last value), the rows
+assign that earlier value where it is read no more (``project_bn = layers.Add(...)([drop, x])``), else the other
+side assigns it (``else: add = project_bn``). Layers keep their names, so weight paths do not change; each
+place becomes a flag of the function, True for the side with more rows.
+
+Example:
+    >>> found = align(a, b)          # a, b: Instances of two kinds of block
+    >>> [(p.rows_a, p.rows_b) for p in found.places]
+    [(range(3, 5), range(3, 4)), (range(9, 11), range(9, 9))]
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+
+from .optional_run import real
+
+__all__ = ["Place", "Alignment", "align", "row_key", "lhs"]
+
+
+@dataclass
+class Place:
+    """Where two blocks differ: ``rows_a`` of ``a``'s statements against ``rows_b`` of ``b``'s (either may be
+    empty); ``assign``: (side, variable, value) where that side assigns ``variable = value`` in its branch."""
+
+    rows_a: range
+    rows_b: range
+    assign: list = field(default_factory=list)
+
+
+@dataclass
+class Alignment:
+    """Two blocks lined up: ``common`` pairs of row indices (``a``'s, ``b``'s), ``places``, ``b``'s variables as
+    ``a``'s (``rename_b``) and ``a``'s renamed where a place assigns an earlier value (``rename_a``)."""
+
+    common: list
+    places: list
+    rename_a: dict
+    rename_b: dict
+
+
+def row_key(parts) -> tuple:
+    """A statement's shape: its text with variables and names marked, numbers by kind (int or float)."""
+    return tuple((k, None) if k == "v" else (k, real(v)) if k == "n" else (k, v) for k, v in parts)
+
+
+def lhs(parts) -> list:
+    """The variables a statement assigns (before its `` = ``)."""
+    names = []
+    for kind, value in parts:
+        if kind == "t" and " = " in value:
+            return names
+        if kind == "v":
+            names.append(value)
+        elif kind != "t" or value.strip(", "):
+            return []
+    return []
+
+
+def _reads(parts) -> list:
+    return [v for k, v in parts[len(lhs(parts)):] if k == "v"] if lhs(parts) else [v for k, v in parts if k == "v"]
+
+
+def _a_part(rows_a, at_a, rows_b, at_b) -> bool:
+    """True for a place that is an optional part: one side writes no rows, or fewer (at most two) rows naming
+    layers the other names too (the conv a stride-2 block pads before); no side names a layer outside the block
+    (a Keras auto-name, ``re_lu_3``: a function would write it once) or holds the return."""
+    if len(rows_a) - 1 in at_a or len(rows_b) - 1 in at_b or len(at_a) == len(at_b):
+        return False
+    sides = sorted(([rows_a[i] for i in at_a], [rows_b[i] for i in at_b]), key=len)
+    if any(k == "t" and _LITERAL.search(v) for side in sides for parts in side for k, v in parts):
+        return False
+    named = [{v for parts in side for k, v in parts if k == "s"} for side in sides]
+    return not sides[0] or len(sides[0]) <= 2 and named[0] and named[0] <= named[1]
+
+
+_LITERAL = re.compile(r"name=['\"]")
+
+
+def align(a, b) -> Alignment | None:
+    """``a``'s and ``b``'s statements lined up (Note [optional parts]), or None where they differ otherwise."""
+    if len(a.inputs) != len(b.inputs) or len(a.outputs) != len(b.outputs):
+        return None
+    rows_a = [p for p, _ in a.rows] + [[("v", v) for v in a.outputs]]  # the return, read last
+    rows_b = [p for p, _ in b.rows] + [[("v", v) for v in b.outputs]]
+    ops = SequenceMatcher(None, [row_key(p) for p in rows_a], [row_key(p) for p in rows_b],
+                          autojunk=False).get_opcodes()
+    places = [Place(range(i1, i2), range(j1, j2)) for tag, i1, i2, j1, j2 in ops if tag != "equal"]
+    if not places or not all(_a_part(rows_a, p.rows_a, rows_b, p.rows_b) for p in places):
+        return None
+    made_a = [{v for i in p.rows_a for v in lhs(rows_a[i])} for p in places]
+    made_b = [{v for i in p.rows_b for v in lhs(rows_b[i])} for p in places]
+    where = dict(zip(b.inputs, a.inputs))  # b's variable -> a's
+    for p, made in zip(places, made_b):
+        where.update({v: v for v in made})
+    through, common = {}, []
+    for tag, i1, i2, j1, j2 in ops:
+        if tag != "equal":
+            continue
+        for i, j in zip(range(i1, i2), range(j1, j2)):
+            common.append((i, j))
+            made = lhs(rows_b[j])
+            for va, vb in zip(lhs(rows_a[i]), made):
+                where[vb] = va
+            for va, vb in zip(_reads(rows_a[i]), _reads(rows_b[j])):
+                got = where.get(vb)
+                if got is None or got != va and not _unify(va, got, places, made_a, made_b, where, through, i):
+                    return None
+    if len(common) != len(rows_a) - sum(len(p.rows_a) for p in places):
+        return None
+    rename_a = _settle(through, places, (rows_a, rows_b), common, where)
+    return None if rename_a is None else Alignment(common[:-1], places, rename_a, where)
+
+
+def _unify(va, vb, places, made_a, made_b, where, through, row) -> bool:
+    """Reconcile a shared row reading ``va`` in ``a`` where ``b`` reads ``vb`` (as ``a``'s names), made at the
+    last place before ``row``: made on both sides, ``b``'s takes ``a``'s name; on one side only, the other side
+    passes an earlier value through (``through``)."""
+    before = [k for k, p in enumerate(places) if p.rows_a.stop <= row]
+    if not before:
+        return False
+    k = before[-1]
+    if va in made_a[k] and vb in made_b[k]:
+        for key in [key for key, v in where.items() if v == vb]:
+            where[key] = va
+        return True
+    if va in made_a[k] or vb in made_b[k]:
+        through.setdefault((k, va, vb), []).append(row)
+        return True
+    return False
+
+
+def _settle(through, places, rows, common, where) -> dict | None:
+    """{a's variable: the name it takes} for the values a place passes through (Note [optional parts]); sets each
+    place's ``assign`` where the earlier value is read after the place as well, and gives ``b``'s value ``a``'s
+    earlier name where ``b`` makes what ``a`` reads from before (``where``). None where neither is right."""
+    rename, (rows_a, rows_b) = {}, rows
+    for (k, va, vb), at in through.items():
+        place = places[k]
+        later = [(i, v) for i in range(place.rows_a.stop, len(rows_a)) for v in _reads(rows_a[i])] + \
+            [(-1, where.get(v, v)) for p in places[k + 1:] for j in p.rows_b for v in _reads(rows_b[j])]
+        if va in {v for i in place.rows_a for v in lhs(rows_a[i])}:
+            if vb not in {v for _, v in later}:
+                rename[va] = vb
+            else:  # still read after the place: the other side assigns it
+                place.assign.append(("b", va, vb))
+        elif sorted(i for i, v in later if v == va) == sorted(at):  # b's value is read only where a reads va
+            for key in [key for key, v in where.items() if v == vb]:
+                where[key] = va
+        else:
+            return None
+    return rename
