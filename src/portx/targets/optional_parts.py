@@ -187,6 +187,9 @@ class Layout:
     prefix_of: dict = field(default_factory=dict)
     kinds: list = field(default_factory=list)
     keywords: dict = field(default_factory=dict)  # number column -> its default: an argument only some blocks pass
+    params: dict = field(default_factory=dict)  # a torch class's numbers (Group's), set by its driver
+    columns: list = field(default_factory=list)
+    numbers: dict = field(default_factory=dict)  # id(instance) -> its numbers laid out as the rows (None: absent)
 
     def flags_of(self, inst) -> list:
         """The flags a call of ``inst`` passes, in the function's order."""
@@ -294,8 +297,6 @@ def _finish(members, ref, slots, flagged, rename, head):
     found = optional_params([numbers[id(inst)] for inst in instances], positions, keywords)
     if found is None or len(keywords) > 1:  # several values of one part only its blocks pass: apart reads better
         return None
-    for inst in instances:
-        inst.numbers = numbers[id(inst)]
     made, prefix_of = [], {}
     for depth, parts, _, _, prefix in slots:
         for v in lhs(parts):
@@ -308,6 +309,7 @@ def _finish(members, ref, slots, flagged, rename, head):
     layout = Layout(ref, [(p, c) for _, p, c, _, _ in slots], [d for d, *_ in slots], made,
                     [rename.get(v, v) for v in ref.outputs], flags, flagged, prefix_of, [k.key for k in kinds],
                     defaults)
+    layout.numbers = numbers
     return layout, Group(instances, *found)
 
 

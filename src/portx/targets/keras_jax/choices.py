@@ -56,6 +56,8 @@ def merge_parts(groups, singles, scopes, skip=()) -> tuple:
                 out.append(ref)
             continue
         layout, group = join(members)
+        for inst in group.instances:
+            inst.numbers = layout.numbers[id(inst)]
         out.append(group)
         layouts[id(group)] = layout
     return sorted(out, key=lambda g: g.instances[0].start), layouts
