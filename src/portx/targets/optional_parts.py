@@ -248,7 +248,7 @@ def _place(members, ref, place, rename, flags, flagged) -> list:
     theirs += [(0, [("v", va), ("t", " = "), ("v", vb)], "", {}, None) for _, va, vb in assigns]
     ref_true = len(span) > len(alts[m0])
     true, false = (mine, theirs) if ref_true else (theirs, mine)
-    flag = _flag_name([s[1] for s in true], [s[1] for s in false], flags)
+    flag = _flag_name([s[1] for s in true], [s[1] for s in false], flags, ref.prefix)
     flags.append(flag)
     for m, mb in enumerate(members):
         if (m not in alts) == ref_true:
@@ -279,7 +279,8 @@ def _numbers(row) -> list:
 
 def _finish(members, ref, slots, flagged, rename, head):
     """(Layout, Group) from the slots, or None where the numbers make no arguments."""
-    (flags, flagged), positions, count = flagged, set(), len(head.get(id(ref), ()))
+    (flags, flagged), count = flagged, len(head.get(id(ref), ()))
+    positions = {i for numbers in head.values() for i, n in enumerate(numbers) if n is None}  # parts of __init__
     numbers = {id(inst): list(head.get(id(inst), ())) for member in members for inst in member.group.instances}
     for depth, parts, _, rows, _ in slots:
         size = sum(k == "n" for k, _ in parts)
@@ -318,12 +319,14 @@ _KINDS = (("residual", re.compile(r"layers\.Add\(|\.add_\(|\+")),
           ("strided", re.compile(r"pad\(|Padding2D\(|strides?=2")))
 
 
-def _flag_name(true, false, taken) -> str:
+def _flag_name(true, false, taken, prefix="") -> str:
     """The flag of a place whose True side writes ``true`` (pieces) and other side ``false``: ``residual`` for an
     add, ``strided`` for a pad or a stride of 2, else the common start of the layers only ``true`` names
-    (``expand``)."""
-    theirs = {v for parts in false for k, v in parts if k == "s"}
-    names = [v for parts in true for k, v in parts if k == "s" and v not in theirs]
+    (``expand``), or torch submodules and values (``se_fc1``, ``se_relu``: ``se``)."""
+    theirs = {v for parts in false for k, v in parts if k in "sa"}
+    names = [v for parts in true for k, v in parts if k in "sa" and isinstance(v, str) and v not in theirs]
+    if not any(k == "s" for parts in true for k, _ in parts):  # torch: its values too, without the block's prefix
+        names += [v[len(prefix) + 1:] for parts in true[:-1] for v in lhs(parts) if v.startswith(prefix + "_")]
     text = " ".join("".join(v if k in "tn" else "v" for k, v in parts) for parts in true)
     last = "".join(v for k, v in true[-1] if k == "t") if true else ""
     kinds = [name for name, pattern in _KINDS if pattern.search(last if name == "residual" else text)]

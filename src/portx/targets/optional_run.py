@@ -156,7 +156,7 @@ def optional_params(numbers, positions, keywords=None) -> tuple | None:
         values = [n[i] for n in having]
         if set(values) <= {"0", "1"}:  # too common to be read as an argument by chance
             continue
-        found = _argument(values, [[n[col] for n in having] for col in columns])
+        found = _argument(values, [[n[col] for n in having] for col in columns + (keywords or [])])
         if found is None and len(set(values)) > 1:
             if keywords is None:
                 return None
@@ -174,8 +174,8 @@ def _argument(values, bases) -> tuple | None:
     has it, else the first it is a whole multiple of; None where none is."""
     for want_one in (True, False):
         for p, base in enumerate(bases):
-            if not all(v.isdigit() and b.isdigit() and int(b) for v, b in zip(values, base)):
-                continue
+            if not all(v.isdigit() and b.isdigit() and int(b) for v, b in zip(values, base)) or set(base) == {"1"}:
+                continue  # not a multiple of a stride that is 1 wherever the part is
             ratios = {int(v) // int(b) if int(v) % int(b) == 0 else 0 for v, b in zip(values, base)}
             if len(ratios) == 1 and 0 not in ratios and (ratios == {1} or not want_one):
                 return p, ratios.pop()

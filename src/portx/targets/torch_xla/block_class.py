@@ -94,7 +94,7 @@ def write_class(emitter, members, cls, reserved, optional=None):
         return None
     params, columns = found
     init, body = members[0]
-    body = layout.ref if layout else body
+    init, body = (layout.init, layout.ref) if layout else (init, body)
     local = Namespace({"self", "torch", "nn", "F", "math"})
     args = [local.name(param_name(_Joined(init, layout or body), col), "size") for col in columns]
     flags = {f: local.name(f) for f in layout.flags} if layout else {}
@@ -126,8 +126,11 @@ def write_class(emitter, members, cls, reserved, optional=None):
         keys += f", ... ({len(members)} blocks)"
     w.line(f'"""Source blocks {keys}."""')
     w.line("")
-    flag_args = [f"{f}=False" for f in flags.values()] + ([f"{flag}=False"] if flag else [])
-    w.line(f"def __init__({', '.join(['self'] + args + flag_args)}):")
+    keywords = layout.keywords if layout else {}  # Note [optional parts]: a number only some blocks pass
+    flag_args = [f"{args[p]}={keywords[c]}" for c, (p, _) in params.items() if c in keywords] + \
+        [f"{f}=False" for f in flags.values()] + ([f"{flag}=False"] if flag else [])
+    named = {args[p] for c, (p, _) in params.items() if c in keywords}
+    w.line(f"def __init__({', '.join(['self'] + [a for a in args if a not in named] + flag_args)}):")
     w.indent = 2
     w.line("super().__init__()")
     used = {params[c][0] for c in params if c >= split}
@@ -155,6 +158,10 @@ def write_class(emitter, members, cls, reserved, optional=None):
             return None
     elif optional:
         rows = guard_init(rows, optional.name, flag)
+    for attr, part in (layout.guards if layout else {}).items():  # Note [optional parts]: submodules of a part
+        rows = rows and guard_each(rows, [attr_name(attr)], flags[part])
+    if rows is None:
+        return None
     w.rows += rows
     w.indent = 1
     w.line("")
@@ -165,7 +172,10 @@ def write_class(emitter, members, cls, reserved, optional=None):
         emitter.block_inputs[b.key] = forward_values(emitter, b, order)
     flagged = {id(i) for i, _ in members if optional and len(i.rows) == len(init.rows)}  # the first have the part
     if layout:
-        flag, flagged = None, {id(i): [flags[f] for f in layout.flags_of(b)] for i, b in members}
+        flag, flagged = None, {id(i): [f"{args[params[c][0]]}={(i.numbers + b.numbers)[c]}" for c in keywords
+                                       if (i.numbers + b.numbers)[c] is not None] +
+                               [flags[f] for f in layout.flags_of(b)] for i, b in members}
+        columns = [c for c in columns if c not in keywords]
     return cls, columns, moved, order, (flag, flagged)
 
 

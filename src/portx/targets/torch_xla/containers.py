@@ -126,7 +126,7 @@ def _call(written, init, body) -> str:
     optional part it has (Note [optional submodules] in optional.py)."""
     cls, columns, _, _, (flag, flagged) = written
     flags = flagged.get(id(init), []) if isinstance(flagged, dict) else [flag] * (id(init) in flagged)
-    args = [(init.numbers + body.numbers)[c] for c in columns] + [f"{f}=True" for f in flags]
+    args = [(init.numbers + body.numbers)[c] for c in columns] + [f if "=" in f else f"{f}=True" for f in flags]
     return f"{cls}({', '.join(args)})"
 
 
