@@ -41,6 +41,11 @@ PATHS_DIFFER = {"ConvNeXtTiny"}
 #: after a block's prefix, Note [names in longer blocks] in targets/keras_jax/style.py)
 FLAT = r"convnext_tiny_downsampling_block_\d+"
 CASES = [pytest.param(name, marks=() if name in CI else pytest.mark.slow) for name in sorted(APPLICATIONS)]
+#: functions written for blocks that differ by optional parts, as keras.applications writes one (Note [optional
+#: parts] in src/portx/targets/optional_parts.py): MobileNetV3Small's ReLU blocks without squeeze-excite are a second;
+#: EfficientNetB0's stride-2 blocks (their pads differ per block) and block6b-d (their dropout's noise shape, 1x1
+#: here) stay functions of their own
+DEFS = {"EfficientNetB0": 3, "MobileNetV2": 1, "MobileNetV3Small": 2}
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -52,6 +57,7 @@ def test_application_converts_to_keras_verifies_and_is_structured(name, tmp_path
     want = np.asarray(model(x, training=False))
     np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4)
     shape = assert_structured(result, "keras-jax", longer=True, flat=FLAT)
+    assert shape["defs"] == DEFS.get(name, shape["defs"]), shape
     # the layers holding weights keep their source names (Note [layers Keras names in blocks]); a Normalization's
     # statistics are folded into constants
     renamed = {w.path for w in result.model.weights} - {w.path for w in model.weights}

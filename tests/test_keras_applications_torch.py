@@ -35,6 +35,10 @@ FULL_SIZE = sorted(FULL_SIDES)
 #: ConvNeXt's downsampling blocks stay flat: their layers' names carry the block's number too (tests/
 #: test_keras_applications_keras.py, ``FLAT``)
 FLAT = r"convnext_tiny_downsampling_block_\d+"
+#: classes written for blocks that differ by optional parts (Note [optional parts] in
+#: src/portx/targets/optional_parts.py); EfficientNetB0's stride-2 blocks (pads differ per block), block1a (no expand
+#: conv) and block6b-d (noise shape) stay classes of their own or flat
+DEFS = {"EfficientNetB0": 3, "MobileNetV2": 1, "MobileNetV3Small": 2}
 
 
 def _emitted_matches_keras(model, x, out):
@@ -70,7 +74,8 @@ def test_application_converts_to_torch_verifies_and_lowers_for_tpu(name, tmp_pat
     _emitted_matches_keras(model, x, result.out)
     # one class per kind of block the application repeats (conv2_block1, block_3, ...), flat where that is
     # shorter (Note [structured only where shorter])
-    assert_structured(result, "torch-xla", longer=True, flat=FLAT)
+    shape = assert_structured(result, "torch-xla", longer=True, flat=FLAT)
+    assert shape["defs"] == DEFS.get(name, shape["defs"]), shape  # one class with optional parts
     if name in BLOCK_PATHS:
         _nested_like_keras(model, result.model, *BLOCK_PATHS[name])
     if name == "InceptionV3":

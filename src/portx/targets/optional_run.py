@@ -174,7 +174,7 @@ def _argument(values, bases) -> tuple | None:
     has it, else the first it is a whole multiple of; None where none is."""
     for want_one in (True, False):
         for p, base in enumerate(bases):
-            if not all(v.isdigit() and b.isdigit() and int(b) for v, b in zip(values, base)) or set(base) == {"1"}:
+            if not all(b and v.isdigit() and b.isdigit() and int(b) for v, b in zip(values, base)) or set(base) == {"1"}:
                 continue  # not a multiple of a stride that is 1 wherever the part is
             ratios = {int(v) // int(b) if int(v) % int(b) == 0 else 0 for v, b in zip(values, base)}
             if len(ratios) == 1 and 0 not in ratios and (ratios == {1} or not want_one):
