@@ -157,16 +157,24 @@ def _settle(through, places, rows, common, where) -> dict | None:
         later = [(i, v) for i in range(place.rows_a.stop, len(rows_a)) for v in _reads(rows_a[i])] + \
             [(-1, where.get(v, v)) for p in places[k + 1:] for j in p.rows_b for v in _reads(rows_b[j])]
         if va in {v for i in place.rows_a for v in lhs(rows_a[i])}:
-            if vb not in {v for _, v in later}:
+            if vb not in {v for _, v in later} and not _read_after(rows_a, place.rows_a, va, vb, {}):
                 rename[va] = vb
             else:  # still read after the place: the other side assigns it
                 place.assign.append(("b", va, vb))
-        elif sorted(i for i, v in later if v == va) == sorted(at):  # b's value is read only where a reads va
+        elif sorted(i for i, v in later if v == va) == sorted(at) and \
+                not _read_after(rows_b, place.rows_b, vb, va, where):  # b's value is read only where a reads va
             for key in [key for key, v in where.items() if v == vb]:
                 where[key] = va
         else:
             return None
     return rename
+
+
+def _read_after(rows, at, made, value, where) -> bool:
+    """True where a row of the place ``at`` after the one that makes ``made`` reads ``value`` (``where``: the side's
+    variables as ``a``'s): the value must not be overwritten there."""
+    after = [i for i in at if made in lhs(rows[i])]
+    return bool(after) and any(where.get(v, v) == value for i in at if i > after[0] for v in _reads(rows[i]))
 
 
 @dataclass
