@@ -139,11 +139,12 @@ def aligned(numbers, size, positions) -> list | None:
     return found
 
 
-def optional_params(numbers, positions) -> tuple | None:
+def optional_params(numbers, positions, keywords=None) -> tuple | None:
     """(params, columns) as ``number_params`` over blocks' ``numbers`` laid out alike (``aligned``): the columns
     every block has become arguments as there; an optional column is an argument where it equals one (or is a whole
     multiple of one) in every block that has it, as written where it is the same number in all of them (always for
-    0 and 1). None where neither."""
+    0 and 1). None where neither; with ``keywords`` (a list), such a column is an argument of its own instead, last
+    in ``columns`` and its column appended to ``keywords`` (a keyword argument: Note [optional parts])."""
     common = [i for i in range(len(numbers[0])) if i not in positions]
     found = number_params([[n[i] for i in common] for n in numbers])
     if found is None:
@@ -155,11 +156,16 @@ def optional_params(numbers, positions) -> tuple | None:
         values = [n[i] for n in having]
         if set(values) <= {"0", "1"}:  # too common to be read as an argument by chance
             continue
-        found = _argument(values, [[n[col] for n in having] for col in columns])
+        found = _argument(values, [[n[col] for n in having] for col in columns + (keywords or [])])
         if found is None and len(set(values)) > 1:
-            return None
-        if found is not None:
+            if keywords is None:
+                return None
+            keywords.append(i)
+        elif found is not None:
             params[i] = found
+    for i in keywords or ():
+        params[i] = (len(columns), 1)
+        columns.append(i)
     return params, columns
 
 
@@ -168,8 +174,8 @@ def _argument(values, bases) -> tuple | None:
     has it, else the first it is a whole multiple of; None where none is."""
     for want_one in (True, False):
         for p, base in enumerate(bases):
-            if not all(v.isdigit() and b.isdigit() and int(b) for v, b in zip(values, base)):
-                continue
+            if not all(b and v.isdigit() and b.isdigit() and int(b) for v, b in zip(values, base)) or set(base) == {"1"}:
+                continue  # not a multiple of a stride that is 1 wherever the part is
             ratios = {int(v) // int(b) if int(v) % int(b) == 0 else 0 for v, b in zip(values, base)}
             if len(ratios) == 1 and 0 not in ratios and (ratios == {1} or not want_one):
                 return p, ratios.pop()

@@ -253,13 +253,14 @@ def _read_elsewhere(names, reads, start, stop) -> bool:
     return reads is None or any(not start <= i < stop and not read.isdisjoint(names) for i, read in enumerate(reads))
 
 
-def block_groups(rows, spans, blocks, variables, reads, inputs=frozenset(), auto=None) -> list:
+def block_groups(rows, spans, blocks, variables, reads, inputs=frozenset(), auto=None, singles=None) -> list:
     """The Groups of blocks that can be written once (Note [structured code]).
 
     ``rows``: the body's (indent, statement, comment); ``spans``: node index -> (first line, end line);
     ``blocks``: graph.meta["blocks"]; ``variables``: every variable the body binds (and the inputs);
     ``reads``: per line the variables it reads, and a last row for those the model returns; ``inputs``: the
-    model's inputs (``instance``); ``auto``: the numbered names (``pieces``).
+    model's inputs (``instance``); ``auto``: the numbered names (``pieces``); ``singles``: a list given the blocks
+    whose statements match no other's, a Group each (Note [optional parts] in optional_parts.py).
     """
     found = {}
     for block in blocks:
@@ -276,6 +277,8 @@ def block_groups(rows, spans, blocks, variables, reads, inputs=frozenset(), auto
         params = number_params([inst.numbers for inst in insts]) if len(insts) > 1 else None
         if params is not None:
             groups.append(Group(insts, *params))
+        elif len(insts) == 1 and singles is not None:
+            singles.append(Group(insts, {}, []))
     return groups
 
 

@@ -17,6 +17,7 @@ from ..cell_inputs import cell_chains, input_roles
 from ..codegen import LineWriter, Namespace, literal
 from ..structure import assigned_names, block_groups, block_lines, family_name, ident, lines_of, loops, \
     pieces, render, source_class
+from .choices import merge_parts
 from .optional import merge_optional
 from .scopes import function_scopes, layer_scopes, numbered_locals, open_scopes
 
@@ -106,11 +107,14 @@ def write_blocks(emitter, outs, width=100) -> list:
     variables = assigned_names(emitter)
     inputs = {emitter.names[v] for v in emitter.graph.inputs} | {"anchor"}
     rows, spans = _absorb(emitter, blocks, inputs, _reads(rows, variables, outs))
+    singles = []
     groups = block_groups(rows, spans, blocks, variables, _reads(rows, variables, outs), inputs,
-                          {**auto_names(emitter.graph), **numbered_locals(emitter.graph)})
+                          {**auto_names(emitter.graph), **numbered_locals(emitter.graph)}, singles)
     if not groups:
         return outs
     groups, shortcuts = merge_optional(groups)  # Note [an optional shortcut] in optional.py
+    groups, layouts = merge_parts(groups, singles, layer_scopes(emitter), shortcuts)  # Note [optional parts]
+    shortcuts.update(layouts)
     calls, rename, hidden = {}, {}, set(emitter.hidden)
     roles = input_roles([g.instances for g in groups], rows, inputs)  # Note [a cell's two inputs]
     links = {id(inst): (chain, k, names) for chain in cell_chains(groups, roles)
@@ -156,8 +160,10 @@ def _call(emitter, body, run, pos, function, group, rename, shortcut=None, link=
     it, input roles) for a call written ``x, p = f(x, p, ...)`` (Note [cells passed as x, p] in cell_inputs.py)."""
     (fn, order), first = function, run[0]
     args = [rename.get(v, v) for v in first.inputs]
-    flag = [f"{shortcut.flag}=True"] if shortcut and id(first) in shortcut.flagged else []
-    numbers = [first.numbers[col] for col in group.columns] + flag  # before name=, as keras.applications writes it
+    flag = [f"{f}=True" for f in shortcut.flags_of(first)] if shortcut else []
+    keywords = getattr(shortcut, "keywords", {})  # Note [optional parts]: a value only some blocks pass
+    numbers = [first.numbers[col] for col in group.columns if col not in keywords] + \
+        [f"{shortcut.names[col]}={first.numbers[col]}" for col in keywords if first.numbers[col] is not None] + flag
     body.indent = 1
     if link:
         return _paired_call(emitter, body, first, args, (fn, order, numbers), link, rename)
@@ -253,7 +259,8 @@ def _function(emitter, group, width, shortcut=None, role=(None, None), paired=Fa
     """Write the group's function into ``emitter.functions``; returns its name and the order it takes the blocks'
     inputs in (``_input_order``). ``shortcut``: the statements only its first blocks have, under a flag (Note [an
     optional shortcut] in optional.py)."""
-    first = group.instances[0]
+    layout = getattr(shortcut, "rows", None) and shortcut  # Note [optional parts] in optional_parts.py
+    first = layout.ref if layout else group.instances[0]
     members = [inst.key for inst in group.instances]
     cut = cut_family(members, emitter.graph)  # Note [names of cut blocks' kinds] in auto_names.py
     source = "" if cut else source_class(members, emitter.graph.meta.get("module_classes"))
@@ -263,18 +270,25 @@ def _function(emitter, group, width, shortcut=None, role=(None, None), paired=Fa
     numbered = numbered_locals(emitter.graph)  # Note [nested models' scopes] in scopes.py
     inputs = {first.inputs[i]: local.name("x" if n == 0 else "p" if i == role[1] else first.inputs[i], "x")
               for n, i in enumerate(order)}  # Note [a cell's two inputs] in targets/cell_inputs.py
-    counted = sum(kind == "n" for parts, _ in first.rows for kind, _ in parts)  # numbered names' columns follow
+    rows = list(zip(layout.depths, *zip(*layout.rows))) if layout else [(0, p, c) for p, c in first.rows]
+    counted = sum(kind == "n" for _, parts, _ in rows for kind, _ in parts)  # numbered names' columns follow
+    flags = [f"{local.name(f)}=False" for f in layout.flags] if layout else []  # before the variables' names
     bases = [col for col in group.columns if col >= counted]  # one n, or one per stem: n_conv2d
-    named = dict(zip(group.columns, param_names(first, [col for col in group.columns if col < counted])))
+    named = dict(zip(group.columns, param_names(layout or first, [col for col in group.columns if col < counted])))
     params = [local.name(named[col] if col < counted else "n" if len(bases) == 1 else
                          f"n_{first.stems[col - counted]}", "size") for col in group.columns]
-    names = {v: local.name(v[len(first.prefix) + 1:] if v.startswith(first.prefix + "_") else
+    prefix = (layout.prefix_of if layout else {}).get
+    names = {v: local.name(v[len(prefix(v, first.prefix)) + 1:] if v.startswith(prefix(v, first.prefix) + "_") else
                            "out" if v == first.prefix else _without(v, first.suffix) if first.suffix else
                            numbered[v][0] if v in numbered else local_name(v, emitter.graph), "v")
-             for v in first.locals}
+             for v in (layout.made if layout else first.locals)}
     names.update(inputs)
-    flag = local.name(shortcut.flag) if shortcut else None
-    if shortcut:
+    keywords = layout.keywords if layout else {}
+    if layout:
+        layout.names = {col: p for col, p in zip(group.columns, params)}
+        flags = [f"{layout.names[col]}={default}" for col, default in keywords.items()] + flags
+    flag = local.name(shortcut.flag) if shortcut and not layout else None
+    if flag:
         names[shortcut.run.output] = local.name("shortcut", "v")
 
     def number(i, text):
@@ -293,20 +307,23 @@ def _function(emitter, group, width, shortcut=None, role=(None, None), paired=Fa
         return numbered_name(stem, offset, number(col, first.numbers[col]))
 
     w = LineWriter(width)
-    w.line(f"def {fn}({', '.join(list(inputs.values()) + params + ['name'] + ([f'{flag}=False'] if flag else []))}):")
+    signature = list(inputs.values()) + [p for col, p in zip(group.columns, params) if col not in keywords]
+    w.line(f"def {fn}({', '.join(signature + ['name'] + flags + ([f'{flag}=False'] if flag else []))}):")
     w.indent = 1
     keys = ", ".join(inst.key for inst in group.instances)
-    many = f"{first.key}, ... ({len(group.instances)} blocks)"  # the first names the kind
+    many = f"{', '.join(layout.kinds if layout else [first.key])}, ... ({len(group.instances)} blocks)"  # kinds' firsts
     w.line(f'"""Source blocks {keys if len(keys) <= 70 else many}."""')
     offset = 0  # number columns count over the whole block
-    for parts, comment in first.rows:
+    for depth, parts, comment in rows:
+        w.indent = 1 + depth
         w.line(render(parts, lambda v: names[v], lambda i, n: number(offset + i, n), string, auto=auto), comment)
         offset += sum(kind == "n" for kind, _ in parts)
     scopes = function_scopes(group.instances, layer_scopes(emitter))  # Note [emitted name scopes] in scopes.py
     w.rows[2:] = open_scopes(w.rows[2:], scopes, lambda text: text)
     state = [names[first.inputs[order[0]]]] if paired else []  # Note [cells passed as x, p] in cell_inputs.py
-    w.line(f"return {', '.join([names[v] for v in first.outputs] + state)}")
-    if shortcut:  # Note [an optional shortcut] in optional.py
+    w.indent = 1
+    w.line(f"return {', '.join([names[v] for v in (layout.outputs if layout else first.outputs)] + state)}")
+    if flag:  # Note [an optional shortcut] in optional.py
         w.rows = _guarded(w.rows, shortcut.run, flag, names, _keys(group, shortcut))
     emitter.functions.append(w.text())
     for inst in group.instances:

@@ -41,6 +41,10 @@ class Shortcut:
     flag: str
     flagged: set
 
+    def flags_of(self, inst) -> list:
+        """The flags a call of ``inst`` passes: the shortcut's where it has it."""
+        return [self.flag] if id(inst) in self.flagged else []
+
 
 def merge_optional(groups) -> tuple:
     """(groups, {id(group): Shortcut}) with each group whose blocks are another's with an optional shortcut joined

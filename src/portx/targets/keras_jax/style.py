@@ -298,7 +298,9 @@ def _block_scopes(graph, scope) -> dict:
 # conv): Keras numbers those model-wide, so each block wrote another name and no two blocks read the same. Such a
 # layer, inside a block whose kind repeats, holding no weights and named as the layer at the same position of the
 # first block of its kind up to Keras' number, is named after its block: ``expanded_conv_3_activation``. A layer with
-# weights keeps its source name; an operation (``ops.split``) is a variable only, which blocks rename anyway.
+# weights keeps its source name; an operation (``ops.split``) is a variable only, which blocks rename anyway. A block
+# of a kind of its own among blocks of its family that repeat (``expanded_conv_6``, the only one not adding its
+# input) names them so too: it may join their function (Note [optional parts] in targets/optional_parts.py).
 
 
 def _glue_layers(graph, scope) -> dict:
@@ -308,7 +310,8 @@ def _glue_layers(graph, scope) -> dict:
     counts, first, found = {}, {}, {}
     for block in blocks:
         counts[block["kind"]] = counts.get(block["kind"], 0) + 1
-    for block in (b for b in blocks if counts[b["kind"]] > 1):
+    families = {(b["parent"], b["stem"]) for b in blocks if counts[b["kind"]] > 1}  # a lone kind may join one
+    for block in (b for b in blocks if counts[b["kind"]] > 1 or (b["parent"], b["stem"]) in families):
         base = first.setdefault(block["kind"], block)
         nodes, seen = graph.nodes[block["start"]:block["stop"]], {}
         for node, model in zip(nodes, graph.nodes[base["start"]:base["stop"]]):

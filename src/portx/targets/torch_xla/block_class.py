@@ -18,6 +18,7 @@ from ..codegen import LineWriter, Namespace
 from ..optional_run import optional_params
 from ..structure import family_name, ident, number_params, render, source_class
 from .block_args import forward_order, forward_values
+from .choices import layout_lines
 from .nesting import SEPARABLE, nest, separable
 from .optional import guard_each, guard_init, without_strides
 
@@ -85,17 +86,22 @@ _MODULE_NAMES = {"Model", "torch", "nn", "F", "os", "math", "json", "load_file",
 def write_class(emitter, members, cls, reserved, optional=None, role=(None, None)):
     """Write one block class into ``emitter.classes``; returns (class name, columns, moved paths, forward's order,
     (flag, the init Instances that set it)) or None. ``optional``: the part the first members have and the others
-    lack (Note [optional submodules] in optional.py); their numbers are laid out alike (``aligned``). ``role``: the
+    lack (Note [optional submodules] in optional.py); their numbers are laid out alike (``aligned``); or a Layout
+    of ``forward``'s optional parts (Note [optional parts] in targets/optional_parts.py), a flag each. ``role``: the
     places of its inputs ``x`` and ``p`` (Note [a cell's two inputs] in targets/cell_inputs.py)."""
+    layout, optional = (optional, None) if getattr(optional, "depths", None) else (None, optional)
     numbers = [init.numbers + body.numbers for init, body in members]
-    found = (optional_params(numbers, optional.positions) if optional else number_params(numbers)) \
+    found = (layout.params, layout.columns) if layout else \
+        (optional_params(numbers, optional.positions) if optional else number_params(numbers)) \
         if len(members) > 1 else ({}, [])
     if found is None:
         return None
     params, columns = found
     init, body = members[0]
+    init, body = (layout.init, layout.ref) if layout else (init, body)
     local = Namespace({"self", "torch", "nn", "F", "math"})
-    args = [local.name(name, "size") for name in param_names(_Joined(init, body), columns)]
+    args = [local.name(name, "size") for name in param_names(_Joined(init, layout or body), columns)]
+    flags = {f: local.name(f) for f in layout.flags} if layout else {}
     flag = local.name(optional.name) if optional else None
     if flag:
         local.release(flag)  # an __init__ argument: forward may name the part's output so
@@ -103,8 +109,9 @@ def write_class(emitter, members, cls, reserved, optional=None, role=(None, None
     order = forward_order([b for _, b in members], _model_inputs(emitter), role[0])  # Note [forward's arguments]
     inputs = {body.inputs[i]: local.name("x" if i == order[0] else "p" if i == role[1] else  # Note [a cell's two
                                          body.inputs[i].replace("self.", ""), "x") for i in order}  # inputs]
-    locals_ = {v: local.name(v[len(body.prefix) + 1:] if v.startswith(body.prefix + "_") else
-                             re.sub(r"_+\d+$", "", v), "v") for v in body.locals}
+    prefix = (layout.prefix_of if layout else {}).get
+    locals_ = {v: local.name(v[len(prefix(v, body.prefix)) + 1:] if v.startswith(prefix(v, body.prefix) + "_") else
+                             re.sub(r"_+\d+$", "", v), "v") for v in (layout.made if layout else body.locals)}
 
     def number(i, text, forward=False):
         if i not in params:
@@ -118,24 +125,35 @@ def write_class(emitter, members, cls, reserved, optional=None, role=(None, None
     w.indent = 1
     keys = ", ".join(b.key for _, b in sorted(members, key=lambda m: m[1].start))
     if len(keys) > 70:  # the first block of each structure, for tests/support/structured_code.py to read
-        keys = ", ".join([body.key] + [b.key for i, b in members if optional and len(i.rows) != len(init.rows)][:1])
+        keys = ", ".join(layout.kinds if layout else [body.key] +
+                         [b.key for i, b in members if optional and len(i.rows) != len(init.rows)][:1])
         keys += f", ... ({len(members)} blocks)"
     w.line(f'"""Source blocks {keys}."""')
     w.line("")
-    w.line(f"def __init__({', '.join(['self'] + args + ([f'{flag}=False'] if flag else []))}):")
+    keywords = layout.keywords if layout else {}  # Note [optional parts]: a number only some blocks pass
+    flag_args = [f"{args[p]}={keywords[c]}" for c, (p, _) in params.items() if c in keywords] + \
+        [f"{f}=False" for f in flags.values()] + ([f"{flag}=False"] if flag else [])
+    named = {args[p] for c, (p, _) in params.items() if c in keywords}
+    w.line(f"def __init__({', '.join(['self'] + [a for a in args if a not in named] + flag_args)}):")
     w.indent = 2
     w.line("super().__init__()")
     used = {params[c][0] for c in params if c >= split}
     for p in sorted(used):
         w.line(f"self.{args[p]} = {args[p]}")
+    for f in flags.values():
+        w.line(f"self.{f} = {f}")
     own, forward = LineWriter(), LineWriter()
     own.indent = forward.indent = 2
     if optional:
         locals_[optional.run.output] = local.name(optional.name, "v")
     _lines(own, init.rows, {}, number, 0)
     own.rows = [(indent, without_strides(text), comment) for indent, text, comment in own.rows]
-    _lines(forward, body.rows, {**locals_, **inputs}, lambda i, t: number(i, t, True), split, optional)
-    forward.line(f"return {', '.join(locals_[v] for v in body.outputs)}")
+    if layout:
+        layout_lines(forward, layout, flags, {**locals_, **inputs}, lambda i, t: number(split + i, t, True),
+                     attr_name)
+    else:
+        _lines(forward, body.rows, {**locals_, **inputs}, lambda i, t: number(i, t, True), split, optional)
+    forward.line(f"return {', '.join(locals_[v] for v in (layout.outputs if layout else body.outputs))}")
     paths, classes = relative(emitter, members)
     rows, forward.rows, moved = nest(own.rows, forward.rows, paths, set(args), reserved, classes)
     if optional and optional.guard != optional.name:  # several submodules, each built where it is
@@ -144,6 +162,10 @@ def write_class(emitter, members, cls, reserved, optional=None, role=(None, None
             return None
     elif optional:
         rows = guard_init(rows, optional.name, flag)
+    for attr, part in (layout.guards if layout else {}).items():  # Note [optional parts]: submodules of a part
+        rows = rows and guard_each(rows, [attr_name(attr)], flags[part])
+    if rows is None:
+        return None
     rows, forward.rows = separable(rows, forward.rows)  # Note [separable convs as one module] in nesting.py
     if any("SeparableConv2d(" in text for _, text, _ in rows) and SEPARABLE not in emitter.classes:
         emitter.classes.insert(0, SEPARABLE)
@@ -156,6 +178,11 @@ def write_class(emitter, members, cls, reserved, optional=None, role=(None, None
     for _, b in members:  # the block-rows cutter calls the class with these (targets/forward_cut.py)
         emitter.block_inputs[b.key] = forward_values(emitter, b, order)
     flagged = {id(i) for i, _ in members if optional and len(i.rows) == len(init.rows)}  # the first have the part
+    if layout:
+        flag, flagged = None, {id(i): [f"{args[params[c][0]]}={(i.numbers + b.numbers)[c]}" for c in keywords
+                                       if (i.numbers + b.numbers)[c] is not None] +
+                               [flags[f] for f in layout.flags_of(b)] for i, b in members}
+        columns = [c for c in columns if c not in keywords]
     return cls, columns, moved, order, (flag, flagged)
 
 

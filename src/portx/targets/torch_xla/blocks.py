@@ -29,6 +29,7 @@ from ..structure import assigned_names, block_lines, find_outputs, ident, instan
 from .block_args import is_own_buffer, named_child, own_constants
 from .block_class import attr_name, class_names, own_attribute, relative, write_class
 from .containers import EACH, chain, child, named_container, plain_names, write_call, write_container
+from .choices import merge_layouts
 from .nesting import nest
 from .optional import optional_part, with_strides, without_strides
 
@@ -166,6 +167,7 @@ def _write_classes(emitter, taken) -> None:
         for _, init, body in rows:
             classes.setdefault(_template(init, body), []).append((init, body))
     alias, parts = _merge(emitter, classes)
+    merge_layouts(classes, alias, parts)  # Note [optional parts] in targets/optional_parts.py
 
     def key_of(init, body):
         return alias.get(_template(init, body), _template(init, body))
@@ -184,7 +186,7 @@ def _write_classes(emitter, taken) -> None:
             key = key_of(init, body)
             if key not in written:
                 part = parts.get(key)
-                whole = part is None or id(members[key][0][0]) in part.members
+                whole = getattr(part, "members", None) is None or id(members[key][0][0]) in part.members
                 written[key] = write_class(emitter, members[key], names[key], taken, part, roles[key]) if whole \
                     else None
                 if written[key] is None:

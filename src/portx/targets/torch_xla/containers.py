@@ -125,7 +125,8 @@ def _call(written, init, body) -> str:
     """A block's constructor call: the numbers of its class's columns (in __init__ or forward), and the flag of an
     optional part it has (Note [optional submodules] in optional.py)."""
     cls, columns, _, _, (flag, flagged) = written
-    args = [(init.numbers + body.numbers)[c] for c in columns] + [f"{flag}=True"] * (id(init) in flagged)
+    flags = flagged.get(id(init), []) if isinstance(flagged, dict) else [flag] * (id(init) in flagged)
+    args = [(init.numbers + body.numbers)[c] for c in columns] + [f if "=" in f else f"{f}=True" for f in flags]
     return f"{cls}({', '.join(args)})"
 
 

@@ -52,8 +52,9 @@ _SIZES = r"(?:\d+|\([\d, ]+\))"
 _CONV = re.compile(rf"^(self\.\w+ = nn\.Conv[123]d\(\d+, \d+, kernel_size={_SIZES})(?=[,)])")
 _DILATED = re.compile(rf"^(self\.\w+ = nn\.Conv[123]d\(\d+, \d+, kernel_size={_SIZES}, stride={_SIZES}"
                       rf"(?:, padding={_SIZES})?)(?=[,)])")  # where the emitter writes ``dilation=`` (torch's order)
+_STRIDED = re.compile(rf"^(self\.\w+ = nn\.Conv[123]d\(\d+, \d+, kernel_size={_SIZES}, stride={_SIZES})(?=[,)])")
 _CONV_ROW = re.compile(r"^self\.\w+ = nn\.Conv[123]d\(")
-_UNIT_STRIDE = re.compile(r", (?:stride|dilation)=1(?=[,)])")
+_UNIT_STRIDE = re.compile(r", (?:stride|dilation)=1(?=[,)])|, padding=0(?=[,)])")
 
 
 @dataclass
@@ -71,17 +72,19 @@ class Optional:
 
 
 def with_strides(rows, spans) -> list:
-    """``rows`` (Model.__init__'s) with ``stride=1`` and ``dilation=1`` written in every conv inside ``spans``
-    ([(first, end)])."""
+    """``rows`` (Model.__init__'s) with ``stride=1``, ``padding=0`` and ``dilation=1`` written in every conv inside
+    ``spans`` ([(first, end)])."""
     inside = {i for first, end in spans for i in range(first, end)}
     rows = [(indent, _CONV.sub(r"\1, stride=1", text) if i in inside and "stride=" not in text else text, comment)
             for i, (indent, text, comment) in enumerate(rows)]
+    rows = [(indent, _STRIDED.sub(r"\1, padding=0", text) if i in inside and "padding=" not in text else text,
+             comment) for i, (indent, text, comment) in enumerate(rows)]  # Note [optional parts]: padded apart
     return [(indent, _DILATED.sub(r"\1, dilation=1", text) if i in inside and "dilation=" not in text else text,
              comment) for i, (indent, text, comment) in enumerate(rows)]
 
 
 def without_strides(text) -> str:
-    """A class's line without the ``stride=1`` and ``dilation=1`` that ``with_strides`` wrote."""
+    """A class's line without the ``stride=1``, ``padding=0`` and ``dilation=1`` that ``with_strides`` wrote."""
     return _UNIT_STRIDE.sub("", text) if _CONV_ROW.match(text) else text
 
 

@@ -1,0 +1,72 @@
+"""Kinds of block that differ by optional parts written as one Keras function with a flag per part, as
+keras.applications writes ``_inverted_res_block`` (Note [optional parts] in targets/optional_parts.py).
+
+A kind of block with one member joins too (MobileNetV3Small's ``expanded_conv_6``, the only block of its stage
+that does not add its input). The function's flags follow ``name`` with False defaults; a call passes those its
+block sets (``residual=True``):
+
+    def expanded_conv_block(x, filters, filters_1, filters_2, name, strided=False, residual=False):
+        ...
+        if strided:
+            depthwise_pad = ops.pad(activation, ((0, 0), (1, 2), (1, 2), (0, 0)))
+            depthwise = layers.DepthwiseConv2D(5, strides=2, ...)(depthwise_pad)
+        else:
+            depthwise = layers.DepthwiseConv2D(5, padding='same', ...)(activation)
+        ...
+        if residual:
+            project_bn = layers.Add(name=f"{name}_add")([x, project_bn])
+        return project_bn
+
+Example:
+    >>> groups, layouts = merge_parts(groups, singles, scopes)   # layouts: {id(group): Layout}
+"""
+from __future__ import annotations
+
+from ..optional_parts import Member, align, join
+from .scopes import function_scopes
+
+__all__ = ["merge_parts"]
+
+
+def merge_parts(groups, singles, scopes, skip=()) -> tuple:
+    """(groups, {id(group): Layout}): kinds of block that differ by optional parts joined, the kind with the most
+    blocks first (Note [optional parts]); ``singles``: kinds with one block, which may join; ``scopes``: the
+    emitted name scopes (a kind whose layers open one stays as it is); ``skip``: the ids of groups left as they are
+    (joined around an optional shortcut already: Note [an optional shortcut] in optional.py)."""
+    plain = [g for g in list(groups) + list(singles) if id(g) not in skip and _plain(g, scopes)]
+    plain.sort(key=lambda g: -len(g.instances))
+    layouts, used, out = {}, set(), [g for g in groups if not any(g is p for p in plain)]
+    for ref in plain:
+        if id(ref) in used:
+            continue
+        used.add(id(ref))
+        members = [Member(ref, {i: i for i in range(len(ref.instances[0].rows))})]
+        for other in plain:
+            if id(other) in used:
+                continue
+            alignment = align(ref.instances[0], other.instances[0])
+            if alignment is None:
+                continue
+            trial = members + [Member(other, dict(alignment.common), alignment)]
+            if join(trial) is not None:
+                members = trial
+                used.add(id(other))
+        if len(members) == 1:
+            if len(ref.instances) > 1:
+                out.append(ref)
+            continue
+        layout, group = join(members)
+        for inst in group.instances:
+            inst.numbers = layout.numbers[id(inst)]
+        out.append(group)
+        layouts[id(group)] = layout
+    return sorted(out, key=lambda g: g.instances[0].start), layouts
+
+
+def _plain(group, scopes) -> bool:
+    """True for a kind whose blocks have no numbered names or name scopes, and read one value each."""
+    first = group.instances[0]
+    return not any(inst.stems or inst.suffix for inst in group.instances) and \
+        not any(function_scopes(group.instances, scopes)) and len(first.outputs) == 1
+
+
