@@ -153,6 +153,7 @@ class Instance:
     stems: list = field(default_factory=list)  # stems of its numbered names, after its numbers (auto_names.py)
     hoisted: list = field(default_factory=list)  # lines it only happened to write first (``instance``)
     suffix: str = ""  # the id its names end with (Note [blocks named by a suffix] in passes/blocks_suffix.py)
+    family: str = ""  # its kind's name where its source class names none (Note [names of generic blocks])
 
     def template(self) -> tuple:
         """What must be equal for two blocks to be written once (Note [structured code])."""
@@ -189,7 +190,8 @@ def instance(rows, start, stop, block, variables, inputs=frozenset(), reads=None
     key, read_at = block["key"], reads
     prefix = ident(key)
     suffix = block.get("suffix", "")
-    inst = Instance(key, prefix, block["parent"], block["index"], block["stem"], start, stop, [], suffix=suffix)
+    inst = Instance(key, prefix, block["parent"], block["index"], block["stem"], start, stop, [], suffix=suffix,
+                    family=block.get("family", ""))
     own = re.compile(rf"_{re.escape(suffix)}\b") if suffix else None
     for line, (indent, text, comment) in enumerate(rows[start:stop], start):
         if indent != rows[start][0] or not text:
@@ -319,7 +321,11 @@ def _chain(last, inst, first):
 
 
 def family_name(group) -> str:
-    """``layer`` for blocks of ``model.layers``, ``block`` for blocks of several containers."""
+    """``layer`` for blocks of ``model.layers``, ``block`` for blocks of several containers; a generic container's
+    kind name (Note [names of generic blocks] in passes/blocks_siblings.py)."""
+    families = {inst.family for inst in group.instances}
+    if len(families) == 1 and "" not in families:
+        return families.pop()
     parents = {inst.parent for inst in group.instances}
     if len(parents) != 1:
         return "block"
