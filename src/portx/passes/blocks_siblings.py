@@ -11,9 +11,17 @@ Keras frontends); each that holds parts (Note [a block has parts]: a lone ``Conv
 a block) and whose scopes no name-based finder took is a candidate block, keyed by its own path. ``record_blocks``
 then gathers and cuts them as it does named blocks (their stretch of consecutive nodes, Note [glue that interleaves
 a block]) and ``sibling_blocks`` keeps those with at least one other sibling of their class whose op subgraph is the
-same up to sizes and parameters (``block_structure``); a generic container (``nn.Sequential``, ``nn.ModuleList``,
-Keras ``Sequential``), which says nothing of what it holds, also needs the same classes at the same relative paths.
+same up to sizes and parameters (``block_structure``) and whose parts are named alike (Note [parts named alike]);
+so a generic container (``nn.Sequential``, ``nn.ModuleList``, Keras ``Sequential``), which says nothing of what it
+holds, groups only with one holding the same classes at the same paths.
 A block alone of its kind is dropped, so a model where nothing repeats keeps the blocks (and node order) it had.
+
+Note [parts named alike]: sibling blocks of one kind also hold the same parts at the same paths relative to them
+(``stage1.dwconv`` and ``stage2.dwconv``; ``enc1.0`` and ``enc2.0``). A torch class names its parts alike in every
+instance; a Keras layer's sublayers take model-wide names (keras-hub MiT's ``hierarchical_encoder_0_0`` holds
+``seg_former_multihead_attention.dense_18``, ``hierarchical_encoder_0_1`` holds ``..._1.dense_22``), so their
+statements differ by those names, the emitters could write no block once, and the blocks would only change how the
+flat code cuts its names (Note [names in longer blocks] in targets/keras_jax/style.py): such siblings stay flat.
 
 A sibling block's ``parent`` is its parent path, its ``index`` its place among its parent's sibling blocks (so that
 the torch emitter's checks that a container's blocks are numbered hold), its ``stem`` its own name (no loop: the
@@ -80,9 +88,8 @@ def sibling_keys(graph, named) -> dict:
 
 
 def _children(classes, key) -> tuple:
-    """The classes under ``key``, in the order the source made them (a Keras sublayer's path has a model-wide
-    count: ``dense_3``)."""
-    return tuple(c for p, c in classes.items() if p.startswith(key + "."))
+    """The parts under ``key``: (path relative to it, class), in the order the source made them."""
+    return tuple((p[len(key):], c) for p, c in classes.items() if p.startswith(key + "."))
 
 
 def _family(classes, key) -> str:
@@ -101,7 +108,7 @@ def sibling_blocks(graph, blocks, keys) -> list:
     counts = {}
     for block in blocks:
         if block["key"] in ours:
-            counts.setdefault(_alike(classes, block), []).append(block["key"])
+            counts.setdefault(_alike(graph, classes, block), []).append(block["key"])
     kept = {key for alike in counts.values() if len(alike) > 1 for key in alike}
     found, places = [], {}
     for block in blocks:
@@ -119,8 +126,10 @@ def sibling_blocks(graph, blocks, keys) -> list:
     return found
 
 
-def _alike(classes, block) -> tuple:
-    """What sibling blocks of one kind share: parent, class, op subgraph, and for a generic container the classes
-    of its parts."""
-    key, cls = block["key"], classes.get(block["key"], "")
-    return _parent(key), cls, block["structure"], _children(classes, key) if cls in GENERIC else ()
+def _alike(graph, classes, block) -> tuple:
+    """What sibling blocks of one kind share: parent, class, op subgraph, and their parts' paths and classes (Note
+    [parts named alike]: the Keras frontend records no sublayer's class, so the paths are read from the nodes)."""
+    key = block["key"]
+    paths = dict.fromkeys(n.scope[len(key):] for n in graph.nodes[block["start"]:block["stop"]]
+                          if n.scope.startswith(key + "."))
+    return _parent(key), classes.get(key, ""), block["structure"], _children(classes, key), tuple(paths)
