@@ -69,7 +69,8 @@ def _groups(classes) -> dict:
 
 def sibling_keys(graph, named) -> dict:
     """{scope: its candidate sibling block} for the scopes that no name-based finder takes (``named(scope)`` is "",
-    or a single layer: the numbered children of the UNet's ``nn.Sequential``, ``enc1.0``) and that sit in a submodule with a sibling of its class (Note [sibling blocks]); the outermost such submodule."""
+    or a single layer: the numbered children of the UNet's ``nn.Sequential``, ``enc1.0``) and that sit in a
+    submodule with a sibling of its class (Note [sibling blocks]); the outermost such submodule."""
     classes = graph.meta.get("module_classes") or {}
     paths = {p for paths in _groups(classes).values() for p in paths}
     if not paths:

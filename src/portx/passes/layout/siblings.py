@@ -12,7 +12,7 @@ guarantee of ``sink_permutes``. A graph with no sibling blocks, or whose sibling
 """
 from __future__ import annotations
 
-from ..blocks import record_blocks
+from ..blocks import block_of, record_blocks
 from ..blocks_siblings import sibling_keys
 from .sink import count_permutes
 
@@ -39,7 +39,7 @@ def alike_siblings(graph, best, keep, sunk, limit) -> tuple:
     """(best, keep): ``sink_permutes``' result, or one with the outputs of unlike sibling blocks kept in logical
     order (Note [sibling blocks in one layout]). ``sunk(graph, keep)``: the sinking; ``limit``: the permutes the
     graph had before it."""
-    if not sibling_keys(graph, lambda scope: ""):
+    if not sibling_keys(graph, block_of):  # a cheap first look: no candidate, no sibling block
         return best, keep
     recorded, before = _kinds(graph)
     unlike = _unlike(before, _kinds(best)[1])

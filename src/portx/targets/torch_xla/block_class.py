@@ -137,7 +137,8 @@ def write_class(emitter, members, cls, reserved, optional=None):
     paths, classes = relative(emitter, members)
     rows, forward.rows, moved = nest(own.rows, forward.rows, paths, set(args), reserved, classes)
     sources = {(emitter.graph.meta.get("module_classes") or {}).get(i.key) for i, _ in members}
-    numbered = None if optional or moved or sources != {"Sequential"} else as_sequential(w.rows, rows, forward.rows, paths)
+    numbered = None if optional or moved or sources != {"Sequential"} else \
+        as_sequential(w.rows, rows, forward.rows, paths)
     if numbered:  # Note [blocks of numbered parts] in sequential_class.py
         w.rows, rows, forward.rows, moved = numbered
     if optional and optional.guard != optional.name:  # several submodules, each built where it is
