@@ -18,10 +18,10 @@ from tests.support.structured_code import assert_structured
 from tests.support.zoo import ZOO
 
 #: the zoo models whose source has two blocks alike (the others' numbered modules all differ: EfficientNet's and
-#: Swin's blocks, or are single layers of an nn.Sequential: Note [a block has parts] in passes/blocks.py). Not found
-#: yet: ConvNeXt's stage1/stage2 (one class at two widths) and UNet's enc1/enc2/mid/dec1/dec2 (one double conv), whose
-#: names carry no block number (Note [repeated blocks] reads ``layers.3`` and ``..._block1`` / ``..._layer_0``)
-REPEATS = {"densenet", "gpt", "mobilenetv3", "resnet", "text_encoder", "vit"}
+#: Swin's blocks, or are single layers of an nn.Sequential: Note [a block has parts] in passes/blocks.py). ConvNeXt's
+#: stage1/stage2 (one class at two widths) and UNet's enc1/enc2/mid/dec1/dec2 (one double conv) number no block in
+#: their names: siblings of one source class (Note [sibling blocks] in passes/blocks_siblings.py)
+REPEATS = {"convnext", "densenet", "gpt", "mobilenetv3", "resnet", "text_encoder", "unet", "vit"}
 
 
 @pytest.mark.parametrize("name", sorted(ZOO))

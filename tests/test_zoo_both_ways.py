@@ -27,8 +27,13 @@ ROUND_TRIP = sorted(set(ZOO) - set(ROUND_TRIP_GAPS))
 #: the round trips whose Keras model (portx's own code) repeats a block that its layer names show (``blocks_0_ln1``;
 #: ResNet's ``layer1_0_conv1``: Note [numbered blocks in a stage] in passes/blocks.py; the text encoder, whose mask
 #: ops Keras orders between its layers': Note [glue that interleaves a block]). Not Swin: its second block shifts its
-#: windows (a roll and a mask the first has not), as in the torch source (test_zoo's REPEATS)
+#: windows (a roll and a mask the first has not), as in the torch source (test_zoo's REPEATS). Not ConvNeXt and UNet:
+#: their Keras layers (``stage1_dwconv``, ``enc1_0``) are flat layers of the functional model, with no parent a
+#: sibling block could be read from (Note [sibling blocks] in passes/blocks_siblings.py) and no number in the name
 REPEATS_BACK = {"densenet", "gpt", "mobilenetv3", "resnet", "text_encoder", "vit"}
+#: the torch sources whose repeated modules number no block (Note [sibling blocks]), straight to torch-xla: the class
+#: written once and held at the source's paths, and the line ``Model.__init__`` builds the first block with
+SIBLINGS_TO_TORCH = {"convnext": "self.stage1 = ConvNeXtBlock(16)", "unet": "self.enc1 = ConvBlock(3, 8)"}
 #: the round trips whose torch code must be structured, not flat for being shorter: ResNet's stage-first blocks share
 #: the class of the others (their projection ``layer2_0_downsample_0``/``_1`` optional, Note [optional submodules] in
 #: targets/torch_xla/optional.py; the ZeroPadding2D before their stride-2 conv its padding again, Note [a pad folded
@@ -67,6 +72,18 @@ def test_zoo_model_converts_to_keras_and_back_to_torch(name, tmp_path):
     for i, (w, g) in enumerate(zip(want, got)):
         result = compare_arrays(w, g, atol=1e-5, rtol=1e-4)
         assert result["passed"], f"{name} output {i}, round trip against the original model: {result}"
+
+
+@pytest.mark.parametrize("name", sorted(SIBLINGS_TO_TORCH))
+def test_sibling_blocks_are_one_torch_class_at_the_source_paths(name, tmp_path):
+    """ConvNeXt's stage1/stage2 one ``ConvNeXtBlock``, UNet's five double convs one ``ConvBlock(nn.Sequential)``
+    (Note [blocks of numbered parts]); the state_dict keys are the source's."""
+    model, inputs = ZOO[name]()
+    result = portx.convert(model, example_inputs=inputs, to="torch-xla", out=tmp_path / "torch")
+    _passed(result, "torch -> torch-xla")
+    shape = assert_structured(result, "torch-xla")
+    assert shape["defs"] == 1 and SIBLINGS_TO_TORCH[name] in result.files["code"].read_text(), shape
+    assert sorted(result.model.state_dict()) == sorted(model.state_dict())
 
 
 def test_round_trip_gaps_name_zoo_families():

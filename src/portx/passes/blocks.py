@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 
 from .blocks_cut import block_names, cut_blocks
+from .blocks_siblings import sibling_blocks, sibling_keys
 from .blocks_suffix import suffix_blocks
 
 __all__ = ["block_of", "block_parts", "block_runs", "block_structure", "record_blocks", "refresh_blocks"]
@@ -259,7 +260,8 @@ def _split_glue(earlier, glue, last) -> tuple:
 
 def record_blocks(graph):
     """Record the numbered blocks and their structures in ``graph.meta["blocks"]`` (Note [repeated blocks]); nodes
-    unchanged but for glue moved out of a block's stretch (Note [glue that interleaves a block]).
+    unchanged but for glue moved out of a block's stretch (Note [glue that interleaves a block]). Sibling submodules
+    of one class are blocks too where their names number none (Note [sibling blocks] in blocks_siblings.py).
 
     Example: ``record_blocks(graph).meta["blocks"][0]["key"]`` -> ``"layer1.0"``.
     """
@@ -269,6 +271,29 @@ def record_blocks(graph):
     def key_of(scope):
         return nested.get(scope) or block_of(scope) or suffixed.get(scope, "")
 
+    siblings = sibling_keys(graph, key_of)
+    if siblings:
+        ours = set(siblings.values())
+        found_graph, found = _found(graph, lambda scope: siblings.get(scope) or key_of(scope), suffix_parts, ours)
+        found = sibling_blocks(found_graph, found, siblings)
+        if any(block.get("sibling") for block in found):  # else the graph as the names alone find it
+            kept = {block["key"] for block in found}
+            found_graph, found = _found(graph, lambda scope: (siblings.get(scope) if siblings.get(scope) in kept
+                                                              else "") or key_of(scope), suffix_parts, ours)
+            return found_graph.replace(meta={**found_graph.meta, "blocks": sibling_blocks(found_graph, found,
+                                                                                          siblings)})
+    graph, found = _found(graph, key_of, suffix_parts)
+    found = [{k: v for k, v in block.items() if k != "structure"} for block in found]
+    if not found:  # Note [blocks cut from the graph] in blocks_cut.py
+        found = cut_blocks(graph, block_structure)
+        return graph.replace(meta={**graph.meta, "blocks": found, "block_names": block_names(graph, found)})
+    return graph.replace(meta={**graph.meta, "blocks": found})
+
+
+def _found(graph, key_of, suffix_parts, own_parts=frozenset()) -> tuple:
+    """(``graph`` gathered, its blocks under ``key_of`` with each one's ``structure``): ``record_blocks``'s blocks
+    before the sibling blocks are checked (Note [sibling blocks] in blocks_siblings.py). ``suffix_parts``: the parts
+    of blocks named by a suffix (Note [blocks named by a suffix]); ``own_parts``: keys whose parts come later."""
     graph, owner = _gather(graph, key_of)
     runs, start, found = block_runs(graph, lambda scope: owner.get(scope) or key_of(scope)), 0, []
     kinds, longest = {}, {}
@@ -281,14 +306,13 @@ def record_blocks(graph):
         while own and not own[-1].scope:  # top-level code after the block (``x.mean()`` in forward) is glue
             own.pop()
         if key and own and longest[key] == i and _has_parts(key, own):  # Note [a block's own nodes]
-            kind = kinds.setdefault(block_structure(graph, own), len(kinds))
-            parts = suffix_parts.get(key) or block_parts(key)  # Note [blocks named by a suffix]
-            found.append({"key": key, "start": start, "stop": start + len(own), "kind": kind, **parts})
+            structure = block_structure(graph, own)
+            kind = kinds.setdefault(structure, len(kinds))
+            parts = suffix_parts.get(key) or ({} if key in own_parts else block_parts(key))
+            found.append({"key": key, "start": start, "stop": start + len(own), "kind": kind, **parts,
+                          "structure": structure})
         start += len(nodes)
-    if not found:  # Note [blocks cut from the graph] in blocks_cut.py
-        found = cut_blocks(graph, block_structure)
-        return graph.replace(meta={**graph.meta, "blocks": found, "block_names": block_names(graph, found)})
-    return graph.replace(meta={**graph.meta, "blocks": found})
+    return graph, found
 
 
 def refresh_blocks(graph):

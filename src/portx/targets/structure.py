@@ -173,6 +173,7 @@ class Instance:
     suffix: str = ""  # the id its names end with (Note [blocks named by a suffix] in passes/blocks_suffix.py)
     cased: str = ""  # its prefix in the source's case (Note [block names in the source's case]), and the pieces
     spelled: set = field(default_factory=set)  # written in that case
+    family: str = ""  # its kind's name where its source class names none (Note [names of generic blocks])
 
     def flat(self, kind, value) -> str:
         """The flat name of an ("a", value) or ("s", value) piece, in its spelling: ``Layer1_0_conv``."""
@@ -219,7 +220,7 @@ def instance(rows, start, stop, block, variables, inputs=frozenset(), reads=None
     prefix = ident(key)
     suffix = block.get("suffix", "")
     inst = Instance(key, prefix, block["parent"], block["index"], block["stem"], start, stop, [], suffix=suffix,
-                    cased=ident(key, cased=True))
+                    cased=ident(key, cased=True), family=block.get("family", ""))
     own = re.compile(rf"_{re.escape(suffix)}\b") if suffix else None
     for line, (indent, text, comment) in enumerate(rows[start:stop], start):
         if indent != rows[start][0] or not text:
@@ -360,7 +361,11 @@ def _chain(last, inst, first):
 
 def family_name(group) -> str:
     """``layer`` for blocks of ``model.layers``, ``block`` for blocks of several containers and for Xception's
-    ``block2`` ... (container ``block``: not ``block_block``), ``layer1_block`` for ``layer1.0``."""
+    ``block2`` ... (container ``block``: not ``block_block``), ``layer1_block`` for ``layer1.0``; a generic
+    container's kind name (Note [names of generic blocks] in passes/blocks_siblings.py)."""
+    families = {inst.family for inst in group.instances}
+    if len(families) == 1 and "" not in families:
+        return families.pop()
     parents = {inst.parent for inst in group.instances}
     if len(parents) != 1:
         return "block"

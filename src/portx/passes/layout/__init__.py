@@ -36,6 +36,7 @@ from .refine import refine_permutes
 from .rows import unmerge_rows
 from .one_channel import inner_layouts, one_channel_layout, to_one_channel_layout
 from .rules import RULES
+from .siblings import alike_siblings
 from .sink import Sinker, count_permutes, inverse
 
 __all__ = ["IO_LAYOUTS", "to_channels_last", "to_channels_first", "sink_permutes", "set_io_layout", "io_layouts",
@@ -131,6 +132,7 @@ def sink_permutes(graph):
         trial = _sunk(graph, keep | trial_keep)
         if count_permutes(trial) < count_permutes(best):
             best, keep = trial, keep | trial_keep
+    best, keep = alike_siblings(graph, best, keep, _sunk, count_permutes(before))  # Note [sibling blocks in one layout]
     if count_permutes(best) > count_permutes(before):
         return before
     kept = frozenset(n.outputs[0].name for n in keep) | frozenset(graph.meta.get("kept_permutes", ()))

@@ -61,10 +61,11 @@ def _same_order(s, node):
 
 @_rule(*BINARY.values(), WHERE)
 def _broadcast(s, node):
-    """Broadcasting ops: the order most full-rank inputs have; constants are transposed to it."""
+    """Broadcasting ops: the order most full-rank inputs have (on a tie, one the inputs are at hand in: Note [ties go
+    to orders at hand]); constants are transposed to it."""
     out = node.outputs[0].type
-    perms = [s.perm_of(v) for v in node.inputs if not s.is_param(v) and v.type.rank == out.rank]
-    target = most_common(perms, out.rank)
+    full = [v for v in node.inputs if not s.is_param(v) and v.type.rank == out.rank]
+    target = most_common([s.perm_of(v) for v in full], out.rank, lambda p: sum(not s.ready(v, p) for v in full))
     s.bind(node, node.op, [s.operand(v, target) for v in node.inputs], node.attrs, [target])
     return True
 

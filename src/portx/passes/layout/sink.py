@@ -131,6 +131,15 @@ class Sinker:
             self._carry(value, self.cache[key])
         return self.cache[key]
 
+    def ready(self, value, target) -> bool:
+        """True when ``at(value, target)`` emits no node: ``value`` is stored so, a stored array, or transposed so
+        already (the model's input, once its first convolution read it channels-last)."""
+        current = self.perm_of(value)
+        if value is None or current == tuple(target) or self.is_param(value):
+            return True
+        back = inverse(current)
+        return (self.phys[value], tuple(back[t] for t in target)) in self.cache
+
     def owe(self, value, moved_from, permute=None) -> None:
         """Note [carried permutes]: ``value`` holds ``moved_from``'s stored data unmoved (a permute that ran
         no node, a reshape of the stored tensor, an elementwise op), so it owes the source permute that
@@ -265,10 +274,21 @@ class Sinker:
         return value
 
 
-def most_common(perms, rank) -> tuple:
-    """The order most inputs already have (the first one on a tie); identity when there is none."""
+# Note [ties go to orders at hand]: a broadcasting op whose inputs are stored in two orders, one each, runs in the
+# order of one of them and transposes the other. Taking the first input's order made the first of three sibling
+# blocks unlike the others (Note [sibling blocks] in passes/blocks_siblings.py): its residual add read the model's
+# NCHW input beside its own NHWC branch, and ran in NCHW with a transpose back, where the next blocks, reading an
+# NHWC convolution, ran in NHWC. The input had been transposed to NHWC already (for the first convolution), so the
+# tie goes to the order in which fewer inputs need a new transpose (``Sinker.ready``): one permute fewer, and
+# blocks alike. Without such an input the first input's order wins, as before.
+
+
+def most_common(perms, rank, cost=None) -> tuple:
+    """The order most inputs already have (on a tie the first, or the first of least ``cost(order)``: Note [ties
+    go to orders at hand]); identity when there is none."""
     if not perms:
         return _identity(rank)
     counts = Counter(perms)
     best = max(counts.values())
-    return next(p for p in perms if counts[p] == best)
+    tied = [p for p in perms if counts[p] == best]
+    return min(tied, key=cost) if cost else tied[0]

@@ -263,8 +263,9 @@ def _function(emitter, group, width, shortcut=None, role=(None, None), paired=Fa
     first = layout.ref if layout else group.instances[0]
     members = [inst.key for inst in group.instances]
     cut = cut_family(members, emitter.graph)  # Note [names of cut blocks' kinds] in auto_names.py
-    source = "" if cut else source_class(members, emitter.graph.meta.get("module_classes"))
-    fn = emitter.ns.name(cut or (_snake(source) if source else _stem_name(group) or family_name(group)), "block")
+    source = "" if cut or first.family else source_class(members, emitter.graph.meta.get("module_classes"))
+    fn = emitter.ns.name(cut or (_snake(source) if source else first.family or _stem_name(group) or
+                                 family_name(group)), "block")
     local = Namespace({"keras", "layers", "ops", "np", "name", "Constant", "SourceWeight", "FreeShape"})
     order = _input_order(first, {emitter.names[v] for v in emitter.graph.inputs}, role[0])
     numbered = numbered_locals(emitter.graph)  # Note [nested models' scopes] in scopes.py

@@ -21,6 +21,7 @@ from .block_args import forward_order, forward_values
 from .choices import layout_lines
 from .nesting import SEPARABLE, nest, separable
 from .optional import guard_each, guard_init, without_strides
+from .sequential_class import as_sequential
 
 __all__ = ["attr_name", "class_names", "own_attribute", "own_path", "relative", "write_class"]
 
@@ -61,7 +62,8 @@ def class_names(emitter, members) -> dict:
     for key, pairs in sorted(members.items(), key=lambda item: -len(item[1])):
         group = _Group([b for _, b in pairs])
         cut = cut_family([b.key for b in group.instances], emitter.graph)  # Note [names of cut blocks' kinds]
-        source = "" if cut else source_class([b.key for b in group.instances], emitter.graph.meta.get("module_classes"))
+        source = "" if cut or group.instances[0].family else \
+            source_class([b.key for b in group.instances], emitter.graph.meta.get("module_classes"))
         family = _camel(cut or family_name(group))
         base = source or family
         options = [base] + ([_camel(ident(group.instances[0].parent)) + source] if source else [])
@@ -156,6 +158,11 @@ def write_class(emitter, members, cls, reserved, optional=None, role=(None, None
     forward.line(f"return {', '.join(locals_[v] for v in (layout.outputs if layout else body.outputs))}")
     paths, classes = relative(emitter, members)
     rows, forward.rows, moved = nest(own.rows, forward.rows, paths, set(args), reserved, classes)
+    sources = {(emitter.graph.meta.get("module_classes") or {}).get(i.key) for i, _ in members}
+    numbered = None if optional or moved or sources != {"Sequential"} else \
+        as_sequential(w.rows, rows, forward.rows, paths)
+    if numbered:  # Note [blocks of numbered parts] in sequential_class.py
+        w.rows, rows, forward.rows, moved = numbered
     if optional and optional.guard != optional.name:  # several submodules, each built where it is
         rows = guard_each(rows, [attr_name(a) for a in optional.attrs], flag)
         if rows is None:

@@ -81,8 +81,11 @@ def _candidates(emitter, variables, reads, taken) -> dict:
              if None not in rows and _numbered([row[0] for row in rows])}
     held = {}
     for rows in found.values():
-        holder = _holder(emitter, rows, taken)
-        if holder:
+        holder = None if rows[0][0].get("sibling") else _holder(emitter, rows, taken)
+        if rows[0][0].get("sibling"):  # each at its own path (Note [sibling blocks] in passes/blocks_siblings.py)
+            if plain_names([block["key"] for block, _, _ in rows], taken, top=True) is not None:
+                held[(EACH, rows[0][0]["parent"])] = rows
+        elif holder:
             held[holder] = rows
         elif named_child(rows[0][0]["key"]) and plain_names([block["key"] for block, _, _ in rows], taken):
             held[(EACH, rows[0][0]["parent"])] = rows  # Note [blocks held one by one] in containers.py

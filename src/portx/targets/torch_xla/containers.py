@@ -42,12 +42,12 @@ def named_container(keys, paths, classes, taken) -> str | None:
     return head if all(p.split(".", 1)[0] in names for p in under) else None
 
 
-def plain_names(keys, taken) -> str | None:
+def plain_names(keys, taken, top=False) -> str | None:
     """The one module ``keys`` are named children of, where each name is one Python reads as written and shadows
-    nothing in ``taken``; None otherwise."""
+    nothing in ``taken``; None otherwise. With ``top``, the model itself may be that module ("")."""
     heads = {key.rpartition(".")[0] for key in keys}
     names = {child(key) for key in keys}
-    if len(heads) != 1 or "" in heads or len(names) != len(keys):
+    if len(heads) != 1 or ("" in heads and not top) or len(names) != len(keys):
         return None
     if any(not (n.isascii() and n.isidentifier()) or keyword.iskeyword(n) or n in taken or n[:1].isdigit()
            for n in names):
