@@ -360,9 +360,8 @@ def _chain(last, inst, first):
 
 
 def family_name(group) -> str:
-    """``layer`` for blocks of ``model.layers``, ``block`` for blocks of several containers and for Xception's
-    ``block2`` ... (container ``block``: not ``block_block``), ``layer1_block`` for ``layer1.0``; a generic
-    container's kind name (Note [names of generic blocks] in passes/blocks_siblings.py)."""
+    """``layer`` for ``model.layers``, ``block`` for several containers and Xception's ``block2`` ... (not
+    ``block_block``), ``layer1_block`` for ``layer1.0``; Note [names of generic blocks] in passes/blocks_siblings.py."""
     families = {inst.family for inst in group.instances}
     if len(families) == 1 and "" not in families:
         return families.pop()
