@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 
-from .optional_run import optional_params, real
+from .optional_run import lhs, optional_params, real
 from .structure import Group
 
 __all__ = ["Place", "Alignment", "Layout", "Member", "align", "join", "row_key", "lhs"]
@@ -59,19 +59,6 @@ class Alignment:
 def row_key(parts) -> tuple:
     """A statement's shape: its text with variables and names marked, numbers by kind (int or float)."""
     return tuple((k, None) if k == "v" else (k, real(v)) if k == "n" else (k, v) for k, v in parts)
-
-
-def lhs(parts) -> list:
-    """The variables a statement assigns (before its `` = ``)."""
-    names = []
-    for kind, value in parts:
-        if kind == "t" and " = " in value:
-            return names
-        if kind == "v":
-            names.append(value)
-        elif kind != "t" or value.strip(", "):
-            return []
-    return []
 
 
 def _reads(parts) -> list:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from .structure import number_params
 
-__all__ = ["Run", "find_run", "arrange", "aligned", "optional_params"]
+__all__ = ["Run", "find_run", "arrange", "aligned", "optional_params", "lhs"]
 
 
 @dataclass
@@ -29,13 +29,16 @@ class Run:
     swapped: set = field(default_factory=set)
 
 
-def _lhs(parts) -> list:
+def lhs(parts) -> list:
+    """The variables a statement assigns (before its `` = ``)."""
     names = []
     for kind, value in parts:
         if kind == "t" and " = " in value:
             return names
         if kind == "v":
             names.append(value)
+        elif kind != "t" or value.strip(", "):
+            return []
     return []
 
 
@@ -48,8 +51,8 @@ def find_run(body_a, body_b, uses) -> Run | None:
     order = list(range(uses[0])) + uses + [i for i in range(uses[0], len(body_a.rows)) if i not in uses]
     rows = [body_a.rows[i] for i in order]  # gathered at its first: it reads only inputs and its own values
     run = range(uses[0], uses[0] + len(uses))
-    made = [v for i in run for v in _lhs(rows[i][0])]
-    reads = {v for i in run for k, v in rows[i][0][len(_lhs(rows[i][0])):] if k == "v"}
+    made = [v for i in run for v in lhs(rows[i][0])]
+    reads = {v for i in run for k, v in rows[i][0][len(lhs(rows[i][0])):] if k == "v"}
     later = {v for i, (parts, _) in enumerate(rows) if i not in run for k, v in parts if k == "v"}
     out = [v for v in made if v in later or v in body_a.outputs]
     if len(out) != 1 or out[0] in body_a.outputs or not reads <= set(body_a.inputs) | set(made):

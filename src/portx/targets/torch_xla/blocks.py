@@ -24,6 +24,7 @@ import re
 
 from ..cell_inputs import input_roles
 from ..codegen import LineWriter
+from ..optional_parts import Layout
 from ..optional_run import aligned, arrange, optional_params
 from ..structure import assigned_names, block_lines, find_outputs, ident, instance, lines_of, pieces, render
 from .block_args import is_own_buffer, named_child, own_constants
@@ -162,6 +163,13 @@ def _write_classes(emitter, taken) -> None:
     """The block classes and their containers (Note [nested torch modules])."""
     own_constants(emitter)  # Note [a block's own constants] in block_args.py
     _write_strides(emitter)  # Note [optional submodules] in optional.py
+    if not _write_kinds(emitter, taken, layouts=True):  # a merge of optional parts that cannot be written: as before
+        _write_kinds(emitter, taken, layouts=False)
+
+
+def _write_kinds(emitter, taken, layouts) -> bool:
+    """The classes of the blocks' kinds, with kinds that differ by optional parts joined where ``layouts`` (Note
+    [optional parts]); False where a class joined so could not be written (nothing is then written)."""
     variables = _variables(emitter)
     reads = [{v for k, v in pieces(t, "\0", variables) if k == "v"} if t else set() for _, t, _ in emitter.body.rows]
     containers = _candidates(emitter, variables, reads, taken)
@@ -170,14 +178,15 @@ def _write_classes(emitter, taken) -> None:
         for _, init, body in rows:
             classes.setdefault(_template(init, body), []).append((init, body))
     alias, parts = _merge(emitter, classes)
-    merge_layouts(classes, alias, parts)  # Note [optional parts] in targets/optional_parts.py
+    if layouts:
+        merge_layouts(classes, alias, parts)  # Note [optional parts] in targets/optional_parts.py
 
     def key_of(init, body):
         return alias.get(_template(init, body), _template(init, body))
 
     containers = {p: rows for p, rows in containers.items() if any(len(classes[key_of(i, b)]) > 1 for _, i, b in rows)}
     if not containers:
-        return
+        return True
     chosen = {id(i) for r in containers.values() for _, i, _ in r}
     members = {key: [pair for pair in pairs if id(pair[0]) in chosen] for key, pairs in classes.items()}
     members = {key: pairs for key, pairs in members.items() if pairs}
@@ -195,8 +204,9 @@ def _write_classes(emitter, taken) -> None:
                 if written[key] is None:
                     emitter.classes.clear()
                     emitter.block_inputs.clear()
-                    return  # too many varying numbers: everything stays flat
+                    return not isinstance(part, Layout)  # else too many varying numbers: everything stays flat
     _rewrite(emitter, containers, written, variables, key_of)
+    return True
 
 
 def _write_strides(emitter) -> None:
