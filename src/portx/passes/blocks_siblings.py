@@ -110,7 +110,9 @@ def sibling_blocks(graph, blocks, keys) -> list:
     for block in blocks:
         if block["key"] in ours:
             counts.setdefault(_alike(graph, classes, block), []).append(block["key"])
-    kept = {key for alike in counts.values() if len(alike) > 1 for key in alike}
+    groups = [alike for alike in counts.values() if len(alike) > 1]
+    start = {b["key"]: b["start"] for b in blocks if b["key"] not in ours or any(b["key"] in g for g in groups)}
+    kept = {key for alike in groups if not _split(alike, start) for key in alike}
     found, places = [], {}
     for block in blocks:
         block = {k: v for k, v in block.items() if k != "structure"}
@@ -125,6 +127,13 @@ def sibling_blocks(graph, blocks, keys) -> list:
             found.append({**block, "parent": parent, "index": index, "stem": block["key"].replace(".", "_"),
                           "sibling": True, **family})
     return found
+
+
+def _split(alike, start) -> bool:
+    """Whether another block lies between the first and the last of ``alike``: siblings around a model's body of
+    other blocks (a stem and a head that happen to match) play different roles, and a person writes them apart."""
+    low, high = min(start[k] for k in alike), max(start[k] for k in alike)
+    return any(low < at < high for key, at in start.items() if key not in alike)
 
 
 def _alike(graph, classes, block) -> tuple:
