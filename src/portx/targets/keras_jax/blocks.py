@@ -15,6 +15,7 @@ from ..arg_names import param_names
 from ..auto_names import auto_names, cut_family, local_name, numbered_name
 from ..cell_inputs import cell_chains, input_roles
 from ..codegen import LineWriter, Namespace, literal
+from ..optional_parts import Layout
 from ..structure import assigned_names, block_groups, block_lines, family_name, ident, lines_of, loops, \
     pieces, render, source_class
 from .choices import merge_parts
@@ -161,7 +162,7 @@ def _call(emitter, body, run, pos, function, group, rename, shortcut=None, link=
     (fn, order), first = function, run[0]
     args = [rename.get(v, v) for v in first.inputs]
     flag = [f"{f}=True" for f in shortcut.flags_of(first)] if shortcut else []
-    keywords = getattr(shortcut, "keywords", {})  # Note [optional parts]: a value only some blocks pass
+    keywords = shortcut.keywords if isinstance(shortcut, Layout) else {}  # Note [optional parts]: a value only some blocks pass
     numbers = [first.numbers[col] for col in group.columns if col not in keywords] + \
         [f"{shortcut.names[col]}={first.numbers[col]}" for col in keywords if first.numbers[col] is not None] + flag
     body.indent = 1
@@ -259,7 +260,7 @@ def _function(emitter, group, width, shortcut=None, role=(None, None), paired=Fa
     """Write the group's function into ``emitter.functions``; returns its name and the order it takes the blocks'
     inputs in (``_input_order``). ``shortcut``: the statements only its first blocks have, under a flag (Note [an
     optional shortcut] in optional.py)."""
-    layout = getattr(shortcut, "rows", None) and shortcut  # Note [optional parts] in optional_parts.py
+    layout = shortcut if isinstance(shortcut, Layout) else None  # Note [optional parts] in optional_parts.py
     first = layout.ref if layout else group.instances[0]
     members = [inst.key for inst in group.instances]
     cut = cut_family(members, emitter.graph)  # Note [names of cut blocks' kinds] in auto_names.py

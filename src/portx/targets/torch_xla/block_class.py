@@ -15,6 +15,7 @@ import re
 from ..arg_names import param_names
 from ..auto_names import cut_family
 from ..codegen import LineWriter, Namespace
+from ..optional_parts import Layout
 from ..optional_run import optional_params
 from ..structure import family_name, ident, number_params, render, source_class
 from .block_args import forward_order, forward_values
@@ -91,7 +92,7 @@ def write_class(emitter, members, cls, reserved, optional=None, role=(None, None
     lack (Note [optional submodules] in optional.py); their numbers are laid out alike (``aligned``); or a Layout
     of ``forward``'s optional parts (Note [optional parts] in targets/optional_parts.py), a flag each. ``role``: the
     places of its inputs ``x`` and ``p`` (Note [a cell's two inputs] in targets/cell_inputs.py)."""
-    layout, optional = (optional, None) if getattr(optional, "depths", None) else (None, optional)
+    layout, optional = (optional, None) if isinstance(optional, Layout) else (None, optional)
     numbers = [init.numbers + body.numbers for init, body in members]
     found = (layout.params, layout.columns) if layout else \
         (optional_params(numbers, optional.positions) if optional else number_params(numbers)) \

@@ -198,7 +198,7 @@ def _write_kinds(emitter, taken, layouts) -> bool:
             key = key_of(init, body)
             if key not in written:
                 part = parts.get(key)
-                whole = getattr(part, "members", None) is None or id(members[key][0][0]) in part.members
+                whole = part is None or isinstance(part, Layout) or id(members[key][0][0]) in part.members
                 written[key] = write_class(emitter, members[key], names[key], taken, part, roles[key]) if whole \
                     else None
                 if written[key] is None:
