@@ -6,6 +6,7 @@ from torch import nn
 
 import portx
 from portx.passes.free_dims import band_of, row_kind
+from portx.passes.static_batch import _by_literals
 
 
 def test_an_arange_per_line_is_a_row_of_starts_and_steps():
@@ -23,6 +24,14 @@ def test_causal_and_sliding_window_masks_are_bands():
     window = (offsets <= 0) & (offsets >= -2)
     assert band_of(window, {0: None, 1: None}) == (0, 1, -2, 0)
     assert band_of(np.eye(5, dtype=bool)[[1, 0, 2, 3, 4]], {0: None, 1: None}) is None  # not a band
+
+
+def test_a_size_torch_computed_is_rewritten_before_a_multiple_of_one():
+    """Note [sizes before multiples]: the ViT's attention output unmerged to (L, B, E) at batch 2 -> 3."""
+    rewrites = [c["shape"] for c in _by_literals({"shape": (16, 2, 16)}, {2: {3}, 4: {6}, 32: {48}})]
+    assert rewrites[:4] == [(16, 2, 16), (16, 3, 16), (24, 2, 16), (16, 2, 24)]
+    assert [c["shape"] for c in _by_literals({"shape": (32, 16)}, {2: {3}, 32: {48}})][:3] == \
+        [(32, 16), (48, 16), (32, 24)]  # a merged (b * s) row axis torch computed, then 16 as 8 * 2
 
 
 class CausalSinusoid(nn.Module):

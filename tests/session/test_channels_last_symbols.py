@@ -100,12 +100,7 @@ def test_an_image_and_a_mask_keep_batch_and_image_size_free_from_one_export(to, 
     _matches(result, to, module, [(1, 3, 16, 24), (3, 3, 20, 12), (8, 3, 8, 32)])
 
 
-#: a regression found at the seventh session's merge (#32, still owed): on torch-xla the free-dim finder lowers the
-#: ViT a second time (session/dims/find.py ``_second_size``) where one symbolic export sufficed before
-_TWICE = pytest.mark.xfail(reason="#32: torch-xla lowers the ViT twice since the seventh session's merge", strict=False)
-
-
-@pytest.mark.parametrize("to", [pytest.param(t, marks=_TWICE if t == "torch-xla" else ()) for t in TARGETS])
+@pytest.mark.parametrize("to", TARGETS)
 def test_a_vit_keeps_its_batch_free_from_one_export(to, counts, tmp_path):
     module = TinyViT().eval()
     result = _convert(module, (2, 3, 16, 16), to, tmp_path)

@@ -83,28 +83,43 @@ _NOT_SIZES = ("axis", "axes", "perm", "dim", "dims", "dtype")
 
 
 def _by_literals(attrs, literals, limit=64) -> list:
-    """``attrs`` as they are, then with each subset of its ints that follow the size rewritten, the fewest first:
-    a size torch computed from the symbol (``literals``: {at s0: {at s1}}), then a multiple of one (a merged
-    batch and sequence axis, ``b * s``, where only one of them moves); at most ``limit`` candidates."""
+    """``attrs`` as they are, then with each subset of its ints that follow the size rewritten, the fewest first,
+    and of as many, those that take only sizes torch computed from the symbol (``literals``: {at s0: {at s1}})
+    before those that take a multiple of one (a merged batch and sequence axis, ``b * s``, where only one of them
+    moves: Note [sizes before multiples]); at most ``limit`` candidates."""
     moves = [(a0, a1) for a0, images in literals.items() for a1 in images if a0 > 1]
 
     def images(x):
         exact = sorted(literals.get(x, ()))
-        return exact + sorted({x // a0 * a1 for a0, a1 in moves if x % a0 == 0 and x != a0} - set(exact))
+        return [(n, True) for n in exact] + \
+            [(n, False) for n in sorted({x // a0 * a1 for a0, a1 in moves if x % a0 == 0 and x != a0} - set(exact))]
 
     spots = [(key, path, images(int(x))) for key, value in attrs.items() if key not in _NOT_SIZES
              for path, x in _ints(value) if images(int(x))]
     out = [attrs]
     for count in range(1, len(spots) + 1):
-        for chosen in itertools.combinations(spots, count):
-            for picks in itertools.product(*(spot[2] for spot in chosen)):
-                changed = dict(attrs)
-                for (key, path, _), n in zip(chosen, picks):
-                    changed[key] = _replaced(changed[key], path, n)
-                out.append(changed)
-                if len(out) >= limit:
-                    return out
+        for exact in (True, False):
+            for chosen in itertools.combinations(spots, count):
+                for picks in itertools.product(*(spot[2] for spot in chosen)):
+                    if all(is_exact for _, is_exact in picks) != exact:
+                        continue
+                    changed = dict(attrs)
+                    for (key, path, _), (n, _) in zip(chosen, picks):
+                        changed[key] = _replaced(changed[key], path, n)
+                    out.append(changed)
+                    if len(out) >= limit:
+                        return out
     return out
+
+
+# Note [sizes before multiples]: a node the layout passes made (``unmerge_rows``' ``_rows`` values, Note [unmerged
+# rows] in layout/rows.py) has no shape of torch's to pick its literals by, so the first candidate its rule accepts
+# is taken. The ViT's attention output, unmerged to (L, B, E) = ``reshape(shape=(16, 2, 16))`` where its block runs
+# in torch's own sequence-first order (Note [ties go to orders at hand] in layout/sink.py), fits the batch of 3 both
+# as (16, 3, 16), the batch literal torch computed, and as (24, 2, 16), the sequence taken for a multiple of the
+# batch (16 = 8 * 2). The latter came first (its int comes first), the residual add after it did not fit, and the
+# conversion lowered the export a second time (session/dims/find.py ``_second_size``). Of as many rewrites, those
+# of sizes torch computed come first; a multiple is tried only where none of them fits.
 
 
 def _ints(value, path=()):
