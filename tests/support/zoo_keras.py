@@ -59,11 +59,12 @@ def numpy_initial_value(init, shape, rng):
     return value.astype(np.float32)
 
 
-def _built_without_initializers(name, side):
+def _built_without_initializers(name, side, **kwargs):
     """Note [fast build]: the model, its variables initialized from NumPy draws (seed 0)."""
     rng = np.random.default_rng(0)
     with keras.StatelessScope(initialize_variables=False) as scope:
-        model = getattr(keras.applications, name)(weights=None, include_top=False, input_shape=(side, side, 3))
+        model = getattr(keras.applications, name)(weights=None, include_top=False, input_shape=(side, side, 3),
+                                                  **kwargs)
     if scope.state_mapping:  # an assign during construction would be lost in the scope
         raise RuntimeError(f"{name}: {len(scope.state_mapping)} variable updates while building; build it "
                            "with keras_harness.build_application instead")
@@ -76,15 +77,16 @@ def _built_without_initializers(name, side):
     return model
 
 
-def build_application(name, side=None):
-    """(model, x): keras.applications ``name`` at ``side`` (default the smallest; "full": ImageNet size),
-    weights drawn from seed 0, batch norms redrawn, and a seeded (1, side, side, 3) batch in its pixel range.
+def build_application(name, side=None, **kwargs):
+    """(model, x): keras.applications ``name`` at ``side`` (default the smallest; "full": ImageNet size) with its
+    other arguments ``kwargs``, weights drawn from seed 0, batch norms redrawn, and a seeded (1, side, side, 3)
+    batch in its pixel range.
 
-    Example: ``model, x = build_application("MobileNetV2")``; ``x.shape == (1, 32, 32, 3)``.
+    Example: ``model, x = build_application("MobileNetV2", alpha=0.35)``; ``x.shape == (1, 32, 32, 3)``.
     """
     side = FULL_SIDES[name] if side == "full" else side or APPLICATIONS[name][0]
     keras.utils.set_random_seed(0)
-    model = _built_without_initializers(name, side)
+    model = _built_without_initializers(name, side, **kwargs)
     redraw_batch_norms(model)
     x = np.random.default_rng(0).uniform(0, APPLICATIONS[name][2], (1, side, side, 3)).astype(np.float32)
     return model, x

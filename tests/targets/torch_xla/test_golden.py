@@ -4,6 +4,7 @@ in ``nn.Sequential`` / ``nn.ModuleList`` containers, so ``state_dict()`` keys fo
 
 Refresh after an intended change with: ./scripts/test tests/targets/torch_xla/test_golden.py --update-golden
 """
+import re
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 import torch
 
 import portx
+from portx.options import Checks
 from tests.support.golden import check_golden
 from tests.support.structured_code import assert_structured
 from tests.support.structured_models import hf_llama, keras_resnet, small_decoder, small_resnet, small_vit, \
@@ -89,9 +91,16 @@ def test_structured_module_verifies_trains_saves_and_reloads(tmp_path):
     # the per-node trace reads a flat emission: a node inside a block class's forward has its row
     traced = {row["node"]: row for row in result.report["node_errors"]["rows"]}
     assert traced["layer1.1.conv2"]["passed"] and "layer2.0.downsample.0" in traced, sorted(traced)
+    _trains_saves_and_reloads(model, x, tmp_path)
+
+
+def _trains_saves_and_reloads(model, x, tmp_path):
+    """One SGD step on ``x`` (``model`` in eval mode after), its state_dict saved and loaded strictly into a fresh
+    ``type(model)()``, which then gives the same outputs."""
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    torch.nn.functional.mse_loss(model(x), torch.zeros(1, 10)).backward()
+    out = model(x)
+    torch.nn.functional.mse_loss(out, torch.zeros_like(out)).backward()
     optimizer.step()
     model.eval()
     torch.save(model.state_dict(), tmp_path / "state.pt")
@@ -100,3 +109,23 @@ def test_structured_module_verifies_trains_saves_and_reloads(tmp_path):
     fresh.eval()
     with torch.no_grad():
         np.testing.assert_allclose(fresh(x).numpy(), model(x).numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_a_keras_application_matches_golden_trains_saves_and_reloads(tmp_path, request):
+    """keras.applications' own MobileNetV2 (alpha 0.35 at 32x32, the smallest application that repeats a block):
+    its 16 inverted residual blocks one class whose stride-2 blocks and residual adds are optional parts (Note
+    [optional parts] in targets/optional_parts.py), the state_dict keys its layers' names nested as Keras' blocks
+    (``block_2_expand_BN`` is ``block.1.expand_BN``); verified (gradients by the application's own test in
+    tests/test_keras_applications_torch.py), one training step, saved and reloaded."""
+    from tests.support.zoo_keras import build_application
+
+    source, x = build_application("MobileNetV2", alpha=0.35)
+    result = portx.convert(source, out=tmp_path / "out", to="torch-xla", checks=Checks(grad=False))  # verifies
+    check_golden(result.files["code"].read_text(), GOLDEN / "keras_mobilenetv2.py.txt", request)
+    model, x = result.model, torch.from_numpy(np.concatenate([x, x[:, ::-1]]))  # batch norm trains on 2 rows of 1x1
+    assert isinstance(model.block, torch.nn.Sequential) and len(model.block) == 16
+    assert {type(block).__name__ for block in model.block} == {"Block"}
+    weighted = [layer.name for layer in source.layers if layer.weights]
+    nested = [re.sub(r"^block_(\d+)_", lambda m: f"block.{int(m[1]) - 1}.", name) for name in weighted]
+    assert list(dict.fromkeys(key.rsplit(".", 1)[0] for key in model.state_dict())) == nested  # in Keras' order
+    _trains_saves_and_reloads(model, x, tmp_path)

@@ -91,12 +91,12 @@ def resolve(pattern, paths) -> list:
 
 
 def tp_plan_source(graph, model, module_of) -> str:
-    """The ``tp_plan()`` function model.py ends with (an empty plan where no weight splits); repeated blocks'
-    rows as patterns (``plan_patterns``)."""
+    """The ``tp_plan()`` function model.py ends with (``return {}`` where no weight splits, a convolutional
+    network); repeated blocks' rows as patterns (``plan_patterns``)."""
     paths = [name for name, _ in model.named_modules()]
     rows = "\n".join(f"        {literal(path)}: {style},  # {why}" for path, style, why in
                      plan_patterns(plan_rows(graph, model, module_of), paths))
-    return _TP_PLAN.replace("ROWS", rows, 1)
+    return _TP_PLAN.replace("ROWS", rows, 1) if rows else _NO_PLAN
 
 
 _TP_PLAN = '''
@@ -115,4 +115,12 @@ def tp_plan():
     return {
 ROWS
     }
+'''
+
+_NO_PLAN = '''
+
+def tp_plan():
+    """{submodule: ParallelStyle} for torch.distributed.tensor.parallel.parallelize_module: empty, as no weight of
+    this model splits (tensor parallelism splits attention and MLP projections, embeddings and LM heads)."""
+    return {}
 '''
