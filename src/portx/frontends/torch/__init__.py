@@ -321,6 +321,17 @@ def state_of(ep) -> dict:
     return result
 
 
+def source_keys(ep, params) -> dict:
+    """``graph.meta``'s ``source_keys`` (the source's state_dict keys, in its order) and ``tied`` ({param: every key
+    of that one tensor, in the source's order}, for a parameter the source holds under several keys: Note [the
+    source's keys] in targets/torch_xla/key_order.py)."""
+    keys, by_tensor = list(ep.state_dict), {}
+    for key in keys:
+        by_tensor.setdefault(id(ep.state_dict[key]), []).append(key)
+    tied = {k: group for group in by_tensor.values() if len(group) > 1 for k in group if k in params}
+    return {"source_keys": keys, **({"tied": tied} if tied else {})}
+
+
 def walk_program(ep, at=None, cache=None):
     """Prepare ``ep`` (once per ``cache`` dict) and run every import rule, its symbols at the sizes ``at``; returns
     (prepared program, lowering state).
@@ -369,4 +380,5 @@ def lower_exported(ep, name="model", strict_tpu=False, at=None, cache=None, walk
     meta = {"dropped": built.dropped} if built.dropped else {}
     meta["trainable"] = [name for name in built.trainable if name in params]
     meta["module_classes"] = module_classes(ep.graph)
+    meta.update(source_keys(ep, params))
     return Graph(tuple(built.inputs), tuple(outs), tuple(built.nodes), params, values, name, meta)
