@@ -70,11 +70,16 @@ class ModuleWriter:
         if not trainable:
             return self.buffer(raw_name, array)
         array = np.asarray(array)
-        name = self.attrs.name(raw_name, "param")
+        first, *others = (self.graph.meta.get("tied") or {}).get(raw_name) or [raw_name]
+        name = self.attrs.name(first, "param")
         self.state[name] = array
-        self.paths[name] = raw_name
+        self.paths[name] = first
         self.init.line(f"self.{name} = nn.Parameter(torch.zeros({literal(tuple(array.shape))}, "
                        f"dtype={self.dtype(str(array.dtype))}))")
+        for other in others:  # one parameter under each of the source's keys: Note [the source's keys]
+            alias = self.attrs.name(other, "param")
+            self.state[alias], self.paths[alias] = array, other
+            self.init.line(f"self.{alias} = self.{name}")
         return f"self.{name}"
 
     # -- writing ----------------------------------------------------------------------------
