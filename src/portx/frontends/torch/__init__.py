@@ -323,13 +323,15 @@ def state_of(ep) -> dict:
 
 def source_keys(ep, params) -> dict:
     """``graph.meta``'s ``source_keys`` (the source's state_dict keys, in its order) and ``tied`` ({param: every key
-    of that one tensor, in the source's order}, for a parameter the source holds under several keys: Note [the
-    source's keys] in targets/torch_xla/key_order.py)."""
+    of that one tensor, in the source's order}, for a parameter the source holds under several keys) and
+    ``source_buffers`` (the buffers the graph reads as they are; Note [the source's keys] in
+    targets/torch_xla/key_order.py)."""
     keys, by_tensor = list(ep.state_dict), {}
     for key in keys:
         by_tensor.setdefault(id(ep.state_dict[key]), []).append(key)
     tied = {k: group for group in by_tensor.values() if len(group) > 1 for k in group if k in params}
-    return {"source_keys": keys, **({"tied": tied} if tied else {})}
+    buffers = [s.target for s in ep.graph_signature.input_specs if s.kind.name == "BUFFER" and s.target in params]
+    return {"source_keys": keys, **({"tied": tied} if tied else {}), **({"source_buffers": buffers} if buffers else {})}
 
 
 def walk_program(ep, at=None, cache=None):

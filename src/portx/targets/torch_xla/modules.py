@@ -52,6 +52,8 @@ class ModuleWriter:
         """
         array = np.asarray(array)
         dtype, name = self.dtype(str(array.dtype)), self.attrs.name(raw_name, "buffer")
+        if raw_name in (self.graph.meta.get("source_buffers") or ()):  # on its module: Note [the source's keys]
+            self.paths[name] = raw_name
         zeros = f"torch.zeros({literal(tuple(array.shape))}, dtype={dtype})"
         if array.size == 0 or array.size > _INLINE_MAX:
             self.state.update({name: array} if array.size else {})

@@ -86,7 +86,7 @@ def nest(init_rows, body_rows, paths, taken=(), reserved=frozenset(), classes=No
     defined = {m.group(1) for _, m in made if m}
     params = {m.group(1) for _, m in made if m and m.group(2).startswith("nn.Parameter(")}
     buffers = {m.group(1) for _, text, _ in init_rows for m in [_BUFFER.match(text)] if m}
-    moves = _moves(paths, defined, defined | buffers | set(taken), reserved, params)
+    moves = _moves(paths, defined | buffers, defined | buffers | set(taken), reserved, params | buffers)
     if not moves:
         return init_rows, body_rows, {}
     tree = _Tree(moves, classes or {})
@@ -95,7 +95,8 @@ def nest(init_rows, body_rows, paths, taken=(), reserved=frozenset(), classes=No
             tree.leaves[moves[m.group(1)]] = (_renamed(m.group(2), moves), comment)
     init = []
     for (indent, text, comment), m in made:
-        parts = moves.get(m.group(1)) if m else None
+        buffer = None if m else _BUFFER.match(text)  # a source's buffer, registered on its module
+        parts = moves.get((m or buffer).group(1)) if m or buffer else None
         if parts is None:
             init.append((indent, _renamed(text, moves), comment))
             continue
@@ -103,7 +104,10 @@ def nest(init_rows, body_rows, paths, taken=(), reserved=frozenset(), classes=No
             if parts[:i] not in tree.built:
                 init += [(indent + d, f"{access(parts[:i])} = {t}" if not j else t, c)
                          for j, (d, t, c) in enumerate(tree.expression(parts[:i]))]
-        if parts not in tree.inlined:
+        if buffer:
+            init.append((indent, f"{access(parts[:-1])}.register_buffer({parts[-1]!r}"
+                                 f"{_renamed(text[buffer.end():], moves)}", comment))
+        elif parts not in tree.inlined:
             init.append((indent, f"{access(parts)} = {tree.leaves[parts][0]}", comment))
     body = [(indent, _renamed(text, moves), comment) for indent, text, comment in body_rows]
     return init, body, {a: ".".join(parts) for a, parts in moves.items()}
