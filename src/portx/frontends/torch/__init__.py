@@ -26,6 +26,7 @@ from ...ir import IMPORT_RULES, Graph, GraphBuilder, TensorType, Value
 from ...progress import counted
 from ..call import ImportCall
 from ...weights.tensors import array_of
+from .keys import source_keys
 from .names import module_classes, module_kind, op_name as _op_name, scope_of
 from .records import type_error
 from .training import (casts_to_bfloat16, decompose_keeping_dropout, functional_inplace, rearranges,
@@ -319,19 +320,6 @@ def state_of(ep) -> dict:
         if tensor is not None:
             result[spec.arg.name] = (spec.target, tensor)
     return result
-
-
-def source_keys(ep, params) -> dict:
-    """``graph.meta``'s ``source_keys`` (the source's state_dict keys, in its order) and ``tied`` ({param: every key
-    of that one tensor, in the source's order}, for a parameter the source holds under several keys) and
-    ``source_buffers`` (the buffers the graph reads as they are; Note [the source's keys] in
-    targets/torch_xla/key_order.py)."""
-    keys, by_tensor = list(ep.state_dict), {}
-    for key in keys:
-        by_tensor.setdefault(id(ep.state_dict[key]), []).append(key)
-    tied = {k: group for group in by_tensor.values() if len(group) > 1 for k in group if k in params}
-    buffers = [s.target for s in ep.graph_signature.input_specs if s.kind.name == "BUFFER" and s.target in params]
-    return {"source_keys": keys, **({"tied": tied} if tied else {}), **({"source_buffers": buffers} if buffers else {})}
 
 
 def walk_program(ep, at=None, cache=None):

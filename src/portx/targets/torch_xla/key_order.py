@@ -12,7 +12,15 @@ that defines no key (a weightless module, a non-persistent buffer) staying after
 takes the place of its first key, before its children. A parameter the source holds under several keys (a language
 model's output layer tied to its embedding, ``graph.meta["tied"]``) is declared under the first of them and
 assigned to the others (``self.lm_head.weight = self.tok.weight``), as a person ties them, so that every key the
-source has is there and ``load_state_dict(source.state_dict(), strict=True)`` loads.
+source has is there and ``load_state_dict(source.state_dict(), strict=True)`` loads. A buffer the graph reads as the
+source holds it (``graph.meta["source_buffers"]``; an index table read by ``index_select`` as it is, not a wrapped
+int32 copy) is registered on its module at its source name (``self.blocks[0].attn.register_buffer('rel_index', ...)``,
+nesting.py), where it was a flat ``blocks_0_attn_index`` on ``Model``. ``ep.state_dict`` lists the buffers after
+every parameter; ``source_keys`` (frontends/torch/keys.py) puts each where ``state_dict()`` has it, after its
+module's own parameters. Not done: a buffer the source registers with ``persistent=False`` (the zoo Swin's relative
+position index and shift mask, computed in its ``__init__``) has no key in the source's state_dict, and stays a
+persistent buffer here, its value read from model.safetensors: the emitted code cannot compute it, and a
+non-persistent one would need every loader (``load_model``, the shards', ``module_on``) to read it apart.
 
 Example:
     >>> in_source_order([(2, "self.b = nn.Linear(2, 2)", ""), (2, "self.a = nn.Linear(2, 2)", "")],
