@@ -9,7 +9,8 @@ a number an item of an ``nn.Sequential`` or ``nn.ModuleList`` (whichever the sou
 A numbered container is built directly with its items, as a person writes it (``nn.Sequential(nn.Conv2d(...),
 nn.BatchNorm2d(...))``; ``nn.ModuleList([nn.Module() for _ in range(3)])`` where each item is a named container),
 and a named one's children are assigned by name (``self.layers[0].conv1 = nn.Conv2d(...)``), never a list of
-placeholders whose items are set afterwards; an ``nn.Parameter`` is no item of a numbered container. The
+placeholders whose items are set afterwards; an ``nn.Parameter`` is no item of a numbered container. A buffer with
+a source path (Note [the source's keys] in key_order.py) is registered on its module by its own name. The
 state_dict keys, ``named_modules()`` and ``get_submodule`` then follow the source's paths (for a torch source, its
 own state_dict keys). It runs twice: inside each block class (paths relative to the block, targets/torch_xla/
 blocks.py) and on ``Model`` (what stays outside blocks, and the block containers). An attribute whose path would
