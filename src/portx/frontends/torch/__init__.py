@@ -26,6 +26,7 @@ from ...ir import IMPORT_RULES, Graph, GraphBuilder, TensorType, Value
 from ...progress import counted
 from ..call import ImportCall
 from ...weights.tensors import array_of
+from .keys import source_keys
 from .names import module_classes, module_kind, op_name as _op_name, scope_of
 from .records import type_error
 from .training import (casts_to_bfloat16, decompose_keeping_dropout, functional_inplace, rearranges,
@@ -369,4 +370,5 @@ def lower_exported(ep, name="model", strict_tpu=False, at=None, cache=None, walk
     meta = {"dropped": built.dropped} if built.dropped else {}
     meta["trainable"] = [name for name in built.trainable if name in params]
     meta["module_classes"] = module_classes(ep.graph)
+    meta.update(source_keys(ep, params))
     return Graph(tuple(built.inputs), tuple(outs), tuple(built.nodes), params, values, name, meta)

@@ -100,7 +100,8 @@ def _index_select_to_torch(node, t):
     axis = node.attrs["axis"]
     if t.is_param(index) and index.type.rank == 1:
         table = np.asarray(t.param(index)).astype(np.int64) % max(x.type.shape[axis], 1)
-        rows = t.const(node, table.astype(np.int32), "index")
+        source = index.name in (t.graph.meta.get("source_buffers") or ()) and np.array_equal(table, t.param(index))
+        rows = t.ref(index) if source else t.const(node, table.astype(np.int32), "index")  # the source's buffer
         t.assign(node, f"{t.ref(x)}.index_select({axis}, {rows})")
         return
     t.assign(node, t.ref(x) + subscript([":"] * axis + [t.ref(index)]))

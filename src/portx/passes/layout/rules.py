@@ -257,7 +257,7 @@ def _linear_second_to_last(s, node, perm):
         s.bind(node, MATMUL, [s.at(w, (0, 1)), s.phys[x]], {}, [perm])
         return True
     y = s.emit(MATMUL, [s.at(w, (0, 1)), s.phys[x]], {}, hint=f"{node.outputs[0].name}_rows")[0]
-    column = s.const(s.graph.params[bias.name].reshape(-1, 1), f"{bias.name}.column")
+    column = s.emit(RESHAPE, [s.at(bias, (0,))], {"shape": (bias.type.shape[0], 1)}, hint=f"{bias.name}_column")[0]
     s.bind(node, BINARY["add"], [y, column], {}, [perm])
     return True
 

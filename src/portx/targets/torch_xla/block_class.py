@@ -20,6 +20,7 @@ from ..optional_run import optional_params
 from ..structure import family_name, ident, number_params, render, source_class
 from .block_args import forward_order, forward_values
 from .choices import layout_lines
+from .key_order import in_source_order, relative_keys
 from .nesting import SEPARABLE, nest, separable
 from .optional import guard_each, guard_init, without_strides
 from .sequential_class import as_sequential
@@ -159,6 +160,8 @@ def write_class(emitter, members, cls, reserved, optional=None, role=(None, None
     forward.line(f"return {', '.join(locals_[v] for v in (layout.outputs if layout else body.outputs))}")
     paths, classes = relative(emitter, members)
     rows, forward.rows, moved = nest(own.rows, forward.rows, paths, set(args), reserved, classes)
+    keys = relative_keys(emitter.graph.meta.get("source_keys"), members[0][0].key)
+    rows = in_source_order(rows, keys)  # Note [the source's keys] in key_order.py
     sources = {(emitter.graph.meta.get("module_classes") or {}).get(i.key) for i, _ in members}
     numbered = None if optional or moved or sources != {"Sequential"} else \
         as_sequential(w.rows, rows, forward.rows, paths)

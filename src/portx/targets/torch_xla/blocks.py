@@ -31,6 +31,7 @@ from .block_args import is_own_buffer, named_child, own_constants
 from .block_class import attr_name, class_names, own_attribute, relative, write_class
 from .containers import EACH, chain, child, named_container, plain_names, write_call, write_container
 from .choices import merge_layouts
+from .key_order import in_source_order
 from .nesting import nest
 from .optional import optional_part, with_strides, without_strides
 
@@ -157,6 +158,8 @@ def write_modules(emitter, taken) -> None:
     if moved:
         emitter.init.rows, emitter.body.rows = init, body
         _rename_paths(emitter, moved)
+    keys = emitter.graph.meta.get("source_keys")
+    emitter.init.rows = in_source_order(emitter.init.rows, keys)  # Note [the source's keys] in key_order.py
 
 
 def _write_classes(emitter, taken) -> None:

@@ -52,6 +52,8 @@ class ModuleWriter:
         """
         array = np.asarray(array)
         dtype, name = self.dtype(str(array.dtype)), self.attrs.name(raw_name, "buffer")
+        if raw_name in (self.graph.meta.get("source_buffers") or ()):  # on its module: Note [the source's keys]
+            self.paths[name] = raw_name
         zeros = f"torch.zeros({literal(tuple(array.shape))}, dtype={dtype})"
         if array.size == 0 or array.size > _INLINE_MAX:
             self.state.update({name: array} if array.size else {})
@@ -70,11 +72,16 @@ class ModuleWriter:
         if not trainable:
             return self.buffer(raw_name, array)
         array = np.asarray(array)
-        name = self.attrs.name(raw_name, "param")
+        first, *others = (self.graph.meta.get("tied") or {}).get(raw_name) or [raw_name]
+        name = self.attrs.name(first, "param")
         self.state[name] = array
-        self.paths[name] = raw_name
+        self.paths[name] = first
         self.init.line(f"self.{name} = nn.Parameter(torch.zeros({literal(tuple(array.shape))}, "
                        f"dtype={self.dtype(str(array.dtype))}))")
+        for other in others:  # one parameter under each of the source's keys: Note [the source's keys]
+            alias = self.attrs.name(other, "param")
+            self.state[alias], self.paths[alias] = array, other
+            self.init.line(f"self.{alias} = self.{name}")
         return f"self.{name}"
 
     # -- writing ----------------------------------------------------------------------------

@@ -9,7 +9,8 @@ a number an item of an ``nn.Sequential`` or ``nn.ModuleList`` (whichever the sou
 A numbered container is built directly with its items, as a person writes it (``nn.Sequential(nn.Conv2d(...),
 nn.BatchNorm2d(...))``; ``nn.ModuleList([nn.Module() for _ in range(3)])`` where each item is a named container),
 and a named one's children are assigned by name (``self.layers[0].conv1 = nn.Conv2d(...)``), never a list of
-placeholders whose items are set afterwards; an ``nn.Parameter`` is no item of a numbered container. The
+placeholders whose items are set afterwards; an ``nn.Parameter`` is no item of a numbered container. A buffer with
+a source path (Note [the source's keys] in key_order.py) is registered on its module by its own name. The
 state_dict keys, ``named_modules()`` and ``get_submodule`` then follow the source's paths (for a torch source, its
 own state_dict keys). It runs twice: inside each block class (paths relative to the block, targets/torch_xla/
 blocks.py) and on ``Model`` (what stays outside blocks, and the block containers). An attribute whose path would
@@ -86,7 +87,7 @@ def nest(init_rows, body_rows, paths, taken=(), reserved=frozenset(), classes=No
     defined = {m.group(1) for _, m in made if m}
     params = {m.group(1) for _, m in made if m and m.group(2).startswith("nn.Parameter(")}
     buffers = {m.group(1) for _, text, _ in init_rows for m in [_BUFFER.match(text)] if m}
-    moves = _moves(paths, defined, defined | buffers | set(taken), reserved, params)
+    moves = _moves(paths, defined | buffers, defined | buffers | set(taken), reserved, params | buffers)
     if not moves:
         return init_rows, body_rows, {}
     tree = _Tree(moves, classes or {})
@@ -95,7 +96,8 @@ def nest(init_rows, body_rows, paths, taken=(), reserved=frozenset(), classes=No
             tree.leaves[moves[m.group(1)]] = (_renamed(m.group(2), moves), comment)
     init = []
     for (indent, text, comment), m in made:
-        parts = moves.get(m.group(1)) if m else None
+        buffer = None if m else _BUFFER.match(text)  # a source's buffer, registered on its module
+        parts = moves.get((m or buffer).group(1)) if m or buffer else None
         if parts is None:
             init.append((indent, _renamed(text, moves), comment))
             continue
@@ -103,7 +105,10 @@ def nest(init_rows, body_rows, paths, taken=(), reserved=frozenset(), classes=No
             if parts[:i] not in tree.built:
                 init += [(indent + d, f"{access(parts[:i])} = {t}" if not j else t, c)
                          for j, (d, t, c) in enumerate(tree.expression(parts[:i]))]
-        if parts not in tree.inlined:
+        if buffer:
+            init.append((indent, f"{access(parts[:-1])}.register_buffer({parts[-1]!r}"
+                                 f"{_renamed(text[buffer.end():], moves)}", comment))
+        elif parts not in tree.inlined:
             init.append((indent, f"{access(parts)} = {tree.leaves[parts][0]}", comment))
     body = [(indent, _renamed(text, moves), comment) for indent, text, comment in body_rows]
     return init, body, {a: ".".join(parts) for a, parts in moves.items()}

@@ -1,0 +1,75 @@
+"""The emitted module's state_dict keys are the source's, in the source's order (Note [the source's keys] in
+src/portx/targets/torch_xla/key_order.py): statements in the order the source registers, a tied parameter under each
+of its keys, a buffer the source reads at its source name."""
+import torch
+from torch import nn
+
+import portx
+from portx.targets.torch_xla.runtime import load_folder
+
+
+class _TinyLM(nn.Module):
+    """An embedding whose output layer shares its table (``lm_head.weight = tok.weight``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.tok = nn.Embedding(11, 8)
+        self.norm = nn.LayerNorm(8)
+        self.lm_head = nn.Linear(8, 11, bias=False)
+        self.lm_head.weight = self.tok.weight
+
+    def forward(self, ids):
+        return self.lm_head(self.norm(self.tok(ids)))
+
+
+class _Late(nn.Module):
+    """A block that registers ``fc2`` and a persistent index buffer before ``fc1``, which its forward applies first."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc2 = nn.Linear(16, 8)
+        self.register_buffer("order", torch.arange(23, -1, -1) % 8)
+        self.fc1 = nn.Linear(8, 16)
+
+    def forward(self, x):
+        return x + self.fc2(torch.relu(self.fc1(x))).index_select(1, self.order)[:, :8]
+
+
+class _Stack(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(8, 3)
+        self.blocks = nn.Sequential(_Late(), _Late())
+
+    def forward(self, x):
+        return self.head(self.blocks(x))
+
+
+def _convert(model, inputs, tmp_path):
+    model = model.eval()
+    result = portx.convert(model, example_inputs=inputs, to="torch-xla", out=tmp_path / "out")  # verifies
+    return model, result
+
+
+def test_a_tied_parameter_is_the_source_s_under_each_key(tmp_path):
+    torch.manual_seed(0)
+    model, result = _convert(_TinyLM(), (torch.randint(0, 11, (2, 5)),), tmp_path)
+    code = result.files["code"].read_text()
+    assert "self.lm_head.weight = self.tok.weight" in code, code
+    assert list(result.model.state_dict()) == list(model.state_dict()) == ["tok.weight", "norm.weight", "norm.bias",
+                                                                            "lm_head.weight"]
+    assert result.model.lm_head.weight is result.model.tok.weight
+    built = load_folder(tmp_path / "out")  # load_model(), as a user runs it
+    assert built.lm_head.weight is built.tok.weight
+    built.load_state_dict(model.state_dict(), strict=True)  # the source's state_dict loads as it is
+    assert built.lm_head.weight is built.tok.weight
+
+
+def test_statements_and_buffers_follow_the_source_s_order_and_names(tmp_path):
+    torch.manual_seed(0)
+    model, result = _convert(_Stack(), (torch.randn(2, 8),), tmp_path)
+    code = result.files["code"].read_text()
+    assert "self.blocks[0].register_buffer('order'" in code, code  # on its module, at the source's name
+    assert list(result.model.state_dict()) == list(model.state_dict()), (list(result.model.state_dict()),
+                                                                         list(model.state_dict()))
+    result.model.load_state_dict(model.state_dict(), strict=True)
