@@ -19,7 +19,7 @@ give theirs, ``_activation`` for ``_re_lu``, where no layer of the block has it:
 argument (``act``, which ``keras.activations.relu`` or ``keras.activations.hard_silu`` is passed for; torch
 ``F.relu`` or ``F.hardswish``, ``self.act(x, inplace=True)``: as timm's ``act_layer``, named short so that the
 values it makes keep their names, ``activation``, ``activation_1``); where they do not, the statement is written as
-it was (``layers.Activation('relu', ...)``).
+it was (``as_written``, ``restored``: ``layers.ReLU(name=...)``, ``layers.Activation('silu', ...)``).
 
 Only the copies the join reads are so (``joinable``); kinds that stay as they were keep their statements.
 
@@ -34,13 +34,14 @@ import ast
 import re
 from dataclasses import replace
 
-__all__ = ["joinable", "as_written"]
+__all__ = ["joinable", "as_written", "restored"]
 
 _PAD = re.compile(r" = (?:ops|F)\.pad\($")
 #: Keras activation layers written as ``layers.Activation(<function>, name=...)``; torch's in-place activations
 _KERAS_ACT = re.compile(r"^ = layers\.(?:ReLU\(|Activation\('(\w+)', )name=$")
 _TORCH_ACT = re.compile(r"^ = F\.(relu|hardswish|silu|gelu|relu6|hardsigmoid|elu|leaky_relu)\($")
-_KERAS_FN = re.compile(r"^keras\.activations\.(\w+)$")
+_KERAS_FN = re.compile(r"^keras\.activations\.(?:(\w+)|get\('(\w+)'\))$")
+_RELU = "\0ReLU"
 
 
 def joinable(inst):
@@ -52,9 +53,16 @@ def joinable(inst):
 
 
 def as_written(value) -> str:
-    """A value as a statement writes it where it is no argument: ``keras.activations.relu`` -> ``'relu'``."""
+    """A value as a statement writes it where it is no argument: ``keras.activations.hard_silu`` -> ``'hard_silu'``;
+    a ReLU layer's ``keras.activations.relu`` a mark that ``restored`` reads (``keras.activations.get('relu')``:
+    ``layers.Activation('relu')``'s)."""
     found = _KERAS_FN.match(value)
-    return repr(found.group(1)) if found else value
+    return value if not found else _RELU if found.group(1) == "relu" else repr(found.group(1) or found.group(2))
+
+
+def restored(line) -> str:
+    """A rendered statement with a ReLU layer written as its source wrote it: ``layers.ReLU(name=...)``."""
+    return line.replace(f"layers.Activation({_RELU}, ", "layers.ReLU(")
 
 
 def _pad(parts) -> list:
@@ -81,8 +89,9 @@ def _activation(parts, names) -> list:
         if found:
             own = re.sub(r"^_re_lu(?=_\d+$|$)", "_activation", parts[2][1]) if not found.group(1) else parts[2][1]
             name = own if own == parts[2][1] or own not in names else parts[2][1]
-            return [parts[0], ("t", " = layers.Activation("), ("n", f"keras.activations.{found.group(1) or 'relu'}"),
-                    ("t", ", name="), ("s", name), *parts[3:]]
+            fn = "relu" if not found.group(1) else found.group(1) if found.group(1) != "relu" else "get('relu')"
+            return [parts[0], ("t", " = layers.Activation("), ("n", f"keras.activations.{fn}"), ("t", ", name="),
+                    ("s", name), *parts[3:]]
     if kinds[:4] == ["v", "t", "v", "t"] and len(parts) == 4 and parts[3][1] in (")", ", inplace=True)"):
         found = _TORCH_ACT.match(parts[1][1])
         if found:

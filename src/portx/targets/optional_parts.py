@@ -15,7 +15,11 @@ parts: those blocks stay apart. Shared rows must read the same values; where a p
 other block reads from before the place (the residual add's output against the block's last value), the rows
 assign that earlier value where it is read no more (``project_bn = layers.Add(...)([drop, x])``), else the other
 side assigns it (``else: add = project_bn``). Layers keep their names, so weight paths do not change; each
-place becomes a flag of the function, True for the side with more rows.
+place becomes a flag of the function, True for the side with more rows. Kinds are compared with a pad's widths and
+an activation one value each (targets/joinable.py): kinds that differ only there join with no place, the value an
+argument. A number only one side of a choice writes and one the other side writes that feed the same argument (the
+kernel size of the stride-2 conv and of the ``padding='same'`` one) are one column; a value only the blocks with a
+part pass is a keyword argument, one a place (``pad_width=None``, ``rate=0.0``).
 
 Example:
     >>> found = align(a, b)          # a, b: Instances of two kinds of block

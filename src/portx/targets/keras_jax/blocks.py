@@ -15,7 +15,7 @@ from ..arg_names import param_names
 from ..auto_names import auto_names, cut_family, local_name, numbered_name
 from ..cell_inputs import cell_chains, input_roles
 from ..codegen import LineWriter, Namespace, literal
-from ..joinable import as_written
+from ..joinable import as_written, restored
 from ..optional_parts import Layout
 from ..structure import assigned_names, block_groups, block_lines, family_name, ident, lines_of, loops, \
     pieces, render, source_class
@@ -323,7 +323,8 @@ def _function(emitter, group, width, shortcut=None, role=(None, None), paired=Fa
     offset = 0  # number columns count over the whole block
     for depth, parts, comment in rows:
         w.indent = 1 + depth
-        w.line(render(parts, lambda v: names[v], lambda i, n: number(offset + i, n), string, auto=auto), comment)
+        w.line(restored(render(parts, lambda v: names[v], lambda i, n: number(offset + i, n), string, auto=auto)),
+               comment)  # Note [the activation as an argument] in joinable.py
         offset += sum(kind == "n" for kind, _ in parts)
     scopes = function_scopes(group.instances, layer_scopes(emitter))  # Note [emitted name scopes] in scopes.py
     w.rows[2:] = open_scopes(w.rows[2:], scopes, lambda text: text)
