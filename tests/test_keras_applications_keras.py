@@ -34,11 +34,11 @@ CI = ("MobileNetV3Small", "ResNet50")
 #: (Xception, NASNet) is one layer (Note [separable convs] in ops/conv/to_keras.py). The torch-xla keys of the same
 #: layers: tests/test_keras_applications_torch.py, ``BLOCK_PATHS``.
 CASES = [pytest.param(name, marks=() if name in CI else pytest.mark.slow) for name in sorted(APPLICATIONS)]
-#: functions written for blocks that differ by optional parts, as keras.applications writes one (Note [optional
-#: parts] in src/portx/targets/optional_parts.py): MobileNetV3Small's ReLU blocks without squeeze-excite are a second;
-#: EfficientNetB0's stride-2 blocks (their pads differ per block) and block6b-d (their dropout's noise shape, 1x1
-#: here) stay functions of their own
-DEFS = {"EfficientNetB0": 3, "MobileNetV2": 1, "MobileNetV3Small": 2}
+#: functions written for blocks that differ by optional parts, one as keras.applications writes one (Note [optional
+#: parts] in src/portx/targets/optional_parts.py): EfficientNetB0's stride-2 blocks pass their pad, MobileNetV3Small's
+#: ReLU and hard-swish blocks their activation (Note [pad widths as one argument], Note [the activation as an
+#: argument] in src/portx/targets/joinable.py)
+DEFS = {"EfficientNetB0": 1, "MobileNetV2": 1, "MobileNetV3Small": 1}
 
 
 @pytest.mark.parametrize("name", CASES)

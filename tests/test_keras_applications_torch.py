@@ -41,9 +41,10 @@ FULL_SIZE = sorted(FULL_SIDES)
 #: targets/keras_jax/scopes.py)
 FLAT = r"convnext_tiny_downsampling_block_\d+"
 #: classes written for blocks that differ by optional parts (Note [optional parts] in
-#: src/portx/targets/optional_parts.py); EfficientNetB0's stride-2 blocks (pads differ per block), block1a (no expand
-#: conv) and block6b-d (noise shape) stay classes of their own or flat
-DEFS = {"EfficientNetB0": 3, "MobileNetV2": 1, "MobileNetV3Small": 2}
+#: src/portx/targets/optional_parts.py), one as keras.applications writes one: EfficientNetB0's stride-2 blocks pass
+#: their pad (Note [pad widths as one argument] in src/portx/targets/joinable.py), MobileNetV3Small's ReLU and
+#: hard-swish blocks their activation (Note [the activation as an argument] there)
+DEFS = {"EfficientNetB0": 1, "MobileNetV2": 1, "MobileNetV3Small": 1}
 
 
 def _emitted_matches_keras(model, x, out):

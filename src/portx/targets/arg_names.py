@@ -8,7 +8,8 @@ filters_in, filters_out, kernel_size, strides, ...)``. A keyword names itself (`
 named by the callee's signature (``layers.ZeroPadding2D((0, 1))``: ``padding``; ``layers.Dropout(0.2)``: ``rate``;
 ``ops.pad(x, ...)``: ``pad_width``), read from the framework the code imports (``inspect.signature`` on
 ``keras.layers``, ``keras.ops``, ``torch.nn``...), with a table of the common layers for a callee that has no
-signature; a number inside a tuple is the tuple's argument. Only where none of that names it is it ``size``.
+signature; a number inside a tuple is the tuple's argument; a function is ``act`` (Note [the activation as an
+argument] in joinable.py). Only where none of that names it is it ``size``.
 
 Note [arguments named for what differs]: two numbers that differ between the blocks and feed the same argument of
 different layers (EfficientNet's expand, squeeze-excite and project convs all take ``filters``) were ``filters``,
@@ -127,17 +128,24 @@ def _signature_names(module: str, attr: str):
     return names or None
 
 
-def param_names(inst, cols) -> list:
+def param_names(inst, cols, params=None) -> list:
     """Names for the number columns ``cols`` of ``inst`` (an Instance, targets/structure.py): each the layer argument
     it feeds (Note [block arguments named for what they feed]: ``layers.ZeroPadding2D(((0, 1), (0, 1)), ...)``'s
     numbers -> ``padding``), and where two feed one argument the layer's role too (Note [arguments named for what
-    differs]): ``["filters_expand", "filters_project"]``."""
+    differs]): ``["filters_expand", "filters_project"]``. ``params`` ({column: (parameter, multiple)}): a parameter
+    is named where it is first written as it is (an optional part's column before its first common one: the
+    expand conv's ``filters``, not the later ``ops.reshape``'s ``newshape``)."""
+    first = {}
+    for col, (p, multiple) in sorted((params or {}).items()):
+        if multiple == 1:
+            first.setdefault(p, col)
+    cols = [first.get(params[col][0], col) if params and col in params else col for col in cols]
     found, count = {}, 0
     for parts, _ in inst.rows:
         for j, (kind, value) in enumerate(parts):
             if kind == "n":
                 text = "".join(_PLACEHOLDER.get(k, v) for k, v in parts[:j])
-                found[count] = (argument_name(text), _role(inst, parts))
+                found[count] = ("act" if value[:1].isalpha() else argument_name(text), _role(inst, parts))
                 count += 1
     bases, roles = zip(*[found.get(col, ("size", "")) for col in cols]) if cols else ((), ())
     return distinct_names(bases, roles)

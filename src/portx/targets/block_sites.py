@@ -4,18 +4,17 @@ Note [a block reads its own batch]: a free dim is read at run time from the mode
 (``EmitterBase.site``: ``x.shape[0]``). Inside a repeated block that made the model input an argument of every
 block's ``forward`` (torchvision's ViT encoder layer reshaped its attention with ``x_1.shape[0]``, ``x_1`` the
 image, EfficientNet's squeeze-excite likewise), which a person would read from the block's own input. A node of a
-block whose kind repeats (the innermost of ``graph.meta["blocks"]`` that holds it; a block of a kind of its own is
-written flat, where the model input reads as well) reads the dim from the first value the block reads
-from before it (its hidden state first, in the order its nodes read them) that has the dim itself at an axis (scale
-1, no offset, undivided); only where none has it, from the model input. Both values hold the same size at run time
-(the free-dims pass gave them the same symbol), so the code computes the same.
+block (the innermost of ``graph.meta["blocks"]`` that holds it; a block of a kind of its own too: it may join
+another kind by its optional parts, EfficientNet's ``block1a`` without an expand conv, Note [optional parts] in
+optional_parts.py) reads the dim from the first value the block reads from before it (its hidden state first, in the
+order its nodes read them) that has the dim itself at an axis (scale 1, no offset, undivided); only where none has
+it, from the model input. Both values hold the same size at run time (the free-dims pass gave them the same symbol),
+so the code computes the same.
 
 Example:
     >>> block_site(emitter, "batch")   # emitting a node of encoder_layer_0: (its input x, 0)
 """
 from __future__ import annotations
-
-from collections import Counter
 
 from ..ir import SymDim
 
@@ -23,11 +22,10 @@ __all__ = ["block_site"]
 
 
 def block_site(emitter, symbol):
-    """(Value, axis) where the node being written (``emitter.at``, its index) reads ``symbol`` inside its repeated
+    """(Value, axis) where the node being written (``emitter.at``, its index) reads ``symbol`` inside its
     block (Note [a block reads its own batch]); None outside blocks or where no value of the block has it."""
     at, blocks = getattr(emitter, "at", None), emitter.graph.meta.get("blocks") or []
-    kinds = Counter(b["kind"] for b in blocks)
-    inside = [b for b in blocks if at is not None and b["start"] <= at < b["stop"] and kinds[b["kind"]] > 1]
+    inside = [b for b in blocks if at is not None and b["start"] <= at < b["stop"]]
     if not inside:
         return None
     block = min(inside, key=lambda b: b["stop"] - b["start"])

@@ -15,7 +15,11 @@ parts: those blocks stay apart. Shared rows must read the same values; where a p
 other block reads from before the place (the residual add's output against the block's last value), the rows
 assign that earlier value where it is read no more (``project_bn = layers.Add(...)([drop, x])``), else the other
 side assigns it (``else: add = project_bn``). Layers keep their names, so weight paths do not change; each
-place becomes a flag of the function, True for the side with more rows.
+place becomes a flag of the function, True for the side with more rows. Kinds are compared with a pad's widths and
+an activation one value each (targets/joinable.py): kinds that differ only there join with no place, the value an
+argument. A number only one side of a choice writes and one the other side writes that feed the same argument (the
+kernel size of the stride-2 conv and of the ``padding='same'`` one) are one column; a value only the blocks with a
+part pass is a keyword argument, one a place (``pad_width=None``, ``rate=0.0``).
 
 Example:
     >>> found = align(a, b)          # a, b: Instances of two kinds of block
@@ -29,6 +33,7 @@ import re
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 
+from .arg_names import argument_name
 from .optional_run import lhs, optional_params, real
 from .structure import Group
 
@@ -90,7 +95,7 @@ def align(a, b) -> Alignment | None:
     ops = SequenceMatcher(None, [row_key(p) for p in rows_a], [row_key(p) for p in rows_b],
                           autojunk=False).get_opcodes()
     places = [Place(range(i1, i2), range(j1, j2)) for tag, i1, i2, j1, j2 in ops if tag != "equal"]
-    if not places or not all(_a_part(rows_a, p.rows_a, rows_b, p.rows_b) for p in places):
+    if not all(_a_part(rows_a, p.rows_a, rows_b, p.rows_b) for p in places):  # none: alike but for values
         return None
     made_a = [{v for i in p.rows_a for v in lhs(rows_a[i])} for p in places]
     made_b = [{v for i in p.rows_b for v in lhs(rows_b[i])} for p in places]
@@ -282,10 +287,15 @@ def _finish(members, ref, slots, flagged, rename, head):
     (flags, flagged), count = flagged, len(head.get(id(ref), ()))
     positions = {i for numbers in head.values() for i, n in enumerate(numbers) if n is None}  # parts of __init__
     numbers = {id(inst): list(head.get(id(inst), ())) for member in members for inst in member.group.instances}
+    place, place_of, feeds = None, {}, {}  # number position -> the flag of the place it is in, what it feeds
     for depth, parts, _, rows, _ in slots:
         size = sum(k == "n" for k, _ in parts)
+        text = "".join(v for _, v in parts)
+        place = text[3:-1] if depth == 0 and text.startswith("if ") else place if depth or text == "else:" else None
         if len(rows) < len(members) and size:
             positions.update(range(count, count + size))
+            place_of.update((i, place) for i in range(count, count + size))
+            feeds.update((count + j, argument_name(text[:at])) for j, at in enumerate(_number_at(parts)))
         count += size
         for m, member in enumerate(members):
             for inst in member.group.instances:
@@ -294,10 +304,11 @@ def _finish(members, ref, slots, flagged, rename, head):
                     return None
                 numbers[id(inst)].extend(got)
     instances = sorted((inst for member in members for inst in member.group.instances), key=lambda inst: inst.start)
+    _one_choice([numbers[id(inst)] for inst in instances], positions, place_of, feeds)
     keywords = []
     found = optional_params([numbers[id(inst)] for inst in instances], positions, keywords)
-    if found is None or len(keywords) > 1:  # several values of one part only its blocks pass: apart reads better
-        return None
+    if found is None or len({place_of.get(i) for i in keywords}) < len(keywords):
+        return None  # several values of one part only its blocks pass: apart reads better
     made, prefix_of = [], {}
     for depth, parts, _, _, prefix in slots:
         for v in lhs(parts):
@@ -305,13 +316,39 @@ def _finish(members, ref, slots, flagged, rename, head):
                 made.append(v)
                 if prefix and v.startswith(prefix + "_"):
                     prefix_of[v] = prefix
-    defaults = {col: "0.0" if any(real(numbers[id(i)][col] or "0") for i in instances) else "0" for col in keywords}
+    defaults = {col: "None" if any("(" in (numbers[id(i)][col] or "") for i in instances) else "0.0" if
+                any(real(numbers[id(i)][col] or "0") for i in instances) else "0" for col in keywords}
     kinds = sorted((m.group.instances[0] for m in members), key=lambda inst: inst.start)
     layout = Layout(ref, [(p, c) for _, p, c, _, _ in slots], [d for d, *_ in slots], made,
                     [rename.get(v, v) for v in ref.outputs], flags, flagged, prefix_of, [k.key for k in kinds],
                     defaults)
     layout.numbers = numbers
     return layout, Group(instances, *found)
+
+
+def _number_at(parts) -> list:
+    """The offsets in a statement's text of its numbers."""
+    found, at = [], 0
+    for kind, value in parts:
+        if kind == "n":
+            found.append(at)
+        at += len(value)
+    return found
+
+
+def _one_choice(numbers, positions, place_of, feeds) -> None:
+    """Make a number of one side of a choice and one of the other side that feed the same argument one column
+    (the kernel size of the stride-2 conv a pad precedes and of the ``padding='same'`` one): the first takes the
+    second's value where it has none, and is no longer optional where every block then has it."""
+    for p in sorted(positions):
+        for q in sorted(positions):
+            if q <= p or place_of.get(p) is None or place_of.get(q) != place_of[p] or feeds[p] != feeds[q] or \
+                    any(n[p] is not None and n[q] is not None for n in numbers):
+                continue
+            for n in numbers:
+                n[p] = n[q] if n[p] is None else n[p]
+            if all(n[p] is not None for n in numbers):
+                positions.discard(p)
 
 
 #: what a place does, read from the statements only one side writes: the flag's name
@@ -330,6 +367,7 @@ def _flag_name(true, false, taken, prefix="") -> str:
     text = " ".join("".join(v if k in "tn" else "v" for k, v in parts) for parts in true)
     last = "".join(v for k, v in true[-1] if k == "t") if true else ""
     kinds = [name for name, pattern in _KINDS if pattern.search(last if name == "residual" else text)]
-    stem = re.sub(r"^[_\d]+|[_\d]+$", "", os.path.commonprefix(names)) if names else ""
+    stems = [re.sub(r"^[_\d]+|[_\d]+$", "", os.path.commonprefix(some)) for some in (names, names[:2]) if some]
+    stem = next((s for s in stems if len(s) > 1 and s.isidentifier()), "")  # the first two: squeeze_excite_*, re_lu
     options = kinds + ([stem] if len(stem) > 1 and stem.isidentifier() else []) + ["optional"]
     return next((o for o in options if o not in taken), f"optional_{len(taken)}")

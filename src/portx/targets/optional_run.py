@@ -157,9 +157,10 @@ def optional_params(numbers, positions, keywords=None) -> tuple | None:
     for i in sorted(positions):
         having = [n for n in numbers if n[i] is not None]
         values = [n[i] for n in having]
-        if set(values) <= {"0", "1"}:  # too common to be read as an argument by chance
+        if set(values) <= {"0", "1"} and len(set(values)) == 1:
             continue
-        found = _argument(values, [[n[col] for n in having] for col in columns + (keywords or [])])
+        found = None if set(values) <= {"0", "1"} else \
+            _argument(values, [[n[col] for n in having] for col in columns + (keywords or [])])  # 0, 1: too common
         if found is None and len(set(values)) > 1:
             if keywords is None:
                 return None

@@ -13,12 +13,14 @@ __all__ = ["AUGMENTATIONS"]
 
 @DROPOUT.imports("keras", "Dropout")
 def _dropout_from_keras(call):
-    """``Dropout(rate, noise_shape)``: a noise_shape of 1 on an axis shares the mask along it."""
+    """``Dropout(rate, noise_shape)``: a noise_shape of 1 on an axis shares the mask along it, an axis of size 1
+    too (EfficientNet's ``noise_shape=(None, 1, 1, 1)`` at a 1x1 map reads so, as at any other size: its blocks
+    stay alike)."""
     x = call.inputs[0]
     shape = call.config.get("noise_shape")
     if shape is not None and len(shape) != x.type.rank:
         call.unsupported(f"noise_shape {tuple(shape)} for a rank-{x.type.rank} input")
-    axes = tuple(i for i, d in enumerate(shape or ()) if d == 1 and x.type.shape[i] != 1)
+    axes = tuple(i for i, d in enumerate(shape or ()) if d == 1)
     return call.emit(DROPOUT, [x], {"rate": float(call.config["rate"]), "axes": axes})
 
 

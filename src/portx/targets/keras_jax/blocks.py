@@ -15,6 +15,7 @@ from ..arg_names import param_names
 from ..auto_names import auto_names, cut_family, local_name, numbered_name
 from ..cell_inputs import cell_chains, input_roles
 from ..codegen import LineWriter, Namespace, literal
+from ..joinable import as_written, restored
 from ..optional_parts import Layout
 from ..structure import assigned_names, block_groups, block_lines, family_name, ident, lines_of, loops, \
     pieces, render, source_class
@@ -268,15 +269,19 @@ def _function(emitter, group, width, shortcut=None, role=(None, None), paired=Fa
     fn = emitter.ns.name(cut or (_snake(source) if source else first.family or _stem_name(group) or
                                  family_name(group)), "block")
     local = Namespace({"keras", "layers", "ops", "np", "name", "Constant", "SourceWeight", "FreeShape"})
-    order = _input_order(first, {emitter.names[v] for v in emitter.graph.inputs}, role[0])
+    model_inputs = {emitter.names[v] for v in emitter.graph.inputs}
+    order = _input_order(first, model_inputs, role[0])
     numbered = numbered_locals(emitter.graph)  # Note [nested models' scopes] in scopes.py
-    inputs = {first.inputs[i]: local.name("x" if n == 0 else "p" if i == role[1] else first.inputs[i], "x")
-              for n, i in enumerate(order)}  # Note [a cell's two inputs] in targets/cell_inputs.py
+    inputs = {first.inputs[i]: local.name("x" if n == 0 else "p" if i == role[1] else "inputs" if first.inputs[i] in
+                                          ("x", "p") and first.inputs[i] in model_inputs else first.inputs[i], "x")
+              for n, i in enumerate(order)}  # Note [a cell's two inputs] in targets/cell_inputs.py; a model input
+    # named as the block's own: keras.applications' ``inputs`` (the zoo ConvNeXt's anchor), not ``x_1``
     rows = list(zip(layout.depths, *zip(*layout.rows))) if layout else [(0, p, c) for p, c in first.rows]
     counted = sum(kind == "n" for _, parts, _ in rows for kind, _ in parts)  # numbered names' columns follow
     flags = [f"{local.name(f)}=False" for f in layout.flags] if layout else []  # before the variables' names
     bases = [col for col in group.columns if col >= counted]  # one n, or one per stem: n_conv2d
-    named = dict(zip(group.columns, param_names(layout or first, [col for col in group.columns if col < counted])))
+    named = dict(zip(group.columns, param_names(layout or first, [col for col in group.columns if col < counted],
+                                                group.params)))
     params = [local.name(named[col] if col < counted else "n" if len(bases) == 1 else
                          f"n_{first.stems[col - counted]}", "size") for col in group.columns]
     prefix = (layout.prefix_of if layout else {}).get
@@ -295,7 +300,7 @@ def _function(emitter, group, width, shortcut=None, role=(None, None), paired=Fa
 
     def number(i, text):
         if i not in group.params:
-            return text
+            return as_written(text)  # Note [the activation as an argument] in joinable.py
         p, multiple = group.params[i]
         return params[p] if multiple == 1 else f"{multiple} * {params[p]}"
 
@@ -318,7 +323,8 @@ def _function(emitter, group, width, shortcut=None, role=(None, None), paired=Fa
     offset = 0  # number columns count over the whole block
     for depth, parts, comment in rows:
         w.indent = 1 + depth
-        w.line(render(parts, lambda v: names[v], lambda i, n: number(offset + i, n), string, auto=auto), comment)
+        w.line(restored(render(parts, lambda v: names[v], lambda i, n: number(offset + i, n), string, auto=auto)),
+               comment)  # Note [the activation as an argument] in joinable.py
         offset += sum(kind == "n" for kind, _ in parts)
     scopes = function_scopes(group.instances, layer_scopes(emitter))  # Note [emitted name scopes] in scopes.py
     w.rows[2:] = open_scopes(w.rows[2:], scopes, lambda text: text)

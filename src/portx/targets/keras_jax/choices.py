@@ -22,7 +22,9 @@ Example:
 """
 from __future__ import annotations
 
+from ..joinable import joinable
 from ..optional_parts import Member, align, join
+from ..structure import Group
 from .scopes import function_scopes
 
 __all__ = ["merge_parts"]
@@ -40,14 +42,16 @@ def merge_parts(groups, singles, scopes, skip=()) -> tuple:
         if id(ref) in used:
             continue
         used.add(id(ref))
-        members = [Member(ref, {i: i for i in range(len(ref.instances[0].rows))})]
+        mine = _padded(ref)  # Note [pad widths as one argument], Note [the activation as an argument] in joinable.py
+        members = [Member(mine, {i: i for i in range(len(mine.instances[0].rows))})]
         for other in plain:
             if id(other) in used:
                 continue
-            alignment = align(ref.instances[0], other.instances[0])
+            theirs = _padded(other)
+            alignment = align(mine.instances[0], theirs.instances[0])
             if alignment is None:
                 continue
-            trial = members + [Member(other, dict(alignment.common), alignment)]
+            trial = members + [Member(theirs, dict(alignment.common), alignment)]
             if join(trial) is not None:
                 members = trial
                 used.add(id(other))
@@ -61,6 +65,11 @@ def merge_parts(groups, singles, scopes, skip=()) -> tuple:
         out.append(group)
         layouts[id(group)] = layout
     return sorted(out, key=lambda g: g.instances[0].start), layouts
+
+
+def _padded(group):
+    """A shadow of ``group`` whose pads and activations are one value each (``joinable``)."""
+    return Group([joinable(inst) for inst in group.instances], group.params, group.columns)
 
 
 def _plain(group, scopes) -> bool:

@@ -104,7 +104,7 @@ def write_class(emitter, members, cls, reserved, optional=None, role=(None, None
     init, body = members[0]
     init, body = (layout.init, layout.ref) if layout else (init, body)
     local = Namespace({"self", "torch", "nn", "F", "math"})
-    args = [local.name(name, "size") for name in param_names(_Joined(init, layout or body), columns)]
+    args = [local.name(name, "size") for name in param_names(_Joined(init, layout or body), columns, params)]
     flags = {f: local.name(f) for f in layout.flags} if layout else {}
     flag = local.name(optional.name) if optional else None
     if flag:

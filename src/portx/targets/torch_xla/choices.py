@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from difflib import SequenceMatcher
 
+from ..joinable import joinable
 from ..optional_parts import Member, align, join, row_key
 from ..structure import Group, render
 
@@ -47,18 +48,21 @@ def merge_layouts(classes, alias, parts) -> None:
             continue
         used.add(ref)
         init_ref, body_ref = classes[ref][0]
+        undo = _padded(classes[ref])  # Note [pad widths as one argument] in joinable.py
         members, joined = [_member(classes[ref], None, (), init_ref)], []
         for other in keys:
             extra = _extra(init_ref, classes[other][0][0]) if other not in used else None
+            back = _padded(classes[other]) if extra is not None else None
             alignment = align(body_ref, classes[other][0][1]) if extra is not None else None
-            if alignment is None:
-                continue
-            trial = members + [_member(classes[other], alignment, extra, init_ref)]
-            found = join(trial, _heads(trial))
+            trial = members + [_member(classes[other], alignment, extra, init_ref)] if alignment else None
+            found = join(trial, _heads(trial)) if trial else None
             if found is not None and _guards(found[0], init_ref, extra) is not None:
                 members, joined = trial, joined + [other]
                 used.add(other)
+            elif back:
+                back()
         if not joined:
+            undo()
             continue
         layout, group = join(members, _heads(members))
         layout.params, layout.columns, layout.init = group.params, group.columns, init_ref
@@ -70,7 +74,24 @@ def merge_layouts(classes, alias, parts) -> None:
         for other in joined:
             classes[ref] += classes.pop(other)
             alias[other] = ref
+        for init, body in classes[ref]:  # padded as one: their templates changed
+            alias.setdefault((init.template()[0], body.template()), ref)
+        alias.pop(ref, None)
         parts[ref] = layout
+
+
+def _padded(pairs):
+    """Make the pads and activations of ``pairs``' forward one value each, in place (``joinable``); returns what
+    undoes it."""
+    saved = [(body, body.rows, body.numbers) for _, body in pairs]
+    for _, body in pairs:
+        found = joinable(body)
+        body.rows, body.numbers = found.rows, found.numbers
+
+    def undo():
+        for body, rows, numbers in saved:
+            body.rows, body.numbers = rows, numbers
+    return undo
 
 
 def _extra(init_a, init_b) -> set | None:
