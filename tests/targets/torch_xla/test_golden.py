@@ -122,6 +122,7 @@ def test_a_keras_application_matches_golden_trains_saves_and_reloads(tmp_path, r
     source, x = build_application("MobileNetV2", alpha=0.35)
     result = portx.convert(source, out=tmp_path / "out", to="torch-xla", checks=Checks(grad=False))  # verifies
     check_golden(result.files["code"].read_text(), GOLDEN / "keras_mobilenetv2.py.txt", request)
+    assert len(assert_structured(result, "torch-xla")["written"]) == 16  # "block_1 to block_16" read back
     model, x = result.model, torch.from_numpy(np.concatenate([x, x[:, ::-1]]))  # batch norm trains on 2 rows of 1x1
     assert isinstance(model.block, torch.nn.Sequential) and len(model.block) == 16
     assert {type(block).__name__ for block in model.block} == {"Block"}
