@@ -143,6 +143,19 @@ def test_global_pool_flatten_linear_needs_no_inner_permute():
     }}""", to_channels_last, 1)
 
 
+def test_a_pooled_map_leaves_in_a_permute_not_a_reshape_naming_its_sizes():
+    """Note [size-1 spatial dims]: the (N, 5, 1, 1) pool output, stored NHWC, goes back to NCHW by the permute a
+    person writes (it moves no data: not counted), not by reshape(N, 5, 1, 1)."""
+    after = check(f"""graph g(%x: float32[2x3x4x4]) {{
+      param %w: float32[5x3x3x3]
+      %c: float32[2x5x4x4] = conv(%x, %w, _) {{{CONV}}}
+      %p: float32[2x5x1x1] = adaptive_avg_pool(%c) {{size=(1, 1)}}
+      return %p
+    }}""", to_channels_last, 1)
+    last = after.producers()[after.outputs[0]]
+    assert last.op is PERMUTE and last.attrs["perm"] == (0, 3, 1, 2), format_graph(after)
+
+
 def test_patch_embedding_transposes_cancel():
     """conv -> flatten(2) -> transpose(1, 2), as in a ViT: the source's own transpose cancels the conv's."""
     check(f"""graph g(%x: float32[2x3x8x8]) {{

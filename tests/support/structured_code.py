@@ -29,7 +29,14 @@ def structure(graph, target) -> dict:
     text = emitter.emit_graph()
     defs = list(getattr(emitter, "functions", None) or getattr(emitter, "classes", None) or [])
     written = set()
+    ordered = sorted(blocks, key=lambda b: b["start"])
     for match in _DOC.finditer("\n".join(defs)):
+        span = re.fullmatch(r"(\S+) to (\S+) \(\d+ blocks\)", match.group(1))
+        if span:  # many blocks, the first to the last (torch-xla): the blocks between them at the first one's depth
+            at = [b["key"] for b in ordered].index
+            depth = ordered[at(span[1])].get("parent")
+            written.update(b["key"] for b in ordered[at(span[1]):at(span[2]) + 1] if b.get("parent") == depth)
+            continue
         keys = re.sub(r", \.\.\. \(\d+ blocks\)$", ", ...", match.group(1)).split(", ")
         if keys[-1] == "...":  # a long list names the first block of each kind only: the rest are of its kind
             listed = {b["kind"] for b in blocks if b["key"] in keys[:-1]}

@@ -117,11 +117,15 @@ def test_a_keras_application_matches_golden_trains_saves_and_reloads(tmp_path, r
     [optional parts] in targets/optional_parts.py), the state_dict keys its layers' names nested as Keras' blocks
     (``block_2_expand_BN`` is ``block.1.expand_BN``); verified (gradients by the application's own test in
     tests/test_keras_applications_torch.py), one training step, saved and reloaded."""
+    import keras
+
     from tests.support.zoo_keras import build_application
 
+    keras.backend.clear_session()  # its input is `input_layer` only where no Keras Input came before in the process
     source, x = build_application("MobileNetV2", alpha=0.35)
     result = portx.convert(source, out=tmp_path / "out", to="torch-xla", checks=Checks(grad=False))  # verifies
     check_golden(result.files["code"].read_text(), GOLDEN / "keras_mobilenetv2.py.txt", request)
+    assert len(assert_structured(result, "torch-xla")["written"]) == 16  # "block_1 to block_16" read back
     model, x = result.model, torch.from_numpy(np.concatenate([x, x[:, ::-1]]))  # batch norm trains on 2 rows of 1x1
     assert isinstance(model.block, torch.nn.Sequential) and len(model.block) == 16
     assert {type(block).__name__ for block in model.block} == {"Block"}

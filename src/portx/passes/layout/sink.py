@@ -41,7 +41,7 @@ from ...ir import GraphBuilder, Node, Value, infer_outputs
 from ...ops._util import channels_first_perm, channels_last_perm
 from ...ops.shape import PERMUTE, RESHAPE
 
-__all__ = ["Sinker", "inverse", "count_permutes", "moves_data"]
+__all__ = ["Sinker", "inverse", "count_permutes", "moves_data", "writes_permute"]
 
 
 _LAYOUT_SUFFIX = {**{channels_last_perm(r): name for r, name in ((3, "nwc"), (4, "nhwc"), (5, "ndhwc"))},
@@ -60,6 +60,25 @@ def moves_data(shape, perm) -> bool:
     """False when ``perm`` only moves axes of size 1 (then it is a reshape): ``moves_data((1, 3, 1), (2, 1, 0))``."""
     kept = [p for p in perm if shape[p] != 1]
     return kept != sorted(kept)
+
+
+# Note [size-1 spatial dims]: a permute that moves only axes of size 1 moves no data, and was written as a reshape
+# to the shape it makes. Where those axes are the spatial dims of a layout change (keras.applications' MobileNetV2
+# at 32x32 ends in a 1x1 map: NCHW back to NHWC), the reshape wrote ``out.reshape(input_layer.shape[0], 1, 1,
+# 1280)`` where a person writes ``out.permute(0, 2, 3, 1)``: the same view, and it reads as the layout change it is
+# and names no size. So a channels-first/last permute whose channel axis is not of size 1 stays a permute. A
+# one-channel image keeps its reshape (Note [one-channel images] in one_channel.py: there the channel axis moves),
+# and so does an operand lifted to the rank it broadcasts against (``Sinker.operand``: a reshape already).
+
+
+def writes_permute(shape, perm) -> bool:
+    """True when ``perm`` of a tensor of ``shape`` is written as a permute, not a reshape: it moves data, or it is a
+    layout change of a size-1 map (Note [size-1 spatial dims]): ``writes_permute((2, 8, 1, 1), (0, 2, 3, 1))``."""
+    perm, rank = tuple(perm), len(perm)
+    if moves_data(shape, perm):
+        return True
+    channel = {channels_last_perm(rank): 1, channels_first_perm(rank): rank - 1}.get(perm) if rank >= 3 else None
+    return channel is not None and shape[channel] != 1
 
 
 def count_permutes(graph) -> int:
@@ -159,12 +178,13 @@ class Sinker:
             self.claimed.add(permute)
             self.carried[out.name] = (permute.outputs[0].name, permute.scope)
 
-    def transpose(self, source, perm):
-        """Emit ``permute(source)`` named for the layout it makes (``x_nhwc``), or a reshape when only
-        size-1 axes move. It belongs to no layer of the source: no scope."""
+    def transpose(self, source, perm, lifted=False):
+        """Emit ``permute(source)`` named for the layout it makes (``x_nhwc``), or a reshape when only size-1 axes
+        move (Note [size-1 spatial dims]; always for an operand ``lifted`` by a reshape). It belongs to no layer of
+        the source: no scope."""
         shape = tuple(source.type.shape[p] for p in perm)
         hint = f"{source.name}_{_LAYOUT_SUFFIX.get(tuple(perm), 't')}"
-        if moves_data(source.type.shape, perm):
+        if moves_data(source.type.shape, perm) if lifted else writes_permute(source.type.shape, perm):
             out = self.emit(PERMUTE, [source], {"perm": tuple(perm)}, hint=hint, scope="")[0]
         else:
             out = self.emit(RESHAPE, [source], {"shape": shape}, hint=hint, scope="")[0]
@@ -189,7 +209,7 @@ class Sinker:
             else:
                 lifted = self.emit(RESHAPE, [self.at(value, _identity(own))], {"shape": shape},
                                    hint=f"{value.name}_r")[0]
-                self.cache[key] = self.transpose(lifted, tuple(target))
+                self.cache[key] = self.transpose(lifted, tuple(target), lifted=True)
         return self.cache[key]
 
     # -- nodes ------------------------------------------------------------------------------
@@ -266,7 +286,7 @@ class Sinker:
         perm = inverse(self.perm_of(value))
         if (source, perm) in self.cache:
             return self.cache[(source, perm)]
-        op, attrs = (PERMUTE, {"perm": perm}) if moves_data(source.type.shape, perm) else \
+        op, attrs = (PERMUTE, {"perm": perm}) if writes_permute(source.type.shape, perm) else \
             (RESHAPE, {"shape": value.type.shape})
         self.nodes.append(Node(op, (source,), (value,), op.normalize_attrs(attrs), ""))
         self.added.add(value.name)

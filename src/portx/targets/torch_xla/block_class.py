@@ -87,6 +87,14 @@ _MODULE_NAMES = {"Model", "torch", "nn", "F", "os", "math", "json", "load_file",
                  "load_model", "tp_plan", "OrderedDict", "SeparableConv2d"}
 
 
+def source_blocks(keys) -> str:
+    """A block class's docstring: the source blocks it is written for (``keys``, in source order), or where they are
+    many the first and the last and their count (tests/support/structured_code.py reads it). Example:
+    ``source_blocks([f"block_{i}" for i in range(1, 17)]) == "Source blocks block_1 to block_16 (16 blocks)."``"""
+    listed = ", ".join(keys)
+    return f"Source blocks {listed if len(listed) <= 70 else f'{keys[0]} to {keys[-1]} ({len(keys)} blocks)'}."
+
+
 def write_class(emitter, members, cls, reserved, optional=None, role=(None, None)):
     """Write one block class into ``emitter.classes``; returns (class name, columns, moved paths, forward's order,
     (flag, the init Instances that set it)) or None. ``optional``: the part the first members have and the others
@@ -127,12 +135,7 @@ def write_class(emitter, members, cls, reserved, optional=None, role=(None, None
     w = LineWriter()
     w.line(f"class {cls}(nn.Module):")
     w.indent = 1
-    keys = ", ".join(b.key for _, b in sorted(members, key=lambda m: m[1].start))
-    if len(keys) > 70:  # the first block of each structure, for tests/support/structured_code.py to read
-        keys = ", ".join(layout.kinds if layout else [body.key] +
-                         [b.key for i, b in members if optional and len(i.rows) != len(init.rows)][:1])
-        keys += f", ... ({len(members)} blocks)"
-    w.line(f'"""Source blocks {keys}."""')
+    w.line(f'"""{source_blocks([b.key for _, b in sorted(members, key=lambda m: m[1].start)])}"""')
     w.line("")
     keywords = layout.keywords if layout else {}  # Note [optional parts]: a number only some blocks pass
     flag_args = [f"{args[p]}={keywords[c]}" for c, (p, _) in params.items() if c in keywords] + \
