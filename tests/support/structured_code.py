@@ -32,10 +32,10 @@ def structure(graph, target) -> dict:
     ordered = sorted(blocks, key=lambda b: b["start"])
     for match in _DOC.finditer("\n".join(defs)):
         span = re.fullmatch(r"(\S+) to (\S+) \(\d+ blocks\)", match.group(1))
-        if span:  # many blocks, the first to the last (torch-xla): the blocks between them at the first one's depth
+        if span:  # many blocks, the first to the last: the blocks between them nested as deep as the first
             at = [b["key"] for b in ordered].index
-            depth = ordered[at(span[1])].get("parent")
-            written.update(b["key"] for b in ordered[at(span[1]):at(span[2]) + 1] if b.get("parent") == depth)
+            depth = _depth(ordered[at(span[1])], blocks)
+            written.update(b["key"] for b in ordered[at(span[1]):at(span[2]) + 1] if _depth(b, blocks) == depth)
             continue
         keys = re.sub(r", \.\.\. \(\d+ blocks\)$", ", ...", match.group(1)).split(", ")
         if keys[-1] == "...":  # a long list names the first block of each kind only: the rest are of its kind
@@ -46,6 +46,14 @@ def structure(graph, target) -> dict:
     return {"repeated": [b["key"] for b in blocks if kinds[b["kind"]] > 1], "written": sorted(written),
             "defs": len(defs), "lines": len(text.splitlines()), "flat": len(flat.splitlines()),
             "longer": emitter.longer}
+
+
+def _depth(block, blocks) -> int:
+    """How many of ``blocks`` hold ``block`` (its parents that are blocks: a stage such as ``conv2`` is none)."""
+    by_key, depth, parent = {b["key"]: b for b in blocks}, 0, block.get("parent")
+    while parent in by_key:
+        depth, parent = depth + 1, by_key[parent].get("parent")
+    return depth
 
 
 def assert_structured(result, target, repeats=True, shorter=True, longer=False, flat="") -> dict:

@@ -11,7 +11,7 @@ import textwrap
 
 from ..ops.norm import BATCH_NORM
 
-__all__ = ["comment_text", "module_comment", "module_sentences"]
+__all__ = ["comment_text", "module_comment", "module_sentences", "source_blocks"]
 
 
 def comment_text(raw: str) -> str:
@@ -54,3 +54,11 @@ def module_sentences(graph, width=100) -> list:
     if dropped:
         text.append("Dropped as identities at inference: " + ", ".join(dropped) + ".")
     return textwrap.wrap(" ".join(text), width) if text else []
+
+
+def source_blocks(keys) -> str:
+    """A block class's or function's docstring: the source blocks it is written for (``keys``, in source order), or
+    where they are many the first and the last and their count (tests/support/structured_code.py reads it). Example:
+    ``source_blocks([f"block_{i}" for i in range(1, 17)]) == "Source blocks block_1 to block_16 (16 blocks)."``"""
+    listed = ", ".join(keys)
+    return f"Source blocks {listed if len(listed) <= 70 else f'{keys[0]} to {keys[-1]} ({len(keys)} blocks)'}."

@@ -174,7 +174,7 @@ class Layout:
     """A merged function's statements: ``rows`` (pieces, comment) in the variables of ``ref`` (the block it is
     written from) and of the other kinds' own rows, at ``depths`` (1 inside an ``if``), ``made`` the variables it
     binds (``prefix_of``: the block prefix of those another kind binds), ``outputs`` what it returns, ``flags`` in
-    order, the flags each block sets (``flagged``: id(instance) -> set) and the first block of each kind (``kinds``).
+    order and the flags each block sets (``flagged``: id(instance) -> set).
     """
 
     ref: object
@@ -185,7 +185,6 @@ class Layout:
     flags: list
     flagged: dict
     prefix_of: dict = field(default_factory=dict)
-    kinds: list = field(default_factory=list)
     keywords: dict = field(default_factory=dict)  # number column -> its default: an argument only some blocks pass
     params: dict = field(default_factory=dict)  # a torch class's numbers (Group's), set by its driver
     columns: list = field(default_factory=list)
@@ -318,10 +317,8 @@ def _finish(members, ref, slots, flagged, rename, head):
                     prefix_of[v] = prefix
     defaults = {col: "None" if any("(" in (numbers[id(i)][col] or "") for i in instances) else "0.0" if
                 any(real(numbers[id(i)][col] or "0") for i in instances) else "0" for col in keywords}
-    kinds = sorted((m.group.instances[0] for m in members), key=lambda inst: inst.start)
     layout = Layout(ref, [(p, c) for _, p, c, _, _ in slots], [d for d, *_ in slots], made,
-                    [rename.get(v, v) for v in ref.outputs], flags, flagged, prefix_of, [k.key for k in kinds],
-                    defaults)
+                    [rename.get(v, v) for v in ref.outputs], flags, flagged, prefix_of, defaults)
     layout.numbers = numbers
     return layout, Group(instances, *found)
 

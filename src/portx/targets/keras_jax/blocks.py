@@ -15,6 +15,7 @@ from ..arg_names import param_names
 from ..auto_names import auto_names, cut_family, local_name, numbered_name
 from ..cell_inputs import cell_chains, input_roles
 from ..codegen import LineWriter, Namespace, literal
+from ..comments import source_blocks
 from ..joinable import as_written, restored
 from ..optional_parts import Layout
 from ..structure import assigned_names, block_groups, block_lines, family_name, ident, lines_of, loops, \
@@ -238,12 +239,9 @@ def _input_order(first, model_inputs, hidden=None) -> list:
     return [main] + [i for i in order if i != main]
 
 
-def _keys(group, shortcut) -> str:
-    """The group's block keys in source order, or where they are many the first of each kind (with the shortcut and
-    without: tests/support/structured_code.py reads them) and their count."""
-    keys = ", ".join(inst.key for inst in sorted(group.instances, key=lambda inst: inst.start))
-    kinds = group.instances[:1] + [i for i in group.instances if shortcut and id(i) not in shortcut.flagged][:1]
-    return keys if len(keys) <= 70 else f"{', '.join(i.key for i in kinds)}, ... ({len(group.instances)} blocks)"
+def _keys(group) -> str:
+    """The docstring of a group's function: its block keys in source order (Note [structured code])."""
+    return source_blocks([inst.key for inst in sorted(group.instances, key=lambda inst: inst.start)])
 
 
 def _guarded(rows, run, flag, names, keys) -> list:
@@ -252,7 +250,7 @@ def _guarded(rows, run, flag, names, keys) -> list:
     optional shortcut] in optional.py)."""
     start, stop = 2 + run.rows.start, 2 + run.rows.stop
     indent, (doc_indent, _, doc_comment) = rows[start][0], rows[1]
-    return rows[:1] + [(doc_indent, f'"""Source blocks {keys}."""', doc_comment)] + rows[2:start] + \
+    return rows[:1] + [(doc_indent, f'"""{keys}"""', doc_comment)] + rows[2:start] + \
         [(indent, f"if {flag}:", "")] + [(d + 1, text, comment) for d, text, comment in rows[start:stop]] + \
         [(indent, "else:", ""), (indent + 1, f"{names[run.output]} = {names[run.input]}", "")] + rows[stop:]
 
@@ -317,9 +315,7 @@ def _function(emitter, group, width, shortcut=None, role=(None, None), paired=Fa
     signature = list(inputs.values()) + [p for col, p in zip(group.columns, params) if col not in keywords]
     w.line(f"def {fn}({', '.join(signature + ['name'] + flags + ([f'{flag}=False'] if flag else []))}):")
     w.indent = 1
-    keys = ", ".join(inst.key for inst in group.instances)
-    many = f"{', '.join(layout.kinds if layout else [first.key])}, ... ({len(group.instances)} blocks)"  # kinds' firsts
-    w.line(f'"""Source blocks {keys if len(keys) <= 70 else many}."""')
+    w.line(f'"""{_keys(group)}"""')
     offset = 0  # number columns count over the whole block
     for depth, parts, comment in rows:
         w.indent = 1 + depth
@@ -332,7 +328,7 @@ def _function(emitter, group, width, shortcut=None, role=(None, None), paired=Fa
     w.indent = 1
     w.line(f"return {', '.join([names[v] for v in (layout.outputs if layout else first.outputs)] + state)}")
     if flag:  # Note [an optional shortcut] in optional.py
-        w.rows = _guarded(w.rows, shortcut.run, flag, names, _keys(group, shortcut))
+        w.rows = _guarded(w.rows, shortcut.run, flag, names, _keys(group))
     emitter.functions.append(w.text())
     for inst in group.instances:
         emitter.hidden.update(v for v in inst.locals if v not in inst.outputs)

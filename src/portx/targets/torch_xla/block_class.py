@@ -15,6 +15,7 @@ import re
 from ..arg_names import param_names
 from ..auto_names import cut_family
 from ..codegen import LineWriter, Namespace
+from ..comments import source_blocks
 from ..optional_parts import Layout
 from ..optional_run import optional_params
 from ..structure import family_name, ident, number_params, render, source_class
@@ -85,14 +86,6 @@ def _camel(snake: str) -> str:
 
 _MODULE_NAMES = {"Model", "torch", "nn", "F", "os", "math", "json", "load_file", "WEIGHTS", "build_model",
                  "load_model", "tp_plan", "OrderedDict", "SeparableConv2d"}
-
-
-def source_blocks(keys) -> str:
-    """A block class's docstring: the source blocks it is written for (``keys``, in source order), or where they are
-    many the first and the last and their count (tests/support/structured_code.py reads it). Example:
-    ``source_blocks([f"block_{i}" for i in range(1, 17)]) == "Source blocks block_1 to block_16 (16 blocks)."``"""
-    listed = ", ".join(keys)
-    return f"Source blocks {listed if len(listed) <= 70 else f'{keys[0]} to {keys[-1]} ({len(keys)} blocks)'}."
 
 
 def write_class(emitter, members, cls, reserved, optional=None, role=(None, None)):
