@@ -26,6 +26,7 @@ import hashlib
 
 import numpy as np
 
+from ..auto_names import block_path
 from ..codegen import literal
 from .held import held_layer, held_param
 from .literals import plain
@@ -70,6 +71,7 @@ class ModuleWriter:
         if not trainable:
             return self.buffer(raw_name, array)
         array = np.asarray(array)
+        raw_name = block_path(raw_name, self.graph)  # Note [parts named alike] in passes/blocks_siblings.py
         name = self.attrs.name(raw_name, "param")
         self.state[name] = array
         self.paths[name] = raw_name
@@ -138,8 +140,8 @@ class ModuleWriter:
     def _module_hint(self, node, weights) -> str:
         """The source layer's name, or its name in a block cut from the graph (``conv2d_43`` -> ``mixed4.conv2d_3``,
         Note [auto names in cut blocks] in passes/blocks_cut.py)."""
-        hint = self._source_hint(node, weights)
-        return (self.graph.meta.get("block_names") or {}).get(hint, hint)
+        hint = block_path(self._source_hint(node, weights), self.graph)  # Note [parts named alike] in passes/
+        return (self.graph.meta.get("block_names") or {}).get(hint, hint)  # blocks_siblings.py
 
     def _source_hint(self, node, weights) -> str:
         """The source layer's name: the node's scope, or the stored weight's more specific prefix.
