@@ -8,7 +8,8 @@ per block with ``name="stage1"``, whose layers are named ``f"{name}_dwconv"``: l
 could be read from, so the round trip back to torch-xla wrote them flat. Here the top-level names no other finder
 takes are cut at each ``_``; a prefix is a candidate block where another prefix ends exactly the same set of names
 (two names at least: a block has parts), ``stage1`` and ``stage2`` both ``{dwconv, norm, pwconv1, pwconv2}``; each
-name goes to its shortest such prefix. The candidates are then sibling blocks of the model (parent ``""``): kept
+name goes to its shortest such prefix. A prefix one of whose names goes on past another (``conv_dw`` ending ``1`` and
+``1_bn``: Keras' MobileNet numbers its blocks ``conv_dw_1``, ``conv_dw_1_bn``) is a family of blocks, not one. The candidates are then sibling blocks of the model (parent ``""``): kept
 only where another has the same op subgraph and the same names after the prefix, in the same order (``_alike`` in
 blocks_siblings.py), each held at its own path by torch-xla (``self.stage1 = ConvNeXtBlock(16)``: the names after
 the prefix are its submodules, ``stage1.dwconv.weight``, the torch source's keys again).
@@ -34,7 +35,7 @@ def prefix_keys(scopes) -> dict:
             ends.setdefault(scope[:at], set()).add(scope[at + 1:])
     sets = {}
     for prefix, names in ends.items():
-        if len(names) > 1:
+        if len(names) > 1 and not any(f"{a}_".startswith(f"{b}_") for a in names for b in names if a != b):
             sets.setdefault(frozenset(names), []).append(prefix)
     found = {}
     for prefixes in sets.values():
