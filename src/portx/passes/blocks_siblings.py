@@ -95,7 +95,7 @@ def sibling_keys(graph, named) -> dict:
         if key is not None:
             found[scope] = key
     leaves = {key for key in found.values() if not any(s.startswith(key + ".") for s in scopes)}  # no block alone
-    left = [scope for scope in scopes if found.get(scope, scope) in leaves | {scope} and not named(scope)]
+    left = [scope for scope in scopes if (scope not in found or found[scope] in leaves) and not named(scope)]
     return {**found, **prefix_keys(left)}  # Note [blocks named by a prefix] in blocks_prefix.py
 
 
