@@ -34,12 +34,6 @@ __all__ = []
 #: EfficientNetV2B0 at 224 set the per-element floor (Note [per-element check] in portx/equivalence.py): its
 #: top_activation reaches 336, and correct conversions differ there by 1.5e-5 * scale.
 FULL_SIZE = sorted(FULL_SIDES)
-#: ConvNeXt's downsampling blocks stay flat on torch-xla: their layers' names carry the block's number too
-#: (``convnext_tiny_downsampling_block_0`` holds ``convnext_tiny_downsampling_layernorm_0``), and the state_dict keys
-#: follow those names (``convnext_tiny_downsampling_block_0.convnext_tiny_downsampling_layernorm_0.weight``), which one
-#: class's fixed attribute names cannot; keras-jax writes them as one function (Note [nested models' scopes] in
-#: targets/keras_jax/scopes.py)
-FLAT = r"convnext_tiny_downsampling_block_\d+"
 #: classes written for blocks that differ by optional parts (Note [optional parts] in
 #: src/portx/targets/optional_parts.py), one as keras.applications writes one: EfficientNetB0's stride-2 blocks pass
 #: their pad (Note [pad widths as one argument] in src/portx/targets/joinable.py), MobileNetV3Small's ReLU and
@@ -101,13 +95,15 @@ def _structured_like_keras(name, model, result, net):
     """One class per kind of block the application repeats (conv2_block1, block_3, ...), flat where that is
     shorter (Note [structured only where shorter]), and ``net``'s modules nested as Keras' blocks; blocks that differ
     by optional parts are one class (``DEFS``)."""
-    shape = assert_structured(result, "torch-xla", longer=True, flat=FLAT)
+    shape = assert_structured(result, "torch-xla", longer=True)
     assert shape["defs"] == DEFS.get(name, shape["defs"]), shape  # one class with optional parts
     if name in BLOCK_PATHS:
         _nested_like_keras(model, net, *BLOCK_PATHS[name])
     _named_like_a_person(name, result.files["code"].read_text())
     if name == "InceptionV3":
         _inception_blocks_alike(net)
+    if name == "ConvNeXtTiny":
+        _downsampling_at_keras_paths(model, net)
 
 
 #: the torch path of a Keras layer in a block (the state_dict key before ``.weight``): ``(pattern, path)``, the
@@ -166,6 +162,16 @@ def _inception_blocks_alike(net):
     for kind in ((0, 1, 2), (4, 5, 6, 7), (9, 10)):
         assert all(keys[i] == keys[kind[0]] for i in kind), kind
     assert {"conv2d.weight", "conv2d_3.weight", "batch_normalization_3.running_var"} <= keys[4]
+
+
+def _downsampling_at_keras_paths(model, net):
+    """ConvNeXt's downsampling blocks, one class, keep the Keras paths of their layers, which carry the block's
+    number (``convnext_tiny_downsampling_block_0.convnext_tiny_downsampling_layernorm_0``: Note [submodules named
+    after their block] in src/portx/targets/torch_xla/numbered.py)."""
+    paths = {w.path.rpartition("/")[0].replace("/", ".") for w in model.weights if "downsampling" in w.path}
+    keys = {k.rpartition(".")[0] for k in net.state_dict() if "downsampling" in k}
+    assert len(paths) == 6 and keys == paths, sorted(keys ^ paths)
+    assert len({type(net.get_submodule(f"convnext_tiny_downsampling_block_{i}")) for i in range(3)}) == 1
 
 
 @pytest.mark.parametrize("name", ["MobileNetV2"])

@@ -27,10 +27,15 @@ ROUND_TRIP = sorted(set(ZOO) - set(ROUND_TRIP_GAPS))
 #: the round trips whose Keras model (portx's own code) repeats a block that its layer names show (``blocks_0_ln1``;
 #: ResNet's ``layer1_0_conv1``: Note [numbered blocks in a stage] in passes/blocks.py; the text encoder, whose mask
 #: ops Keras orders between its layers': Note [glue that interleaves a block]). Not Swin: its second block shifts its
-#: windows (a roll and a mask the first has not), as in the torch source (test_zoo's REPEATS). Not ConvNeXt and UNet:
-#: their Keras layers (``stage1_dwconv``, ``enc1_0``) are flat layers of the functional model, with no parent a
-#: sibling block could be read from (Note [sibling blocks] in passes/blocks_siblings.py) and no number in the name
-REPEATS_BACK = {"densenet", "gpt", "mobilenetv3", "resnet", "text_encoder", "vit"}
+#: windows (a roll and a mask the first has not), as in the torch source (test_zoo's REPEATS). ConvNeXt and UNet: their
+#: Keras layers are flat layers of the functional model named after the block (``stage1_dwconv``, ``enc1_0``), read
+#: as blocks by that prefix (Note [blocks named by a prefix] in passes/blocks_prefix.py)
+REPEATS_BACK = {"convnext", "densenet", "gpt", "mobilenetv3", "resnet", "text_encoder", "unet", "vit"}
+#: the prefix-named blocks of a round trip, one class, and where each sits: the torch source's key again
+#: (``stage1.dwconv.weight``; UNet's numbered parts ``enc1._0``, not ``enc1.0``). UNet's decoder blocks stay flat: Keras
+#: orders the upsampling between their layers
+PREFIXED_BACK = {"convnext": (["stage1", "stage2"], "stage1.dwconv.weight"),
+                 "unet": (["enc1", "enc2", "mid"], "enc1._0.weight")}
 #: the torch sources whose repeated modules number no block (Note [sibling blocks]), straight to torch-xla: the class
 #: written once and held at the source's paths, and the line ``Model.__init__`` builds the first block with
 SIBLINGS_TO_TORCH = {"convnext": "self.stage1 = ConvNeXtBlock(16)", "unet": "self.enc1 = ConvBlock(3, 8)"}
@@ -64,9 +69,13 @@ def test_zoo_model_converts_to_keras_and_back_to_torch(name, tmp_path):
     _passed(back, "keras -> torch-xla")
     # the Keras model's blocks, found from its layer names (blocks_0_ln1; Note [operations inside a block]), one
     # class each kind; flat where that is shorter (Note [structured only where shorter])
-    assert_structured(back, "torch-xla", repeats=name in REPEATS_BACK, longer=name not in STRUCTURED_BACK)
+    assert_structured(back, "torch-xla", repeats=name in REPEATS_BACK, longer=name not in STRUCTURED_BACK,
+                      shorter=name not in PREFIXED_BACK)  # as long as flat: two or three small blocks, one class
     if name in STRUCTURED_BACK:  # the source's paths: layer2.0.conv1 (Keras' layer2_0_conv1)
         assert "layer2.0.conv1.weight" in back.model.state_dict() and back.model.layer2[1].downsample_0 is None
+    if name in PREFIXED_BACK:
+        keys, key = PREFIXED_BACK[name]
+        assert len({type(back.model.get_submodule(k)) for k in keys}) == 1 and key in back.model.state_dict()
     want, got = _outputs(model, inputs), _outputs(back.model, inputs)
     assert len(got) == len(want), (len(got), len(want))
     for i, (w, g) in enumerate(zip(want, got)):

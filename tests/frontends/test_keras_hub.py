@@ -51,9 +51,8 @@ BLOCK_FUNCTIONS = {"bert": "transformer_encoder", "gpt2": "transformer_decoder",
 #: attention's, the attention output's and (GPT-2) the feed-forward's; the Llama's default Dropout(0.0) layers leave
 #: the graph (Note [zero-rate dropout])
 BLOCK_DROPOUTS = {"gpt2": 3, "llama-dropout": 2}
-#: one block per stage: nothing repeats, the code stays flat (the ResNet's first stage has two basic blocks; a MiT
-#: stage of two, hierarchical_encoder_0_0 and _0_1, is no block yet: passes/blocks.py ``_NAMED`` reads numbered
-#: block/layer/expanded_conv names only)
+#: one block per stage: nothing repeats, the code stays flat (the ResNet's first stage has two basic blocks; MiT
+#: stages of two are ``test_mit_stages_of_two_blocks_are_one_class_and_one_function``)
 ONE_OF_EACH = ("mit",)
 QUICK = ("gpt2", "resnet")  # the CI run; the rest are slow sweeps
 #: keras-jax: the weights outside the repeated blocks keep the source's paths, ``position_embedding/embeddings`` too
@@ -202,3 +201,30 @@ def test_llama_blocks_numbering_their_rotary_embedding_are_one_keras_function(tm
     result = portx.convert(model, to="keras-jax", out=tmp_path / "out", verify=False, grad=False)
     code = result.files["code"].read_text()
     assert code.count("\ndef llama_transformer_decoder(") == 1 and "for i in range(3):" in code, code
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("to", ["torch-xla", "keras-jax"])
+def test_mit_stages_of_two_blocks_are_one_class_and_one_function(to, tmp_path):
+    """A MiT's ``HierarchicalTransformerEncoder`` layers carry Keras' model-wide counters in their sublayers' names
+    (``seg_former_multihead_attention_1.dense_6``): numbered within their block (Note [parts named alike] in
+    src/portx/passes/blocks_siblings.py), the four blocks of two stages are written once, and the two patch
+    embeddings before the stages once, verified."""
+    keras.utils.set_random_seed(0)
+    model = keras_hub.models.MiTBackbone(**_IMAGE, layerwise_depths=[2, 2], num_layers=2, layerwise_num_heads=[2, 2],
+                                         layerwise_sr_ratios=[1, 1], max_drop_path_rate=0.0,
+                                         layerwise_patch_sizes=[7, 3], layerwise_strides=[4, 2], hidden_dims=[16, 32])
+    result = portx.convert(model, to=to, out=tmp_path / "out", grad=False)
+    assert result.ok and result.report["verification"]["passed"], result.report["verification"]
+    shape = assert_structured(result, to)
+    assert shape["defs"] == 2 and len(shape["written"]) == 6, shape
+    code = result.files["code"].read_text()
+    if to == "torch-xla":  # each block at its own path, its parts at the same paths in every block
+        assert "self.hierarchical_encoder_1_1 = HierarchicalTransformerEncoder(" in code, code
+        assert "self.patch_and_embed_1 = OverlappingPatchingAndEmbedding(" in code, code
+        keys = [{k.split(".", 1)[1] for k in result.model.state_dict() if k.startswith(f"hierarchical_encoder_{b}.")}
+                for b in ("0_0", "0_1", "1_0", "1_1")]
+        assert keys[0] and all(k == keys[0] for k in keys) and "seg_former_multihead_attention.dense.weight" in keys[0]
+    else:
+        assert code.count("\ndef hierarchical_transformer_encoder(") == 1, code
+        assert code.count("\ndef overlapping_patching_and_embedding(") == 1, code

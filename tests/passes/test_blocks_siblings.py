@@ -107,3 +107,17 @@ def test_unlike_siblings_leaf_layers_and_other_parts_stay_flat(tmp_path):
     assert _keys(result.graph) == []
     assert sorted(portx.convert(model, example_inputs=inputs, to="torch-xla", out=tmp_path / "t", verify=False)
                   .model.state_dict()) == sorted(model.state_dict())
+
+
+def test_flat_names_with_a_shared_prefix_are_blocks_named_by_it():
+    """Note [blocks named by a prefix]: portx's own Keras layers for sibling blocks (``stage1_dwconv``) are grouped
+    by the prefix whose names another prefix's match; a numbered family (``conv_dw_1``, ``conv_dw_1_bn``) is cut at
+    each block, and names no other prefix shares stay out."""
+    from portx.passes.blocks_prefix import prefix_keys
+
+    names = ["stem_0", "stage1_dwconv", "stage1_norm", "stage1_pwconv1", "stage1_pwconv2", "stage1",
+             "stage2_dwconv", "stage2_norm", "stage2_pwconv1", "stage2_pwconv2", "stage2", "head", "down_0"]
+    found = prefix_keys(names)
+    assert found == {n: n.partition("_")[0] for n in names if n.startswith("stage")}, found
+    family = prefix_keys(["conv_dw_1", "conv_dw_1_bn", "conv_dw_1_relu", "conv_dw_2", "conv_dw_2_bn", "conv_dw_2_relu"])
+    assert set(family.values()) == {"conv_dw_1", "conv_dw_2"}, family

@@ -56,17 +56,14 @@ def _depth(block, blocks) -> int:
     return depth
 
 
-def assert_structured(result, target, repeats=True, shorter=True, longer=False, flat="") -> dict:
+def assert_structured(result, target, repeats=True, shorter=True, longer=False) -> dict:
     """Assert that every block of ``result``'s graph whose structure repeats is written once, in a block function
     (keras-jax) or class (torch-xla); with ``shorter``, that the code is shorter than its flat form (blocks of a
     line or two are not); with ``repeats``, that some block repeats (the source has two layers alike). With
     ``longer``, flat code passes where the target found its structured form longer (Note [structured only where
-    shorter]: a stage's first block a class of its own, two blocks a stage). ``flat``: a pattern of the blocks that
-    stay flat because their layers' names carry the block's own number after its name (ConvNeXt's
-    ``convnext_tiny_downsampling_block_0`` holds ``convnext_tiny_downsampling_layernorm_0``: one function would
-    rename them). Returns ``structure``'s dict."""
+    shorter]: a stage's first block a class of its own, two blocks a stage). Returns ``structure``'s dict."""
     shape = structure(result.graph, target)
-    missing = sorted(k for k in set(shape["repeated"]) - set(shape["written"]) if not (flat and re.fullmatch(flat, k)))
+    missing = sorted(set(shape["repeated"]) - set(shape["written"]))
     if longer and shape["longer"] and not shape["defs"]:
         return shape
     assert not missing, f"repeated blocks written flat: {missing} ({shape})"

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 
 from .blocks_cut import block_names, cut_blocks
-from .blocks_siblings import sibling_blocks, sibling_keys
+from .blocks_siblings import sibling_blocks, sibling_keys, sibling_names
 from .blocks_suffix import suffix_blocks
 
 __all__ = ["block_of", "block_parts", "block_runs", "block_structure", "record_blocks", "refresh_blocks"]
@@ -280,8 +280,10 @@ def record_blocks(graph):
             kept = {block["key"] for block in found}
             found_graph, found = _found(graph, lambda scope: (siblings.get(scope) if siblings.get(scope) in kept
                                                               else "") or key_of(scope), suffix_parts, ours)
-            return found_graph.replace(meta={**found_graph.meta, "blocks": sibling_blocks(found_graph, found,
-                                                                                          siblings)})
+            found = sibling_blocks(found_graph, found, siblings)
+            names = sibling_names(found_graph, found)  # Note [parts named alike] in blocks_siblings.py
+            return found_graph.replace(meta={**found_graph.meta, "blocks": found, **({"part_names": names} if names
+                                                                                      else {})})
     graph, found = _found(graph, key_of, suffix_parts)
     found = [{k: v for k, v in block.items() if k != "structure"} for block in found]
     if not found:  # Note [blocks cut from the graph] in blocks_cut.py

@@ -20,8 +20,17 @@ Note [parts named alike]: sibling blocks of one kind also hold the same parts at
 (``stage1.dwconv`` and ``stage2.dwconv``; ``enc1.0`` and ``enc2.0``). A torch class names its parts alike in every
 instance; a Keras layer's sublayers take model-wide names (keras-hub MiT's ``hierarchical_encoder_0_0`` holds
 ``seg_former_multihead_attention.dense_18``, ``hierarchical_encoder_0_1`` holds ``..._1.dense_22``), so their
-statements differ by those names, the emitters could write no block once, and the blocks would only change how the
-flat code cuts its names (Note [names in longer blocks] in targets/keras_jax/style.py): such siblings stay flat.
+statements differ by those names. The parts are therefore compared with each name Keras numbered itself (a sublayer
+of no recorded class, or one whose name is its class's and a number: ``dense_22``) numbered from the block's first of
+its stem, as the layers of a block cut from the graph are (Note [auto names in cut blocks] in blocks_cut.py):
+``hierarchical_encoder_0_1.seg_former_multihead_attention_1.dense_22`` is ``hierarchical_encoder_0_1.
+seg_former_multihead_attention.dense`` in its block, as ``..._0_0.seg_former_multihead_attention.dense_18`` is in its
+own. ``sibling_names`` records those names in ``meta["part_names"]``, so the torch-xla block class holds its parts at
+the same paths in every block (``hierarchical_encoder_0_1.seg_former_multihead_attention.dense.weight``: the keys of
+InceptionV3's cut blocks move the same way), and keras-jax, which cuts a block's layer names after its prefix and
+numbers them in the block's order (Note [names in longer blocks] in targets/keras_jax/style.py), writes one function.
+A part a person named (a torch module's ``fc_1``, whose class is ``Linear``) keeps its name, and siblings whose parts
+differ by such names stay flat.
 
 A sibling block's ``parent`` is its parent path, its ``index`` its place among its parent's sibling blocks (so that
 the torch emitter's checks that a container's blocks are numbered hold), its ``stem`` its own name (no loop: the
@@ -46,9 +55,11 @@ from __future__ import annotations
 
 import re
 
+from .blocks_cut import AUTO_NAME
+from .blocks_prefix import prefix_keys
 from .blocks_suffix import keras_snake
 
-__all__ = ["GENERIC", "sibling_keys", "sibling_blocks"]
+__all__ = ["GENERIC", "sibling_keys", "sibling_blocks", "sibling_names"]
 
 #: source classes that say nothing of what they hold (Note [sibling blocks])
 GENERIC = frozenset({"Sequential", "ModuleList", "ModuleDict", "Module", "Functional"})
@@ -73,8 +84,6 @@ def sibling_keys(graph, named) -> dict:
     submodule with a sibling of its class (Note [sibling blocks]); the outermost such submodule."""
     classes = graph.meta.get("module_classes") or {}
     paths = {p for paths in _groups(classes).values() for p in paths}
-    if not paths:
-        return {}
     scopes = {node.scope for node in graph.nodes if node.scope}
     blocks = {named(scope) for scope in scopes if named(scope) and named(scope) != scope}  # Note [a block has parts]
     found = {}
@@ -85,7 +94,9 @@ def sibling_keys(graph, named) -> dict:
         key = next((".".join(parts[:i]) for i in range(1, len(parts) + 1) if ".".join(parts[:i]) in paths), None)
         if key is not None:
             found[scope] = key
-    return found
+    leaves = {key for key in found.values() if not any(s.startswith(key + ".") for s in scopes)}  # no block alone
+    left = [scope for scope in scopes if (scope not in found or found[scope] in leaves) and not named(scope)]
+    return {**found, **prefix_keys(left)}  # Note [blocks named by a prefix] in blocks_prefix.py
 
 
 def _children(classes, key) -> tuple:
@@ -111,8 +122,9 @@ def sibling_blocks(graph, blocks, keys) -> list:
         if block["key"] in ours:
             counts.setdefault(_alike(graph, classes, block), []).append(block["key"])
     groups = [alike for alike in counts.values() if len(alike) > 1]
-    start = {b["key"]: b["start"] for b in blocks if b["key"] not in ours or any(b["key"] in g for g in groups)}
-    kept = {key for alike in groups if not _split(alike, start) for key in alike}
+    start = {b["key"]: b["start"] for b in blocks}
+    named = {b["key"] for b in blocks if b["key"] not in ours}
+    kept = {key for alike in groups if not _split(alike, start, named) for key in alike}
     found, places = [], {}
     for block in blocks:
         block = {k: v for k, v in block.items() if k != "structure"}
@@ -122,24 +134,64 @@ def sibling_blocks(graph, blocks, keys) -> list:
             parent = _parent(block["key"])
             index = places.setdefault(parent, 0)
             places[parent] += 1
-            cls = classes[block["key"]]
+            cls = classes.get(block["key"], "")
             family = {"family": _family(classes, block["key"])} if cls in GENERIC else {}
             found.append({**block, "parent": parent, "index": index, "stem": block["key"].replace(".", "_"),
                           "sibling": True, **family})
     return found
 
 
-def _split(alike, start) -> bool:
-    """Whether another block lies between the first and the last of ``alike``: siblings around a model's body of
-    other blocks (a stem and a head that happen to match) play different roles, and a person writes them apart."""
+def _split(alike, start, named) -> bool:
+    """Whether a block the names found (``named``) lies between the first and the last of ``alike``: siblings around
+    a model's body of other blocks (a stem and a head that happen to match) play different roles, and a person writes
+    them apart. Sibling blocks of another kind between them do not split them: keras-hub's MiT embeds its patches
+    before each stage of encoder layers, ``patch_and_embed_1`` between ``hierarchical_encoder_0_1`` and ``_1_0``."""
     low, high = min(start[k] for k in alike), max(start[k] for k in alike)
-    return any(low < at < high for key, at in start.items() if key not in alike)
+    return any(low < start[key] < high for key in named)
 
 
 def _alike(graph, classes, block) -> tuple:
     """What sibling blocks of one kind share: parent, class, op subgraph, and their parts' paths and classes (Note
     [parts named alike]: the Keras frontend records no sublayer's class, so the paths are read from the nodes)."""
     key = block["key"]
-    paths = dict.fromkeys(n.scope[len(key):] for n in graph.nodes[block["start"]:block["stop"]]
-                          if n.scope.startswith(key + "."))
+    names = _within(graph, classes, block)
+    paths = dict.fromkeys(names.get(n.scope, n.scope)[len(key):] for n in graph.nodes[block["start"]:block["stop"]]
+                          if n.scope.startswith((key + ".", key + "_")))  # Note [blocks named by a prefix]
     return _parent(key), classes.get(key, ""), block["structure"], _children(classes, key), tuple(paths)
+
+
+def _within(graph, classes, block) -> dict:
+    """{scope: the scope with its names Keras numbered itself numbered from the block's first of their stem} for the
+    scopes of ``block`` where that differs (Note [parts named alike])."""
+    key, first, scopes = block["key"], {}, {}
+    for node in graph.nodes[block["start"]:block["stop"]]:
+        if node.scope.startswith(key + ".") and node.scope not in scopes:
+            parts = node.scope[len(key) + 1:].split(".")
+            scopes[node.scope] = [_counted(".".join([key] + parts[:i + 1]), classes) for i in range(len(parts))]
+            for name in filter(None, scopes[node.scope]):
+                first[name[0]] = min(first.get(name[0], name[1]), name[1])
+    found = {}
+    for scope, names in scopes.items():
+        parts = scope[len(key) + 1:].split(".")
+        renamed = [p if n is None else n[0] if n[1] == first[n[0]] else f"{n[0]}_{n[1] - first[n[0]]}"
+                   for p, n in zip(parts, names)]
+        if renamed != parts:
+            found[scope] = ".".join([key] + renamed)
+    return found
+
+
+def _counted(path, classes) -> tuple | None:
+    """(stem, number) where the last name of ``path`` is one Keras numbered itself: of no recorded class, or its
+    class's snake-case name and a number (``dense_22`` -> ``("dense", 22)``); else None."""
+    found, cls = AUTO_NAME.match(path.rpartition(".")[2]), classes.get(path)
+    if not found or (cls and found["stem"] != keras_snake(cls)):
+        return None
+    return found["stem"], int(found["number"] or 0)
+
+
+def sibling_names(graph, blocks) -> dict:
+    """{scope: its name in its block} for the parts of sibling blocks that Keras numbered model-wide (Note [parts
+    named alike]), for ``graph.meta["part_names"]``."""
+    classes = graph.meta.get("module_classes") or {}
+    return {scope: name for block in blocks if block.get("sibling")
+            for scope, name in _within(graph, classes, block).items()}

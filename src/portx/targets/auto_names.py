@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["auto_names", "cut_family", "local_name", "number_names", "numbered_name"]
+__all__ = ["auto_names", "block_path", "cut_family", "local_name", "local_scopes", "number_names", "numbered_locals", "numbered_name"]
 
 _NUMBERED = re.compile(r"^(?P<stem>.+?)(?:_(?P<number>\d+))?$")
+_ENDS_NUMBERED = re.compile(r"^(.+)_(\d+)$")
 
 
 def auto_names(graph) -> dict:
@@ -73,8 +74,41 @@ def cut_family(keys, graph) -> str:
     return f"{re.sub(r'[^0-9A-Za-z]+', '_', block['parent']).strip('_').lower() or 'block'}_{letter}"
 
 
+def block_path(name, graph) -> str:
+    """A stored weight's path with its layer's name within its block (``graph.meta["part_names"]``, Note [parts named
+    alike] in passes/blocks_siblings.py): ``enc_0_1.ffn_1.dense_11.weight`` -> ``enc_0_1.ffn.dense_5.weight``."""
+    names, head = graph.meta.get("part_names") or {}, name
+    while head and head not in names:
+        head = head.rpartition(".")[0]
+    return names[head] + name[len(head):] if head else name
+
+
 def local_name(name, graph) -> str:
     """A block function's variable for ``name`` (a layer Keras numbered): its name within its block
     (``conv2d_43`` -> ``conv2d_3``, Note [auto names in cut blocks] in passes/blocks_cut.py), else ``name``."""
     path = (graph.meta.get("block_names") or {}).get(name)
     return path.rpartition(".")[2] if path else name
+
+
+def local_scopes(graph) -> dict:
+    """{IR scope: its layer's own name} for the layers of a nested model built in that model's scope (a
+    ``Sequential`` used as a layer: ``convnext_tiny_stem.convnext_tiny_stem_conv`` -> ``convnext_tiny_stem_conv``),
+    which the emitted code names so inside the same scopes (Note [nested models' scopes] in keras_jax/scopes.py)."""
+    found = {}
+    for scope, path in (graph.meta.get("name_scopes") or {}).items():
+        head = path.replace("/", ".") + "."
+        if scope.startswith(head) and "." not in scope[len(head):]:
+            found[scope] = scope[len(head):]
+    return found
+
+
+def numbered_locals(graph) -> dict:
+    """{layer name: (stem, number)} for the layers of a nested model named after that model's number as well
+    (``convnext_tiny_downsampling_block_0`` holds ``convnext_tiny_downsampling_layernorm_0``): a block function
+    writes them from the block's number (Note [nested models' scopes] in keras_jax/scopes.py)."""
+    found = {}
+    for scope, name in local_scopes(graph).items():
+        own, model = _ENDS_NUMBERED.match(name), _ENDS_NUMBERED.match(scope[: -len(name) - 1])
+        if own and model and own[2] == model[2]:
+            found[name] = (own[1], int(own[2]))
+    return found

@@ -131,8 +131,7 @@ def pieces(text: str, prefix: str, variables, suffix: str = "", auto=None, cased
 
 
 def render(parts, var=lambda v: v, number=lambda i, n: n, string=None, attr=None, auto=None) -> str:
-    """A statement from its ``pieces``, with variables, numbers (by position), names, attributes and numbered names
-    mapped."""
+    """A statement from its ``pieces``, its variables, numbers (by position), names and attributes mapped."""
     text, count = [], 0
     for kind, value in parts:
         if kind == "v":
@@ -174,6 +173,7 @@ class Instance:
     cased: str = ""  # its prefix in the source's case (Note [block names in the source's case]), and the pieces
     spelled: set = field(default_factory=set)  # written in that case
     family: str = ""  # its kind's name where its source class names none (Note [names of generic blocks])
+    numbered: dict = field(default_factory=dict)  # {stem: name} (Note [submodules named after their block])
 
     def flat(self, kind, value) -> str:
         """The flat name of an ("a", value) or ("s", value) piece, in its spelling: ``Layer1_0_conv``."""

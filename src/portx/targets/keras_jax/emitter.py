@@ -18,6 +18,7 @@ import numpy as np
 
 from ...ir import FreeDimRefused, SymDim, Value
 from ...progress import watch
+from ..auto_names import block_path
 from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal
 from .style import VariableNames, auto_names_in, layer_args
 from ..constants import evaluate_constant, live_values
@@ -172,7 +173,7 @@ class KerasEmitter(EmitterBase):
         weights = [v.name for v in node.inputs if v is not None and self.is_param(v)]
         if raw is None and weights and weights[0].endswith((".weight", "_weight")):  # "attn.in_proj_weight"
             raw = weights[0][: -len("weight") - 1]
-            raw = self.var_names.local.get(raw, raw)  # Note [nested models' scopes] in scopes.py
+            raw = self.var_names.local.get(raw, block_path(raw, self.graph))  # Note [nested models' scopes]
         return self.layer_ident(self.var_names.layer(node) if raw is None else raw, node.op.name, cased=True)
 
     def layer(self, node, cls: str, kwargs: dict, inputs, weights=None, *, module="layers", raw=None) -> str:

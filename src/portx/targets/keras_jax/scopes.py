@@ -31,13 +31,13 @@ from __future__ import annotations
 import ast
 import re
 
+from ..auto_names import local_scopes, numbered_locals
 from ..codegen import literal
 
 __all__ = ["SOURCE_WEIGHT", "source_weight", "local_scopes", "numbered_locals", "layer_scopes", "body_scopes", "function_scopes", "open_scopes"]
 
 _NAMED = re.compile(r"""name=(?:'(\w+)'|"(\w+)")""")
 #: the name Keras gives a weight created without one: ``variable``, ``variable_3`` (a counter of the process)
-_ENDS_NUMBERED = re.compile(r"^(.+)_(\d+)$")
 _COUNTED = re.compile(r"^variable(?:_(\d+))?$")
 
 # Note [counter-named weights]: a weight a layer creates without a name (keras.applications' LayerScale:
@@ -96,30 +96,6 @@ def source_weight(graph, param) -> str | None:
         return None  # the layer's other weights are in a layer the emitter names after it (an EinsumDense's kernel)
     counted = _COUNTED.match(name)  # Note [counter-named weights]
     return f", number={int(counted[1] or 0)}" if counted else f", weight={literal(name)}"
-
-
-def local_scopes(graph) -> dict:
-    """{IR scope: its layer's own name} for the layers of a nested model built in that model's scope (a
-    ``Sequential`` used as a layer: ``convnext_tiny_stem.convnext_tiny_stem_conv`` -> ``convnext_tiny_stem_conv``),
-    which the emitted code names so inside the same scopes (Note [nested models' scopes])."""
-    found = {}
-    for scope, path in (graph.meta.get("name_scopes") or {}).items():
-        head = path.replace("/", ".") + "."
-        if scope.startswith(head) and "." not in scope[len(head):]:
-            found[scope] = scope[len(head):]
-    return found
-
-
-def numbered_locals(graph) -> dict:
-    """{layer name: (stem, number)} for the layers of a nested model named after that model's number as well
-    (``convnext_tiny_downsampling_block_0`` holds ``convnext_tiny_downsampling_layernorm_0``): a block function
-    writes them from the block's number (Note [nested models' scopes])."""
-    found = {}
-    for scope, name in local_scopes(graph).items():
-        own, model = _ENDS_NUMBERED.match(name), _ENDS_NUMBERED.match(scope[: -len(name) - 1])
-        if own and model and own[2] == model[2]:
-            found[name] = (own[1], int(own[2]))
-    return found
 
 
 def layer_scopes(emitter) -> dict:

@@ -61,6 +61,7 @@ import textwrap
 
 from ..codegen import literal
 from ..structure import block_rooms, room_of
+from ..auto_names import block_path
 from .scopes import local_scopes
 
 __all__ = ["layer_args", "auto_names_in", "VariableNames", "layout_sentence"]
@@ -187,7 +188,7 @@ class VariableNames:
         for node in graph.nodes:
             source = producer.get(node.inputs[0]) if node.inputs and node.inputs[0] is not None else None
             moved = not node.scope and node.outputs[0].name in added and source is not None
-            self.scope[node] = self.scope[source] if moved else local.get(node.scope, node.scope)
+            self.scope[node] = self.scope[source] if moved else local.get(node.scope, block_path(node.scope, graph))
         self.scope.update(_block_scopes(graph, self.scope))
         self._glue = _glue_layers(graph, self.scope)
         self._kept = _varying(graph)

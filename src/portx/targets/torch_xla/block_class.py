@@ -23,6 +23,7 @@ from .block_args import forward_order, forward_values
 from .choices import layout_lines
 from .key_order import in_source_order, relative_keys
 from .nesting import SEPARABLE, nest, separable
+from .numbered import add_modules, module_name, numbered_column, unnumbered
 from .optional import guard_each, guard_init, without_strides
 from .sequential_class import as_sequential
 
@@ -40,7 +41,9 @@ def own_attribute(inst, value) -> str:
     """The flat attribute of an ("a", value) piece of ``inst`` (``pieces``): ``layer1_0_conv1``; for a block named
     by a suffix, ``separable_conv_1_normal_left1_0_depthwise`` from ``("separable_conv_1_normal_left1", "_depthwise")``.
     """
-    return f"{value[0]}_{inst.suffix}{value[1]}" if isinstance(value, tuple) else inst.flat("a", value)
+    if isinstance(value, tuple):
+        return f"{value[0]}_{inst.suffix}{value[1]}"
+    return inst.flat("a", inst.numbered.get(value, value))  # Note [submodules named after their block]
 
 
 def own_path(inst, path) -> str | None:
@@ -105,7 +108,10 @@ def write_class(emitter, members, cls, reserved, optional=None, role=(None, None
     init, body = members[0]
     init, body = (layout.init, layout.ref) if layout else (init, body)
     local = Namespace({"self", "torch", "nn", "F", "math"})
-    args = [local.name(name, "size") for name in param_names(_Joined(init, layout or body), columns, params)]
+    bases = param_names(_Joined(init, layout or body), columns, params)
+    at = numbered_column(init)  # Note [submodules named after their block] in numbered.py
+    args = [local.name("n" if c == at else name, "size") for c, name in zip(columns, bases)]
+    modules = {stem: local.name(module_name(stem, init.parent)) for stem in init.numbered}
     flags = {f: local.name(f) for f in layout.flags} if layout else {}
     flag = local.name(optional.name) if optional else None
     if flag:
@@ -115,8 +121,9 @@ def write_class(emitter, members, cls, reserved, optional=None, role=(None, None
     inputs = {body.inputs[i]: local.name("x" if i == order[0] else "p" if i == role[1] else  # Note [a cell's two
                                          body.inputs[i].replace("self.", ""), "x") for i in order}  # inputs]
     prefix = (layout.prefix_of if layout else {}).get
-    locals_ = {v: local.name(v[len(prefix(v, body.prefix)) + 1:] if v.startswith(prefix(v, body.prefix) + "_") else
-                             re.sub(r"_+\d+$", "", v), "v") for v in (layout.made if layout else body.locals)}
+    locals_ = {v: local.name(unnumbered(v[len(prefix(v, body.prefix)) + 1:], init.numbered)
+                             if v.startswith(prefix(v, body.prefix) + "_") else re.sub(r"_+\d+$", "", v), "v")
+               for v in (layout.made if layout else body.locals)}
 
     def number(i, text, forward=False):
         if i not in params:
@@ -174,6 +181,11 @@ def write_class(emitter, members, cls, reserved, optional=None, role=(None, None
     if rows is None:
         return None
     rows, forward.rows = separable(rows, forward.rows)  # Note [separable convs as one module] in nesting.py
+    if modules:
+        numbered = add_modules(rows, forward.rows, modules, args[columns.index(at)] if at in columns else "", modules)
+        if numbered is None or at not in columns:
+            return None
+        rows, forward.rows = numbered
     if any("SeparableConv2d(" in text for _, text, _ in rows) and SEPARABLE not in emitter.classes:
         emitter.classes.insert(0, SEPARABLE)
     w.rows += rows

@@ -22,6 +22,7 @@ from __future__ import annotations
 import keyword
 import re
 
+from ..auto_names import numbered_locals
 from ..cell_inputs import input_roles
 from ..codegen import LineWriter
 from ..optional_parts import Layout
@@ -33,6 +34,7 @@ from .containers import EACH, chain, child, named_container, plain_names, write_
 from .choices import merge_layouts
 from .key_order import in_source_order
 from .nesting import nest
+from .numbered import number_submodules
 from .optional import optional_part, with_strides, without_strides
 
 __all__ = ["write_modules"]
@@ -64,7 +66,7 @@ def _hoist(init) -> None:
 
 def _candidates(emitter, variables, reads, taken) -> dict:
     """{container: [(block, init Instance, forward Instance)]} for the containers that can be nested."""
-    found = {}
+    found, numbered = {}, numbered_locals(emitter.graph)
     for block in emitter.graph.meta.get("blocks") or []:
         if any(emitter.spans.get(i) is None for i in range(block["start"], block["stop"])):
             continue
@@ -78,13 +80,16 @@ def _candidates(emitter, variables, reads, taken) -> dict:
         if ok:
             find_outputs(body, reads)
             ok = bool(body.outputs) and _own_attributes(init, body, taken)
+        if ok:  # Note [submodules named after their block] in numbered.py
+            number_submodules(init, body, numbered)
         found.setdefault(block["parent"], []).append((block["index"], block, init, body) if ok else None)
     found = {parent: [row[1:] for row in rows] for parent, rows in found.items()
              if None not in rows and _numbered([row[0] for row in rows])}
     held = {}
     for rows in found.values():
-        holder = None if rows[0][0].get("sibling") else _holder(emitter, rows, taken)
-        if rows[0][0].get("sibling"):  # each at its own path (Note [sibling blocks] in passes/blocks_siblings.py)
+        each = rows[0][0].get("sibling") or rows[0][1].numbered  # Note [submodules named after their block]
+        holder = None if each else _holder(emitter, rows, taken)
+        if each:  # each at its own path (Note [sibling blocks] in passes/blocks_siblings.py)
             if plain_names([block["key"] for block, _, _ in rows], taken, top=True) is not None:
                 held[(EACH, rows[0][0]["parent"])] = rows
         elif holder:
@@ -304,7 +309,7 @@ def _own_names(init):
         for kind, value in parts:
             if kind == "a" or kind == "s" and is_own_buffer(parts):  # self.<prefix>_<name>, or its buffer
                 yield (own_attribute(init, value) if kind == "a" else init.flat(kind, value),
-                       attr_name(value if kind == "a" else value.lstrip("_")))
+                       attr_name(init.numbered.get(value, value) if kind == "a" else value.lstrip("_")))
 
 
 def _each(emitter, made, init_at, body_at, paths) -> None:

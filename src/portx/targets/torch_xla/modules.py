@@ -26,6 +26,7 @@ import hashlib
 
 import numpy as np
 
+from ..auto_names import block_path
 from ..codegen import literal
 from .held import held_layer, held_param
 from .literals import plain
@@ -72,7 +73,8 @@ class ModuleWriter:
         if not trainable:
             return self.buffer(raw_name, array)
         array = np.asarray(array)
-        first, *others = (self.graph.meta.get("tied") or {}).get(raw_name) or [raw_name]
+        tied = (self.graph.meta.get("tied") or {}).get(raw_name) or [raw_name]
+        first, *others = (block_path(key, self.graph) for key in tied)  # Note [parts named alike] in blocks_siblings.py
         name = self.attrs.name(first, "param")
         self.state[name] = array
         self.paths[name] = first
@@ -145,8 +147,8 @@ class ModuleWriter:
     def _module_hint(self, node, weights) -> str:
         """The source layer's name, or its name in a block cut from the graph (``conv2d_43`` -> ``mixed4.conv2d_3``,
         Note [auto names in cut blocks] in passes/blocks_cut.py)."""
-        hint = self._source_hint(node, weights)
-        return (self.graph.meta.get("block_names") or {}).get(hint, hint)
+        hint = block_path(self._source_hint(node, weights), self.graph)  # Note [parts named alike] in passes/
+        return (self.graph.meta.get("block_names") or {}).get(hint, hint)  # blocks_siblings.py
 
     def _source_hint(self, node, weights) -> str:
         """The source layer's name: the node's scope, or the stored weight's more specific prefix.
