@@ -16,6 +16,22 @@ after the op (``blocks.0.se.adaptive_avg_pool``), not the module itself: at ``bl
 module's own children (``blocks.0.se.fc1``), which then kept their flat names (``blocks.0.se_fc1``), not the
 source's state_dict keys.
 
+Note [tied modules]: a parameter the source holds under several keys (``graph.meta["tied"]``: a language model's
+``lm_head.weight`` tied to its embedding's ``tok.weight``) is read by nodes of different ops, which share no layer
+(``ownable``), so it was one ``nn.Parameter`` that each read: ``F.embedding(idx, self.tok.weight)``, ``F.linear(x,
+self.tok.weight)``, under a bare ``nn.Module()`` at each key. Where each of its readers is an embedding or a linear
+reading it as its weight, and the readers' scopes are its keys (the source's modules that hold it), each reader
+owns a module as the source has it, and the later ones take the first's weight, as a person ties them::
+
+    self.tok = nn.Embedding(101, 32)
+    self.lm_head = nn.Linear(32, 101, bias=False)
+    self.lm_head.weight = self.tok.weight
+    ...
+    lm_head = self.lm_head(ln_f)
+
+``state_dict()`` keeps both keys (Note [the source's keys] in key_order.py); ``tp_plan()`` leaves such modules
+whole, as before (splitting them would untie them: sharding.py).
+
 Example:
     >>> t.layer(node, "Dropout", (0.1,), {}, None, [x])   # self.<scope> = nn.Dropout(0.1); x_1 = self.<scope>(x)
     'self.layers_0_dropout'
@@ -33,6 +49,8 @@ from .literals import plain
 
 __all__ = ["ModuleWriter"]
 
+#: op -> the input a module owns as its weight, for a tied parameter (Note [tied modules])
+_TIED_READERS = {"embedding": 0, "linear": 1}
 #: the last parts of a stored weight's name that name no module (``conv.weight`` is module ``conv``)
 _WEIGHT_WORDS = {"weight", "bias", "kernel", "folded", "folded_bias", "gamma", "beta", "embeddings",
                 "running_mean", "running_var", "moving_mean", "moving_variance", "in_proj_weight",
@@ -115,8 +133,31 @@ class ModuleWriter:
         self.init.line(f"self.{name} = nn.{cls}({text})")
         for suffix, array in arrays.items():
             self.state[f"{name}.{suffix}"] = array
+        for suffix, value in weights.items():  # Note [tied modules]
+            if hasattr(value, "type") and value in self.tied() and self._tied[value]:
+                self.init.line(f"self.{name}.{suffix} = {self._tied[value]}")
+            elif hasattr(value, "type") and value in self.tied():
+                self._tied[value] = f"self.{name}.{suffix}"
         self._shared[key] = f"self.{name}"
         return f"self.{name}"
+
+    def ownable(self, value) -> bool:
+        """``EmitterBase.ownable``, and a tied parameter each reader of which owns a module (Note [tied modules])."""
+        return super().ownable(value) or (hasattr(value, "type") and value in self.tied())
+
+    def tied(self) -> dict:
+        """The tied parameters each of whose readers owns a module -> the first of them's weight expression, or None
+        before it is written (Note [tied modules])."""
+        if self._tied is None:
+            tied, reads = self.graph.meta.get("tied") or {}, {}
+            for node in self.graph.nodes:
+                for i, value in enumerate(node.inputs):
+                    if value is not None and value.name in tied and self.is_param(value):
+                        reads.setdefault(value, []).append((node, i))
+            self._tied = {v: None for v, found in reads.items()
+                          if all(_TIED_READERS.get(node.op.name) == i for node, i in found)
+                          and sorted(f"{node.scope}.weight" for node, _ in found) == sorted(tied[v.name])}
+        return self._tied
 
     def _containers(self) -> frozenset:
         """The source paths that hold other modules or weights (``blocks.0.se`` holds ``blocks.0.se.fc1``)."""

@@ -8,7 +8,9 @@ Replicate())``), the output projection takes its whole input and slices it (``Ro
 Replicate())``). A closed MLP pair (Note [closed pairs]) is split Megatron-style: up/gate keep their slice of
 the hidden units, down reduces. Embeddings split the vocabulary (``RowwiseParallel`` on an ``nn.Embedding``),
 the LM head gathers its logits. Only ``nn.Linear`` / ``nn.Embedding`` submodules holding the parameter as their
-``weight`` are named; other weights stay whole (tensor parallelism does not split them).
+``weight`` are named; other weights stay whole (tensor parallelism does not split them), as does a weight the
+source ties (an embedding and its LM head, Note [tied modules] in modules.py): ``parallelize_module`` would give
+each module its own split copy, untied.
 
 Example:
     >>> tp_plan_source(graph, model, emitted["module_of"]).splitlines()[2]
@@ -45,10 +47,11 @@ def plan_rows(graph, model, module_of) -> list:
     """``[(submodule path, ParallelStyle source, why)]`` in graph order (Note [torch plan])."""
     recorded = graph.meta.get("sharding", {})
     roles, rows, done, producers = recorded.get("roles", {}), [], set(), graph.producers()
+    tied = graph.meta.get("tied") or {}
     for value, path in module_of.items():
         node = producers.get(value)
         weights = [v for v in (node.inputs if node is not None else ()) if graph.is_param(v) and v.name in roles]
-        if not weights or path in done:
+        if not weights or path in done or weights[0].name in tied:
             continue
         module = model.get_submodule(path)
         kind = type(module).__name__
