@@ -15,7 +15,9 @@ Prints one plain-text table, one row per (model, target):
            zoo's ConvNeXt (two stages of one block class at two widths) and UNet (five double convs, no block
            number in their names: tests/test_zoo.py REPEATS); inception: keras.applications
            InceptionV3 (tests/support/zoo_keras.build_application: 75x75, blocks cut from the graph); nasnet:
-           keras.applications.NASNetMobile, input (1, 32, 32, 3) (cells named by a suffix id)
+           keras.applications.NASNetMobile, input (1, 32, 32, 3) (cells named by a suffix id); efficientnetb0,
+           mobilenetv2 (alpha 0.35), mobilenetv3small, convnext_tiny: those keras.applications at 32x32 (blocks
+           that differ by optional parts, pad widths and activations; ConvNeXt's numbered downsampling blocks)
   flat     lines of model.py with the blocks left flat (graph.meta["blocks"] and the names of blocks cut from the graph
            emptied: what portx wrote before structured code; torch submodules still sit at their source paths,
            Note [nested paths])
@@ -101,11 +103,12 @@ def zoo(name):
     return load(model, example_inputs=inputs)
 
 
-def nasnet():
-    """keras.applications.NASNetMobile at 32x32, NumPy-drawn weights (tests/support/zoo_keras.py)."""
+def application(name, **kwargs):
+    """keras.applications ``name`` at its smallest side (NASNetMobile, MobileNets: 32x32), NumPy-drawn weights
+    (tests/support/zoo_keras.py)."""
     from tests.support.zoo_keras import build_application
 
-    return load(build_application("NASNetMobile")[0])
+    return load(build_application(name, **kwargs)[0])
 
 
 def hub(name, **extra):
@@ -127,7 +130,11 @@ MODELS = {"resnet50": (resnet50, ("keras-jax", "torch-xla")), "decoder32": (deco
           "hub_gpt2": (lambda: hub("GPT2Backbone", num_heads=2, max_sequence_length=16), ("torch-xla", "keras-jax")),
           "hub_llama_dropout": (lambda: hub("LlamaBackbone", num_query_heads=4, num_key_value_heads=2, dropout=0.1),
                                 ("torch-xla", "keras-jax")),
-          "nasnet": (nasnet, ("torch-xla", "keras-jax")),
+          "nasnet": (lambda: application("NASNetMobile"), ("torch-xla", "keras-jax")),
+          "efficientnetb0": (lambda: application("EfficientNetB0"), ("torch-xla", "keras-jax")),
+          "mobilenetv2": (lambda: application("MobileNetV2", alpha=0.35), ("torch-xla", "keras-jax")),
+          "mobilenetv3small": (lambda: application("MobileNetV3Small"), ("torch-xla", "keras-jax")),
+          "convnext_tiny": (lambda: application("ConvNeXtTiny"), ("torch-xla", "keras-jax")),
           "zoo_convnext": (lambda: zoo("convnext"), ("keras-jax", "torch-xla")),
           "zoo_unet": (lambda: zoo("unet"), ("keras-jax", "torch-xla"))}
 
