@@ -6,20 +6,7 @@ from torch import nn
 
 import portx
 from portx.targets.torch_xla.runtime import load_folder
-
-
-class _TinyLM(nn.Module):
-    """An embedding whose output layer shares its table (``lm_head.weight = tok.weight``)."""
-
-    def __init__(self):
-        super().__init__()
-        self.tok = nn.Embedding(11, 8)
-        self.norm = nn.LayerNorm(8)
-        self.lm_head = nn.Linear(8, 11, bias=False)
-        self.lm_head.weight = self.tok.weight
-
-    def forward(self, ids):
-        return self.lm_head(self.norm(self.tok(ids)))
+from tests.ops.embedding.test_embedding import TiedLM  # wte, ln, lm_head tied to wte
 
 
 class _Late(nn.Module):
@@ -53,16 +40,16 @@ def _convert(model, inputs, tmp_path):
 
 def test_a_tied_parameter_is_the_source_s_under_each_key(tmp_path):
     torch.manual_seed(0)
-    model, result = _convert(_TinyLM(), (torch.randint(0, 11, (2, 5)),), tmp_path)
+    model, result = _convert(TiedLM(vocab=11).eval(), (torch.randint(0, 11, (2, 5)),), tmp_path)
     code = result.files["code"].read_text()
-    assert "self.lm_head.weight = self.tok.weight" in code, code
-    assert list(result.model.state_dict()) == list(model.state_dict()) == ["tok.weight", "norm.weight", "norm.bias",
+    assert "self.lm_head.weight = self.wte.weight" in code, code
+    assert list(result.model.state_dict()) == list(model.state_dict()) == ["wte.weight", "ln.weight", "ln.bias",
                                                                             "lm_head.weight"]
-    assert result.model.lm_head.weight is result.model.tok.weight
+    assert result.model.lm_head.weight is result.model.wte.weight
     built = load_folder(tmp_path / "out")  # load_model(), as a user runs it
-    assert built.lm_head.weight is built.tok.weight
+    assert built.lm_head.weight is built.wte.weight
     built.load_state_dict(model.state_dict(), strict=True)  # the source's state_dict loads as it is
-    assert built.lm_head.weight is built.tok.weight
+    assert built.lm_head.weight is built.wte.weight
 
 
 def test_statements_and_buffers_follow_the_source_s_order_and_names(tmp_path):
