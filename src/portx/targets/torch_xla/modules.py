@@ -42,6 +42,8 @@ import hashlib
 
 import numpy as np
 
+from ...ops.embedding import EMBEDDING
+from ...ops.linear import LINEAR
 from ..auto_names import block_path
 from ..codegen import literal
 from .held import held_layer, held_param
@@ -50,7 +52,7 @@ from .literals import plain
 __all__ = ["ModuleWriter"]
 
 #: op -> the input a module owns as its weight, for a tied parameter (Note [tied modules])
-_TIED_READERS = {"embedding": 0, "linear": 1}
+_TIED_READERS = {EMBEDDING: EMBEDDING.input_names.index("table"), LINEAR: LINEAR.input_names.index("weight")}
 #: the last parts of a stored weight's name that name no module (``conv.weight`` is module ``conv``)
 _WEIGHT_WORDS = {"weight", "bias", "kernel", "folded", "folded_bias", "gamma", "beta", "embeddings",
                 "running_mean", "running_var", "moving_mean", "moving_variance", "in_proj_weight",
@@ -155,7 +157,7 @@ class ModuleWriter:
                     if value is not None and value.name in tied and self.is_param(value):
                         reads.setdefault(value, []).append((node, i))
             self._tied = {v: None for v, found in reads.items()
-                          if all(_TIED_READERS.get(node.op.name) == i for node, i in found)
+                          if all(_TIED_READERS.get(node.op) == i for node, i in found)
                           and sorted(f"{node.scope}.weight" for node, _ in found) == sorted(tied[v.name])}
         return self._tied
 
