@@ -34,3 +34,16 @@ def test_tp_plan_on_2_and_4_gloo_processes_matches_one_process(tmp_path):
         got, local = run_tp_plan(tmp_path, [ids], world)
         assert np.max(np.abs(got - want)) <= 1e-5, (world, np.max(np.abs(got - want)))
         assert local <= 1.05 * total / world, (world, local, total)  # only the norm scales stay whole
+
+
+def test_plan_patterns_keep_the_numbers_rows_share():
+    # the zoo GPT's MLP is an nn.Sequential: its linears are blocks.N.mlp.0 and .2, the GELU between them .1
+    paths = ["", "blocks", *(f"blocks.{b}.{part}" for b in range(2) for part in ("mlp", "mlp.0", "mlp.1", "mlp.2"))]
+    rows = [(f"blocks.{b}.{part}", style, "MLP pair") for b in range(2)
+            for part, style in (("mlp.0", "ColwiseParallel()"), ("mlp.2", "RowwiseParallel()"))]
+    assert plan_patterns(rows, paths) == [("blocks.*.mlp.0", "ColwiseParallel()", "MLP pair"),
+                                          ("blocks.*.mlp.2", "RowwiseParallel()", "MLP pair")]
+    assert plan_patterns(rows[:3], paths) == [("blocks.*.mlp.0", "ColwiseParallel()", "MLP pair"),
+                                              ("blocks.0.mlp.2", "RowwiseParallel()", "MLP pair")]
+    # a pattern that would also name a submodule without a row (a third block) stays one row per path
+    assert plan_patterns(rows, [*paths, "blocks.2", "blocks.2.mlp", "blocks.2.mlp.0", "blocks.2.mlp.2"]) == rows

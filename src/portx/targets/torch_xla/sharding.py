@@ -67,17 +67,18 @@ def plan_rows(graph, model, module_of) -> list:
 def plan_patterns(rows, paths) -> list:
     """``rows`` with the rows of repeated blocks as one row each: ``layers.*.self_attn.q_proj`` where every
     submodule the pattern names (``paths``: the model's submodule paths; ``parallelize_module`` matches each
-    component with fnmatch) has a row, with the same style. Example: rows for ``layers.0.mlp.up_proj`` and
+    component with fnmatch) has a row, with the same style. A number the rows share stays (``blocks.*.mlp.0``: the
+    first linear of each block's ``nn.Sequential``). Example: rows for ``layers.0.mlp.up_proj`` and
     ``layers.1.mlp.up_proj`` -> ``[("layers.*.mlp.up_proj", "ColwiseParallel()", "MLP pair")]``."""
     groups = {}
     for path, style, why in rows:
-        pattern = ".".join("*" if part.isdigit() else part for part in path.split("."))
-        groups.setdefault((pattern, style, why), []).append(path)
+        key = tuple("*" if part.isdigit() else part for part in path.split("."))
+        groups.setdefault((key, style, why), []).append(path.split("."))
     out, done = [], set()
     for path, style, why in rows:
-        pattern = ".".join("*" if part.isdigit() else part for part in path.split("."))
-        members = groups[(pattern, style, why)]
-        if len(members) > 1 and set(members) == set(resolve(pattern, paths)):
+        members = groups[(tuple("*" if part.isdigit() else part for part in path.split(".")), style, why)]
+        pattern = ".".join(parts[0] if len(set(parts)) == 1 else "*" for parts in zip(*members))
+        if len(members) > 1 and sorted(map(".".join, members)) == sorted(resolve(pattern, paths)):
             if pattern not in done:
                 out.append((pattern, style, why))
                 done.add(pattern)
