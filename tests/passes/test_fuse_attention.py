@@ -1,11 +1,16 @@
 """passes/fuse_attention.py: matmul / softmax / matmul chains become one attention op (Note [attention fusion])."""
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 import torch
 from torch import nn
 
+from portx.frontends.jax import lower_jaxpr
 from portx.ir import parse_graph, validate
 from portx.passes.fuse_attention import fuse_attention
+from portx.passes.fuse_idioms import fuse_idioms
+from portx.verification.compare import run_reference
 from tests.support.harness import check_torch_op
 
 _CHAIN = """
@@ -72,3 +77,19 @@ def test_multihead_attention_computing_its_weights_becomes_one_attention(target)
                            expect_ops=["softmax"])
     fused = fuse_attention(graph)
     assert "attention" in [n.op.name for n in fused.nodes] and "softmax" not in [n.op.name for n in fused.nodes]
+
+
+def test_jax_batched_matmuls_around_a_softmax_are_one_attention():
+    """``jnp.matmul`` over batch and head axes is a matmul over the merged axes between reshapes (how the JAX
+    frontend writes ``dot_general``); the softmax between (traced op by op: passes/fuse_idioms.py) runs on the
+    split axes. The chain is one attention over the merged axes."""
+    def attend(q, k, v):
+        return jnp.matmul(jax.nn.softmax(jnp.matmul(q, k.swapaxes(-1, -2)) * 0.25, axis=-1), v)
+
+    q, k, v = (np.random.default_rng(i).normal(size=(1, 2, 6, 4)).astype(np.float32) for i in range(3))
+    graph = validate(lower_jaxpr(jax.make_jaxpr(attend)(q, k, v), ["q", "k", "v"], {}))
+    fused = validate(fuse_attention(fuse_idioms(graph)))
+    assert [n.op.name for n in fused.nodes].count("attention") == 1, [n.op.name for n in graph.nodes]
+    assert not {"softmax", "matmul"} & {n.op.name for n in fused.nodes}, [n.op.name for n in fused.nodes]
+    got = run_reference(fused, [q, k, v])[fused.outputs[0]]
+    np.testing.assert_allclose(got, np.asarray(attend(q, k, v)), rtol=1e-5, atol=1e-6)

@@ -11,7 +11,10 @@ which is exactly the IR ``attention`` (SDPA's meaning: ``softmax(q @ k^T * scale
 pass rewrites each such chain into ``attention(q, k, v, mask) {scale, dropout_p}`` and the targets write
 one ``ops.dot_product_attention`` / ``F.scaled_dot_product_attention`` call. It only fuses when every
 intermediate (scores, probs) has no other reader and is no graph output (returned attention weights
-keep the chain), the scale factors are scalar constants, and q, k and v share their batch axes. ``k^T`` is
+keep the chain), the scale factors are scalar constants, and q, k and v share their batch axes. JAX's batched
+matmul (``dot_general``, keras-hub MiT's attention) merges the batch and head axes for the two matmuls and splits
+them for the softmax between: a reshape after the first matmul and its inverse before the second, both keeping
+the last two axes, are read through (without a mask), and the attention runs on the merged axes. ``k^T`` is
 the keys when it is a permute of the last two axes; otherwise the pass adds that permute. One
 difference is deliberate: a row that the mask hides entirely (all ``-inf``) is NaN in the source and
 zeros after fusion (Note [fully masked rows] in ops/attention/__init__.py), so verification only passes
@@ -34,7 +37,7 @@ from ..ops.dropout import DROPOUT
 from ..ops.elementwise import BINARY
 from ..ops.linear import MATMUL
 from ..ops.reduce import SOFTMAX
-from ..ops.shape import PERMUTE
+from ..ops.shape import PERMUTE, RESHAPE
 
 __all__ = ["fuse_attention"]
 
@@ -66,6 +69,16 @@ class _Chain:
         """True when ``value`` is a matmul's result, maybe times scalar constants."""
         return self.only(self.peel(value, [])[0], MATMUL) is not None
 
+    def merged(self, value, used):
+        """(input, node) where ``value`` is a reshape that keeps the last two axes (it merges or splits the batch
+        and head axes: JAX's batched ``dot_general`` is a matmul over one batch axis between two such
+        reshapes); else (value, None)."""
+        node = self.only(value, RESHAPE)
+        if node is None or node.inputs[0].type.shape[-2:] != value.type.shape[-2:]:
+            return value, None
+        used.append(node)
+        return node.inputs[0], node
+
     def peel(self, value, used):
         """``value`` without the scalar constants it is multiplied or divided by: (base, factor)."""
         factor = 1.0
@@ -93,6 +106,7 @@ def _match(chain, out_node):
     """(attention inputs, attrs, the nodes it replaces, a permute to add or None) for ``out_node``, or None."""
     probs, v = out_node.inputs
     used, rate = [out_node], 0.0
+    probs, merge = chain.merged(probs, used)  # Note [attention fusion]: the batch axes merged for the matmul
     drop = chain.only(probs, DROPOUT)
     if drop is not None and not drop.attrs["axes"]:
         used.append(drop)
@@ -110,6 +124,10 @@ def _match(chain, out_node):
                 scores, mask = s, m
                 break
     scores, scale = chain.peel(scores, used)
+    if merge is not None:  # and split again after the first
+        scores, split = chain.merged(scores, used)
+        if split is None or scores.type.shape != merge.outputs[0].type.shape:
+            return None
     qk = chain.only(scores, MATMUL)
     if qk is None:
         return None

@@ -22,7 +22,8 @@ def test_every_rule_a_table_names_is_run_by_that_targets_pipeline(target):
     # clean-ups and the shared decompositions (whose output it legalizes); dtype rows: the pass is listed
     passes = [fn.__name__ for fn in PIPELINES[target]]
     step = f"legalize_for_{target.replace('-', '_')}"
-    assert step in passes and set(passes[:passes.index(step)]) <= {"remove_dead_nodes", "fuse_attention", "decompose"}, passes
+    assert step in passes and set(passes[:passes.index(step)]) <= {"remove_dead_nodes", "fuse_idioms", "fuse_attention",
+                                                                   "decompose"}, passes
     for kind, rows in load_table(target).items():
         for key, row in rows.items():
             for rule in rules_of(row["status"]):

@@ -99,8 +99,9 @@ def _stepwise(node, k):
         repeat = shape_q[-3] // shape_k[-3]
         keys = k.temp(node, f"ops.repeat({keys}, {repeat}, axis=-3)", "keys")
         values = k.temp(node, f"ops.repeat({values}, {repeat}, axis=-3)", "values")
-    scores = k.temp(node, f"ops.multiply(ops.matmul({queries}, ops.swapaxes({keys}, -1, -2)), "
-                          f"{k.lit(float(a['scale']))})", "scores")
+    scores = f"ops.matmul({queries}, ops.swapaxes({keys}, -1, -2))"
+    scores = k.temp(node, scores if a["scale"] == 1.0 else f"ops.multiply({scores}, {k.lit(float(a['scale']))})",
+                    "scores")
     masked = _masked_scores(node, k, scores, (shape_q[-2], shape_k[-2]))
     layers = all(v in k.live and v.type.dtype == "float32" for v in (q, key, value))
     if layers:
