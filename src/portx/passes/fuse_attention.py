@@ -38,32 +38,13 @@ from ..ops.elementwise import BINARY
 from ..ops.linear import MATMUL
 from ..ops.reduce import SOFTMAX
 from ..ops.shape import PERMUTE, RESHAPE
+from .chains import Chains
 
 __all__ = ["fuse_attention"]
 
 
-class _Chain:
-    """The graph facts one match needs: producers, reader counts, outputs, scalar constants."""
-
-    def __init__(self, graph):
-        self.graph = graph
-        self.producer = graph.producers()
-        self.readers = {v: len(users) for v, users in graph.users().items()}
-        self.outputs = set(graph.outputs)
-
-    def only(self, value, op):
-        """The node producing ``value`` with ``op`` when ``value`` has one reader and is not an output."""
-        node = self.producer.get(value)
-        if node is None or node.op is not op or self.readers.get(value, 0) != 1 or value in self.outputs:
-            return None
-        return node
-
-    def scalar(self, value):
-        """The float of a one-element constant, or None."""
-        if not self.graph.is_param(value) or value.name in self.graph.meta.get("trainable", ()):
-            return None
-        array = self.graph.params[value.name]
-        return float(array.reshape(())) if array.size == 1 else None
+class _Chain(Chains):
+    """``Chains`` with the attention chain's own readings: a matmul, a batch reshape, scalar factors."""
 
     def from_matmul(self, value) -> bool:
         """True when ``value`` is a matmul's result, maybe times scalar constants."""

@@ -28,6 +28,7 @@ from ..ops.elementwise import BINARY
 from ..ops.elementwise.unary import UNARY
 from ..ops.reduce import REDUCE, SOFTMAX
 from ..ops.shape import EXPAND, RESHAPE
+from .chains import Chains
 from .fold import remove_dead_nodes
 
 __all__ = ["fuse_idioms"]
@@ -39,30 +40,8 @@ def _near(a, b) -> bool:
     return a is not None and abs(a - b) <= 1e-6 * abs(b)
 
 
-class _Trees:
-    """The graph facts a match needs: producers, reader counts, outputs, scalar constants."""
-
-    def __init__(self, graph):
-        self.graph = graph
-        self.producer = graph.producers()
-        self.readers = {v: len(users) for v, users in graph.users().items()}
-        self.outputs = set(graph.outputs)
-
-    def only(self, value, op, used, readers=1):
-        """The node producing ``value`` with ``op`` when ``value`` has ``readers`` readers and is no output;
-        the node joins ``used``."""
-        node = self.producer.get(value)
-        if node is None or node.op is not op or self.readers.get(value, 0) != readers or value in self.outputs:
-            return None
-        used.append(node)
-        return node
-
-    def scalar(self, value):
-        """The float of a one-element constant that does not train, or None."""
-        if not self.graph.is_param(value) or self.graph.is_trainable(value.name):
-            return None
-        array = self.graph.params[value.name]
-        return float(array.reshape(())) if array.size == 1 else None
+class _Trees(Chains):
+    """``Chains`` with products and ``1 + f(x)`` read as the GELU forms write them."""
 
     def product(self, value, used, root=None):
         """``value`` as a product: (the scalar constants' product, the other factors in order). Products
