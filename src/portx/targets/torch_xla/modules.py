@@ -69,7 +69,8 @@ class ModuleWriter:
         """Register ``array`` as a buffer and return ``self.<name>``.
 
         Small arrays are written into ``__init__`` (non-persistent, so the code shows the numbers);
-        larger ones are zeros in ``__init__`` and come from model.safetensors.
+        larger ones are zeros in ``__init__`` and come from model.safetensors, or from buffers.safetensors where
+        the source has no state_dict key for them (Note [computed buffers] in shards.py).
         """
         array = np.asarray(array)
         dtype, name = self.dtype(str(array.dtype)), self.attrs.name(raw_name, "buffer")
@@ -78,7 +79,9 @@ class ModuleWriter:
         zeros = f"torch.zeros({literal(tuple(array.shape))}, dtype={dtype})"
         if array.size == 0 or array.size > _INLINE_MAX:
             self.state.update({name: array} if array.size else {})
-            kept = "" if array.size else ", persistent=False"
+            computed = array.size and raw_name not in self.graph.meta.get("source_keys", (raw_name,))
+            self.computed = self.computed or bool(computed)
+            kept = "" if array.size and not computed else ", persistent=False"
             self.init.line(f"self.register_buffer({literal(name)}, {zeros}{kept})")
         else:
             self.init.line(f"self.register_buffer({literal(name)}, torch.tensor({literal(plain(array))}, "
