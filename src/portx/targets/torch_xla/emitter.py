@@ -96,6 +96,7 @@ class TorchEmitter(ModuleWriter, EmitterBase):
         self._weightless = {}  # block key -> [(constructor, arguments, name in the block)] (the same Note)
         self._holders = None  # the source paths holding others (ModuleWriter._containers)
         self._tied = None  # tied param Value -> the first submodule's weight (Note [tied modules] in modules.py)
+        self._unread = {}  # tied param Value -> its keys no node reads (the same Note)
         self._widened = False  # the node being written computes its unsigned operands in int64
         self._block = None  # the repeated block the node being written lies in (Note [blocks overwrite ...])
         self._reads = None  # Value -> how many node inputs read it
