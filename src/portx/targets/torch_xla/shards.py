@@ -48,8 +48,8 @@ from ...ir.types import VIEWED_AS_INT
 from ...weights import release_pages
 from ...weights.safetensors_writer import write_streamed
 
-__all__ = ["DEFAULT_MAX_SHARD_SIZE", "WEIGHTS_FILE", "BUFFERS_FILE", "INDEX_FILE", "SHARDED_FOOTER", "shard_bytes", "plan_shards",
-           "state_sizes", "is_sharded", "write_weights", "tensor_view", "module_on", "skeleton",
+__all__ = ["DEFAULT_MAX_SHARD_SIZE", "WEIGHTS_FILE", "BUFFERS_FILE", "INDEX_FILE", "SHARDED_FOOTER", "shard_bytes",
+           "plan_shards", "state_sizes", "is_sharded", "write_weights", "tensor_view", "module_on", "skeleton",
            "meta_built", "Converted"]
 
 #: Hugging Face's default shard size (``save_pretrained(max_shard_size="2GB")``, decimal units as it counts)
