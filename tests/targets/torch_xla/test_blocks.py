@@ -150,13 +150,6 @@ def test_blocks_that_differ_by_their_dilation_are_one_class(tmp_path):
     assert list(result.model.state_dict()) == list(model.state_dict())
 
 
-#: keys the emitted module holds beyond the source's (#32): the zoo Swin's relative position index and shift mask are
-#: non-persistent buffers its ``__init__`` computes, so its state_dict has no key for them; the emitted module holds
-#: them (the index at its source name, the mask folded to the shape it is added in) as persistent buffers, whose
-#: values come from model.safetensors (Note [the source's keys] in src/portx/targets/torch_xla/key_order.py)
-COMPUTED = {"swin": ["unsqueeze_3", "blocks.0.attn.rel_index", "blocks.1.attn.rel_index"]}
-
-
 @pytest.mark.parametrize("name", [pytest.param(n, marks=() if n == "mobilenetv3" else pytest.mark.slow)
                                   for n in sorted(set(ZOO) - {"resnet"})])
 def test_zoo_model_straight_to_torch_is_structured_at_the_source_s_keys(name, tmp_path):
@@ -164,13 +157,12 @@ def test_zoo_model_straight_to_torch_is_structured_at_the_source_s_keys(name, tm
     Keras model; the ResNet is the CI case above; MobileNetV3 in CI too): one class per kind of block the source
     repeats (``REPEATS``), and the source's state_dict keys in its order (MobileNetV3's squeeze-excite
     ``blocks.0.se.fc1``: Note [weightless modules]; GPT's tied ``tok.weight`` and ``lm_head.weight``), so that the
-    source's state_dict loads strictly."""
+    source's state_dict loads strictly. The zoo Swin's relative position index and shift mask, non-persistent
+    buffers its ``__init__`` computes, are non-persistent here too (Note [computed buffers] in
+    src/portx/targets/torch_xla/shards.py)."""
     model, inputs = ZOO[name]()
     result = portx.convert(model, example_inputs=inputs, to="torch-xla", out=tmp_path / "out", grad=False)  # verifies
     assert_structured(result, "torch-xla", repeats=name in REPEATS)
     got, want = list(result.model.state_dict()), list(model.state_dict())
-    assert [k for k in got if k in want] == want, (got, want)  # every key, in the source's order
-    extra = [k for k in got if k not in want]
-    assert extra == COMPUTED.get(name, []), extra
-    missing, unexpected = result.model.load_state_dict(model.state_dict(), strict=not extra)
-    assert sorted(missing) == sorted(extra) and not unexpected
+    assert got == want, (got, want)  # every key, in the source's order, and no other
+    result.model.load_state_dict(model.state_dict(), strict=True)

@@ -60,3 +60,33 @@ def test_statements_and_buffers_follow_the_source_s_order_and_names(tmp_path):
     assert list(result.model.state_dict()) == list(model.state_dict()), (list(result.model.state_dict()),
                                                                          list(model.state_dict()))
     result.model.load_state_dict(model.state_dict(), strict=True)
+
+
+class _Computed(nn.Module):
+    """A buffer computed in ``__init__`` with ``persistent=False`` (no state_dict key), read as it is and folded."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 24)
+        self.register_buffer("order", torch.arange(23, -1, -1) % 8, persistent=False)
+        self.register_buffer("scale", torch.linspace(0.5, 1.5, 24), persistent=False)
+
+    def forward(self, x):
+        return (self.fc(x) * self.scale.unsqueeze(0)).index_select(1, self.order)
+
+
+def test_a_computed_buffer_is_non_persistent_and_loads_apart(tmp_path):
+    """Note [computed buffers] in src/portx/targets/torch_xla/shards.py: the source's keys and no other, strict loads
+    of the source's state_dict; the values come from buffers.safetensors, read by load_model (one file or shards)."""
+    torch.manual_seed(0)
+    model, x = _Computed().eval(), torch.randn(2, 8)
+    for out, shard in (tmp_path / "one", None), (tmp_path / "shards", "500B"):
+        result = portx.convert(model, example_inputs=(x,), to="torch-xla",
+                               output=portx.Output(out=out, max_shard_size=shard))  # verifies, module_on's model too
+        code = result.files["code"].read_text()
+        assert "persistent=False)" in code and "load_buffers(model)" in code, code
+        assert list(result.model.state_dict()) == list(model.state_dict()) == ["fc.weight", "fc.bias"]
+        assert (out / "buffers.safetensors").is_file() and (shard is None) == (out / "model.safetensors").is_file()
+        built = load_folder(out)  # load_model(), as a user runs it
+        built.load_state_dict(model.state_dict(), strict=True)
+        torch.testing.assert_close(built(x), model(x))

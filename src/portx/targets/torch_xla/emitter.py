@@ -32,7 +32,7 @@ from .blocks import write_modules
 from .files import HEADER, Emitted, model_text
 from .held import mha_holders
 from .modules import ModuleWriter
-from .shards import WEIGHTS_FILE, Converted, is_sharded, module_on, skeleton, write_weights
+from .shards import BUFFERS_FILE, WEIGHTS_FILE, Converted, is_sharded, module_on, skeleton, write_weights
 from .literals import plain, scalar_result
 from .sharding import tp_plan_source
 from .unsigned import WIDE, narrowed, widened, widens
@@ -40,7 +40,8 @@ from .unsigned import WIDE, narrowed, widened, widens
 __all__ = ["TARGET", "WEIGHTS_FILE", "HEADER", "TorchEmitter", "emit_torch"]
 
 TARGET = "torch-xla"
-_RESERVED = {"torch", "nn", "F", "os", "math", "load_file", "self", "Model", "build_model", "load_model", "WEIGHTS"}
+_RESERVED = {"torch", "nn", "F", "os", "math", "load_file", "self", "Model", "build_model", "load_model", "WEIGHTS",
+             "load_buffers", "BUFFERS"}
 
 
 @functools.lru_cache(maxsize=1)
@@ -87,13 +88,15 @@ class TorchEmitter(ModuleWriter, EmitterBase):
         self.attrs = _BlockNames(_RESERVED | _module_attributes(), graph)  # self.<submodule or buffer>
         self.init, self.body = LineWriter(), LineWriter()
         self.init.indent = self.body.indent = 2
-        self.state = {}  # state_dict key -> array, for model.safetensors
+        self.state = {}  # state_dict key -> array, for model.safetensors (or buffers.safetensors: computed)
+        self.computed = False  # a buffer the source computes is written (Note [computed buffers] in shards.py)
         self.module_of = {}  # Value -> submodule attribute, for per-layer checks
         self.paths = {}  # attribute -> the source path it stands for (Note [nested paths] in nesting.py)
         self._shared = {}  # (constructor, weights or source module) -> attribute (Note [weightless modules])
         self._weightless = {}  # block key -> [(constructor, arguments, name in the block)] (the same Note)
         self._holders = None  # the source paths holding others (ModuleWriter._containers)
         self._tied = None  # tied param Value -> the first submodule's weight (Note [tied modules] in modules.py)
+        self._unread = {}  # tied param Value -> its keys no node reads (the same Note)
         self._widened = False  # the node being written computes its unsigned operands in int64
         self._block = None  # the repeated block the node being written lies in (Note [blocks overwrite ...])
         self._reads = None  # Value -> how many node inputs read it
@@ -273,6 +276,9 @@ def emit_torch(graph, out_dir, max_shard_size=None) -> dict:
     code_path.write_text(code_path.read_text(encoding="utf-8") + tp_plan_source(graph, shape, emitter.module_of),
                          encoding="utf-8")
     weights_path = write_weights(Converted(emitter.state, shape), out_dir, max_shard_size, sharded=emitter.sharded)
+    computed = Converted(emitter.state, shape, computed=True)  # Note [computed buffers] in shards.py
+    if computed:
+        write_weights(computed, out_dir, sharded=False, name=BUFFERS_FILE)
     return Emitted({"code": code_path, "weights": weights_path, "module_of": dict(emitter.module_of),
                     "var_of": emitter.var_of(), "origins": emitter.origins,
                     "block_inputs": dict(emitter.block_inputs)}, lambda: module_on(build, emitter.state))

@@ -9,7 +9,7 @@ Example:
 from __future__ import annotations
 
 from ..codegen import literal, module_sentences
-from .shards import INDEX_FILE, SHARDED_FOOTER, WEIGHTS_FILE
+from .shards import BUFFERS_FILE, INDEX_FILE, SHARDED_FOOTER, WEIGHTS_FILE
 
 __all__ = ["HEADER", "model_text", "Emitted"]
 
@@ -23,8 +23,11 @@ def model_text(emitter, args) -> str:
     modules = "".join(row + "\n" for row in module_sentences(emitter.graph))
     weights, wording = (INDEX_FILE, f"the shards {INDEX_FILE} lists") if emitter.sharded else \
         (WEIGHTS_FILE, WEIGHTS_FILE)
+    if emitter.computed:
+        modules = f"The buffers the source computes (no state_dict keys) are in {BUFFERS_FILE}.\n" + modules
     text = _HEADER.format(weights=literal(weights), weights_text=wording, modules=modules,
                           json="import json\n" if emitter.sharded else "",
+                          buffers=_BUFFERS.format(literal(BUFFERS_FILE)) if emitter.computed else "",
                           ordered=_ORDERED if "OrderedDict(" in emitter.init.text() else "")
     text += "".join("\n\n" + cls for cls in emitter.classes)
     text += "\n\nclass Model(nn.Module):\n"
@@ -33,7 +36,11 @@ def model_text(emitter, args) -> str:
     text += emitter.init.text() if emitter.init.text().strip() else ""
     text += f"\n    def forward(self{''.join(', ' + a for a in args)}):\n"
     text += emitter.body.text()
-    return text + (SHARDED_FOOTER if emitter.sharded else _FOOTER)
+    footer = SHARDED_FOOTER if emitter.sharded else _FOOTER
+    if emitter.computed:  # Note [computed buffers] in shards.py
+        footer = footer.replace("\n\ndef load_model(", _LOAD_BUFFERS + "\n\ndef load_model(", 1)
+        footer = footer.replace("    model.eval()\n", "    load_buffers(model)\n    model.eval()\n", 1)
+    return text + footer
 
 
 _ORDERED = "from collections import OrderedDict\n"  # named blocks (Note [named block containers] in containers.py)
@@ -52,6 +59,17 @@ from safetensors.torch import load_file
 from torch import nn
 
 WEIGHTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), {weights})
+{buffers}'''
+#: where the buffers the source computes are (Note [computed buffers] in shards.py)
+_BUFFERS = "BUFFERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), {})\n"
+
+_LOAD_BUFFERS = '''
+
+def load_buffers(model, buffers=None):
+    """Set the buffers the source computes in its __init__ (persistent=False: not in the state_dict) from
+    buffers.safetensors."""
+    for key, tensor in load_file(buffers or BUFFERS).items():
+        model.get_buffer(key).copy_(tensor)
 '''
 
 _FOOTER = '''

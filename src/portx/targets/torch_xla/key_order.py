@@ -17,10 +17,9 @@ source holds it (``graph.meta["source_buffers"]``; an index table read by ``inde
 int32 copy) is registered on its module at its source name (``self.blocks[0].attn.register_buffer('rel_index', ...)``,
 nesting.py), where it was a flat ``blocks_0_attn_index`` on ``Model``. ``ep.state_dict`` lists the buffers after
 every parameter; ``source_keys`` (frontends/torch/keys.py) puts each where ``state_dict()`` has it, after its
-module's own parameters. Not done: a buffer the source registers with ``persistent=False`` (the zoo Swin's relative
-position index and shift mask, computed in its ``__init__``) has no key in the source's state_dict, and stays a
-persistent buffer here, its value read from model.safetensors: the emitted code cannot compute it, and a
-non-persistent one would need every loader (``load_model``, the shards', ``module_on``) to read it apart.
+module's own parameters. A buffer the source registers with ``persistent=False`` (the zoo Swin's relative position
+index and shift mask, computed in its ``__init__``) has no key in the source's state_dict, and none here: it is
+registered ``persistent=False`` too and read from buffers.safetensors (Note [computed buffers] in shards.py).
 
 Example:
     >>> in_source_order([(2, "self.b = nn.Linear(2, 2)", ""), (2, "self.a = nn.Linear(2, 2)", "")],

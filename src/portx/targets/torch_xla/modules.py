@@ -30,7 +30,13 @@ owns a module as the source has it, and the later ones take the first's weight, 
     lm_head = self.lm_head(ln_f)
 
 ``state_dict()`` keeps both keys (Note [the source's keys] in key_order.py); ``tp_plan()`` leaves such modules
-whole, as before (splitting them would untie them: sharding.py).
+whole, as before (splitting them would untie them: sharding.py). T5 and BART (transformers 5) tie ``shared``, which
+nothing calls, to the encoder's and decoder's ``embed_tokens`` (and T5's ``lm_head``): two embeddings alike, of one
+op, were one module (``ownable``), the decoder's reads were the encoder's, and ``shared.weight`` and
+``decoder.embed_tokens.weight`` were lost. Readers whose scopes are some of the keys qualify, each scope its own
+module (``submodule``'s key holds the scope), and a key nothing reads is an ``nn.Embedding`` of the table's shape
+(``_unread_module``): the first key, where nothing reads it (``self.shared = nn.Embedding(100, 32)``), holds the
+weight that the readers' modules take; a later one takes it too.
 
 Example:
     >>> t.layer(node, "Dropout", (0.1,), {}, None, [x])   # self.<scope> = nn.Dropout(0.1); x_1 = self.<scope>(x)
@@ -69,7 +75,8 @@ class ModuleWriter:
         """Register ``array`` as a buffer and return ``self.<name>``.
 
         Small arrays are written into ``__init__`` (non-persistent, so the code shows the numbers);
-        larger ones are zeros in ``__init__`` and come from model.safetensors.
+        larger ones are zeros in ``__init__`` and come from model.safetensors, or from buffers.safetensors where
+        the source has no state_dict key for them (Note [computed buffers] in shards.py).
         """
         array = np.asarray(array)
         dtype, name = self.dtype(str(array.dtype)), self.attrs.name(raw_name, "buffer")
@@ -78,7 +85,9 @@ class ModuleWriter:
         zeros = f"torch.zeros({literal(tuple(array.shape))}, dtype={dtype})"
         if array.size == 0 or array.size > _INLINE_MAX:
             self.state.update({name: array} if array.size else {})
-            kept = "" if array.size else ", persistent=False"
+            computed = array.size and raw_name not in self.graph.meta.get("source_keys", (raw_name,))
+            self.computed = self.computed or bool(computed)
+            kept = "" if array.size and not computed else ", persistent=False"
             self.init.line(f"self.register_buffer({literal(name)}, {zeros}{kept})")
         else:
             self.init.line(f"self.register_buffer({literal(name)}, torch.tensor({literal(plain(array))}, "
@@ -126,21 +135,38 @@ class ModuleWriter:
         hint = self._module_hint(node, weights)
         if not ids and hint in self._containers():  # a function the source module calls: Note [weightless modules]
             hint = f"{hint}.{node.op.name}"
-        key = (cls, text, ids or hint)  # Note [weightless modules]
+        tied = [(k, v) for k, v in weights.items() if hasattr(v, "type") and v in self.tied()]
+        key = (cls, text, ids or hint) + ((hint,) if tied else ())  # Note [weightless modules]; [tied modules]
         if key in self._shared:
             return self._shared[key]
         hint = hint if ids else self._weightless_hint(hint, cls, text)
+        for _, value in tied:  # the first key nothing reads holds the weight: Note [tied modules]
+            if self._tied[value] is None and self._unread[value][:1] == [self.graph.meta["tied"][value.name][0]]:
+                self._tied[value] = f"{self._unread_module(value, self._unread[value].pop(0))}.weight"
         name = self.attrs.name(hint, cls.lower(), cased=True)  # a Keras source's case: block_2_expand_BN
         self.paths[name] = hint
         self.init.line(f"self.{name} = nn.{cls}({text})")
         for suffix, array in arrays.items():
             self.state[f"{name}.{suffix}"] = array
-        for suffix, value in weights.items():  # Note [tied modules]
-            if hasattr(value, "type") and value in self.tied() and self._tied[value]:
+        for suffix, value in tied:  # Note [tied modules]
+            if self._tied[value]:
                 self.init.line(f"self.{name}.{suffix} = {self._tied[value]}")
-            elif hasattr(value, "type") and value in self.tied():
+            else:
                 self._tied[value] = f"self.{name}.{suffix}"
+            for other in self._unread.pop(value, ()):
+                self.init.line(f"{self._unread_module(value, other)}.weight = {self._tied[value]}")
         self._shared[key] = f"self.{name}"
+        return f"self.{name}"
+
+    def _unread_module(self, value, key) -> str:
+        """An ``nn.Embedding`` holding the tied ``value`` at ``key`` (``shared.weight``), a key of it that no node
+        reads (Note [tied modules]); returns ``self.<name>``."""
+        array = np.asarray(self.param(value))
+        hint = block_path(key.rpartition(".")[0], self.graph)
+        name = self.attrs.name(hint, "embedding", cased=True)
+        dtype = "" if str(array.dtype) == "float32" else f", dtype={self.dtype(str(array.dtype))}"
+        self.paths[name], self.state[f"{name}.weight"] = hint, array
+        self.init.line(f"self.{name} = nn.Embedding({', '.join(str(n) for n in array.shape)}{dtype})")
         return f"self.{name}"
 
     def ownable(self, value) -> bool:
@@ -148,17 +174,20 @@ class ModuleWriter:
         return super().ownable(value) or (hasattr(value, "type") and value in self.tied())
 
     def tied(self) -> dict:
-        """The tied parameters each of whose readers owns a module -> the first of them's weight expression, or None
-        before it is written (Note [tied modules])."""
+        """The tied parameters each of whose readers owns a module -> the weight expression of the module holding
+        it, or None before it is written (Note [tied modules]); ``_unread``: their keys no node reads."""
         if self._tied is None:
             tied, reads = self.graph.meta.get("tied") or {}, {}
             for node in self.graph.nodes:
                 for i, value in enumerate(node.inputs):
                     if value is not None and value.name in tied and self.is_param(value):
                         reads.setdefault(value, []).append((node, i))
-            self._tied = {v: None for v, found in reads.items()
-                          if all(_TIED_READERS.get(node.op) == i for node, i in found)
-                          and sorted(f"{node.scope}.weight" for node, _ in found) == sorted(tied[v.name])}
+            self._tied, self._unread = {}, {}
+            for value, found in reads.items():
+                scopes = {f"{node.scope}.weight" for node, _ in found}
+                if all(_TIED_READERS.get(node.op) == i for node, i in found) and scopes <= set(tied[value.name]):
+                    self._tied[value] = None
+                    self._unread[value] = [k for k in tied[value.name] if k not in scopes]
         return self._tied
 
     def _containers(self) -> frozenset:

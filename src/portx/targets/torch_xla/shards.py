@@ -12,6 +12,21 @@ read: with its large tensors on the meta device, then given those same arrays (`
 so the randomly initialised copy ``build_model()`` would make is never allocated. A tensor too large for one
 shard gets a shard of its own.
 
+Note [computed buffers]: a torch source registers some buffers with ``persistent=False``, computed in its
+``__init__`` (the zoo Swin's relative position index and shift mask, a rotary embedding's ``inv_freq``): its
+state_dict has no key for them. The emitted module cannot compute them (it has the values, not the code), and held
+as persistent buffers read from model.safetensors they gave its ``state_dict()`` keys the source's has not, so the
+source's own state_dict did not load strictly. A stored buffer whose name is no key of the source's
+(``graph.meta["source_keys"]``: Note [the source's keys] in key_order.py) is registered ``persistent=False`` as the
+source registers it, and its value goes to a file of its own, ``buffers.safetensors`` ({key: tensor}, keys as
+``named_buffers()`` has them), which ``load_model()`` reads after the strict ``load_state_dict`` of model.safetensors
+(or of the shards), copying each into its buffer (``load_buffers``). model.safetensors is then exactly a
+``state_dict()``, the source's keys, as a person saving the source would write it, and the emitted loader stays
+plain: two files, each read whole, no splitting of one file's keys. ``skeleton`` and ``module_on`` (the emit stage's
+module, streaming verification's segments) take both kinds from the emitter's one ``state``: ``Converted`` with
+``computed=True`` holds the keys ``named_buffers()`` has and ``state_dict()`` has not. A Keras source (no
+``source_keys``) keeps every stored buffer persistent, as before; a small one is still written into ``__init__``.
+
 Example:
     >>> index = write_weights({"fc.weight": w}, Path("out"), max_shard_size=1 << 20)
     >>> index.name                                # or "model.safetensors" when everything fits in one shard
@@ -33,8 +48,8 @@ from ...ir.types import VIEWED_AS_INT
 from ...weights import release_pages
 from ...weights.safetensors_writer import write_streamed
 
-__all__ = ["DEFAULT_MAX_SHARD_SIZE", "WEIGHTS_FILE", "INDEX_FILE", "SHARDED_FOOTER", "shard_bytes", "plan_shards",
-           "state_sizes", "is_sharded", "write_weights", "tensor_view", "module_on", "skeleton",
+__all__ = ["DEFAULT_MAX_SHARD_SIZE", "WEIGHTS_FILE", "BUFFERS_FILE", "INDEX_FILE", "SHARDED_FOOTER", "shard_bytes",
+           "plan_shards", "state_sizes", "is_sharded", "write_weights", "tensor_view", "module_on", "skeleton",
            "meta_built", "Converted"]
 
 #: Hugging Face's default shard size (``save_pretrained(max_shard_size="2GB")``, decimal units as it counts)
@@ -42,6 +57,8 @@ DEFAULT_MAX_SHARD_SIZE = 2 * 10**9
 #: one file holding every weight (the emitter's ``WEIGHTS_FILE``), and the index of a sharded set
 WEIGHTS_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"
+#: the buffers the source computes, apart from its state_dict (Note [computed buffers])
+BUFFERS_FILE = "buffers.safetensors"
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30}
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMG]I?B|B)?\s*", re.I)
 
@@ -148,8 +165,8 @@ def _unshared(state, keys) -> dict:
     return out
 
 
-def write_weights(state: dict, folder: Path, max_shard_size=None, sharded=None) -> Path:
-    """Write ``state`` ({key: tensor}) as ``model.safetensors``, or as shards and their index past
+def write_weights(state: dict, folder: Path, max_shard_size=None, sharded=None, name=WEIGHTS_FILE) -> Path:
+    """Write ``state`` ({key: tensor}) as ``model.safetensors`` (or ``name``), or as shards and their index past
     ``max_shard_size`` (Note [torch shards]); ``sharded`` forces the choice the written model.py made.
     Returns the file ``load_model()`` reads."""
     from safetensors.torch import save_file
@@ -165,8 +182,8 @@ def write_weights(state: dict, folder: Path, max_shard_size=None, sharded=None) 
             save_file(_unshared(state, keys), str(path), metadata={"format": "pt"})
 
     if not (len(shards) > 1 if sharded is None else sharded):
-        write(folder / WEIGHTS_FILE, list(state))
-        return folder / WEIGHTS_FILE
+        write(folder / name, list(state))
+        return folder / name
     weight_map = {}
     for i, keys in enumerate(shards, start=1):
         name = f"model-{i:05d}-of-{len(shards):05d}.safetensors"
@@ -185,7 +202,8 @@ def skeleton(build_model, state: dict):
     RuntimeError (a bug in an emit rule) when ``state``'s arrays do not fit the module's state_dict.
     """
     model = meta_built(build_model)
-    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    expected = {k: tuple(v.shape) for k, v in model.named_buffers() if k in state}  # Note [computed buffers]
+    expected.update((k, tuple(v.shape)) for k, v in model.state_dict().items())
     got = {k: tuple(np.shape(a)) for k, a in state.items()}
     if expected != got:
         diff = sorted(set(expected.items()) ^ set(got.items()))[:4]
@@ -205,10 +223,14 @@ def meta_built(build_model):
 
 class Converted(Mapping):
     """{key: tensor} of ``state``'s arrays as ``model``'s state_dict holds them, each made when read and
-    dropped by the reader (Note [torch shards]): a transposed kernel is copied one tensor at a time."""
+    dropped by the reader (Note [torch shards]): a transposed kernel is copied one tensor at a time. Its keys are
+    ``model.state_dict()``'s, or with ``computed`` those of the non-persistent buffers ``state`` holds (Note
+    [computed buffers])."""
 
-    def __init__(self, state: dict, model):
-        self.state, self.dtypes = state, {k: t.dtype for k, t in model.state_dict().items()}
+    def __init__(self, state: dict, model, computed=False):
+        kept = {k: t.dtype for k, t in model.state_dict().items()}
+        self.state, self.dtypes = state, kept if not computed else \
+            {k: t.dtype for k, t in model.named_buffers() if k in state and k not in kept}
 
     def __getitem__(self, key):
         return _as(tensor_view(self.state[key]), self.dtypes[key])
@@ -217,7 +239,7 @@ class Converted(Mapping):
         return iter(self.dtypes)
 
     def __len__(self):
-        return len(self.state)
+        return len(self.dtypes)
 
     def layout(self, keys) -> dict:
         """{key: (dtype name, shape)} of ``keys``, without making any tensor (Note [streamed safetensors])."""
@@ -243,19 +265,25 @@ def module_on(build_model, state: dict):
     """
     model = skeleton(build_model, state)
     held = model.state_dict()
-    tensors = dict(Converted(state, model))
-    if any(t.is_meta for t in held.values()) and _assigned(model, tensors):
+    tensors, computed = dict(Converted(state, model)), dict(Converted(state, model, computed=True))
+    if any(t.is_meta for t in held.values()) and _assigned(model, tensors, computed):
         return model
     model = build_model() if any(t.is_meta for t in held.values()) else model
     model.load_state_dict(tensors, strict=True)
+    for key, tensor in computed.items():  # as load_buffers() does: Note [computed buffers]
+        model.get_buffer(key).copy_(tensor)
     return model
 
 
-def _assigned(model, tensors) -> bool:
-    """Give a meta-built ``model`` the ``tensors`` themselves; False where a tensor stays on the meta device."""
+def _assigned(model, tensors, computed) -> bool:
+    """Give a meta-built ``model`` the ``tensors`` themselves, and the ``computed`` buffers theirs (Note [computed
+    buffers]); False where a tensor stays on the meta device."""
     import torch
 
     model.load_state_dict(tensors, strict=True, assign=True)
+    for key, tensor in computed.items():
+        owner, _, name = key.rpartition(".")
+        model.get_submodule(owner).register_buffer(name, tensor, persistent=False)
     for module in model.modules():  # a size-0 non-persistent buffer (zeros) is all that may stay on meta
         for name, buf in list(module.named_buffers(recurse=False)):
             if buf.is_meta and buf.numel() == 0:
