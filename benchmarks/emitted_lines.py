@@ -10,6 +10,7 @@ Prints one plain-text table, one row per (model, target):
            keras_resnet50: keras.applications.ResNet50(weights=None), input (1, 32, 32, 3); vit: the small ViT;
            hf_llama32: a Hugging Face LlamaForCausalLM with 32 decoder layers (width 32, random weights), ids (1, 8);
            hub_gpt2, hub_llama_dropout: keras-hub's GPT2Backbone and LlamaBackbone(dropout=0.1), 4 layers, width 32;
+           hub_mit: keras-hub's MiTBackbone, two stages of two blocks (heads 1, 2; spatial reduction 2, 1);
            tv_vit12: torchvision's ViT layout, 12 encoder layers named encoder_layer_N (structured_models.py);
            zoo_resnet: the zoo's ResNet (two BasicBlocks a stage, tests/support/zoo.py); zoo_convnext, zoo_unet: the
            zoo's ConvNeXt (two stages of one block class at two widths) and UNet (five double convs, no block
@@ -121,6 +122,19 @@ def hub(name, **extra):
     return load(getattr(keras_hub.models, name)(**config))
 
 
+def hub_mit():
+    """keras-hub's MiTBackbone at 32x32: two stages of two blocks, MiT-B0's pattern of heads (1, 2) and spatial
+    reduction (2, 1), seed 0."""
+    import keras
+    import keras_hub
+
+    keras.utils.set_random_seed(0)
+    return load(keras_hub.models.MiTBackbone(
+        image_shape=(32, 32, 3), layerwise_depths=[2, 2], num_layers=2, layerwise_num_heads=[1, 2],
+        layerwise_sr_ratios=[2, 1], max_drop_path_rate=0.0, layerwise_patch_sizes=[7, 3], layerwise_strides=[4, 2],
+        hidden_dims=[16, 32]))
+
+
 MODELS = {"resnet50": (resnet50, ("keras-jax", "torch-xla")), "decoder32": (decoder32, ("keras-jax", "torch-xla")),
           "keras_resnet50": (keras_resnet50, ("torch-xla", "keras-jax")), "vit": (vit, ("keras-jax", "torch-xla")),
           "keras_resnet_small": (lambda: load(keras_resnet()), ("torch-xla", "keras-jax")),
@@ -135,6 +149,7 @@ MODELS = {"resnet50": (resnet50, ("keras-jax", "torch-xla")), "decoder32": (deco
           "mobilenetv2": (lambda: application("MobileNetV2", alpha=0.35), ("torch-xla", "keras-jax")),
           "mobilenetv3small": (lambda: application("MobileNetV3Small"), ("torch-xla", "keras-jax")),
           "convnext_tiny": (lambda: application("ConvNeXtTiny"), ("torch-xla", "keras-jax")),
+          "hub_mit": (hub_mit, ("torch-xla", "keras-jax")),
           "zoo_convnext": (lambda: zoo("convnext"), ("keras-jax", "torch-xla")),
           "zoo_unet": (lambda: zoo("unet"), ("keras-jax", "torch-xla"))}
 
