@@ -1,7 +1,9 @@
 """Kinds of block that differ by their activation and by a pad's widths are one function (keras-jax) and one class
 (torch-xla) with the activation and the widths as arguments (Note [the activation as an argument], Note [pad widths
 as one argument] in src/portx/targets/joinable.py), as keras.applications writes MobileNetV3's
-``_inverted_res_block(..., activation, ...)``; verified, Keras weight paths and torch state_dict keys the source's."""
+``_inverted_res_block(..., activation, ...)``; the pad, passed by the stride-2 blocks only, their only test (Note [a flag
+its keyword stands for] in src/portx/targets/optional_parts.py); verified, Keras weight paths and torch state_dict keys
+the source's."""
 import re
 
 import numpy as np
@@ -56,11 +58,13 @@ def test_the_activation_and_the_pad_are_arguments_of_one_block(target, tmp_path)
         head = re.search(r"def \w+\(([^)]*)\)", code).group(1)
         assert re.search(r"\bact\b", head) and "pad_width=None" in head, head
         assert "layers.Activation(act, " in code and "ops.pad(activation, pad_width)" in code, code
+        assert "if pad_width is not None:" in code and "strided" not in code, code  # one argument, not two
         assert "keras.activations.relu" in code and "keras.activations.hard_silu" in code, code
         assert [w.path for w in result.model.weights] == [w.path for w in model.weights]
         assert_keras_trains_saves_reloads(result.model, x, (2, 12), tmp_path)
     else:
         assert "self.act(" in code and "F.pad(activation, self.pad)" in code, code
+        assert "if self.pad is not None:" in code and "strided" not in code, code  # one argument, not two
         assert "pad=(0, 1, 0, 1)" in code and "pad=(1, 2, 1, 2)" in code and "F.hardswish" in code, code
         modules = {key.rsplit(".", 1)[0] for key in result.model.state_dict()}  # each block's at its source path
         assert modules == {f"block{stage}.{i}.{part}" for stage in (1, 2) for i in range(4) for part in PARTS}, modules

@@ -21,6 +21,13 @@ argument. A number only one side of a choice writes and one the other side write
 kernel size of the stride-2 conv and of the ``padding='same'`` one) are one column; a value only the blocks with a
 part pass is a keyword argument, one a place (``pad_width=None``, ``rate=0.0``).
 
+Note [a flag its keyword stands for]: where the blocks that set a flag are exactly those that pass its place's
+keyword argument (a value, default ``None``: EfficientNet's and MobileNetV3's stride-2 blocks pass their
+``pad_width``), the flag says nothing the argument does not, and a person writes one argument: ``if pad_width is
+not None:`` (torch ``if self.pad is not None:``, a guarded submodule ``... if pad is not None else None``), as
+keras.applications tests its ``strides`` alone. Such a flag (``Layout.tested``: flag -> its keyword's column) is
+no argument and no call passes it (``flags_of``); it stays in ``flags`` for the places' tests.
+
 Example:
     >>> found = align(a, b)          # a, b: Instances of two kinds of block
     >>> [(p.rows_a, p.rows_b) for p in found.places]
@@ -189,6 +196,7 @@ class Layout:
     params: dict = field(default_factory=dict)  # a torch class's numbers (Group's), set by its driver
     columns: list = field(default_factory=list)
     numbers: dict = field(default_factory=dict)  # id(instance) -> its numbers laid out as the rows (None: absent)
+    tested: dict = field(default_factory=dict)  # flag -> its keyword's column (Note [a flag its keyword stands for])
 
     @property
     def prefix(self) -> str:
@@ -196,8 +204,8 @@ class Layout:
         return self.ref.prefix
 
     def flags_of(self, inst) -> list:
-        """The flags a call of ``inst`` passes, in the function's order."""
-        return [f for f in self.flags if f in self.flagged.get(id(inst), ())]
+        """The flags a call of ``inst`` passes, in the function's order (none its keyword stands for)."""
+        return [f for f in self.flags if f in self.flagged.get(id(inst), ()) and f not in self.tested]
 
 
 @dataclass
@@ -320,7 +328,21 @@ def _finish(members, ref, slots, flagged, rename, head):
     layout = Layout(ref, [(p, c) for _, p, c, _, _ in slots], [d for d, *_ in slots], made,
                     [rename.get(v, v) for v in ref.outputs], flags, flagged, prefix_of, defaults)
     layout.numbers = numbers
+    layout.tested = _tested(flags, flagged, keywords, place_of, defaults, [(id(i), numbers[id(i)]) for i in instances])
     return layout, Group(instances, *found)
+
+
+def _tested(flags, flagged, keywords, place_of, defaults, numbers) -> dict:
+    """{flag: the keyword column passed by exactly the blocks that set it, default None} (Note [a flag its keyword
+    stands for])."""
+    found = {}
+    for flag in flags:
+        cols = [col for col in keywords if place_of.get(col) == flag]
+        setting = {key for key, _ in numbers if flag in flagged.get(key, ())}
+        if len(cols) == 1 and defaults[cols[0]] == "None" and \
+                setting == {key for key, n in numbers if n[cols[0]] is not None}:
+            found[flag] = cols[0]
+    return found
 
 
 def _number_at(parts) -> list:
