@@ -276,11 +276,13 @@ def _function(emitter, group, width, shortcut=None, role=(None, None), paired=Fa
     # named as the block's own: keras.applications' ``inputs`` (the zoo ConvNeXt's anchor), not ``x_1``
     rows = list(zip(layout.depths, *zip(*layout.rows))) if layout else [(0, p, c) for p, c in first.rows]
     counted = sum(kind == "n" for _, parts, _ in rows for kind, _ in parts)  # numbered names' columns follow
-    # the flags before the variables' names; none that its keyword stands for (Note [a flag its keyword stands for])
-    flags = [f"{local.name(f)}=False" for f in layout.flags if f not in layout.tested] if layout else []
     bases = [col for col in group.columns if col >= counted]  # one n, or one per stem: n_conv2d
     named = dict(zip(group.columns, param_names(layout or first, [col for col in group.columns if col < counted],
                                                 group.params)))
+    if layout:  # Note [a flag its keyword stands for] in optional_parts.py
+        layout.counted(lambda col: named.get(col, ""))
+    # the flags before the variables' names; none that its keyword stands for
+    flags = [f"{local.name(f)}=False" for f in layout.flags if f not in layout.tested] if layout else []
     params = [local.name(named[col] if col < counted else "n" if len(bases) == 1 else
                          f"n_{first.stems[col - counted]}", "size") for col in group.columns]
     prefix = (layout.prefix_of if layout else {}).get

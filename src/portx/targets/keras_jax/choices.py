@@ -69,12 +69,12 @@ def merge_parts(groups, singles, scopes, skip=()) -> tuple:
 
 
 def flag_test(layout, parts) -> str | None:
-    """``if pad_width is not None:`` for a place's test (``parts``) whose flag its keyword argument stands for (Note
+    """``if pad_width is not None:``, ``if filters_squeeze_excite:`` for a place's test (``parts``) whose flag its keyword argument stands for (Note
     [a flag its keyword stands for] in optional_parts.py); else None."""
     text = "".join(v for _, v in parts)
     flag = text[3:-1] if layout and len(parts) == 1 and text.startswith("if ") and text.endswith(":") else None
     col = layout.tested.get(flag) if flag else None
-    return None if col is None else f"if {layout.names[col]} is not None:"
+    return None if col is None else f"if {layout.test(flag, layout.names[col])}:"
 
 
 def _padded(group):
