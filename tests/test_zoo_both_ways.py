@@ -32,10 +32,15 @@ ROUND_TRIP = sorted(set(ZOO) - set(ROUND_TRIP_GAPS))
 #: as blocks by that prefix (Note [blocks named by a prefix] in passes/blocks_prefix.py)
 REPEATS_BACK = {"convnext", "densenet", "gpt", "mobilenetv3", "resnet", "text_encoder", "unet", "vit"}
 #: the prefix-named blocks of a round trip, one class, and where each sits: the torch source's key again
-#: (``stage1.dwconv.weight``; UNet's numbered parts ``enc1._0``, not ``enc1.0``). UNet's decoder blocks stay flat: Keras
-#: orders the upsampling between their layers
+#: (``stage1.dwconv.weight``; UNet's numbered parts ``enc1.0``, an ``nn.Sequential``: Note [blocks of numbered parts] in
+#: targets/torch_xla/sequential_class.py). UNet's decoder blocks too, though Keras orders the upsampling and a pooling
+#: between their layers (Note [counted names] in passes/blocks_prefix.py)
 PREFIXED_BACK = {"convnext": (["stage1", "stage2"], "stage1.dwconv.weight"),
-                 "unet": (["enc1", "enc2", "mid"], "enc1._0.weight")}
+                 "unet": (["enc1", "enc2", "mid", "dec1", "dec2"], "enc1.0.weight")}
+#: the round trips whose state_dict keys are the torch source's, in its order, and whose modules with weights sit at
+#: the source's paths as its classes, but for the constants the Keras model stores (UNet's bilinear resize matrices,
+#: computed by torch's ``F.interpolate``)
+SOURCE_KEYS_BACK = {"unet": {"upsample_bilinear2d_cols_t_value", "upsample_bilinear2d_rows_value"}}
 #: the torch sources whose repeated modules number no block (Note [sibling blocks]), straight to torch-xla: the class
 #: written once and held at the source's paths, and the line ``Model.__init__`` builds the first block with
 SIBLINGS_TO_TORCH = {"convnext": "self.stage1 = ConvNeXtBlock(16)", "unet": "self.enc1 = ConvBlock(3, 8)"}
@@ -76,11 +81,27 @@ def test_zoo_model_converts_to_keras_and_back_to_torch(name, tmp_path):
     if name in PREFIXED_BACK:
         keys, key = PREFIXED_BACK[name]
         assert len({type(back.model.get_submodule(k)) for k in keys}) == 1 and key in back.model.state_dict()
+    if name in SOURCE_KEYS_BACK:
+        _assert_source_structure(model, back.model, SOURCE_KEYS_BACK[name])
     want, got = _outputs(model, inputs), _outputs(back.model, inputs)
     assert len(got) == len(want), (len(got), len(want))
     for i, (w, g) in enumerate(zip(want, got)):
         result = compare_arrays(w, g, atol=1e-5, rtol=1e-4)
         assert result["passed"], f"{name} output {i}, round trip against the original model: {result}"
+
+
+def _assert_source_structure(source, back, stored) -> None:
+    """``back``'s state_dict keys are ``source``'s in its order, with the ``stored`` constants besides; each module of
+    ``source`` holding weights of its own sits at its path in ``back`` as its class, and each ``nn.Sequential`` of
+    ``source`` around such modules is one in ``back`` too (``enc1.0``, not ``enc1._0``)."""
+    keys = list(back.state_dict())
+    assert [k for k in keys if k not in stored] == list(source.state_dict()) and stored <= set(keys), keys
+    ours = dict(back.named_modules())
+    for path, module in source.named_modules():
+        if any(True for _ in module.parameters(recurse=False)):
+            assert type(ours.get(path)).__name__ == type(module).__name__, (path, ours.get(path))
+        elif type(module) is nn.Sequential and path:
+            assert isinstance(ours.get(path), nn.Sequential), (path, ours.get(path))
 
 
 @pytest.mark.parametrize("name", sorted(SIBLINGS_TO_TORCH))

@@ -35,7 +35,9 @@ differ by such names stay flat.
 A sibling block's ``parent`` is its parent path, its ``index`` its place among its parent's sibling blocks (so that
 the torch emitter's checks that a container's blocks are numbered hold), its ``stem`` its own name (no loop: the
 names carry no number to count), ``sibling`` is true, and ``family`` names the kind of a generic container after the
-class of its first part (Note [names of generic blocks]). torch-xla holds each such block as an attribute at its own
+class of its first part (Note [names of generic blocks]), as does a block named by a prefix whose parts are all
+numbers (``enc1_0``, ``enc1_1``), which is also ``sequential`` (Note [blocks of numbered parts] in
+targets/torch_xla/sequential_class.py). torch-xla holds each such block as an attribute at its own
 path (``self.stage1 = ConvNeXtBlock(16)``; Note [blocks held one by one] in targets/torch_xla/containers.py), so the
 source's ``state_dict`` keys stay; keras-jax writes one function called per block with the layer names the flat code
 gives (``f"{name}_dwconv"``).
@@ -96,6 +98,9 @@ def sibling_keys(graph, named) -> dict:
             found[scope] = key
     leaves = {key for key in found.values() if not any(s.startswith(key + ".") for s in scopes)}  # no block alone
     left = [scope for scope in scopes if (scope not in found or found[scope] in leaves) and not named(scope)]
+    # Note [a block has parts]: one layer is glue; keyed as a block it would stay inside the stretch of a block it
+    # interleaves (Note [glue that interleaves a block]: the round-trip UNet's decoder blocks)
+    found = {scope: key for scope, key in found.items() if key not in leaves}
     return {**found, **prefix_keys(left)}  # Note [blocks named by a prefix] in blocks_prefix.py
 
 
@@ -104,9 +109,10 @@ def _children(classes, key) -> tuple:
     return tuple((p[len(key):], c) for p, c in classes.items() if p.startswith(key + "."))
 
 
-def _family(classes, key) -> str:
-    """A generic container's kind named after its first part (Note [names of generic blocks]): ``conv_block``."""
-    first = next((c for p, c in classes.items() if p.startswith(key + ".") and c not in GENERIC), "")
+def _family(classes, key, sep=".") -> str:
+    """A generic container's kind named after its first part (Note [names of generic blocks]): ``conv_block``;
+    ``sep``: "_" for a block named by a prefix (its parts ``enc1_0``, ``enc1_1``)."""
+    first = next((c for p, c in classes.items() if p.startswith(key + sep) and c not in GENERIC), "")
     stem = re.sub(r"_?[123]d$", "", keras_snake(first))
     return f"{stem}_block" if stem.isascii() and stem.isidentifier() else "block"
 
@@ -135,10 +141,20 @@ def sibling_blocks(graph, blocks, keys) -> list:
             index = places.setdefault(parent, 0)
             places[parent] += 1
             cls = classes.get(block["key"], "")
-            family = {"family": _family(classes, block["key"])} if cls in GENERIC else {}
+            numbered = not cls and _numbered(graph, block)  # Note [blocks of numbered parts] (torch_xla)
+            family = {"family": _family(classes, block["key"], "_" if numbered else ".")} \
+                if cls in GENERIC or numbered else {}
             found.append({**block, "parent": parent, "index": index, "stem": block["key"].replace(".", "_"),
-                          "sibling": True, **family})
+                          "sibling": True, **family, **({"sequential": True} if numbered else {})})
     return found
+
+
+def _numbered(graph, block) -> bool:
+    """Whether every part of a block named by a prefix is a number (``enc1_0``, ``enc1_1``: portx's own Keras code for
+    a torch source's ``nn.Sequential``; Note [blocks of numbered parts] in targets/torch_xla/sequential_class.py)."""
+    key = block["key"]
+    rests = {n.scope[len(key) + 1:] for n in graph.nodes[block["start"]:block["stop"]] if n.scope.startswith(key + "_")}
+    return bool(rests) and all(rest.isdigit() for rest in rests)
 
 
 def _split(alike, start, named) -> bool:

@@ -25,7 +25,7 @@ from .key_order import in_source_order, relative_keys
 from .nesting import SEPARABLE, nest, separable
 from .numbered import add_modules, module_name, numbered_column, unnumbered
 from .optional import guard_each, guard_init, without_strides
-from .sequential_class import as_sequential
+from .sequential_class import as_sequential, numbered_blocks
 
 __all__ = ["attr_name", "class_names", "own_attribute", "own_path", "relative", "write_class"]
 
@@ -173,7 +173,8 @@ def write_class(emitter, members, cls, reserved, optional=None, role=(None, None
     rows, forward.rows, moved = nest(own.rows, forward.rows, paths, set(args), reserved, classes)
     keys = relative_keys(emitter.graph.meta.get("source_keys"), members[0][0].key)
     rows = in_source_order(rows, keys)  # Note [the source's keys] in key_order.py
-    sources = {(emitter.graph.meta.get("module_classes") or {}).get(i.key) for i, _ in members}
+    sources = {(emitter.graph.meta.get("module_classes") or {}).get(i.key) or
+               ("Sequential" if i.key in numbered_blocks(emitter.graph) else None) for i, _ in members}
     numbered = None if optional or moved or sources != {"Sequential"} else \
         as_sequential(w.rows, rows, forward.rows, paths)
     if numbered:  # Note [blocks of numbered parts] in sequential_class.py
@@ -220,11 +221,14 @@ def _model_inputs(emitter) -> set:
 def relative(emitter, members) -> tuple:
     """(paths, classes) for ``nest`` inside a block class: each attribute's source path after
     the block's own, where every block of the class has the same one (Note [nested paths] in nesting.py)."""
-    found = {}
+    found, numbered = {}, numbered_blocks(emitter.graph)
     for init, _ in members:
         for parts, _ in init.rows:
             for value in (v for kind, v in parts if kind == "a"):
-                rel = own_path(init, emitter.paths.get(own_attribute(init, value), ""))
+                path = emitter.paths.get(own_attribute(init, value), "")
+                rel = own_path(init, path)
+                if rel is None and init.key in numbered and path == f"{init.key}_{value}":
+                    rel = value  # Note [blocks of numbered parts] in sequential_class.py: enc1_0 is enc1's 0
                 found.setdefault(attr_name(value), set()).add(rel)
     paths = {a: rels.pop() for a, rels in found.items() if len(rels) == 1 and None not in rels}
     key = members[0][0].key + "."

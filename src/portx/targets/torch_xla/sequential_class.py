@@ -23,12 +23,19 @@ its parts built in the ``super().__init__`` call (a number with no weights, a Re
 ``nn.Identity()`` as on ``Model``), and ``forward`` kept as the flat code computes (it need not be the plain chain
 ``nn.Sequential.forward`` runs). Anything else the class would hold (a buffer, a parameter, a named part) leaves it
 an ``nn.Module``, as before.
+
+The round trip (torch -> keras-jax -> torch-xla) reads portx's own Keras code, whose double convs are layers of one
+functional model named ``enc1_0``, ``enc1_1``, ... (Note [blocks named by a prefix] in passes/blocks_prefix.py): no
+class is recorded for ``enc1``, and its parts sat at ``enc1._0``. A block named by a prefix whose every part is a
+number after it (``sequential`` in its ``meta["blocks"]`` entry, passes/blocks_siblings.py) is read as the
+``nn.Sequential`` its names tell of: ``enc1_0`` at its number ``0``, so the class is written as above and the keys are
+the torch source's again, ``enc1.0.weight``.
 """
 from __future__ import annotations
 
 import re
 
-__all__ = ["as_sequential"]
+__all__ = ["as_sequential", "numbered_blocks"]
 
 _DEFINE = re.compile(r"^self\.(\w+) = (.*)$")
 _SUPER = "super().__init__()"
@@ -61,3 +68,8 @@ def as_sequential(head, rows, forward, paths) -> tuple | None:
     forward = [(i, index.sub(lambda m: f"self[{moved[m.group(1)]}]" if m.group(1) in moved else m.group(0), text),
                 comment) for i, text, comment in forward]
     return head, [], forward, moved
+
+
+def numbered_blocks(graph) -> set:
+    """The keys of the blocks named by a prefix whose parts are all numbers (Note [blocks of numbered parts])."""
+    return {block["key"] for block in graph.meta.get("blocks", ()) if block.get("sequential")}
