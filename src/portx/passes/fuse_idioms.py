@@ -130,7 +130,7 @@ def _softmax(trees, root):
     if sub is None or not e.type.dtype.startswith(("float", "bfloat")) or sub.inputs[0].type != e.type:
         return None
     x, m = sub.inputs
-    rank, reduced = e.type.rank, _reduced(trees, total, REDUCE["sum"], used)
+    reduced = _reduced(trees, total, REDUCE["sum"], used)
     if reduced is None or reduced[0] is not e:
         return None
     axis = reduced[1]
