@@ -1,9 +1,7 @@
 """Kinds of block that differ by their activation and by a pad's widths are one function (keras-jax) and one class
 (torch-xla) with the activation and the widths as arguments (Note [the activation as an argument], Note [pad widths
 as one argument] in src/portx/targets/joinable.py), as keras.applications writes MobileNetV3's
-``_inverted_res_block(..., activation, ...)``; the pad, passed by the stride-2 blocks only, and the squeeze-excite
-count, passed by the blocks with one, their parts' only tests (Note [a flag its keyword stands for] in
-src/portx/targets/optional_parts.py); verified, Keras weight paths and torch state_dict keys the source's."""
+``_inverted_res_block(..., activation, ...)``; verified, Keras weight paths and torch state_dict keys the source's."""
 import re
 
 import numpy as np
@@ -17,9 +15,8 @@ layers = keras.layers
 PARTS = ("expand", "expand_bn", "depthwise", "depthwise_bn", "project", "project_bn")
 
 
-def _block(x, name, filters, kernel, stride, pad, act, se):
-    """MobileNetV3-style: expand, the activation, a depthwise conv (padded before stride 2), squeeze-excite to ``se``
-    filters where ``se``, project, add."""
+def _block(x, name, filters, kernel, stride, pad, act):
+    """MobileNetV3-style: expand, the activation, a depthwise conv (padded before stride 2), project, add."""
     h = layers.Conv2D(filters * 2, 1, use_bias=False, name=f"{name}_expand")(x)
     h = layers.BatchNormalization(name=f"{name}_expand_bn")(h)
     h = act(f"{name}_activation")(h)
@@ -29,11 +26,6 @@ def _block(x, name, filters, kernel, stride, pad, act, se):
                                name=f"{name}_depthwise")(h)
     h = layers.BatchNormalization(name=f"{name}_depthwise_bn")(h)
     h = act(f"{name}_activation_1")(h)
-    if se:
-        s = layers.GlobalAveragePooling2D(keepdims=True, name=f"{name}_se_pool")(h)
-        s = layers.ReLU(name=f"{name}_se_relu")(layers.Conv2D(se, 1, name=f"{name}_se_reduce")(s))
-        s = layers.Conv2D(filters * 2, 1, activation="sigmoid", name=f"{name}_se_expand")(s)
-        h = layers.Multiply(name=f"{name}_se_mul")([h, s])
     h = layers.Conv2D(filters, 1, use_bias=False, name=f"{name}_project")(h)
     h = layers.BatchNormalization(name=f"{name}_project_bn")(h)
     return layers.Add(name=f"{name}_add")([x, h]) if stride == 1 and x.shape[-1] == filters else h
@@ -44,10 +36,10 @@ def _model():
     relu = lambda name: layers.ReLU(name=name)  # noqa: E731
     hard_swish = lambda name: layers.Activation("hard_silu", name=name)  # noqa: E731
     x = inputs = keras.Input((16, 16, 4), name="image")
-    for stage, (filters, kernel, pad, act, ses) in enumerate([(8, 5, ((1, 2), (1, 2)), relu, (4, 6, 6, 6)),
-                                                              (12, 3, ((0, 1), (0, 1)), hard_swish, (0, 0, 0, 0))], 1):
-        for letter, se in zip("abcd", ses):  # squeeze-excite where the most blocks are, its counts differing
-            x = _block(x, f"block{stage}{letter}", filters, kernel, 2 if letter == "a" else 1, pad, act, se)
+    for stage, (filters, kernel, pad, act) in enumerate([(8, 3, ((0, 1), (0, 1)), relu),
+                                                         (12, 5, ((1, 2), (1, 2)), hard_swish)], 1):
+        for letter in "abcd":
+            x = _block(x, f"block{stage}{letter}", filters, kernel, 2 if letter == "a" else 1, pad, act)
     return keras.Model(inputs, layers.GlobalAveragePooling2D(name="pool")(x), name="tiny")
 
 
@@ -64,16 +56,11 @@ def test_the_activation_and_the_pad_are_arguments_of_one_block(target, tmp_path)
         head = re.search(r"def \w+\(([^)]*)\)", code).group(1)
         assert re.search(r"\bact\b", head) and "pad_width=None" in head, head
         assert "layers.Activation(act, " in code and "ops.pad(activation, pad_width)" in code, code
-        assert "if pad_width is not None:" in code and "strided" not in code, code  # one argument, not two
-        assert "if filters_se_reduce:" in code and "se=" not in code, code  # the count is the part's test
         assert "keras.activations.relu" in code and "keras.activations.hard_silu" in code, code
         assert [w.path for w in result.model.weights] == [w.path for w in model.weights]
         assert_keras_trains_saves_reloads(result.model, x, (2, 12), tmp_path)
     else:
         assert "self.act(" in code and "F.pad(activation, self.pad)" in code, code
-        assert "if self.pad is not None:" in code and "strided" not in code, code  # one argument, not two
-        assert "if self.se_reduce is not None:" in code and "se=" not in code, code  # the count is the part's test
         assert "pad=(0, 1, 0, 1)" in code and "pad=(1, 2, 1, 2)" in code and "F.hardswish" in code, code
         modules = {key.rsplit(".", 1)[0] for key in result.model.state_dict()}  # each block's at its source path
-        assert modules == {f"block{stage}.{i}.{part}" for stage in (1, 2) for i in range(4)
-                           for part in PARTS + ("se_reduce", "se_expand") * (stage == 1)}, modules
+        assert modules == {f"block{stage}.{i}.{part}" for stage in (1, 2) for i in range(4) for part in PARTS}, modules

@@ -21,14 +21,6 @@ argument. A number only one side of a choice writes and one the other side write
 kernel size of the stride-2 conv and of the ``padding='same'`` one) are one column; a value only the blocks with a
 part pass is a keyword argument, one a place (``pad_width=None``, ``rate=0.0``).
 
-Note [a flag its keyword stands for]: where the blocks that set a flag are exactly those that pass a keyword
-argument (default ``None``: the stride-2 blocks' ``pad_width``; a filter count, default 0: MobileNetV3's
-``filters_squeeze_excite``), a person tests the argument alone (``if pad_width is not None:``, ``if
-filters_squeeze_excite:``; torch ``... if out_channels_squeeze_excite else None``, ``if self.pad is not None:`` or,
-no such attribute, ``if self.squeeze_excite_conv is not None:``), as keras.applications tests ``strides``. A float
-(the residual blocks' ``rate=0.0``), a stride or an input width (``Layout.counted``) stands for no part. Such a flag
-(``Layout.tested``: flag -> column) is no argument and no call passes it; it stays in ``flags`` for the tests.
-
 Example:
     >>> found = align(a, b)          # a, b: Instances of two kinds of block
     >>> [(p.rows_a, p.rows_b) for p in found.places]
@@ -197,24 +189,15 @@ class Layout:
     params: dict = field(default_factory=dict)  # a torch class's numbers (Group's), set by its driver
     columns: list = field(default_factory=list)
     numbers: dict = field(default_factory=dict)  # id(instance) -> its numbers laid out as the rows (None: absent)
-    tested: dict = field(default_factory=dict)  # flag -> its keyword's column (Note [a flag its keyword stands for])
 
     @property
     def prefix(self) -> str:
         """The block prefix of the block it is written from (what arg_names.py reads a layer's role after)."""
         return self.ref.prefix
 
-    def test(self, flag, name) -> str:  # by its keyword, named ``name``: ``pad_width is not None``, ``filters_se``
-        return f"{name} is not None" if self.keywords[self.tested[flag]] == "None" else name
-
-    def counted(self, name_of) -> None:
-        """Keep a count's flags where ``name_of(column)`` names filters (``filters_*``, ``out_channels_*``)."""
-        self.tested = {f: c for f, c in self.tested.items()
-                       if self.keywords[c] == "None" or re.match(r"(filters|out_channels)(_|$)", name_of(c))}
-
     def flags_of(self, inst) -> list:
-        """The flags a call of ``inst`` passes, in the function's order (none its keyword stands for)."""
-        return [f for f in self.flags if f in self.flagged.get(id(inst), ()) and f not in self.tested]
+        """The flags a call of ``inst`` passes, in the function's order."""
+        return [f for f in self.flags if f in self.flagged.get(id(inst), ())]
 
 
 @dataclass
@@ -337,20 +320,7 @@ def _finish(members, ref, slots, flagged, rename, head):
     layout = Layout(ref, [(p, c) for _, p, c, _, _ in slots], [d for d, *_ in slots], made,
                     [rename.get(v, v) for v in ref.outputs], flags, flagged, prefix_of, defaults)
     layout.numbers = numbers
-    layout.tested = _tested(flags, flagged, keywords, place_of, defaults, [(id(i), numbers[id(i)]) for i in instances])
     return layout, Group(instances, *found)
-
-
-def _tested(flags, flagged, keywords, place_of, defaults, numbers) -> dict:
-    """{flag: the keyword column only its blocks pass} (Note [a flag its keyword stands for])."""
-    found = {}
-    for flag in flags:
-        setting = {key for key, _ in numbers if flag in flagged.get(key, ())}
-        cols = [col for col in keywords if place_of.get(col) in (flag, None) and defaults[col] in ("None", "0") and
-                setting == {key for key, n in numbers if n[col] not in (None, "0")}]
-        if len(cols) == 1:
-            found[flag] = cols[0]
-    return found
 
 
 def _number_at(parts) -> list:

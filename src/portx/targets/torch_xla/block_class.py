@@ -112,9 +112,7 @@ def write_class(emitter, members, cls, reserved, optional=None, role=(None, None
     at = numbered_column(init)  # Note [submodules named after their block] in numbered.py
     args = [local.name("n" if c == at else name, "size") for c, name in zip(columns, bases)]
     modules = {stem: local.name(module_name(stem, init.parent)) for stem in init.numbered}
-    if layout:  # Note [a flag its keyword stands for] in optional_parts.py
-        layout.counted(lambda c: args[params[c][0]])
-    flags = {f: local.name(f) for f in layout.flags if f not in layout.tested} if layout else {}
+    flags = {f: local.name(f) for f in layout.flags} if layout else {}
     flag = local.name(optional.name) if optional else None
     if flag:
         local.release(flag)  # an __init__ argument: forward may name the part's output so
@@ -157,14 +155,8 @@ def write_class(emitter, members, cls, reserved, optional=None, role=(None, None
         locals_[optional.run.output] = local.name(optional.name, "v")
     _lines(own, init.rows, {}, number, 0)
     own.rows = [(indent, without_strides(text), comment) for indent, text, comment in own.rows]
-    # a flag its keyword stands for (Note [a flag its keyword stands for]): __init__ guards ``... if pad is not None
-    # else None``, forward tests ``self.pad is not None``, or the part's first submodule where forward keeps no value
-    guards = {**flags, **{f: layout.test(f, args[params[c][0]]) for f, c in layout.tested.items()}} if layout else {}
-    firsts = {part: attr_name(attr) for attr, part in reversed(layout.guards.items())} if layout else {}
-    tests = {f: f"{firsts[f]} is not None" if layout.tested.get(f, split) < split else test
-             for f, test in guards.items()}
     if layout:
-        layout_lines(forward, layout, tests, {**locals_, **inputs}, lambda i, t: number(split + i, t, True),
+        layout_lines(forward, layout, flags, {**locals_, **inputs}, lambda i, t: number(split + i, t, True),
                      attr_name)
     else:
         _lines(forward, body.rows, {**locals_, **inputs}, lambda i, t: number(i, t, True), split, optional)
@@ -186,7 +178,7 @@ def write_class(emitter, members, cls, reserved, optional=None, role=(None, None
     elif optional:
         rows = guard_init(rows, optional.name, flag)
     for attr, part in (layout.guards if layout else {}).items():  # Note [optional parts]: submodules of a part
-        rows = rows and guard_each(rows, [attr_name(attr)], guards[part])
+        rows = rows and guard_each(rows, [attr_name(attr)], flags[part])
     if rows is None:
         return None
     rows, forward.rows = separable(rows, forward.rows)  # Note [separable convs as one module] in nesting.py
