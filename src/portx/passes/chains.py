@@ -29,8 +29,8 @@ class Chains:
         return node
 
     def scalar(self, value):
-        """The float of a one-element constant that does not train, or None."""
+        """The float of a one-element real constant that does not train, or None (a complex one too)."""
         if not self.graph.is_param(value) or self.graph.is_trainable(value.name):
             return None
         array = self.graph.params[value.name]
-        return float(array.reshape(())) if array.size == 1 else None
+        return float(array.reshape(())) if array.size == 1 and array.dtype.kind in "fiub" else None
