@@ -15,7 +15,9 @@ keep the chain), the scale factors are scalar constants, and q, k and v share th
 matmul (``dot_general``, keras-hub MiT's attention) merges the batch and head axes for the two matmuls and splits
 them for the softmax between: a reshape after the first matmul and its inverse before the second, both keeping
 the last two axes, are read through (without a mask), and the attention runs on the merged axes. ``k^T`` is
-the keys when it is a permute of the last two axes; otherwise the pass adds that permute. One
+the keys when it is a permute of the last two axes; otherwise the pass adds that permute. A scale within float32
+rounding of ``1/sqrt(E)`` (JAX's ``0.35355338`` for E = 8) is that default exactly, so the code writes no ``scale=``
+and blocks whose head widths differ write the same call (keras-hub MiT's stages). One
 difference is deliberate: a row that the mask hides entirely (all ``-inf``) is NaN in the source and
 zeros after fusion (Note [fully masked rows] in ops/attention/__init__.py), so verification only passes
 such a model where the source gave numbers.
@@ -30,6 +32,8 @@ Example (before / after)::
     %o = matmul(%d, %v)
 """
 from __future__ import annotations
+
+import math
 
 from ..ir import Graph, Node, Value, fresh_name
 from ..ops.attention import ATTENTION
@@ -125,7 +129,10 @@ def _match(chain, out_node):
             used.append(flip)
     else:
         k, transpose = None, kt
-    attrs = {"is_causal": False, "scale": scale * scale_q * scale_k, "enable_gqa": False, "dropout_p": rate}
+    scale, default = scale * scale_q * scale_k, 1.0 / math.sqrt(q.type.shape[-1])
+    if abs(scale - default) <= 1e-6 * default:  # the source's float32 1/sqrt(E): SDPA's own default, written as none
+        scale = default
+    attrs = {"is_causal": False, "scale": scale, "enable_gqa": False, "dropout_p": rate}
     return (q, k, v, mask), attrs, used, transpose
 
 
