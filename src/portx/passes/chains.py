@@ -6,7 +6,12 @@ Example:
 """
 from __future__ import annotations
 
-__all__ = ["Chains"]
+__all__ = ["Chains", "near"]
+
+
+def near(a, b, rel=1e-6) -> bool:
+    """``a`` (a float or None) within ``rel`` of ``b``, relative: a float32 constant read as the number it rounds."""
+    return a is not None and abs(a - b) <= rel * abs(b)
 
 
 class Chains:

@@ -42,7 +42,7 @@ from ..ops.elementwise import BINARY
 from ..ops.linear import MATMUL
 from ..ops.reduce import SOFTMAX
 from ..ops.shape import PERMUTE, RESHAPE
-from .chains import Chains
+from .chains import Chains, near
 
 __all__ = ["fuse_attention"]
 
@@ -130,8 +130,7 @@ def _match(chain, out_node):
     else:
         k, transpose = None, kt
     scale, default = scale * scale_q * scale_k, 1.0 / math.sqrt(q.type.shape[-1])
-    if abs(scale - default) <= 1e-6 * default:  # the source's float32 1/sqrt(E): SDPA's own default, written as none
-        scale = default
+    scale = default if near(scale, default) else scale  # the source's float32 1/sqrt(E): SDPA's default, unwritten
     attrs = {"is_causal": False, "scale": scale, "enable_gqa": False, "dropout_p": rate}
     return (q, k, v, mask), attrs, used, transpose
 

@@ -28,7 +28,7 @@ from ..ops.elementwise import BINARY
 from ..ops.elementwise.unary import UNARY
 from ..ops.reduce import REDUCE, SOFTMAX
 from ..ops.shape import EXPAND, RESHAPE
-from .chains import Chains
+from .chains import Chains, near
 from .fold import remove_dead_nodes
 
 __all__ = ["fuse_idioms"]
@@ -36,34 +36,29 @@ __all__ = ["fuse_idioms"]
 _TANH_SCALE, _CUBE_SCALE, _ERF_SCALE = math.sqrt(2 / math.pi), 0.044715, math.sqrt(0.5)
 
 
-def _near(a, b) -> bool:
-    return a is not None and abs(a - b) <= 1e-6 * abs(b)
-
-
 class _Trees(Chains):
     """``Chains`` with products and ``1 + f(x)`` read as the GELU forms write them."""
 
-    def product(self, value, used, root=None):
+    def product(self, value, used):
         """``value`` as a product: (the scalar constants' product, the other factors in order). Products
         and divisions by constants inside it are read through when only this product reads them."""
-        node = root or self.only(value, BINARY["mul"], used) or self.only(value, BINARY["div"], used)
-        if node is None:
-            return 1.0, [value]
+        node = self.only(value, BINARY["mul"], used) or self.only(value, BINARY["div"], used)
+        return (1.0, [value]) if node is None else self.factors(node, used)
+
+    def factors(self, node, used):
+        """``product`` of the multiplication or division ``node`` (in ``used``)."""
         a, b = node.inputs
         if node.op is BINARY["div"]:
             c = self.scalar(b)
             if c is None or c == 0.0:
                 used.remove(node)
-                return 1.0, [value]
+                return 1.0, [node.outputs[0]]
             scale, rest = self.product(a, used)
             return scale / c, rest
         scale, rest = 1.0, []
         for side in (a, b):
             c = self.scalar(side)
-            if c is not None:
-                scale *= c
-                continue
-            s, more = self.product(side, used)
+            s, more = (c, []) if c is not None else self.product(side, used)
             scale, rest = scale * s, rest + more
         return scale, rest
 
@@ -74,7 +69,7 @@ class _Trees(Chains):
             return None
         for one, other in (add.inputs, add.inputs[::-1]):
             inner = self.only(other, op, [])
-            if _near(self.scalar(one), 1.0) and inner is not None:
+            if near(self.scalar(one), 1.0) and inner is not None:
                 used.append(inner)
                 return inner.inputs[0]
         return None
@@ -83,8 +78,8 @@ class _Trees(Chains):
 def _gelu(trees, root):
     """(x, approximate, nodes replaced) where ``root`` ends a GELU of x, else None."""
     used = [root]
-    scale, factors = trees.product(None, used, root=root)
-    if not _near(scale, 0.5) or len(factors) != 2:
+    scale, factors = trees.factors(root, used)
+    if not near(scale, 0.5) or len(factors) != 2:
         return None
     for x, rest in (factors, factors[::-1]):
         for approximate, match in (("tanh", _tanh_part), ("none", _erf_part)):
@@ -98,13 +93,13 @@ def _tanh_part(trees, x, value, used) -> bool:
     """``value`` is ``1 + tanh(0.7978846 * (x + 0.044715 * x * x * x))``."""
     u = trees.plus_one(value, UNARY["tanh"], used)
     scale, inner = trees.product(u, used) if u is not None else (None, ())
-    if not _near(scale, _TANH_SCALE) or len(inner) != 1:
+    if not near(scale, _TANH_SCALE) or len(inner) != 1:
         return False
     add = trees.only(inner[0], BINARY["add"], used)
     for a, b in (add.inputs, add.inputs[::-1]) if add is not None else ():
         if a is x:
             cube_scale, cube = trees.product(b, used)
-            return _near(cube_scale, _CUBE_SCALE) and cube == [x, x, x]
+            return near(cube_scale, _CUBE_SCALE) and cube == [x, x, x]
     return False
 
 
@@ -114,15 +109,17 @@ def _erf_part(trees, x, value, used) -> bool:
     if erfc is not None:
         scale, inner = trees.product(erfc.inputs[0], used)
         neg = trees.only(inner[0], UNARY["neg"], used) if len(inner) == 1 else None
-        return (_near(scale, _ERF_SCALE) and neg is not None and neg.inputs[0] is x) or \
-            (_near(scale, -_ERF_SCALE) and inner == [x])
+        return (near(scale, _ERF_SCALE) and neg is not None and neg.inputs[0] is x) or \
+            (near(scale, -_ERF_SCALE) and inner == [x])
     r = trees.plus_one(value, UNARY["erf"], used)
     scale, inner = trees.product(r, used) if r is not None else (None, ())
-    return _near(scale, _ERF_SCALE) and inner == [x]
+    return near(scale, _ERF_SCALE) and inner == [x]
 
 
 def _softmax(trees, root):
     """(x, axis, nodes replaced) where ``root`` (a division) ends a softmax of x, else None."""
+    if root.attrs.get("rounding_mode") is not None:
+        return None
     used = [root]
     e, total = root.inputs
     exp = trees.only(e, UNARY["exp"], used, readers=2)
@@ -161,21 +158,16 @@ def _reduced(trees, value, op, used, guard=False):
 def fuse_idioms(graph: Graph) -> Graph:
     """Rewrite written-out softmax and GELU chains into one op each (Note [idioms fused])."""
     trees = _Trees(graph)
+    idioms = {BINARY["div"]: (_softmax, SOFTMAX, "axis"), BINARY["mul"]: (_gelu, UNARY["gelu"], "approximate")}
     fused, removed = {}, set()
     for node in graph.nodes:
-        if node in removed:
+        if node in removed or node.op not in idioms:
             continue
-        if node.op is BINARY["div"] and node.attrs.get("rounding_mode") is None:
-            match = _softmax(trees, node)
-            op, attrs = SOFTMAX, {"axis": match[1]} if match else None
-        elif node.op is BINARY["mul"]:
-            match = _gelu(trees, node)
-            op, attrs = UNARY["gelu"], {"approximate": match[1]} if match else None
-        else:
-            continue
+        find, op, attr = idioms[node.op]
+        match = find(trees, node)
         if match is None or any(n in removed for n in match[2]):
             continue
-        fused[node] = Node(op, (match[0],), node.outputs, attrs, node.scope)
+        fused[node] = Node(op, (match[0],), node.outputs, {attr: match[1]}, node.scope)
         removed.update(match[2])
     if not fused:
         return graph

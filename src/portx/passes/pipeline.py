@@ -19,23 +19,23 @@ from .legalize import (cast_float64_to_float32, compute_float8_in_float32, decom
 
 __all__ = ["PIPELINES", "INFERENCE_ONLY", "inference_skip", "run_passes"]
 
-#: target -> ordered passes (Graph -> Graph). After the source-level clean-ups (dead nodes; softmax and GELU
-#: written out op by op fused into one op: passes/fuse_idioms.py; attention
-#: written out as matmul/softmax/matmul fused into one op: passes/fuse_attention.py) and the decompositions both
-#: targets share (passes/legalize/decompose.py), each runs its op
-#: table's node rewrites (op_tables/<target>.toml, so emitters see only legal IR) and the dtype passes its
-#: table's dtype rows name; tests/passes/legalize/test_tables.py checks that every rule a table names is run.
+#: target -> ordered passes (Graph -> Graph). After the source-level clean-ups (dead nodes; softmax and GELU written
+#: out op by op fused into one op each: passes/fuse_idioms.py; attention written out as matmul/softmax/matmul fused
+#: into one op: passes/fuse_attention.py) and the decompositions both targets share (passes/legalize/decompose.py),
+#: each runs its op table's node rewrites (op_tables/<target>.toml, so emitters see only legal IR) and the dtype
+#: passes its table's dtype rows name; tests/passes/legalize/test_tables.py checks that every rule a table names is run.
 PIPELINES = {
-    "keras-jax": (remove_dead_nodes, fuse_idioms, fuse_attention, decompose, legalize_for_keras_jax, merge_reshapes_and_permutes,
-                  fold_pool_then_reshape, cast_float64_to_float32, narrow_int64_to_int32, drop_zero_dropout,
-                  drop_dropout, fold_batch_norm, to_channels_last, compute_float8_in_float32, record_sharding,
-                  record_blocks),
+    "keras-jax": (remove_dead_nodes, fuse_idioms, fuse_attention, decompose, legalize_for_keras_jax,
+                  merge_reshapes_and_permutes, fold_pool_then_reshape, cast_float64_to_float32, narrow_int64_to_int32,
+                  drop_zero_dropout, drop_dropout, fold_batch_norm, to_channels_last, compute_float8_in_float32,
+                  record_sharding, record_blocks),
     # torch-xla: a Keras source's NHWC -> NCHW -> op -> NHWC pairs cancel (passes/layout/__init__.py); int64
     # stays (op_tables/torch_xla.toml dtype.int64: the emitted module keeps torch's index dtypes); a Keras
     # ZeroPadding2D before a "valid" Conv2D is the conv's padding (Note [a pad folded into its convolution])
-    "torch-xla": (remove_dead_nodes, fuse_idioms, fuse_attention, decompose, legalize_for_torch_xla, to_channels_first,
-                  merge_reshapes_and_permutes, fold_pad_into_conv, fold_pool_then_reshape, cast_float64_to_float32,
-                  drop_zero_dropout, drop_dropout, fold_batch_norm, record_sharding, record_blocks),
+    "torch-xla": (remove_dead_nodes, fuse_idioms, fuse_attention, decompose, legalize_for_torch_xla,
+                  to_channels_first, merge_reshapes_and_permutes, fold_pad_into_conv, fold_pool_then_reshape,
+                  cast_float64_to_float32, drop_zero_dropout, drop_dropout, fold_batch_norm, record_sharding,
+                  record_blocks),
 }
 #: passes that give up training behaviour, run only when asked (``--fold-bn``, ``--inference``)
 INFERENCE_ONLY = ("drop_dropout", "fold_batch_norm")
