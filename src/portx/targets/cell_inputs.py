@@ -9,7 +9,10 @@ the one input the blocks of a kind differ in (Note [forward's arguments] in torc
 they differ in two, the input made last before the block (the same place in every block of the kind, a model input
 or an attribute never); where every block's other input is what the block before it took as its state (and at least one
 block has one before it), that input is ``p``. Every other input keeps its variable's name. Names only: what a
-block computes and the order of the layers are unchanged.
+block computes and the order of the layers are unchanged. The cells are called one by one, each call naming its
+output (``normal_concat_1 = self.normal[1](normal_concat_0, reduction_concat_stem_2)``), as timm's and Cadene's
+NASNet ``forward`` write them (``x_cell_1 = self.cell_1(x_cell_0, x_stem_1)``): a loop carrying two states over a
+stage's three or four cells of one kind (``x, p = cell(x, p), x``) would be no shorter, and the kinds alternate.
 
 Example:
     >>> roles = input_roles([[cell0, cell1], [reduce4]], rows, {"input_layer"})
