@@ -36,6 +36,7 @@ from difflib import SequenceMatcher
 from .arg_names import argument_name
 from .optional_run import lhs, optional_params, real
 from .structure import Group
+from .tested_flags import kept, tested
 
 __all__ = ["Place", "Alignment", "Layout", "Member", "align", "join", "row_key", "lhs"]
 
@@ -189,15 +190,22 @@ class Layout:
     params: dict = field(default_factory=dict)  # a torch class's numbers (Group's), set by its driver
     columns: list = field(default_factory=list)
     numbers: dict = field(default_factory=dict)  # id(instance) -> its numbers laid out as the rows (None: absent)
+    tested: dict = field(default_factory=dict)  # flag -> its keyword's column (Note [a flag its keyword stands for])
 
     @property
     def prefix(self) -> str:
         """The block prefix of the block it is written from (what arg_names.py reads a layer's role after)."""
         return self.ref.prefix
 
+    def test(self, flag, name) -> str:  # by its keyword ``name`` (Note [a flag its keyword stands for])
+        return f"{name} is not None" if self.keywords[self.tested[flag]] == "None" else name
+
+    def counted(self, name_of, testable=lambda flag, col: True) -> None:  # Note [a flag its keyword stands for]
+        self.tested = kept(self, name_of, testable)
+
     def flags_of(self, inst) -> list:
-        """The flags a call of ``inst`` passes, in the function's order."""
-        return [f for f in self.flags if f in self.flagged.get(id(inst), ())]
+        """The flags a call of ``inst`` passes, in the function's order (none its keyword stands for)."""
+        return [f for f in self.flags if f in self.flagged.get(id(inst), ()) and f not in self.tested]
 
 
 @dataclass
@@ -320,6 +328,7 @@ def _finish(members, ref, slots, flagged, rename, head):
     layout = Layout(ref, [(p, c) for _, p, c, _, _ in slots], [d for d, *_ in slots], made,
                     [rename.get(v, v) for v in ref.outputs], flags, flagged, prefix_of, defaults)
     layout.numbers = numbers
+    layout.tested = tested(flags, flagged, keywords, place_of, defaults, [(id(i), numbers[id(i)]) for i in instances])
     return layout, Group(instances, *found)
 
 

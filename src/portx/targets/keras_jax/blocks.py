@@ -20,7 +20,7 @@ from ..joinable import as_written, restored
 from ..optional_parts import Layout
 from ..structure import assigned_names, block_groups, block_lines, family_name, ident, lines_of, loops, \
     pieces, render, source_class
-from .choices import merge_parts
+from .choices import flag_test, merge_parts
 from .optional import merge_optional
 from .scopes import function_scopes, layer_scopes, numbered_locals, open_scopes
 
@@ -259,7 +259,7 @@ def _function(emitter, group, width, shortcut=None, role=(None, None), paired=Fa
     """Write the group's function into ``emitter.functions``; returns its name and the order it takes the blocks'
     inputs in (``_input_order``). ``shortcut``: the statements only its first blocks have, under a flag (Note [an
     optional shortcut] in optional.py)."""
-    layout = shortcut if isinstance(shortcut, Layout) else None  # Note [optional parts] in optional_parts.py
+    layout = shortcut if isinstance(shortcut, Layout) else None  # Note [optional parts] in tested_flags.py
     first = layout.ref if layout else group.instances[0]
     members = [inst.key for inst in group.instances]
     cut = cut_family(members, emitter.graph)  # Note [names of cut blocks' kinds] in auto_names.py
@@ -276,10 +276,13 @@ def _function(emitter, group, width, shortcut=None, role=(None, None), paired=Fa
     # named as the block's own: keras.applications' ``inputs`` (the zoo ConvNeXt's anchor), not ``x_1``
     rows = list(zip(layout.depths, *zip(*layout.rows))) if layout else [(0, p, c) for p, c in first.rows]
     counted = sum(kind == "n" for _, parts, _ in rows for kind, _ in parts)  # numbered names' columns follow
-    flags = [f"{local.name(f)}=False" for f in layout.flags] if layout else []  # before the variables' names
     bases = [col for col in group.columns if col >= counted]  # one n, or one per stem: n_conv2d
     named = dict(zip(group.columns, param_names(layout or first, [col for col in group.columns if col < counted],
                                                 group.params)))
+    if layout:  # Note [a flag its keyword stands for] in tested_flags.py
+        layout.counted(lambda col: named.get(col, ""))
+    # the flags before the variables' names; none that its keyword stands for
+    flags = [f"{local.name(f)}=False" for f in layout.flags if f not in layout.tested] if layout else []
     params = [local.name(named[col] if col < counted else "n" if len(bases) == 1 else
                          f"n_{first.stems[col - counted]}", "size") for col in group.columns]
     prefix = (layout.prefix_of if layout else {}).get
@@ -319,8 +322,9 @@ def _function(emitter, group, width, shortcut=None, role=(None, None), paired=Fa
     offset = 0  # number columns count over the whole block
     for depth, parts, comment in rows:
         w.indent = 1 + depth
-        w.line(restored(render(parts, lambda v: names[v], lambda i, n: number(offset + i, n), string, auto=auto)),
-               comment)  # Note [the activation as an argument] in joinable.py
+        text = restored(render(parts, lambda v: names[v], lambda i, n: number(offset + i, n), string, auto=auto))
+        w.line(flag_test(layout, parts) or text, comment)  # Note [the activation as an argument] in joinable.py,
+        # Note [a flag its keyword stands for] in tested_flags.py
         offset += sum(kind == "n" for kind, _ in parts)
     scopes = function_scopes(group.instances, layer_scopes(emitter))  # Note [emitted name scopes] in scopes.py
     w.rows[2:] = open_scopes(w.rows[2:], scopes, lambda text: text)

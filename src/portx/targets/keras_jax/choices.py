@@ -3,12 +3,13 @@ keras.applications writes ``_inverted_res_block`` (Note [optional parts] in targ
 
 A kind of block with one member joins too (MobileNetV3Small's ``expanded_conv_6``, the only block of its stage
 that does not add its input). The function's flags follow ``name`` with False defaults; a call passes those its
-block sets (``residual=True``):
+block sets (``residual=True``), and a stride-2 block its pad (``pad_width=...``), which its test reads (Note [a flag
+its keyword stands for] in tested_flags.py):
 
-    def expanded_conv_block(x, filters, filters_1, filters_2, name, strided=False, residual=False):
+    def expanded_conv_block(x, filters, filters_1, filters_2, name, pad_width=None, residual=False):
         ...
-        if strided:
-            depthwise_pad = ops.pad(activation, ((0, 0), (1, 2), (1, 2), (0, 0)))
+        if pad_width is not None:
+            depthwise_pad = ops.pad(activation, pad_width)
             depthwise = layers.DepthwiseConv2D(5, strides=2, ...)(depthwise_pad)
         else:
             depthwise = layers.DepthwiseConv2D(5, padding='same', ...)(activation)
@@ -27,7 +28,7 @@ from ..optional_parts import Member, align, join
 from ..structure import Group
 from .scopes import function_scopes
 
-__all__ = ["merge_parts"]
+__all__ = ["merge_parts", "flag_test"]
 
 
 def merge_parts(groups, singles, scopes, skip=()) -> tuple:
@@ -65,6 +66,16 @@ def merge_parts(groups, singles, scopes, skip=()) -> tuple:
         out.append(group)
         layouts[id(group)] = layout
     return sorted(out, key=lambda g: g.instances[0].start), layouts
+
+
+def flag_test(layout, parts) -> str | None:
+    """``if pad_width is not None:``, ``if filters_squeeze_excite:`` for a place's test (``parts``: one text piece)
+    whose flag its keyword argument stands for (Note [a flag its keyword stands for] in tested_flags.py); else None.
+    Other statements' pieces may hold tuples (an auto-name's ``k``), so only a lone ``t`` piece is read."""
+    (kind, text), = parts if len(parts) == 1 else [(None, "")]
+    flag = text[3:-1] if layout and kind == "t" and text.startswith("if ") and text.endswith(":") else None
+    col = layout.tested.get(flag) if flag else None
+    return None if col is None else f"if {layout.test(flag, layout.names[col])}:"
 
 
 def _padded(group):

@@ -112,11 +112,15 @@ def write_class(emitter, members, cls, reserved, optional=None, role=(None, None
     at = numbered_column(init)  # Note [submodules named after their block] in numbered.py
     args = [local.name("n" if c == at else name, "size") for c, name in zip(columns, bases)]
     modules = {stem: local.name(module_name(stem, init.parent)) for stem in init.numbered}
-    flags = {f: local.name(f) for f in layout.flags} if layout else {}
+    split = len(init.numbers)
+    # forward tests a flag by its part's first submodule where its count is __init__'s alone (``self.fc1 is not None``)
+    firsts = {part: attr_name(attr) for attr, part in reversed(layout.guards.items())} if layout else {}
+    if layout:  # Note [a flag its keyword stands for] in tested_flags.py
+        layout.counted(lambda c: args[params[c][0]], lambda f, c: c >= split or f in firsts)
+    flags = {f: local.name(f) for f in layout.flags if f not in layout.tested} if layout else {}
     flag = local.name(optional.name) if optional else None
     if flag:
         local.release(flag)  # an __init__ argument: forward may name the part's output so
-    split = len(init.numbers)
     order = forward_order([b for _, b in members], _model_inputs(emitter), role[0])  # Note [forward's arguments]
     inputs = {body.inputs[i]: local.name("x" if i == order[0] else "p" if i == role[1] else  # Note [a cell's two
                                          body.inputs[i].replace("self.", ""), "x") for i in order}  # inputs]
@@ -155,8 +159,13 @@ def write_class(emitter, members, cls, reserved, optional=None, role=(None, None
         locals_[optional.run.output] = local.name(optional.name, "v")
     _lines(own, init.rows, {}, number, 0)
     own.rows = [(indent, without_strides(text), comment) for indent, text, comment in own.rows]
+    # a flag its keyword stands for (Note [a flag its keyword stands for]): __init__ guards ``... if pad is not None
+    # else None``, forward tests ``self.pad is not None``, or the part's first submodule where forward keeps no value
+    guards = {**flags, **{f: layout.test(f, args[params[c][0]]) for f, c in layout.tested.items()}} if layout else {}
+    tests = {f: f"{firsts[f]} is not None" if layout.tested.get(f, split) < split else test
+             for f, test in guards.items()}
     if layout:
-        layout_lines(forward, layout, flags, {**locals_, **inputs}, lambda i, t: number(split + i, t, True),
+        layout_lines(forward, layout, tests, {**locals_, **inputs}, lambda i, t: number(split + i, t, True),
                      attr_name)
     else:
         _lines(forward, body.rows, {**locals_, **inputs}, lambda i, t: number(i, t, True), split, optional)
@@ -178,7 +187,7 @@ def write_class(emitter, members, cls, reserved, optional=None, role=(None, None
     elif optional:
         rows = guard_init(rows, optional.name, flag)
     for attr, part in (layout.guards if layout else {}).items():  # Note [optional parts]: submodules of a part
-        rows = rows and guard_each(rows, [attr_name(attr)], flags[part])
+        rows = rows and guard_each(rows, [attr_name(attr)], guards[part])
     if rows is None:
         return None
     rows, forward.rows = separable(rows, forward.rows)  # Note [separable convs as one module] in nesting.py
