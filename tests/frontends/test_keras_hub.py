@@ -205,14 +205,17 @@ def test_llama_blocks_numbering_their_rotary_embedding_are_one_keras_function(tm
 
 @pytest.mark.slow
 @pytest.mark.parametrize("to", ["torch-xla", "keras-jax"])
-def test_mit_stages_of_two_blocks_are_one_class_and_one_function(to, tmp_path):
+@pytest.mark.parametrize("heads, ratios", [([2, 2], [1, 1]), ([1, 2], [2, 1])], ids=["equal", "b0"])
+def test_mit_stages_of_two_blocks_are_one_class_and_one_function(to, heads, ratios, tmp_path):
     """A MiT's ``HierarchicalTransformerEncoder`` layers carry Keras' model-wide counters in their sublayers' names
     (``seg_former_multihead_attention_1.dense_6``): numbered within their block (Note [parts named alike] in
     src/portx/passes/blocks_siblings.py), the four blocks of two stages are written once, and the two patch
-    embeddings before the stages once, verified."""
+    embeddings before the stages once, verified. At MiT-B0's pattern too (heads 1, 2; spatial reduction 2, 1): the
+    one-head attention is written as the two-head one (Note [one-head attention] in passes/layout/sink.py) and the
+    spatial reduction is an optional part (Note [optional parts] in targets/optional_parts.py)."""
     keras.utils.set_random_seed(0)
-    model = keras_hub.models.MiTBackbone(**_IMAGE, layerwise_depths=[2, 2], num_layers=2, layerwise_num_heads=[2, 2],
-                                         layerwise_sr_ratios=[1, 1], max_drop_path_rate=0.0,
+    model = keras_hub.models.MiTBackbone(**_IMAGE, layerwise_depths=[2, 2], num_layers=2, layerwise_num_heads=heads,
+                                         layerwise_sr_ratios=ratios, max_drop_path_rate=0.0,
                                          layerwise_patch_sizes=[7, 3], layerwise_strides=[4, 2], hidden_dims=[16, 32])
     result = portx.convert(model, to=to, out=tmp_path / "out", grad=False)
     assert result.ok and result.report["verification"]["passed"], result.report["verification"]
@@ -224,6 +227,10 @@ def test_mit_stages_of_two_blocks_are_one_class_and_one_function(to, tmp_path):
         assert "self.patch_and_embed_1 = OverlappingPatchingAndEmbedding(" in code, code
         keys = [{k.split(".", 1)[1] for k in result.model.state_dict() if k.startswith(f"hierarchical_encoder_{b}.")}
                 for b in ("0_0", "0_1", "1_0", "1_1")]
+        if ratios[0] > 1:  # the reduction's submodules only in the first stage's blocks
+            assert "seg_former_multihead_attention.conv2d.weight" in keys[0] - keys[2], keys
+            keys = keys[2:] + [k - {k for k in keys[0] if ".conv2d." in k or ".layer_normalization." in k}
+                               for k in keys[:2]]
         assert keys[0] and all(k == keys[0] for k in keys) and "seg_former_multihead_attention.dense.weight" in keys[0]
     else:
         assert code.count("\ndef hierarchical_transformer_encoder(") == 1, code

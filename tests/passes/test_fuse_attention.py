@@ -10,6 +10,7 @@ from portx.frontends.jax import lower_jaxpr
 from portx.ir import parse_graph, validate
 from portx.passes.fuse_attention import fuse_attention
 from portx.passes.fuse_idioms import fuse_idioms
+from portx.passes.layout import to_channels_first, to_channels_last
 from portx.verification.compare import run_reference
 from tests.support.harness import check_torch_op
 
@@ -93,3 +94,34 @@ def test_jax_batched_matmuls_around_a_softmax_are_one_attention():
     assert not {"softmax", "matmul"} & {n.op.name for n in fused.nodes}, [n.op.name for n in fused.nodes]
     got = run_reference(fused, [q, k, v])[fused.outputs[0]]
     np.testing.assert_allclose(got, np.asarray(attend(q, k, v)), rtol=1e-5, atol=1e-6)
+
+
+def _heads_attention(heads):
+    """A traced attention over ``heads`` heads of (2, 6, 8) inputs, its heads split and merged as keras-hub MiT's."""
+    def attend(x):
+        q, k, v = (jnp.transpose((x * c).reshape(2, 6, heads, 8 // heads), (0, 2, 1, 3)) for c in (1.0, 2.0, 3.0))
+        probs = jax.nn.softmax(jnp.matmul(q, k.swapaxes(-1, -2)) * 0.5, axis=-1)
+        return jnp.transpose(jnp.matmul(probs, v), (0, 2, 1, 3)).reshape(2, 6, 8)
+
+    x = np.random.default_rng(0).normal(size=(2, 6, 8)).astype(np.float32)
+    return attend, x, validate(lower_jaxpr(jax.make_jaxpr(attend)(x), ["x"], {}))
+
+
+@pytest.mark.parametrize("layout", [to_channels_first, to_channels_last])
+def test_a_one_head_attention_is_written_as_a_multi_head_one(layout):
+    """``jnp.matmul`` squeezes a unit head axis before its ``dot_general`` (and restores it after): the one-head
+    attention is fused on the split axes, ``(B, 1, N, d)``, and its head transposes stay permutes through the layout
+    pass (Note [one-head attention]), so it is written with the ops a two-head one is (MiT-B0's stages: one block
+    definition)."""
+    written = []
+    for heads in (1, 2):
+        attend, x, graph = _heads_attention(heads)
+        fused = validate(fuse_attention(fuse_idioms(graph)))
+        (node,) = [n for n in fused.nodes if n.op.name == "attention"]
+        assert node.inputs[0].type.shape == (2, heads, 6, 8 // heads) == node.outputs[0].type.shape
+        got = run_reference(fused, [x])[fused.outputs[0]]
+        np.testing.assert_allclose(got, np.asarray(attend(x)), rtol=1e-5, atol=1e-6)
+        dropped = fused.replace(nodes=tuple(n.replace(attrs={**n.attrs, "dropout_p": 0.1}) if n is node else n
+                                            for n in fused.nodes))  # MiT's: the attention stays in logical order
+        written.append([n.op.name for n in validate(layout(dropped)).nodes])
+    assert written[0] == written[1] and written[0].count("permute") == 4, written

@@ -21,8 +21,10 @@ Note [parts named alike]: sibling blocks of one kind also hold the same parts at
 instance; a Keras layer's sublayers take model-wide names (keras-hub MiT's ``hierarchical_encoder_0_0`` holds
 ``seg_former_multihead_attention.dense_18``, ``hierarchical_encoder_0_1`` holds ``..._1.dense_22``), so their
 statements differ by those names. The parts are therefore compared with each name Keras numbered itself (a sublayer
-of no recorded class, or one whose name is its class's and a number: ``dense_22``) numbered from the block's first of
-its stem, as the layers of a block cut from the graph are (Note [auto names in cut blocks] in blocks_cut.py):
+of no recorded class, or one whose name is its class's and a number: ``dense_22``) numbered in order among the names
+of its stem under the same parent in the block, as the layers of a block cut from the graph are (Note [auto names in
+cut blocks] in blocks_cut.py); per parent, so that MiT-B0's spatial-reduction layer norm inside the attention of the
+first stage's blocks leaves the blocks' own second layer norm ``layer_normalization_1`` in every stage:
 ``hierarchical_encoder_0_1.seg_former_multihead_attention_1.dense_22`` is ``hierarchical_encoder_0_1.
 seg_former_multihead_attention.dense`` in its block, as ``..._0_0.seg_former_multihead_attention.dense_18`` is in its
 own. ``sibling_names`` records those names in ``meta["part_names"]``, so the torch-xla block class holds its parts at
@@ -177,20 +179,22 @@ def _alike(graph, classes, block) -> tuple:
 
 
 def _within(graph, classes, block) -> dict:
-    """{scope: the scope with its names Keras numbered itself numbered from the block's first of their stem} for the
-    scopes of ``block`` where that differs (Note [parts named alike])."""
-    key, first, scopes = block["key"], {}, {}
+    """{scope: the scope with its names Keras numbered itself numbered in order among their stem's under the same
+    parent} for the scopes of ``block`` where that differs (Note [parts named alike])."""
+    key, numbers, scopes = block["key"], {}, {}
     for node in graph.nodes[block["start"]:block["stop"]]:
         if node.scope.startswith(key + ".") and node.scope not in scopes:
             parts = node.scope[len(key) + 1:].split(".")
             scopes[node.scope] = [_counted(".".join([key] + parts[:i + 1]), classes) for i in range(len(parts))]
-            for name in filter(None, scopes[node.scope]):
-                first[name[0]] = min(first.get(name[0], name[1]), name[1])
+            for i, name in enumerate(scopes[node.scope]):
+                if name is not None:
+                    numbers.setdefault((tuple(parts[:i]), name[0]), set()).add(name[1])
+    rank = {(parent, stem, n): i for (parent, stem), found in numbers.items() for i, n in enumerate(sorted(found))}
     found = {}
     for scope, names in scopes.items():
         parts = scope[len(key) + 1:].split(".")
-        renamed = [p if n is None else n[0] if n[1] == first[n[0]] else f"{n[0]}_{n[1] - first[n[0]]}"
-                   for p, n in zip(parts, names)]
+        ranks = [None if n is None else rank[(tuple(parts[:i]), *n)] for i, n in enumerate(names)]
+        renamed = [p if n is None else f"{n[0]}_{r}" if r else n[0] for p, n, r in zip(parts, names, ranks)]
         if renamed != parts:
             found[scope] = ".".join([key] + renamed)
     return found

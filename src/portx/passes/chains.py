@@ -20,7 +20,8 @@ class Chains:
     def __init__(self, graph):
         self.graph = graph
         self.producer = graph.producers()
-        self.readers = {v: len(users) for v, users in graph.users().items()}
+        self.users = graph.users()
+        self.readers = {v: len(users) for v, users in self.users.items()}
         self.outputs = set(graph.outputs)
 
     def only(self, value, op, used=None, readers=1):

@@ -14,7 +14,11 @@ intermediate (scores, probs) has no other reader and is no graph output (returne
 keep the chain), the scale factors are scalar constants, and q, k and v share their batch axes. JAX's batched
 matmul (``dot_general``, keras-hub MiT's attention) merges the batch and head axes for the two matmuls and splits
 them for the softmax between: a reshape after the first matmul and its inverse before the second, both keeping
-the last two axes, are read through (without a mask), and the attention runs on the merged axes. ``k^T`` is
+the last two axes, are read through (without a mask), and the attention runs on the merged axes. Where those
+reshapes only squeeze a unit head axis (``jnp.matmul`` does so for a one-head attention, MiT-B0's first stage)
+and q, k and v were reshaped so too, it runs on the axes before them, ``(B, 1, N, d)`` as a multi-head attention
+on ``(B, h, N, d)``, its result reshaped back (read through too where the source does: Note [one-head attention]
+in passes/layout/sink.py). ``k^T`` is
 the keys when it is a permute of the last two axes; otherwise the pass adds that permute. A scale within float32
 rounding of ``1/sqrt(E)`` (JAX's ``0.35355338`` for E = 8) is that default exactly, so the code writes no ``scale=``
 and blocks whose head widths differ write the same call (keras-hub MiT's stages). One
@@ -63,6 +67,24 @@ class _Chain(Chains):
             return value, None
         used.append(node)
         return node.inputs[0], node
+
+    def unmerged(self, values, batch, used):
+        """``values`` before the reshapes that merged their ``batch`` axes (JAX's ``jnp.matmul`` squeezes a unit
+        head axis before its ``dot_general``), when each has one; else ``values``."""
+        found = [self.merged(value, []) for value in values]
+        if any(node is None or value.type.shape[:-2] != batch for value, node in found):
+            return values
+        used.extend(node for _, node in found)
+        return tuple(value for value, _ in found)
+
+    def split_back(self, value, batch, used):
+        """The reshape's output when ``value``'s one reader splits its batch axes back to ``batch`` (JAX's
+        ``jnp.matmul`` restores the unit axis it squeezed), else ``value``."""
+        (node,) = self.users.get(value, [None]) if self.readers.get(value) == 1 else (None,)
+        if node is None or node.op is not RESHAPE or value in self.outputs or node.outputs[0].type.shape[:-2] != batch:
+            return value
+        used.append(node)
+        return node.outputs[0]
 
     def peel(self, value, used):
         """``value`` without the scalar constants it is multiplied or divided by: (base, factor)."""
@@ -119,6 +141,10 @@ def _match(chain, out_node):
     used.append(qk)
     q, scale_q = chain.peel(qk.inputs[0], used)
     kt, scale_k = chain.peel(qk.inputs[1], used)
+    out = out_node.outputs[0]
+    if merge is not None:  # Note [attention fusion]: on the axes before the merge, when q, k and v had them
+        q, kt, v = chain.unmerged((q, kt, v), merge.inputs[0].type.shape[:-2], used)
+        out = chain.split_back(out, v.type.shape[:-2], used)
     if not (q.type.rank == kt.type.rank == v.type.rank >= 3 and q.type.shape[:-2] == kt.type.shape[:-2]
             == v.type.shape[:-2] and q.type.dtype == kt.type.dtype == v.type.dtype):
         return None
@@ -132,7 +158,7 @@ def _match(chain, out_node):
     scale, default = scale * scale_q * scale_k, 1.0 / math.sqrt(q.type.shape[-1])
     scale = default if near(scale, default) else scale  # the source's float32 1/sqrt(E): SDPA's default, unwritten
     attrs = {"is_causal": False, "scale": scale, "enable_gqa": False, "dropout_p": rate}
-    return (q, k, v, mask), attrs, used, transpose
+    return (q, k, v, mask), attrs, used, transpose, out
 
 
 def fuse_attention(graph: Graph) -> Graph:
@@ -146,7 +172,7 @@ def fuse_attention(graph: Graph) -> Graph:
         match = _match(chain, node)
         if match is None or any(n in removed for n in match[2]):
             continue
-        (q, k, v, mask), attrs, used, transpose = match
+        (q, k, v, mask), attrs, used, transpose, out = match
         new = []
         if transpose is not None:  # keys given already transposed: transpose them back
             perm = tuple(range(transpose.type.rank - 2)) + (transpose.type.rank - 1, transpose.type.rank - 2)
@@ -154,7 +180,14 @@ def fuse_attention(graph: Graph) -> Graph:
             k = Value(fresh_name(taken, f"{transpose.name}_keys"), transpose.type.with_shape(shape))
             taken.add(k.name)
             new.append(Node(PERMUTE, (transpose,), (k,), {"perm": perm}, node.scope))
-        new.append(Node(ATTENTION, (q, k, v, mask), node.outputs, attrs, node.scope))
+        heads = out
+        if v.type.shape[:-2] != out.type.shape[:-2]:  # on the axes before the merge, its result merged after it
+            heads = Value(fresh_name(taken, f"{out.name}_heads"), out.type.with_shape(v.type.shape[:-2]
+                                                                                        + out.type.shape[-2:]))
+            taken.add(heads.name)
+        new.append(Node(ATTENTION, (q, k, v, mask), (heads,), attrs, node.scope))
+        if heads is not out:
+            new.append(Node(RESHAPE, (heads,), (out,), {"shape": out.type.shape}, node.scope))
         fused[node] = new
         removed.update(used)
     if not fused:

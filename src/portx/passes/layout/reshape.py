@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops.linear import LINEAR
+from .sink import HEADS, moves_data
 
 __all__ = ["grouped_order", "reshape_groups", "reshaped_order", "reshape_rule"]
 
@@ -82,8 +83,8 @@ def reshape_rule(s, node) -> bool:
     x, out = node.inputs[0], node.outputs[0]
     perm, phys = s.perm_of(x), s.phys[x]
     groups = reshape_groups(x.type.shape, out.type.shape)
-    if groups is None:
-        return False
+    if groups is None or phys in s.attended and perm == HEADS and not moves_data(phys.type.shape, perm):
+        return False  # an attention's result transposed back before it is reshaped: Note [one-head attention]
     order = reshaped_order(perm, x.type.shape, out.type.shape, groups)
     if order is not None:
         _bind_reshape(s, node, phys, order)

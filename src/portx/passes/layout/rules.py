@@ -251,8 +251,8 @@ def _linear_second_to_last(s, node, perm):
     if rank < 2 or inverse(perm)[rank - 1] != rank - 2 or not s.is_param(w) or (bias is not None
                                                                                 and not s.is_param(bias)):
         return False
-    if _in_attention_module(s.graph, w):  # Note [held parameters] in targets/torch_xla/held.py
-        return False
+    if _in_attention_module(s.graph, w) or _into_residual(s, node):  # Note [held parameters] in targets/torch_xla/
+        return False  # held.py; Note [a linear into a residual]
     if bias is None:
         s.bind(node, MATMUL, [s.at(w, (0, 1)), s.phys[x]], {}, [perm])
         return True
@@ -260,6 +260,18 @@ def _linear_second_to_last(s, node, perm):
     column = s.emit(RESHAPE, [s.at(bias, (0,))], {"shape": (bias.type.shape[0], 1)}, hint=f"{bias.name}_column")[0]
     s.bind(node, BINARY["add"], [y, column], {}, [perm])
     return True
+
+
+def _into_residual(s, node) -> bool:
+    """Note [a linear into a residual]: the weight-first matmul keeps the features second to last, and an add with a
+    value stored in logical order then transposes its result back: the same one transpose as before a ``Linear``,
+    which is what a person writes (keras-hub MiT's ``mix_ffn`` output: ``torch.matmul(self.mix_ffn.dense_1.weight,
+    x) + bias.reshape(16, 1)`` and a permute after, where ``self.mix_ffn.dense_1(x.permute(0, 2, 1))`` is meant).
+    True where a reader of the linear's result is such an add."""
+    out, rank = node.outputs[0], node.outputs[0].type.rank
+    return any(u.op is BINARY["add"] and any(o is not out and o in s.phys and o.type.rank == rank
+                                             and s.perm_of(o) == tuple(range(rank)) for o in u.inputs)
+               for u in s.users.get(out, []))
 
 
 def _in_attention_module(graph, weight) -> bool:

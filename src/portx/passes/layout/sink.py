@@ -39,9 +39,10 @@ import numpy as np
 
 from ...ir import GraphBuilder, Node, Value, infer_outputs
 from ...ops._util import channels_first_perm, channels_last_perm
+from ...ops.attention import ATTENTION
 from ...ops.shape import PERMUTE, RESHAPE
 
-__all__ = ["Sinker", "inverse", "count_permutes", "moves_data", "writes_permute"]
+__all__ = ["Sinker", "inverse", "count_permutes", "moves_data", "writes_permute", "HEADS"]
 
 
 _LAYOUT_SUFFIX = {**{channels_last_perm(r): name for r, name in ((3, "nwc"), (4, "nhwc"), (5, "ndhwc"))},
@@ -81,6 +82,16 @@ def writes_permute(shape, perm) -> bool:
     return channel is not None and shape[channel] != 1
 
 
+# Note [one-head attention]: attention's head transposes ``(B, N, h, d) -> (B, h, N, d)`` and back move no data
+# when the model has one head (MiT-B0's first stage), so the pass wrote them as the reshapes they equal, and
+# ``merge_reshapes_and_permutes`` folded those into the reshapes splitting the heads: ``q.reshape(B, 1, N, d)`` where
+# the stages of two heads write ``q.reshape(B, N, 2, d).permute(0, 2, 1, 3)``, and the blocks of the two stages
+# were two definitions. A head transpose (``(0, 2, 1, 3)``) that an attention reads, or that reads an attention's
+# result, is a permute whatever it moves (``Sinker.transpose``; ``reshape_rule`` does not read through it), so every
+# stage writes the same lines, the head count a number in them.
+HEADS = (0, 2, 1, 3)
+
+
 def count_permutes(graph) -> int:
     """Permute nodes that move data (a permute of size-1 axes is a free reshape)."""
     return sum(1 for n in graph.nodes if n.op is PERMUTE and moves_data(n.inputs[0].type.shape, n.attrs["perm"]))
@@ -111,6 +122,7 @@ class Sinker:
         self.owed, self.carried, self.claimed = {}, {}, set()  # Note [carried permutes]
         self.flips = frozenset(graph.meta.get("flip_permutes", ()))
         self.nodes, self.node = [], None
+        self.attended = set()  # the attentions' results (Note [one-head attention])
 
     # -- values -----------------------------------------------------------------------------
     def perm_of(self, value) -> tuple:
@@ -180,11 +192,14 @@ class Sinker:
 
     def transpose(self, source, perm, lifted=False):
         """Emit ``permute(source)`` named for the layout it makes (``x_nhwc``), or a reshape when only size-1 axes
-        move (Note [size-1 spatial dims]; always for an operand ``lifted`` by a reshape). It belongs to no layer of
+        move (Note [size-1 spatial dims]; always for an operand ``lifted`` by a reshape; never beside an attention:
+        Note [one-head attention]). It belongs to no layer of
         the source: no scope."""
         shape = tuple(source.type.shape[p] for p in perm)
         hint = f"{source.name}_{_LAYOUT_SUFFIX.get(tuple(perm), 't')}"
-        if moves_data(source.type.shape, perm) if lifted else writes_permute(source.type.shape, perm):
+        beside = tuple(perm) == HEADS and (source in self.attended or self.node is not None
+                                           and self.node.op is ATTENTION)
+        if moves_data(source.type.shape, perm) if lifted else beside or writes_permute(source.type.shape, perm):
             out = self.emit(PERMUTE, [source], {"perm": tuple(perm)}, hint=hint, scope="")[0]
         else:
             out = self.emit(RESHAPE, [source], {"shape": shape}, hint=hint, scope="")[0]
@@ -226,6 +241,8 @@ class Sinker:
         if scope is None:
             scope = self.node.scope if self.node else ""
         self.nodes.append(Node(op, tuple(inputs), tuple(outs), attrs, scope))
+        if op is ATTENTION:
+            self.attended.update(outs)
         return outs
 
     def _physical(self, orig, type_, perm):

@@ -117,7 +117,8 @@ def write_class(emitter, members, cls, reserved, optional=None, role=(None, None
     firsts = {part: attr_name(attr) for attr, part in reversed(layout.guards.items())} if layout else {}
     if layout:  # Note [a flag its keyword stands for] in tested_flags.py
         layout.counted(lambda c: args[params[c][0]], lambda f, c: c >= split or f in firsts)
-    flags = {f: local.name(f) for f in layout.flags if f not in layout.tested} if layout else {}
+    flags = {f: local.name(_flag(f, layout, relative(emitter, members)[0])) for f in layout.flags
+             if f not in layout.tested} if layout else {}
     flag = local.name(optional.name) if optional else None
     if flag:
         local.release(flag)  # an __init__ argument: forward may name the part's output so
@@ -187,7 +188,7 @@ def write_class(emitter, members, cls, reserved, optional=None, role=(None, None
     elif optional:
         rows = guard_init(rows, optional.name, flag)
     for attr, part in (layout.guards if layout else {}).items():  # Note [optional parts]: submodules of a part
-        rows = rows and guard_each(rows, [attr_name(attr)], guards[part])
+        rows = rows and guard_each(rows, [moved.get(attr_name(attr), attr_name(attr))], guards[part])  # nested
     if rows is None:
         return None
     rows, forward.rows = separable(rows, forward.rows)  # Note [separable convs as one module] in nesting.py
@@ -217,6 +218,15 @@ def write_class(emitter, members, cls, reserved, optional=None, role=(None, None
 
 def _model_inputs(emitter) -> set:
     return {emitter.names[v] for v in emitter.graph.inputs if v in emitter.names}
+
+
+def _flag(flag, layout, paths) -> str:
+    """A part's flag, or where that names a submodule (the part's layers all lie inside it: MiT's spatial reduction
+    in ``seg_former_multihead_attention``) the first such layer's name inside it (``conv2d``)."""
+    if flag not in {p.split(".")[0] for p in paths.values()}:
+        return flag
+    inner = [a[len(flag) + 1:] for a, f in layout.guards.items() if f == flag and a.startswith(flag + "_")]
+    return inner[0] if inner else f"with_{flag}"
 
 
 def relative(emitter, members) -> tuple:
