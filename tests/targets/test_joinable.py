@@ -68,6 +68,9 @@ def test_the_activation_and_the_pad_are_arguments_of_one_block(target, tmp_path)
         assert "layers.Activation(act, " in code and "ops.pad(activation, pad_width)" in code, code
         assert "if pad_width is not None:" in code and "strided" not in code, code  # one argument, not two
         assert "if filters_se_reduce:" in code and "se=" not in code, code  # the count is the part's test
+        # Note [flags at the most blocks' value]: 6 of 8 blocks add their input, the two stride-2 ones pass False
+        assert "residual=True" in head and code.count("residual=False") == 2 and "residual=True" not in \
+            code.split(head)[1], code
         assert "keras.activations.relu" in code and "keras.activations.hard_silu" in code, code
         assert [w.path for w in result.model.weights] == [w.path for w in model.weights]
         assert_keras_trains_saves_reloads(result.model, x, (2, 12), tmp_path)
@@ -75,6 +78,7 @@ def test_the_activation_and_the_pad_are_arguments_of_one_block(target, tmp_path)
         assert "self.act(" in code and "F.pad(activation, self.pad)" in code, code
         assert "if self.pad is not None:" in code and "strided" not in code, code  # one argument, not two
         assert "if self.se_reduce is not None:" in code and "se=" not in code, code  # the count is the part's test
+        assert "residual=True):" in code and code.count("residual=False)") == 2, code  # the most blocks' value
         assert "pad=(0, 1, 0, 1)" in code and "pad=(1, 2, 1, 2)" in code and "F.hardswish" in code, code
         modules = {key.rsplit(".", 1)[0] for key in result.model.state_dict()}  # each block's at its source path
         assert modules == {f"block{stage}.{i}.{part}" for stage in (1, 2) for i in range(4)
@@ -113,3 +117,14 @@ def test_a_count_two_flags_share_or_no_submodule_to_test_keeps_the_flags():
     layout = _layout({"strided": 3, "se": 5}, {3: "None", 5: "0"})
     layout.counted({3: "pad_width", 5: "strides"}.get)  # a stride stands for no part
     assert layout.tested == {"strided": 3}
+
+
+def test_a_flag_defaults_to_the_most_blocks_value():
+    """Note [flags at the most blocks' value]: a flag most blocks set defaults to True and the others pass False;
+    a tie or fewer default to False, and the blocks that set it pass True."""
+    blocks = [object() for _ in range(4)]
+    sets = [{"residual", "expand"}, {"residual"}, {"residual", "expand"}, set()]
+    layout = Layout(None, [], [], [], [], ["expand", "residual"], {id(b): s for b, s in zip(blocks, sets)})
+    layout.numbers = {id(b): [] for b in blocks}
+    assert [layout.default(f) for f in layout.flags] == [False, True]  # expand: 2 of 4, a tie
+    assert [layout.flags_of(b) for b in blocks] == [[("expand", True)], [], [("expand", True)], [("residual", False)]]

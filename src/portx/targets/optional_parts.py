@@ -36,7 +36,7 @@ from difflib import SequenceMatcher
 from .arg_names import argument_name
 from .optional_run import lhs, optional_params, real
 from .structure import Group
-from .tested_flags import kept, tested
+from .tested_flags import kept, majority, tested
 
 __all__ = ["Place", "Alignment", "Layout", "Member", "align", "join", "row_key", "lhs"]
 
@@ -191,6 +191,7 @@ class Layout:
     columns: list = field(default_factory=list)
     numbers: dict = field(default_factory=dict)  # id(instance) -> its numbers laid out as the rows (None: absent)
     tested: dict = field(default_factory=dict)  # flag -> its keyword's column (Note [a flag its keyword stands for])
+    calls: set = field(default_factory=set)  # id(instance) of each call written (a loop's first); empty: all
 
     @property
     def prefix(self) -> str:
@@ -203,9 +204,15 @@ class Layout:
     def counted(self, name_of, testable=lambda flag, col: True) -> None:  # Note [a flag its keyword stands for]
         self.tested = kept(self, name_of, testable)
 
+    def default(self, flag) -> bool:
+        """True where most blocks set ``flag`` (Note [flags at the most blocks' value] in tested_flags.py)."""
+        return majority(self.flagged, self.calls or self.numbers, flag)
+
     def flags_of(self, inst) -> list:
-        """The flags a call of ``inst`` passes, in the function's order (none its keyword stands for)."""
-        return [f for f in self.flags if f in self.flagged.get(id(inst), ()) and f not in self.tested]
+        """The (flag, value) pairs a call of ``inst`` passes, in the function's order: those not at their default
+        (none its keyword stands for)."""
+        return [(f, not self.default(f)) for f in self.flags
+                if (f in self.flagged.get(id(inst), ())) != self.default(f) and f not in self.tested]
 
 
 @dataclass

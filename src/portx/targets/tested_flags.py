@@ -11,12 +11,19 @@ no such attribute, ``if self.squeeze_excite_conv is not None:``), as keras.appli
 a column two flags would share; a torch part with no submodule to test (the zoo MobileNetV3's ``residual``, an add
 in ``forward``) keeps its flag where the count is an ``__init__`` argument only. Such a flag (``Layout.tested``:
 flag -> column) is no argument and no call passes it; it stays in ``flags`` for the tests.
+
+Note [flags at the most blocks' value]: a person writes a flag's default as most calls pass it and passes it only
+where a block differs: keras.applications' EfficientNet ``block(..., id_skip=True)``. A flag most blocks set
+(EfficientNetB0's ``residual``, MobileNetV3Small's ``expand``) defaults to True, its calls ``residual=False`` where
+a block lacks the part; a tie defaults to False. Calls are counted, a keras-jax loop as one (MobileNetV2's
+residual blocks are 10 of 16 but in 4 loops and 1 call against 6 calls: ``residual=False``), torch's blocks each a
+constructor call. Layer names, weight paths and torch keys do not change.
 """
 from __future__ import annotations
 
 import re
 
-__all__ = ["kept", "tested"]
+__all__ = ["kept", "majority", "tested"]
 
 
 def tested(flags, flagged, keywords, place_of, defaults, numbers) -> dict:
@@ -38,3 +45,9 @@ def kept(layout, name_of, testable) -> dict:
     found = {f: c for f, c in layout.tested.items() if testable(f, c) and
              (layout.keywords[c] == "None" or re.match(r"(filters|out_channels)(_|$)", name_of(c)))}
     return {f: c for f, c in found.items() if list(found.values()).count(c) == 1}
+
+
+def majority(flagged, numbers, flag) -> bool:
+    """Whether most blocks (``numbers``: id(instance) -> ...) set ``flag`` (``flagged``: id(instance) -> set;
+    Note [flags at the most blocks' value])."""
+    return 2 * sum(flag in flagged.get(key, ()) for key in numbers) > len(numbers)

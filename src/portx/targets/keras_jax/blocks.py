@@ -163,7 +163,7 @@ def _call(emitter, body, run, pos, function, group, rename, shortcut=None, link=
     it, input roles) for a call written ``x, p = f(x, p, ...)`` (Note [cells passed as x, p] in cell_inputs.py)."""
     (fn, order), first = function, run[0]
     args = [rename.get(v, v) for v in first.inputs]
-    flag = [f"{f}=True" for f in shortcut.flags_of(first)] if shortcut else []
+    flag = [f"{f}={v}" for f, v in shortcut.flags_of(first)] if shortcut else []
     keywords = shortcut.keywords if isinstance(shortcut, Layout) else {}  # Note [optional parts]: a value only some blocks pass
     numbers = [first.numbers[col] for col in group.columns if col not in keywords] + \
         [f"{shortcut.names[col]}={first.numbers[col]}" for col in keywords if first.numbers[col] is not None] + flag
@@ -279,10 +279,11 @@ def _function(emitter, group, width, shortcut=None, role=(None, None), paired=Fa
     bases = [col for col in group.columns if col >= counted]  # one n, or one per stem: n_conv2d
     named = dict(zip(group.columns, param_names(layout or first, [col for col in group.columns if col < counted],
                                                 group.params)))
-    if layout:  # Note [a flag its keyword stands for] in tested_flags.py
+    if layout:  # Note [a flag its keyword stands for], Note [flags at the most blocks' value] in tested_flags.py
+        layout.calls = {id(run[0]) for run, _ in loops(group)}  # a loop is one call
         layout.counted(lambda col: named.get(col, ""))
     # the flags before the variables' names; none that its keyword stands for
-    flags = [f"{local.name(f)}=False" for f in layout.flags if f not in layout.tested] if layout else []
+    flags = [f"{local.name(f)}={layout.default(f)}" for f in layout.flags if f not in layout.tested] if layout else []
     params = [local.name(named[col] if col < counted else "n" if len(bases) == 1 else
                          f"n_{first.stems[col - counted]}", "size") for col in group.columns]
     prefix = (layout.prefix_of if layout else {}).get

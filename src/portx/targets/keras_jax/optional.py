@@ -43,7 +43,7 @@ class Shortcut:
 
     def flags_of(self, inst) -> list:
         """The flags a call of ``inst`` passes: the shortcut's where it has it."""
-        return [self.flag] if id(inst) in self.flagged else []
+        return [(self.flag, True)] if id(inst) in self.flagged else []
 
 
 def merge_optional(groups) -> tuple:

@@ -144,7 +144,7 @@ def write_class(emitter, members, cls, reserved, optional=None, role=(None, None
     w.line("")
     keywords = layout.keywords if layout else {}  # Note [optional parts]: a number only some blocks pass
     flag_args = [f"{args[p]}={keywords[c]}" for c, (p, _) in params.items() if c in keywords] + \
-        [f"{f}=False" for f in flags.values()] + ([f"{flag}=False"] if flag else [])
+        [f"{name}={layout.default(f)}" for f, name in flags.items()] + ([f"{flag}=False"] if flag else [])
     named = {args[p] for c, (p, _) in params.items() if c in keywords}
     w.line(f"def __init__({', '.join(['self'] + [a for a in args if a not in named] + flag_args)}):")
     w.indent = 2
@@ -211,7 +211,7 @@ def write_class(emitter, members, cls, reserved, optional=None, role=(None, None
     if layout:
         flag, flagged = None, {id(i): [f"{args[params[c][0]]}={(i.numbers + b.numbers)[c]}" for c in keywords
                                        if (i.numbers + b.numbers)[c] is not None] +
-                               [flags[f] for f in layout.flags_of(b)] for i, b in members}
+                               [f"{flags[f]}={v}" for f, v in layout.flags_of(b)] for i, b in members}
         columns = [c for c in columns if c not in keywords]
     return cls, columns, moved, order, (flag, flagged)
 
