@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 
 from .blocks_cut import block_names, cut_blocks
+from .blocks_first import first_blocks
 from .blocks_siblings import sibling_blocks, sibling_keys, sibling_names
 from .blocks_suffix import suffix_blocks
 
@@ -90,6 +91,13 @@ def block_parts(key: str) -> dict:
     parent = re.sub(r"_?(block|layer)_?$", "", stem).rstrip("_") or stem.rstrip("_")
     return {"parent": f"{head}.{parent}" if head else parent, "index": int(named["index"]),
             "stem": _text_of(f"{head}.{stem}" if head else stem)}
+
+
+def _numbered_parts(key):
+    """``block_parts(key)`` for a top-level key named with its number (``block_1``, ``expanded_conv_3``), else None
+    (Note [an unnumbered first block] in blocks_first.py)."""
+    named = _NAMED.match(key + "_") if "." not in key else None
+    return block_parts(key) if named and named["key"] == key else None
 
 
 def _text_of(path: str) -> str:
@@ -267,9 +275,14 @@ def record_blocks(graph):
     """
     nested = _nested_keys(graph)
     graph, suffixed, suffix_parts = suffix_blocks(graph, lambda scope: nested.get(scope) or block_of(scope))
+    first = {}
 
     def key_of(scope):
-        return nested.get(scope) or block_of(scope) or suffixed.get(scope, "")
+        return nested.get(scope) or block_of(scope) or suffixed.get(scope, "") or first.get(scope, "")
+
+    found_first, first_parts = first_blocks(graph, key_of, _numbered_parts)  # Note [an unnumbered first block]
+    first.update(found_first)
+    suffix_parts = {**suffix_parts, **first_parts}
 
     siblings = sibling_keys(graph, key_of)
     if siblings:

@@ -15,6 +15,7 @@ import inspect
 import textwrap
 from collections import Counter
 
+from .first_blocks import without_first
 from .codegen import flatten_outputs
 from ..weights.tensors import array_of, tensor_of
 
@@ -43,7 +44,7 @@ def forward_cutter(model, graph, var_of, block_inputs=None):
     except (OSError, TypeError, SyntaxError, IndexError):
         return lambda seg: "the model's forward has no source to cut"
 
-    blocks = graph.meta.get("blocks") or []
+    blocks = without_first(graph).meta.get("blocks") or []  # Note [an unnumbered first block]
     rebound = {name for name, count in Counter(var_of.values()).items() if count > 1}
 
     def cut(seg):

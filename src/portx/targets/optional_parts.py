@@ -35,6 +35,7 @@ from difflib import SequenceMatcher
 
 from .arg_names import argument_name
 from .optional_run import lhs, optional_params, real
+from .part_beside_choice import choices_read_alike, one_value, split_places
 from .structure import Group
 from .tested_flags import kept, majority, tested
 
@@ -95,6 +96,7 @@ def align(a, b) -> Alignment | None:
     rows_b = [p for p, _ in b.rows] + [[("v", v) for v in b.outputs]]
     ops = SequenceMatcher(None, [row_key(p) for p in rows_a], [row_key(p) for p in rows_b],
                           autojunk=False).get_opcodes()
+    ops, split = split_places(ops, rows_a, rows_b)  # Note [a part beside a choice] in part_beside_choice.py
     places = [Place(range(i1, i2), range(j1, j2)) for tag, i1, i2, j1, j2 in ops if tag != "equal"]
     if not all(_a_part(rows_a, p.rows_a, rows_b, p.rows_b) for p in places):  # none: alike but for values
         return None
@@ -116,6 +118,9 @@ def align(a, b) -> Alignment | None:
                 got = where.get(vb)
                 if got is None or got != va and not _unify(va, got, places, made_a, made_b, where, through, i):
                     return None
+    if not choices_read_alike(split, (rows_a, rows_b), where, _reads,  # Note [a part beside a choice]
+                              lambda va, vb, row: _unify(va, vb, places, made_a, made_b, where, through, row)):
+        return None
     if len(common) != len(rows_a) - sum(len(p.rows_a) for p in places):
         return None
     rename_a = _settle(through, places, (rows_a, rows_b), common, where)
@@ -319,6 +324,7 @@ def _finish(members, ref, slots, flagged, rename, head):
                 numbers[id(inst)].extend(got)
     instances = sorted((inst for member in members for inst in member.group.instances), key=lambda inst: inst.start)
     _one_choice([numbers[id(inst)] for inst in instances], positions, place_of, feeds)
+    one_value([numbers[id(inst)] for inst in instances], positions, place_of, feeds)  # Note [a part beside a choice]
     keywords = []
     found = optional_params([numbers[id(inst)] for inst in instances], positions, keywords)
     if found is None or len({place_of.get(i) for i in keywords}) < len(keywords):

@@ -62,6 +62,7 @@ import textwrap
 from ..codegen import literal
 from ..structure import block_rooms, room_of
 from ..auto_names import block_path
+from ..first_blocks import first_glue_names
 from .scopes import local_scopes
 
 __all__ = ["layer_args", "auto_names_in", "VariableNames", "layout_sentence"]
@@ -323,7 +324,7 @@ def _glue_layers(graph, scope) -> dict:
                 seen[stem] = seen.get(stem, 0) + 1  # Note [blocks named by a suffix]: ``normal_activation2_0``
                 found[node] = f"{block['parent']}_{stem}{seen[stem]}_{block['suffix']}" if block.get("suffix") \
                     else f"{block['key']}_{stem}"
-    return found
+    return {**found, **first_glue_names(graph, scope, found)}  # Note [Keras' names in a first block]
 
 
 #: IR attributes whose Keras keyword a block writes at its default where blocks of its kind differ in it

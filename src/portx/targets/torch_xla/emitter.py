@@ -24,6 +24,7 @@ from pathlib import Path
 from ...ir import DTYPES, IRError, SymDim
 from ...ops._util import kind
 from ...ops.dropout import DROPOUT
+from ..first_blocks import without_first
 from ...progress import watch
 from ..codegen import EmitterBase, LineWriter, Namespace, import_by_path, literal
 from ..size_checks import write_forward_checks
@@ -83,6 +84,7 @@ class TorchEmitter(ModuleWriter, EmitterBase):
     TEMP_FROM_SCOPE = False
 
     def __init__(self, graph):
+        graph = without_first(graph)  # Note [an unnumbered first block] in passes/blocks_first.py
         super().__init__(graph)
         self.ns = _BlockNames(_RESERVED, graph)  # forward's local variables
         self.attrs = _BlockNames(_RESERVED | _module_attributes(), graph)  # self.<submodule or buffer>
