@@ -64,8 +64,8 @@ def test_a_first_block_without_the_expand_conv_joins_its_family_s_function(tmp_p
     result = portx.convert(model, to="keras-jax", out=tmp_path / "k")
     code = result.files["code"].read_text()
     assert [line for line in code.splitlines() if line.startswith("def ") and "_block(" in line] == [
-        "def expanded_conv_block(x, name, optional=False, strided=False, residual=False):"], code
-    assert "block(input_layer, strided=True, name='expanded_conv')" in code, code  # no expand conv: flag off
+        "def expanded_conv_block(x, name, optional=True, strided=True, residual=False):"], code  # most blocks' flags
+    assert "block(input_layer, optional=False, name='expanded_conv')" in code, code  # no expand conv: flag off
     assert {w.path for w in result.model.weights} == {w.path for w in model.weights}
     names = {layer.name for layer in result.model.layers}
     assert {"expanded_conv_activation_1", "expanded_conv_1_activation_1"} <= names and "re_lu" not in names, names
