@@ -49,8 +49,10 @@ def structure(graph, target) -> dict:
 
 
 def _depth(block, blocks) -> int:
-    """How many of ``blocks`` hold ``block`` (its parents that are blocks: a stage such as ``conv2`` is none)."""
-    by_key, depth, parent = {b["key"]: b for b in blocks}, 0, block.get("parent")
+    """How many of ``blocks`` hold ``block`` (its parents that are blocks: a stage such as ``conv2`` is none). A
+    family's unnumbered first block is keyed as its container is (MobileNetV3's ``expanded_conv`` beside
+    ``expanded_conv_1``, parent ``expanded_conv``: Note [an unnumbered first block]) and holds none."""
+    by_key, depth, parent = {b["key"]: b for b in blocks if not b.get("first")}, 0, block.get("parent")
     while parent in by_key:
         depth, parent = depth + 1, by_key[parent].get("parent")
     return depth
